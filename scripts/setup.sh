@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine lacks: Debian chromium (when root) and the npm dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need_apt=()
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing ${need_apt[*]} with apt-get" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "setup: Chromium is missing. Run this one command, then retry: sudo apt-get install -y chromium" >&2
+    exit 1
+  fi
+fi
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm dependencies (npm ci)" >&2
+  npm ci --no-audit --no-fund
+else
+  npm run -s build
+fi

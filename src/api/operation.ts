@@ -1,0 +1,25 @@
+// Per-route metadata as Koa middleware: the operation id (for api_call events and metrics) and the
+// scope the bearer token must hold. Auth middleware (src/api/auth.ts) fills ctx.state.scopes first.
+import type { Middleware } from 'koa'
+import { ApiError } from './errors.js'
+
+export type Scope = 'read' | 'write' | 'publish' | 'cdp'
+
+export interface ApiState {
+  requestId: string
+  operationId?: string
+  /** Scopes of the authenticated token; undefined before auth ran (or on unauthenticated routes). */
+  scopes?: ReadonlySet<Scope>
+  /** Telemetry reads and streams set this so they never emit api_call (a poller must not feed itself). */
+  skipApiCall?: boolean
+}
+
+export function operation(operationId: string, scope: Scope | null): Middleware<ApiState> {
+  return async (ctx, next) => {
+    ctx.state.operationId = operationId
+    if (scope !== null && !ctx.state.scopes?.has(scope)) {
+      throw new ApiError(403, 'forbidden', `this token lacks the "${scope}" scope needed for ${operationId}`)
+    }
+    await next()
+  }
+}

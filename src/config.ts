@@ -1,0 +1,199 @@
+// The configuration surface of `browser-telemetry serve`: flags, each with a BROWSER_TELEMETRY_<NAME>
+// env twin, defaults, validated once. Pure: parseServeConfig(argv, env) throws ConfigError.
+import { parseArgs } from 'node:util'
+import { CONFIGURABLE_CATEGORIES } from './events/index.js'
+import { DEFAULT_CATEGORIES, DEFAULT_REDACTED_HEADERS, type ConfigurableCategory } from './pipeline.js'
+import { parseDuration } from './util/duration.js'
+import { parseSize } from './util/size.js'
+
+export class ConfigError extends Error {
+  constructor(message: string) { super(message); this.name = 'ConfigError' }
+}
+
+export interface HostPort { host: string; port: number }
+
+export interface ServeConfig {
+  listen: HostPort
+  dataDir: string
+  browserId?: string
+  cdpUrl?: string
+  launch: boolean
+  chromiumPath: string
+  /** Extra Chromium flags for launch mode. */
+  chromiumArgs: string[]
+  open?: string
+  token?: string
+  tokenFile?: string
+  categories: ConfigurableCategory[]
+  proxyListen?: HostPort
+  proxyAuth: boolean
+  uploadRoots: string[]
+  reconnectAttempts: number
+  reconnectInitialBackoffMs: number
+  reconnectMaxBackoffMs: number
+  streamKeepaliveMs: number
+  streamBufferEvents: number
+  logLevel: string
+  maxEnvelopeBytes: number
+  redactHeaders: string[]
+  retentionBytes: number
+  retentionAgeMs: number
+  networkBodyMaxBytes: number
+  screenshotIntervalMs: number
+  uploadMaxBytes: number
+  zipMaxEntries: number
+  zipMaxTotalBytes: number
+  zipMaxRatio: number
+  watchUnits: string[]
+  kmsgPath: string
+}
+
+interface OptSpec { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }
+
+/** Every serve flag. The README's configuration table and the env example are written from this. */
+export const SERVE_OPTIONS: Record<string, OptSpec> = {
+  'listen': { type: 'string', default: '127.0.0.1:10222', help: 'API listen address host:port' },
+  'data-dir': { type: 'string', default: './data', help: 'Where the event log, token, browser id and extensions live' },
+  'browser-id': { type: 'string', help: 'Browser session id served under /browsers/{id} (default: generated once, kept in the data dir)' },
+  'cdp-url': { type: 'string', help: 'Attach to a running browser: http://host:port or a ws:// DevTools URL' },
+  'launch': { type: 'boolean', help: 'Launch a local headless Chromium (default when --cdp-url is not given)' },
+  'no-browser': { type: 'boolean', help: 'Run without any browser (API and store only)' },
+  'chromium-path': { type: 'string', default: '/usr/bin/chromium', help: 'Chromium binary for --launch' },
+  'chromium-arg': { type: 'string', multiple: true, help: 'Extra Chromium flag for --launch (repeatable)' },
+  'open': { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
+  'token': { type: 'string', help: 'API bearer token with every scope' },
+  'token-file': { type: 'string', help: 'File of tokens, one per line: "<token> <scope>[,<scope>...]" (scopes: read, write, publish, cdp)' },
+  'categories': { type: 'string', default: DEFAULT_CATEGORIES.join(','), help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)' },
+  'proxy-listen': { type: 'string', default: '127.0.0.1:9222', help: 'CDP WebSocket proxy listen address ("off" disables)' },
+  'proxy-auth': { type: 'boolean', help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)' },
+  'upload-root': { type: 'string', multiple: true, help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)' },
+  'reconnect-attempts': { type: 'string', default: '10', help: 'Reconnect attempts before giving up' },
+  'reconnect-initial-backoff': { type: 'string', default: '250ms', help: 'First reconnect delay (doubles each attempt)' },
+  'reconnect-max-backoff': { type: 'string', default: '2s', help: 'Reconnect delay cap' },
+  'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
+  'stream-buffer-events': { type: 'string', default: '10000', help: 'Per-SSE-client buffer before a slow client is disconnected' },
+  'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
+  'max-envelope-bytes': { type: 'string', default: '1MiB', help: 'Envelope size cap; larger events are cut and marked truncated' },
+  'redact-headers': { type: 'string', default: DEFAULT_REDACTED_HEADERS.join(','), help: 'Header names whose values are masked' },
+  'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
+  'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
+  'network-body-max-bytes': { type: 'string', default: '64KiB', help: 'Cap on captured text response bodies' },
+  'screenshot-interval': { type: 'string', default: '5s', help: 'Periodic screenshot cadence (screenshot category)' },
+  'upload-max-bytes': { type: 'string', default: '1GiB', help: 'Largest accepted upload (413 above)' },
+  'zip-max-entries': { type: 'string', default: '100000', help: 'Most entries in an uploaded zip' },
+  'zip-max-total-bytes': { type: 'string', default: '4GiB', help: 'Largest total uncompressed size of an uploaded zip' },
+  'zip-max-ratio': { type: 'string', default: '200', help: 'Largest compression ratio of one zip entry (zip-bomb guard)' },
+  'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
+  'kmsg-path': { type: 'string', default: '/dev/kmsg', help: 'Kernel log to read OOM-kill reports from' },
+}
+
+export function envName(flag: string): string {
+  return 'BROWSER_TELEMETRY_' + flag.toUpperCase().replace(/-/g, '_')
+}
+
+export function parseHostPort(text: string, what: string): HostPort {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim())
+  const port = m ? Number(m[3]) : NaN
+  if (!m || port > 65535) throw new ConfigError(`${what}: expected host:port, got ${JSON.stringify(text)}`)
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port }
+}
+
+function duration(flag: string, v: string): number {
+  const ms = parseDuration(v)
+  if (ms === undefined) throw new ConfigError(`--${flag}: expected a duration like 250ms, 2s, 5m, got ${JSON.stringify(v)}`)
+  return ms
+}
+function size(flag: string, v: string): number {
+  const n = parseSize(v)
+  if (n === undefined || n <= 0) throw new ConfigError(`--${flag}: expected a size like 65536, 64KiB, 1MiB, got ${JSON.stringify(v)}`)
+  return n
+}
+function int(flag: string, v: string, min: number): number {
+  if (!/^\d+$/.test(v.trim()) || Number(v) < min) throw new ConfigError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(v)}`)
+  return Number(v)
+}
+
+export function parseCategories(text: string, what = '--categories'): ConfigurableCategory[] {
+  const out: ConfigurableCategory[] = []
+  for (const raw of text.split(',')) {
+    const c = raw.trim()
+    if (c === '') continue
+    if (c === 'monitor') throw new ConfigError(`${what}: monitor is not configurable (it flows whenever console, network, page or interaction is on)`)
+    if (!(CONFIGURABLE_CATEGORIES as string[]).includes(c)) throw new ConfigError(`${what}: unknown category ${JSON.stringify(c)} (allowed: ${CONFIGURABLE_CATEGORIES.join(', ')})`)
+    if (!out.includes(c as ConfigurableCategory)) out.push(c as ConfigurableCategory)
+  }
+  return out
+}
+
+export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
+  const options = Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([k, s]) => [k, { type: s.type, multiple: s.multiple }]))
+  let values: Record<string, string | boolean | string[] | undefined>
+  try {
+    values = parseArgs({ args: argv, options: options as never, allowPositionals: false, strict: true }).values as typeof values
+  } catch (err) {
+    throw new ConfigError((err as Error).message)
+  }
+  const get = (flag: string): string | undefined => {
+    const v = values[flag]
+    if (typeof v === 'string') return v
+    const e = env[envName(flag)]
+    if (e !== undefined && e !== '') return e
+    return SERVE_OPTIONS[flag]!.default
+  }
+  const list = (flag: string): string[] => {
+    const v = values[flag]
+    if (Array.isArray(v) && v.length > 0) return v
+    const e = env[envName(flag)]
+    return e ? e.split(/[,:\n]/).map((s) => s.trim()).filter(Boolean) : []
+  }
+  const bool = (flag: string): boolean => {
+    if (values[flag] === true) return true
+    const e = env[envName(flag)]
+    return e === '1' || e === 'true' || e === 'yes'
+  }
+  const dataDir = get('data-dir')!
+  const cdpUrl = get('cdp-url')
+  if (cdpUrl && !/^(https?|wss?):\/\//.test(cdpUrl)) throw new ConfigError(`--cdp-url: expected http://host:port or ws://..., got ${JSON.stringify(cdpUrl)}`)
+  const proxyListenText = get('proxy-listen')!
+  const initial = duration('reconnect-initial-backoff', get('reconnect-initial-backoff')!)
+  const max = duration('reconnect-max-backoff', get('reconnect-max-backoff')!)
+  if (max < initial) throw new ConfigError('--reconnect-max-backoff must be >= --reconnect-initial-backoff')
+  const logLevel = get('log-level')!
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw new ConfigError(`--log-level: unknown level ${JSON.stringify(logLevel)}`)
+  const browserId = get('browser-id')
+  if (browserId !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(browserId)) throw new ConfigError('--browser-id: 1-128 characters of letters, digits, ".", "_", "-"')
+  return {
+    listen: parseHostPort(get('listen')!, '--listen'),
+    dataDir,
+    browserId,
+    cdpUrl,
+    launch: !bool('no-browser') && (bool('launch') || !cdpUrl),
+    chromiumPath: get('chromium-path')!,
+    chromiumArgs: list('chromium-arg'),
+    open: get('open'),
+    token: get('token'),
+    tokenFile: get('token-file'),
+    categories: parseCategories(get('categories')!),
+    proxyListen: proxyListenText === 'off' ? undefined : parseHostPort(proxyListenText, '--proxy-listen'),
+    proxyAuth: bool('proxy-auth'),
+    uploadRoots: list('upload-root'),
+    reconnectAttempts: int('reconnect-attempts', get('reconnect-attempts')!, 0),
+    reconnectInitialBackoffMs: initial,
+    reconnectMaxBackoffMs: max,
+    streamKeepaliveMs: duration('stream-keepalive', get('stream-keepalive')!),
+    streamBufferEvents: int('stream-buffer-events', get('stream-buffer-events')!, 1),
+    logLevel,
+    maxEnvelopeBytes: size('max-envelope-bytes', get('max-envelope-bytes')!),
+    redactHeaders: get('redact-headers')!.split(',').map((s) => s.trim()).filter(Boolean),
+    retentionBytes: size('retention-bytes', get('retention-bytes')!),
+    retentionAgeMs: duration('retention-age', get('retention-age')!),
+    networkBodyMaxBytes: size('network-body-max-bytes', get('network-body-max-bytes')!),
+    screenshotIntervalMs: duration('screenshot-interval', get('screenshot-interval')!),
+    uploadMaxBytes: size('upload-max-bytes', get('upload-max-bytes')!),
+    zipMaxEntries: int('zip-max-entries', get('zip-max-entries')!, 1),
+    zipMaxTotalBytes: size('zip-max-total-bytes', get('zip-max-total-bytes')!),
+    zipMaxRatio: int('zip-max-ratio', get('zip-max-ratio')!, 1),
+    watchUnits: list('watch-unit'),
+    kmsgPath: get('kmsg-path')!,
+  }
+}

@@ -1,0 +1,47 @@
+// The contract between the monitor and the collectors. Collectors import only this (and events,
+// pipeline types); the monitor implements it.
+import type { ProtocolMapping } from 'devtools-protocol/types/protocol-mapping.js'
+import type { Context, TargetType } from '../events/index.js'
+import type { Emit } from '../pipeline.js'
+
+export type CdpCommand = keyof ProtocolMapping.Commands
+export type CdpEvent = keyof ProtocolMapping.Events
+export type CommandParams<M extends CdpCommand> = ProtocolMapping.Commands[M]['paramsType'][0]
+export type CommandResult<M extends CdpCommand> = ProtocolMapping.Commands[M]['returnType']
+export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
+
+/** Removes what attach() set up: listeners, timers, per-target state. Must be idempotent. */
+export type Detach = () => void
+
+/** One attached target (flattened CDP session) as collectors see it. */
+export interface TargetSession {
+  readonly sessionId: string
+  readonly targetId: string
+  readonly targetType: TargetType
+  /** Context at this moment: url, frame_id, loader_id, session_id, target_id, target_type, nav_seq. Absent values omitted. */
+  context(): Context
+  /** Sends a command on this target's session. Rejects after detach. */
+  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>>
+  /** Subscribes to an event of this session; the monitor's own context bookkeeping runs first. Returns the unsubscribe. */
+  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void
+  /** Aborted when the target detaches, crashes or the connection is replaced. */
+  readonly signal: AbortSignal
+}
+
+/** Browser-level scope (no target session): Target.* events, e.g. for page_tab_opened. */
+export interface BrowserScope {
+  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>>
+  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void
+  readonly signal: AbortSignal
+}
+
+export interface Collector {
+  readonly name: string
+  /**
+   * Called for every attached target while it is still paused (waitForDebuggerOnStart): enable
+   * domains here; the monitor resumes the target once every collector's attach settled (or timed out).
+   */
+  attach?(session: TargetSession, emit: Emit): Detach | Promise<Detach>
+  /** Called once per browser connection (and again after each reconnect). */
+  attachBrowser?(browser: BrowserScope, emit: Emit): Detach | Promise<Detach>
+}

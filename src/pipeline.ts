@@ -1,0 +1,224 @@
+// emit(): the one way into the log. gate -> validate -> ts -> redact -> truncate -> seq/append.
+// Subscribers (SSE, metrics) hear about envelopes only after they are committed (EventLog.onCommit).
+import {
+  CONFIGURABLE_CATEGORIES, CDP_CATEGORIES, categoryOf, isEventType, validateEvent,
+  type Category, type Envelope, type EventData, type EventType, type Source, type TelemetryEvent, type ValidationIssue,
+} from './events/index.js'
+import type { EventLog } from './store/event-log.js'
+import { silentLogger, type Logger } from './log.js'
+
+export type ConfigurableCategory = Exclude<Category, 'monitor'>
+
+/** What a producer hands to emit(): no seq, no ts, no category (fixed by type). */
+export type EventInput = {
+  [T in EventType]: { type: T; data: EventData<T>; source?: Source; truncated?: boolean }
+}[EventType]
+
+export interface Emitted {
+  envelope: Envelope
+  /** Resolves true once durable and visible to readers, false if it had to be dropped. */
+  committed: Promise<boolean>
+}
+
+/** The function every producer gets. Returns undefined when the event was not accepted. */
+export type Emit = (input: EventInput) => Emitted | undefined
+
+export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter((c) => c !== 'screenshot')
+export const DEFAULT_REDACTED_HEADERS = ['authorization', 'cookie', 'set-cookie', 'proxy-authorization']
+export const DEFAULT_MAX_ENVELOPE_BYTES = 1024 * 1024
+export const REDACTED = '[REDACTED]'
+
+export interface PipelineOptions {
+  log: EventLog
+  logger?: Logger
+  categories?: Iterable<ConfigurableCategory>
+  /** Envelope size cap in UTF-8 bytes (default 1 MiB). */
+  maxEnvelopeBytes?: number
+  /** Header names (case-insensitive) whose values are masked everywhere (default: Authorization, Cookie, Set-Cookie, Proxy-Authorization). */
+  redactHeaders?: Iterable<string>
+  /** Unix microseconds; injectable so tests can step the clock back. */
+  clock?: () => number
+}
+
+export interface PipelineStats {
+  accepted: number
+  gated: number
+  invalid: number
+  truncated: number
+}
+
+export class Pipeline {
+  readonly log: EventLog
+  private enabled: Set<ConfigurableCategory>
+  private monitorOn = false
+  private readonly redact: Set<string>
+  private readonly maxBytes: number
+  private readonly clock: () => number
+  private readonly logger: Logger
+  private lastTs: number
+  private invalidLogged = 0
+  readonly stats: PipelineStats = { accepted: 0, gated: 0, invalid: 0, truncated: 0 }
+  private categoryListeners = new Set<(c: ReadonlySet<Category>) => void>()
+
+  constructor(opts: PipelineOptions) {
+    this.log = opts.log
+    this.logger = opts.logger ?? silentLogger
+    this.enabled = new Set(opts.categories ?? DEFAULT_CATEGORIES)
+    this.updateMonitor()
+    this.redact = new Set([...(opts.redactHeaders ?? DEFAULT_REDACTED_HEADERS)].map((h) => h.toLowerCase()))
+    this.maxBytes = opts.maxEnvelopeBytes ?? DEFAULT_MAX_ENVELOPE_BYTES
+    this.clock = opts.clock ?? (() => Date.now() * 1000)
+    this.lastTs = opts.log.lastStoredTs
+    this.emit = this.emit.bind(this)
+  }
+
+  /** Capture rule: monitor flows iff any CDP category is on; the rest are individually switched. */
+  isEnabled(category: Category): boolean {
+    return category === 'monitor' ? this.monitorOn : this.enabled.has(category)
+  }
+
+  /** The effective enabled set (monitor included when it flows). */
+  enabledCategories(): Set<Category> {
+    const s = new Set<Category>(this.enabled)
+    if (this.monitorOn) s.add('monitor')
+    return s
+  }
+
+  setCategories(categories: Iterable<ConfigurableCategory>): void {
+    this.enabled = new Set(categories)
+    this.updateMonitor()
+    const eff = this.enabledCategories()
+    for (const l of this.categoryListeners) l(eff)
+  }
+
+  /** Producers that do costly work (screenshots, CDP domains) listen to switch themselves on and off. */
+  onCategoriesChanged(listener: (enabled: ReadonlySet<Category>) => void): () => void {
+    this.categoryListeners.add(listener)
+    return () => { this.categoryListeners.delete(listener) }
+  }
+
+  private updateMonitor(): void {
+    this.monitorOn = CDP_CATEGORIES.some((c) => this.enabled.has(c as ConfigurableCategory))
+  }
+
+  /** Validation issues for an input, without emitting it (used by the ingest route for a 400). */
+  check(input: EventInput): ValidationIssue[] {
+    if (!isEventType(input.type)) return [{ path: '/type', message: `unknown event type ${JSON.stringify(input.type)}` }]
+    return validateEvent(this.build(input, 0))
+  }
+
+  emit(input: EventInput): Emitted | undefined {
+    if (!isEventType(input.type)) { this.reject(input, [{ path: '/type', message: 'unknown event type' }]); return undefined }
+    const category = categoryOf(input.type)
+    if (!this.isEnabled(category)) { this.stats.gated++; return undefined }
+    let ts = Math.floor(this.clock())
+    if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
+    const event = this.build(input, ts)
+    const issues = validateEvent(event)
+    if (issues.length > 0) { this.reject(input, issues); return undefined }
+    this.lastTs = ts
+    this.redactHeaders(event)
+    this.fit(event)
+    this.stats.accepted++
+    const { envelope, committed } = this.log.append(event)
+    return { envelope, committed }
+  }
+
+  private build(input: EventInput, ts: number): TelemetryEvent {
+    const event = {
+      ts,
+      type: input.type,
+      category: categoryOf(input.type),
+      source: input.source ?? { kind: 'local_process' },
+      data: input.data,
+    } as TelemetryEvent
+    if (input.truncated) event.truncated = true
+    return event
+  }
+
+  private reject(input: EventInput, issues: ValidationIssue[]): void {
+    this.stats.invalid++
+    // A buggy producer could flood the log; say it a few times, then only count.
+    if (this.invalidLogged++ < 20) this.logger.warn({ type: input.type, issues }, 'dropped invalid event')
+  }
+
+  private redactHeaders(event: TelemetryEvent): void {
+    const data = event.data as { headers?: Record<string, string> }
+    if (!data.headers) return
+    let copy: Record<string, string> | undefined
+    for (const name of Object.keys(data.headers)) {
+      if (this.redact.has(name.toLowerCase())) {
+        copy ??= { ...data.headers }
+        copy[name] = REDACTED
+      }
+    }
+    if (copy) (event.data as { headers?: Record<string, string> }) = { ...data, headers: copy }
+  }
+
+  /** Cuts the longest strings (then array tails) of data until the envelope fits the cap. */
+  private fit(event: TelemetryEvent): void {
+    // Cheap upper bound first: most events are far below the cap.
+    let size = Buffer.byteLength(JSON.stringify(event)) + 40
+    if (size <= this.maxBytes) return
+    const data = structuredClone(event.data) as Record<string, unknown>
+    for (let round = 0; round < 64 && size > this.maxBytes; round++) {
+      const leaf = longestString(data)
+      const excess = size - this.maxBytes
+      if (leaf && leaf.length > 0) {
+        const keep = Math.max(0, leaf.length - excess - 64)
+        leaf.set(truncateUtf8(leaf.value, keep))
+      } else if (!dropArrayTail(data)) {
+        break
+      }
+      size = Buffer.byteLength(JSON.stringify({ ...event, data })) + 40
+    }
+    ;(event as { data: unknown }).data = data
+    event.truncated = true
+    this.stats.truncated++
+  }
+}
+
+interface Leaf { value: string; length: number; set: (v: string) => void }
+
+function longestString(root: unknown): Leaf | undefined {
+  let best: Leaf | undefined
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach((v, i) => {
+        if (typeof v === 'string') { if (!best || v.length > best.length) best = { value: v, length: v.length, set: (s) => { node[i] = s } } }
+        else visit(v)
+      })
+    } else if (node && typeof node === 'object') {
+      const obj = node as Record<string, unknown>
+      for (const k of Object.keys(obj)) {
+        const v = obj[k]
+        if (typeof v === 'string') { if (!best || v.length > best.length) best = { value: v, length: v.length, set: (s) => { obj[k] = s } } }
+        else visit(v)
+      }
+    }
+  }
+  visit(root)
+  return best
+}
+
+/** Halves the longest array in data; false when there is none left to shorten. */
+function dropArrayTail(root: unknown): boolean {
+  let best: unknown[] | undefined
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) { if (node.length > 0 && (!best || node.length > best.length)) best = node; node.forEach(visit) }
+    else if (node && typeof node === 'object') Object.values(node).forEach(visit)
+  }
+  visit(root)
+  if (!best) return false
+  best.length = Math.floor(best.length / 2)
+  return true
+}
+
+/** Cuts a string to at most `chars` UTF-16 units without splitting a surrogate pair. */
+export function truncateUtf8(s: string, chars: number): string {
+  if (s.length <= chars) return s
+  let end = chars
+  const code = s.charCodeAt(end - 1)
+  if (code >= 0xd800 && code <= 0xdbff) end--
+  return s.slice(0, end)
+}

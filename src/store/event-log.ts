@@ -1,0 +1,428 @@
+// The durable event log: LevelDB with group commit, cursor and time-window reads, retention.
+// Knows nothing of CDP or HTTP. The pipeline is its only writer; readers only see committed data.
+import { ClassicLevel } from 'classic-level'
+import type { Category, Envelope, TelemetryEvent } from '../events/index.js'
+import { silentLogger, type Logger } from '../log.js'
+import {
+  eventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord,
+  tsOfRecord, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE,
+} from './keys.js'
+
+export type { StoredRecord } from './keys.js'
+
+export interface EventLogOptions {
+  path: string
+  logger?: Logger
+  /** Retention by total bytes of stored events (default 512 MiB). */
+  maxBytes?: number
+  /** Retention by age (default 7 days). */
+  maxAgeMs?: number
+  /** How often retention runs in the background (default 60 s; 0 disables the timer). */
+  retentionIntervalMs?: number
+  /** Group commit: flush after this long (default 2 ms) ... */
+  commitDelayMs?: number
+  /** ... or once this many events are buffered (default 256). */
+  commitMaxEvents?: number
+  /** Events buffered while writes fail before the oldest are dropped (default 100,000). */
+  maxPendingEvents?: number
+}
+
+export interface ReadQuery {
+  order: 'asc' | 'desc'
+  limit: number
+  /** asc: first position to read; desc: exclusive upper position. Opaque to clients. */
+  cursor?: number
+  /** asc only; ignored when cursor is set. Unix microseconds, inclusive. */
+  sinceUs?: number
+  /** Unix microseconds, exclusive. Bounds the page in both directions, cursor or not. */
+  untilUs?: number
+  /** Only these categories (undefined = all). */
+  categories?: ReadonlySet<Category>
+}
+
+export interface ReadResult {
+  records: StoredRecord[]
+  hasMore: boolean
+  /** Where the next page starts; 0 when there is nothing more. */
+  nextCursor: number
+}
+
+export interface LogHealth {
+  writable: boolean
+  writeFailures: number
+  lastWriteError?: string
+  droppedEvents: number
+  pendingEvents: number
+  firstSeq: number
+  lastSeq: number
+}
+
+export type CommitListener = (records: readonly StoredRecord[]) => void
+
+interface Batch {
+  records: StoredRecord[]
+  resolve: (ok: boolean) => void
+  promise: Promise<boolean>
+}
+
+function newBatch(): Batch {
+  let resolve!: (ok: boolean) => void
+  const promise = new Promise<boolean>((r) => { resolve = r })
+  return { records: [], resolve, promise }
+}
+
+export class DataDirLockedError extends Error {
+  constructor(path: string) {
+    super(`data directory ${path} is in use by another running browser-telemetry process (LevelDB lock held); ` +
+      'stop that process or choose another --data-dir')
+    this.name = 'DataDirLockedError'
+  }
+}
+
+const SEQ_META = metaKey('seq')
+const CLEAN_META = metaKey('clean')
+
+export class EventLog {
+  readonly path: string
+  readonly db: ClassicLevel<Buffer, Buffer>
+  /** True when the previous process using this data dir stopped without closing the log. */
+  readonly previousStopWasUnclean: boolean
+  private readonly log: Logger
+  private readonly opts: Required<Omit<EventLogOptions, 'logger' | 'path'>>
+  private nextSeq: number
+  private lastTs: number
+  private committedSeq: number
+  private firstSeqCache: number
+  private open = true
+  private current: Batch = newBatch()
+  private queue: Batch[] = []
+  private writing = false
+  private flushTimer: NodeJS.Timeout | undefined
+  private retryTimer: NodeJS.Timeout | undefined
+  private retryDelayMs = 0
+  private retentionTimer: NodeJS.Timeout | undefined
+  private retentionRunning: Promise<unknown> | undefined
+  private listeners = new Set<CommitListener>()
+  private idleWaiters: (() => void)[] = []
+  private health_ = { writable: true, writeFailures: 0, lastWriteError: undefined as string | undefined, droppedEvents: 0 }
+
+  private constructor(db: ClassicLevel<Buffer, Buffer>, opts: EventLogOptions, state: { nextSeq: number; lastTs: number; committedSeq: number; firstSeq: number; unclean: boolean }) {
+    this.db = db
+    this.path = opts.path
+    this.log = opts.logger ?? silentLogger
+    this.opts = {
+      maxBytes: opts.maxBytes ?? 512 * 1024 * 1024,
+      maxAgeMs: opts.maxAgeMs ?? 7 * 24 * 3600 * 1000,
+      retentionIntervalMs: opts.retentionIntervalMs ?? 60_000,
+      commitDelayMs: opts.commitDelayMs ?? 2,
+      commitMaxEvents: opts.commitMaxEvents ?? 256,
+      maxPendingEvents: opts.maxPendingEvents ?? 100_000,
+    }
+    this.nextSeq = state.nextSeq
+    this.lastTs = state.lastTs
+    this.committedSeq = state.committedSeq
+    this.firstSeqCache = state.firstSeq
+    this.previousStopWasUnclean = state.unclean
+  }
+
+  static async open(opts: EventLogOptions): Promise<EventLog> {
+    const db = new ClassicLevel<Buffer, Buffer>(opts.path, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+    try {
+      await db.open()
+    } catch (err) {
+      const cause = (err as { cause?: { message?: string } }).cause?.message ?? ''
+      if (/lock/i.test(cause) || (err as { code?: string }).code === 'LEVEL_LOCKED') throw new DataDirLockedError(opts.path)
+      throw err
+    }
+    // Last committed position: the seq meta (written in every batch) survives retention emptying the log.
+    let committedSeq = 0
+    let lastTs = 0
+    const meta = await db.get(SEQ_META)
+    if (meta) {
+      committedSeq = Number(meta.readBigUInt64BE(0))
+      lastTs = meta.readDoubleBE(8)
+    }
+    const [lastEntry] = await db.iterator({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END, reverse: true, limit: 1 }).all()
+    if (lastEntry) {
+      committedSeq = Math.max(committedSeq, seqOfEventKey(lastEntry[0]))
+      lastTs = Math.max(lastTs, tsOfRecord(lastEntry[1]))
+    }
+    const [firstKey] = await db.keys({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END, limit: 1 }).all()
+    const firstSeq = firstKey ? seqOfEventKey(firstKey) : committedSeq + 1
+    const hadData = committedSeq > 0
+    const clean = (await db.get(CLEAN_META)) !== undefined
+    // An unclean stop may have lost buffered events: skip one seq so clients see a gap.
+    const unclean = hadData && !clean
+    const nextSeq = committedSeq + (unclean ? 2 : 1)
+    // Remove the marker before accepting writes: from here on a crash must read as unclean.
+    await db.del(CLEAN_META, { sync: true } as never)
+    const log = new EventLog(db, opts, { nextSeq, lastTs, committedSeq, firstSeq, unclean })
+    if (log.opts.retentionIntervalMs > 0) {
+      log.retentionTimer = setInterval(() => { void log.runRetention() }, log.opts.retentionIntervalMs)
+      log.retentionTimer.unref()
+      void log.runRetention()
+    }
+    return log
+  }
+
+  /** Highest ts ever stored: the pipeline keeps ts non-decreasing from here across restarts. */
+  get lastStoredTs(): number { return this.lastTs }
+  get lastSeq(): number { return this.committedSeq }
+  get firstSeq(): number { return this.firstSeqCache }
+
+  /**
+   * Assigns the next seq, buffers the envelope for the next group commit and returns it with a
+   * promise that resolves true once durable (false if it had to be dropped). Never throws.
+   */
+  append(event: TelemetryEvent): { envelope: Envelope; json: string; committed: Promise<boolean> } {
+    const seq = this.nextSeq++
+    const envelope: Envelope = { seq, event }
+    const json = JSON.stringify(envelope)
+    if (event.ts > this.lastTs) this.lastTs = event.ts
+    if (!this.open) {
+      this.health_.droppedEvents++
+      return { envelope, json, committed: Promise.resolve(false) }
+    }
+    const batch = this.current
+    batch.records.push({ seq, ts: event.ts, category: event.category, json })
+    if (batch.records.length >= this.opts.commitMaxEvents) {
+      this.sealCurrent()
+    } else if (batch.records.length === 1 && !this.flushTimer) {
+      this.flushTimer = setTimeout(() => { this.flushTimer = undefined; this.sealCurrent() }, this.opts.commitDelayMs)
+    }
+    return { envelope, json, committed: batch.promise }
+  }
+
+  /** Called with each committed batch, in seq order, after it is durable and readable. */
+  onCommit(listener: CommitListener): () => void {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  /** Resolves once everything appended so far is committed (or dropped). */
+  async flush(): Promise<void> {
+    if (this.current.records.length > 0) this.sealCurrent()
+    if (!this.writing && this.queue.length === 0) return
+    await new Promise<void>((r) => this.idleWaiters.push(r))
+  }
+
+  health(): LogHealth {
+    let pending = this.current.records.length
+    for (const b of this.queue) pending += b.records.length
+    return { ...this.health_, pendingEvents: pending, firstSeq: this.firstSeqCache, lastSeq: this.committedSeq }
+  }
+
+  private sealCurrent(): void {
+    if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = undefined }
+    if (this.current.records.length === 0) return
+    this.queue.push(this.current)
+    this.current = newBatch()
+    this.enforcePendingCap()
+    this.kick()
+  }
+
+  /** While writes fail, keep at most maxPendingEvents buffered; drop whole oldest batches (a seq gap). */
+  private enforcePendingCap(): void {
+    let pending = 0
+    for (const b of this.queue) pending += b.records.length
+    // queue[0] may be in flight; never drop it.
+    while (pending > this.opts.maxPendingEvents && this.queue.length > 1) {
+      const dropped = this.queue.splice(1, 1)[0]!
+      pending -= dropped.records.length
+      this.health_.droppedEvents += dropped.records.length
+      dropped.resolve(false)
+    }
+  }
+
+  private kick(): void {
+    if (this.writing || this.retryTimer || this.queue.length === 0) return
+    this.writing = true
+    void this.writeLoop()
+  }
+
+  private async writeLoop(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue[0]!
+      // Merge whatever queued up behind it into one write (bigger batches under load).
+      const records = batch.records
+      const ops: { type: 'put'; key: Buffer; value: Buffer }[] = []
+      const empty = Buffer.alloc(0)
+      for (const r of records) {
+        ops.push({ type: 'put', key: eventKey(r.seq), value: encodeRecord(r.category, r.ts, r.json) })
+        ops.push({ type: 'put', key: categoryKey(r.category, r.seq), value: empty })
+      }
+      const last = records[records.length - 1]!
+      const meta = Buffer.allocUnsafe(16)
+      meta.writeBigUInt64BE(BigInt(last.seq), 0)
+      meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
+      ops.push({ type: 'put', key: SEQ_META, value: meta })
+      try {
+        await this.db.batch(ops)
+      } catch (err) {
+        this.health_.writeFailures++
+        this.health_.writable = false
+        this.health_.lastWriteError = (err as Error).message
+        this.retryDelayMs = Math.min(Math.max(this.retryDelayMs * 2, 50), 5000)
+        this.log.error({ err: (err as Error).message, retryInMs: this.retryDelayMs, pending: this.health().pendingEvents },
+          'event log write failed; will retry')
+        this.writing = false
+        this.retryTimer = setTimeout(() => { this.retryTimer = undefined; this.kick() }, this.retryDelayMs)
+        this.retryTimer.unref()
+        if (!this.open) this.failAllPending()
+        return
+      }
+      if (!this.health_.writable) this.log.warn('event log writes recovered')
+      this.health_.writable = true
+      this.retryDelayMs = 0
+      this.queue.shift()
+      this.committedSeq = last.seq
+      batch.resolve(true)
+      for (const l of this.listeners) {
+        try { l(records) } catch (err) { this.log.error({ err: (err as Error).message }, 'commit listener threw') }
+      }
+    }
+    this.writing = false
+    const waiters = this.idleWaiters.splice(0)
+    for (const w of waiters) w()
+  }
+
+  private failAllPending(): void {
+    for (const b of this.queue) { this.health_.droppedEvents += b.records.length; b.resolve(false) }
+    this.queue = []
+    const waiters = this.idleWaiters.splice(0)
+    for (const w of waiters) w()
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** First seq whose ts >= tsUs (or lastSeq + 1 when none): binary search over positions, O(log n) seeks. */
+  async seekTs(tsUs: number): Promise<number> {
+    const it = this.db.iterator({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END })
+    try {
+      let lo = this.firstSeqCache
+      let hi = this.committedSeq + 1
+      while (lo < hi) {
+        const mid = Math.floor((lo + hi) / 2)
+        it.seek(eventKey(mid))
+        const entry = await it.next()
+        if (!entry) { hi = mid; continue }
+        const seq = seqOfEventKey(entry[0])
+        if (seq >= hi) { hi = mid; continue }
+        if (tsOfRecord(entry[1]) >= tsUs) hi = mid
+        else lo = seq + 1
+      }
+      // lo is a position; report the first existing record at or after it.
+      it.seek(eventKey(lo))
+      const entry = await it.next()
+      return entry ? seqOfEventKey(entry[0]) : this.committedSeq + 1
+    } finally {
+      await it.close()
+    }
+  }
+
+  async read(q: ReadQuery): Promise<ReadResult> {
+    const limit = Math.max(1, Math.floor(q.limit))
+    let lo = 0
+    let hi = Number.MAX_SAFE_INTEGER // exclusive
+    if (q.untilUs !== undefined) hi = await this.seekTs(q.untilUs)
+    if (q.order === 'asc') {
+      if (q.cursor !== undefined) lo = q.cursor
+      else if (q.sinceUs !== undefined) lo = await this.seekTs(q.sinceUs)
+    } else if (q.cursor !== undefined) {
+      hi = Math.min(hi, q.cursor)
+    }
+    if (lo >= hi) return { records: [], hasMore: false, nextCursor: 0 }
+    const reverse = q.order === 'desc'
+    const cats = q.categories && q.categories.size < CATEGORY_BY_CODE.length ? q.categories : undefined
+    let records: StoredRecord[]
+    let hasMore: boolean
+    if (!cats) {
+      const entries = await this.db.iterator({ gte: eventKey(lo), lt: eventKey(hi), reverse, limit: limit + 1 }).all()
+      hasMore = entries.length > limit
+      records = entries.slice(0, limit).map(([k, v]) => decodeRecord(seqOfEventKey(k), v))
+    } else {
+      // Merge the per-category indexes: cost is O(limit x categories) however sparse the match.
+      const seqs: number[] = []
+      for (const c of cats) {
+        const keys = await this.db.keys({ gte: categoryKey(c, lo), lt: categoryKey(c, hi), reverse, limit: limit + 1 }).all()
+        for (const k of keys) seqs.push(seqOfCategoryKey(k))
+      }
+      seqs.sort(reverse ? (a, b) => b - a : (a, b) => a - b)
+      hasMore = seqs.length > limit
+      const wanted = seqs.slice(0, limit)
+      const values = await this.db.getMany(wanted.map(eventKey))
+      records = []
+      for (let i = 0; i < wanted.length; i++) {
+        const v = values[i]
+        if (v) records.push(decodeRecord(wanted[i]!, v)) // a value removed by retention in between is skipped
+      }
+    }
+    const last = records[records.length - 1]
+    const nextCursor = hasMore && last ? (reverse ? last.seq : last.seq + 1) : 0
+    return { records, hasMore: hasMore && nextCursor > 0, nextCursor }
+  }
+
+  // ---------------------------------------------------------------- retention
+
+  /** Runs one retention pass now (also runs on a background timer). Returns events deleted. */
+  async runRetention(nowUs = Date.now() * 1000): Promise<number> {
+    if (this.retentionRunning) await this.retentionRunning
+    const p = this.retentionPass(nowUs)
+    this.retentionRunning = p
+    try { return await p } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'retention pass failed')
+      return 0
+    } finally { this.retentionRunning = undefined }
+  }
+
+  private async retentionPass(nowUs: number): Promise<number> {
+    if (!this.open) return 0
+    let cutoff = this.firstSeqCache
+    const ageCutoff = await this.seekTs(nowUs - this.opts.maxAgeMs * 1000)
+    if (ageCutoff > cutoff) cutoff = ageCutoff
+    const size = await this.storedBytes()
+    if (size > this.opts.maxBytes) {
+      // Drop the oldest share that brings us to 90% of the cap (positions are a good proxy for bytes).
+      const span = this.committedSeq + 1 - this.firstSeqCache
+      const share = (size - this.opts.maxBytes * 0.9) / size
+      cutoff = Math.max(cutoff, this.firstSeqCache + Math.ceil(span * share))
+    }
+    if (cutoff <= this.firstSeqCache) return 0
+    return this.deleteBefore(cutoff)
+  }
+
+  /** Bytes of stored events as LevelDB estimates them (on-disk tables; the memtable is not counted). */
+  async storedBytes(): Promise<number> {
+    return this.db.approximateSize(EVENT_RANGE_START as never, EVENT_RANGE_END as never)
+  }
+
+  private async deleteBefore(cutoff: number): Promise<number> {
+    const before = this.firstSeqCache
+    this.firstSeqCache = cutoff // readers skip ahead at once; a cursor below it resumes at the oldest retained
+    await this.db.clear({ gte: EVENT_RANGE_START, lt: eventKey(cutoff) })
+    for (const c of CATEGORY_BY_CODE) {
+      const r = categoryRange(c)
+      await this.db.clear({ gte: r.start, lt: categoryKey(c, cutoff) })
+    }
+    await this.db.compactRange(EVENT_RANGE_START as never, eventKey(cutoff) as never).catch(() => undefined)
+    this.log.info({ before, cutoff }, 'retention removed old events')
+    return cutoff - before
+  }
+
+  /** A sublevel for other modules' records (extension metadata, ...). */
+  sublevel<V>(name: string) {
+    return this.db.sublevel<string, V>(name, { keyEncoding: 'utf8', valueEncoding: 'json' })
+  }
+
+  /** Flushes, writes the clean-shutdown marker and closes. Appends after this are dropped. */
+  async close(): Promise<void> {
+    if (!this.open) return
+    if (this.retentionTimer) clearInterval(this.retentionTimer)
+    if (this.retentionRunning) await this.retentionRunning.catch(() => undefined)
+    await this.flush()
+    this.open = false
+    if (this.retryTimer) { clearTimeout(this.retryTimer); this.retryTimer = undefined; this.failAllPending() }
+    await this.db.put(CLEAN_META, Buffer.from('1'), { sync: true } as never)
+    await this.db.close()
+  }
+}
