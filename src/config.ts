@@ -126,7 +126,7 @@ export function parseCategories(text: string, what = '--categories'): Configurab
 }
 
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
-  const options = Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([k, s]) => [k, { type: s.type, multiple: s.multiple }]))
+  const options = Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([k, s]) => [k, { type: s.type, multiple: s.multiple ?? false }]))
   let values: Record<string, string | boolean | string[] | undefined>
   try {
     values = parseArgs({ args: argv, options: options as never, allowPositionals: false, strict: true }).values as typeof values

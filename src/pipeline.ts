@@ -164,11 +164,13 @@ export class Pipeline {
     for (let round = 0; round < 64 && size > this.maxBytes; round++) {
       const leaf = longestString(data)
       const excess = size - this.maxBytes
-      if (leaf && leaf.length > 0) {
-        const keep = Math.max(0, leaf.length - excess - 64)
+      if (leaf && leaf.length > 256) {
+        // At most halve per round so several big fields share the budget instead of one losing all.
+        const keep = Math.max(leaf.length - excess - 64, Math.floor(leaf.length / 2), 0)
         leaf.set(truncateUtf8(leaf.value, keep))
       } else if (!dropArrayTail(data)) {
-        break
+        if (!leaf || leaf.length === 0) break
+        leaf.set('')
       }
       size = Buffer.byteLength(JSON.stringify({ ...event, data })) + 40
     }

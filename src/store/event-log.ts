@@ -266,8 +266,8 @@ export class EventLog {
         this.log.error({ err: (err as Error).message, retryInMs: this.retryDelayMs, pending: this.health().pendingEvents },
           'event log write failed; will retry')
         this.writing = false
+        // Not unref'd: undelivered events are a reason to keep the process alive.
         this.retryTimer = setTimeout(() => { this.retryTimer = undefined; this.kick() }, this.retryDelayMs)
-        this.retryTimer.unref()
         if (!this.open) this.failAllPending()
         return
       }

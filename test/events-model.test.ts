@@ -1,0 +1,53 @@
+import t from 'tap'
+import { EVENT_DEFS, EVENT_TYPES, categoryOf, validateEvent, envelopeIssues, TelemetryEventSchema, EnvelopeSchema } from '../src/events/index.js'
+
+// The spec's Events table (type -> category), plus the two system types from issue 2.
+const SPEC_TABLE: Record<string, string> = {
+  console_log: 'console', console_error: 'console',
+  network_request: 'network', network_response: 'network', network_loading_failed: 'network', network_idle: 'network',
+  page_navigation: 'page', page_dom_content_loaded: 'page', page_load: 'page', page_tab_opened: 'page',
+  page_layout_shift: 'page', page_lcp: 'page', page_layout_settled: 'page', page_navigation_settled: 'page',
+  interaction_click: 'interaction', interaction_key: 'interaction', interaction_scroll_settled: 'interaction',
+  monitor_screenshot: 'screenshot',
+  monitor_disconnected: 'monitor', monitor_reconnected: 'monitor', monitor_reconnect_failed: 'monitor', monitor_init_failed: 'monitor',
+  api_call: 'control', cdp_connect: 'connection', cdp_disconnect: 'connection', live_view_connect: 'connection',
+  live_view_disconnect: 'connection', captcha_solve_result: 'captcha', system_oom_kill: 'system', service_crashed: 'system',
+}
+
+t.test('every type of the spec table is defined with its category, and nothing else', async (t) => {
+  t.same([...EVENT_TYPES].sort(), Object.keys(SPEC_TABLE).sort())
+  for (const [type, cat] of Object.entries(SPEC_TABLE)) t.equal(categoryOf(type as never), cat, type)
+  t.equal(EVENT_DEFS.page_tab_opened.category, 'page')
+})
+
+const ev = (type: string, data: unknown, extra: Record<string, unknown> = {}) =>
+  ({ ts: 1, type, category: SPEC_TABLE[type], source: { kind: 'cdp' }, data, ...extra })
+
+t.test('schemas accept spec-shaped events and reject wrong ones', async (t) => {
+  t.same(validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'], nav_seq: 0, session_id: 's' })), [])
+  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'], bogus: 1 })).length, 0, 'unknown data key')
+  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'] }, { category: 'network' })).length, 0, 'wrong category')
+  t.not(validateEvent(ev('page_navigation', { url: 'u', nav_seq: 1 })).length, 0, 'page_navigation carries no nav_seq')
+  t.same(validateEvent(ev('page_tab_opened', { target_id: 't', target_type: 'page', url: 'about:blank' })), [])
+  t.not(validateEvent(ev('page_tab_opened', { target_id: 't', target_type: 'page', session_id: 's' })).length, 0, 'tab_opened is no-context')
+  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: [], target_type: 'tab' })).length, 0, 'target_type enum')
+  t.same(validateEvent(ev('monitor_disconnected', { reason: 'browser_restarted' })), [])
+  t.not(validateEvent(ev('monitor_disconnected', { reason: 'other' })).length, 0)
+  t.same(validateEvent(ev('cdp_connect', {})), [])
+  t.same(validateEvent(ev('system_oom_kill', { pid: 1, process_name: 'chromium', rss_kb: 10, constraint: 'memcg', top_tasks: [{ name: 'a', pid: 2, rss_kb: 3 }] })), [])
+  t.not(validateEvent(ev('system_oom_kill', { pid: 1, process_name: 'a-very-long-process-name', rss_kb: 10 })).length, 0, 'comm max 15')
+  t.same(validateEvent(ev('service_crashed', { phase: 'gave_up', service_name: 'chromium' })), [])
+  t.not(validateEvent(ev('captcha_solve_result', { captcha_type: 'turnstile', status: 'success', duration_ms: 1, website_path: '/a?b=1' })).length, 0, 'no query in website_path')
+  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } })).length, 0, 'source kind enum')
+  t.not(validateEvent({ ...ev('cdp_connect', {}), extra: 1 }).length, 0, 'no extra event keys')
+  t.same(validateEvent(ev('nope', {})), [{ path: '/type', message: 'unknown event type "nope"' }])
+})
+
+t.test('envelope is exactly {seq, event}', async (t) => {
+  const event = ev('cdp_connect', {})
+  t.same(envelopeIssues({ seq: 1, event }), [])
+  t.not(envelopeIssues({ seq: 1, event, extra: true }).length, 0)
+  t.not(envelopeIssues({ seq: 0, event }).length, 0, 'seq minimum 1')
+  t.same(Object.keys(EnvelopeSchema.properties).sort(), ['event', 'seq'])
+  t.equal(TelemetryEventSchema.anyOf.length, EVENT_TYPES.length)
+})
