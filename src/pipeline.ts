@@ -40,6 +40,18 @@ export interface PipelineOptions {
   clock?: () => number
 }
 
+/** What happened to one emit() call; observers (metrics) hear about every call, gated ones too. */
+export interface EmitObservation {
+  type: string
+  /** Undefined only for an unknown type. */
+  category?: Category
+  outcome: 'accepted' | 'gated' | 'invalid'
+  /** Accepted events only: resolves false if the store had to drop it. */
+  committed?: Promise<boolean>
+  truncated?: boolean
+}
+export type EmitObserver = (o: EmitObservation) => void
+
 export interface PipelineStats {
   accepted: number
   gated: number
@@ -59,6 +71,7 @@ export class Pipeline {
   private invalidLogged = 0
   readonly stats: PipelineStats = { accepted: 0, gated: 0, invalid: 0, truncated: 0 }
   private categoryListeners = new Set<(c: ReadonlySet<Category>) => void>()
+  private emitObservers = new Set<EmitObserver>()
 
   constructor(opts: PipelineOptions) {
     this.log = opts.log
@@ -97,6 +110,18 @@ export class Pipeline {
     return () => { this.categoryListeners.delete(listener) }
   }
 
+  /** Observers must be cheap and must not throw; they run synchronously inside emit(). */
+  onEmit(observer: EmitObserver): () => void {
+    this.emitObservers.add(observer)
+    return () => { this.emitObservers.delete(observer) }
+  }
+
+  private observe(o: EmitObservation): void {
+    for (const obs of this.emitObservers) {
+      try { obs(o) } catch { /* an observer bug must never break emit() */ }
+    }
+  }
+
   private updateMonitor(): void {
     this.monitorOn = CDP_CATEGORIES.some((c) => this.enabled.has(c as ConfigurableCategory))
   }
@@ -108,19 +133,32 @@ export class Pipeline {
   }
 
   emit(input: EventInput): Emitted | undefined {
-    if (!isEventType(input.type)) { this.reject(input, [{ path: '/type', message: 'unknown event type' }]); return undefined }
+    if (!isEventType(input.type)) {
+      this.reject(input, [{ path: '/type', message: 'unknown event type' }])
+      if (this.emitObservers.size > 0) this.observe({ type: String(input.type), outcome: 'invalid' })
+      return undefined
+    }
     const category = categoryOf(input.type)
-    if (!this.isEnabled(category)) { this.stats.gated++; return undefined }
+    if (!this.isEnabled(category)) {
+      this.stats.gated++
+      if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'gated' })
+      return undefined
+    }
     let ts = Math.floor(this.clock())
     if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
     const event = this.build(input, ts)
     const issues = validateEvent(event)
-    if (issues.length > 0) { this.reject(input, issues); return undefined }
+    if (issues.length > 0) {
+      this.reject(input, issues)
+      if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'invalid' })
+      return undefined
+    }
     this.lastTs = ts
     this.redactHeaders(event)
     this.fit(event)
     this.stats.accepted++
     const { envelope, committed } = this.log.append(event)
+    if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', committed, truncated: event.truncated === true })
     return { envelope, committed }
   }
 
