@@ -1,0 +1,182 @@
+// Prometheus metrics of the daemon (prom-client, its own Registry so tests and embedders never share
+// the global one). Decoupled from the modules it describes: counters are fed by the pipeline's
+// onEmit observer and the log's onCommit listener, gauges read callbacks at scrape time, and the few
+// things only a module knows (HTTP requests, SSE clients without a callback) have handles it calls.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { EmitObservation, Pipeline } from './pipeline.js'
+import type { EventLog } from './store/event-log.js'
+
+export type { Registry }
+
+/** What the monitor can tell at scrape time (all optional: a daemon without a browser has none). */
+export interface MonitorProbe {
+  /** Current state name, e.g. collecting, disconnected, failed, connecting. */
+  state?: () => string
+  /** Attached targets, as a total or by target_type. */
+  attachedTargets?: () => number | Record<string, number>
+}
+
+export interface MetricsDeps {
+  pipeline: Pick<Pipeline, 'onEmit'>
+  log: Pick<EventLog, 'firstSeq' | 'lastSeq' | 'health' | 'storedBytes' | 'onCommit'>
+  monitor?: MonitorProbe
+  /** Open SSE streams; when absent the stream route may inc()/dec() metrics.sseClients itself. */
+  sseClients?: () => number
+  /** Open CDP proxy client connections. */
+  proxyConnections?: () => number
+}
+
+/** Monitor states derived from monitor_* events when no MonitorProbe.state is wired. */
+const STATE_AFTER_EVENT: Record<string, string> = {
+  monitor_disconnected: 'disconnected',
+  monitor_reconnected: 'collecting',
+  monitor_reconnect_failed: 'failed',
+  monitor_init_failed: 'init_failed',
+}
+
+export const MONITOR_STATES = ['collecting', 'disconnected', 'failed', 'init_failed', 'connecting', 'none'] as const
+
+export interface Metrics {
+  readonly registry: Registry
+  readonly eventsEmitted: Counter<'category'>
+  readonly eventsStored: Counter<'category'>
+  readonly eventsDropped: Counter<'category' | 'reason'>
+  readonly eventsTruncated: Counter<'category'>
+  readonly storeBytes: Gauge
+  readonly storeOldestSeq: Gauge
+  readonly storeNewestSeq: Gauge
+  readonly storePendingEvents: Gauge
+  readonly storeWritable: Gauge
+  readonly monitorState: Gauge<'state'>
+  readonly monitorReconnects: Counter
+  readonly attachedTargets: Gauge<'target_type'>
+  readonly sseClients: Gauge
+  readonly proxyConnections: Gauge
+  readonly httpRequests: Counter<'operation' | 'status'>
+  readonly httpRequestDuration: Histogram<'operation'>
+  /** Records one finished HTTP request (the API's metrics middleware calls this). */
+  observeHttp(operation: string, status: number, seconds: number): void
+  /** Wires the pipeline/log/monitor sources; returns a function that unwires them. */
+  attach(deps: MetricsDeps): () => void
+  /** The exposition text and its content type, for GET /metrics. */
+  render(): Promise<{ contentType: string; body: string }>
+}
+
+export interface CreateMetricsOptions {
+  /** Node process metrics (RSS, heap, event loop lag, GC); default true. */
+  processMetrics?: boolean
+}
+
+export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
+  const registry = new Registry()
+  const registers = [registry]
+  let deps: MetricsDeps | undefined
+  let derivedMonitorState: string | undefined
+
+  const eventsEmitted = new Counter({ name: 'browser_telemetry_events_emitted_total', help: 'Events accepted by the pipeline, by category', labelNames: ['category'] as const, registers })
+  const eventsStored = new Counter({ name: 'browser_telemetry_events_stored_total', help: 'Events committed to the event log, by category', labelNames: ['category'] as const, registers })
+  const eventsDropped = new Counter({
+    name: 'browser_telemetry_events_dropped_total',
+    help: 'Events not stored, by category and reason (category_disabled, invalid, store)',
+    labelNames: ['category', 'reason'] as const, registers,
+  })
+  const eventsTruncated = new Counter({ name: 'browser_telemetry_events_truncated_total', help: 'Events cut to fit the envelope size cap, by category', labelNames: ['category'] as const, registers })
+
+  const storeBytes = new Gauge({
+    name: 'browser_telemetry_store_bytes', help: 'Approximate on-disk bytes of stored events (LevelDB estimate)', registers,
+    async collect() { if (deps) this.set(await deps.log.storedBytes().catch(() => 0)) },
+  })
+  const storeOldestSeq = new Gauge({
+    name: 'browser_telemetry_store_oldest_seq', help: 'Seq of the oldest retained event (newest + 1 when empty)', registers,
+    collect() { if (deps) this.set(deps.log.firstSeq) },
+  })
+  const storeNewestSeq = new Gauge({
+    name: 'browser_telemetry_store_newest_seq', help: 'Seq of the newest committed event (0 when none ever)', registers,
+    collect() { if (deps) this.set(deps.log.lastSeq) },
+  })
+  const storePendingEvents = new Gauge({
+    name: 'browser_telemetry_store_pending_events', help: 'Events accepted but not yet committed', registers,
+    collect() { if (deps) this.set(deps.log.health().pendingEvents) },
+  })
+  const storeWritable = new Gauge({
+    name: 'browser_telemetry_store_writable', help: '1 when the last event log write succeeded, else 0', registers,
+    collect() { if (deps) this.set(deps.log.health().writable ? 1 : 0) },
+  })
+
+  const monitorState = new Gauge({
+    name: 'browser_telemetry_monitor_state', help: 'CDP monitor state: 1 for the current state, 0 for the others', labelNames: ['state'] as const, registers,
+    collect() {
+      const current = deps?.monitor?.state?.() ?? derivedMonitorState ?? (deps?.monitor ? 'collecting' : 'none')
+      this.reset()
+      for (const s of MONITOR_STATES) this.set({ state: s }, s === current ? 1 : 0)
+      if (!(MONITOR_STATES as readonly string[]).includes(current)) this.set({ state: current }, 1)
+    },
+  })
+  const monitorReconnects = new Counter({ name: 'browser_telemetry_monitor_reconnects_total', help: 'Successful CDP reconnects (monitor_reconnected)', registers })
+  const attachedTargets = new Gauge({
+    name: 'browser_telemetry_attached_targets', help: 'CDP targets the monitor is attached to, by target_type', labelNames: ['target_type'] as const, registers,
+    collect() {
+      const v = deps?.monitor?.attachedTargets?.()
+      if (v === undefined) return
+      this.reset()
+      if (typeof v === 'number') this.set({ target_type: 'all' }, v)
+      else for (const [type, n] of Object.entries(v)) this.set({ target_type: type }, n)
+    },
+  })
+  const sseClients = new Gauge({
+    name: 'browser_telemetry_sse_clients', help: 'Open telemetry stream (SSE) connections', registers,
+    collect() { const n = deps?.sseClients?.(); if (n !== undefined) this.set(n) },
+  })
+  const proxyConnections = new Gauge({
+    name: 'browser_telemetry_cdp_proxy_connections', help: 'Open CDP proxy client connections', registers,
+    collect() { const n = deps?.proxyConnections?.(); if (n !== undefined) this.set(n) },
+  })
+
+  const httpRequests = new Counter({ name: 'browser_telemetry_http_requests_total', help: 'HTTP API requests, by operation id and status', labelNames: ['operation', 'status'] as const, registers })
+  const httpRequestDuration = new Histogram({
+    name: 'browser_telemetry_http_request_duration_seconds', help: 'HTTP API handler duration (for streams: until the stream is set up)',
+    labelNames: ['operation'] as const, buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], registers,
+  })
+
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry })
+
+  const onEmit = (o: EmitObservation): void => {
+    const category = o.category ?? 'unknown'
+    if (o.outcome === 'gated') eventsDropped.inc({ category, reason: 'category_disabled' })
+    else if (o.outcome === 'invalid') eventsDropped.inc({ category, reason: 'invalid' })
+    else {
+      eventsEmitted.inc({ category })
+      if (o.truncated) eventsTruncated.inc({ category })
+      void o.committed?.then((ok) => { if (!ok) eventsDropped.inc({ category, reason: 'store' }) })
+    }
+    // Monitor events count whether or not the monitor category flows (the gate is about storage).
+    const next = STATE_AFTER_EVENT[o.type]
+    if (next !== undefined) derivedMonitorState = next
+    if (o.type === 'monitor_reconnected') monitorReconnects.inc()
+  }
+
+  return {
+    registry, eventsEmitted, eventsStored, eventsDropped, eventsTruncated,
+    storeBytes, storeOldestSeq, storeNewestSeq, storePendingEvents, storeWritable,
+    monitorState, monitorReconnects, attachedTargets, sseClients, proxyConnections,
+    httpRequests, httpRequestDuration,
+    observeHttp(operation, status, seconds) {
+      httpRequests.inc({ operation, status: String(status) })
+      httpRequestDuration.observe({ operation }, seconds)
+    },
+    attach(d) {
+      deps = d
+      const offEmit = d.pipeline.onEmit(onEmit)
+      const offCommit = d.log.onCommit((records) => {
+        // One inc per category per batch: batches hold up to a few hundred events.
+        const counts = new Map<string, number>()
+        for (const r of records) counts.set(r.category, (counts.get(r.category) ?? 0) + 1)
+        for (const [category, n] of counts) eventsStored.inc({ category }, n)
+      })
+      return () => { offEmit(); offCommit(); if (deps === d) { deps = undefined; derivedMonitorState = undefined } }
+    },
+    async render() {
+      return { contentType: registry.contentType, body: await registry.metrics() }
+    },
+  }
+}
