@@ -1,0 +1,72 @@
+// The Koa app: app-wide middleware + the route table. Route groups register through
+// `(router: ApiRouter) => void` functions, so uploads/extensions/ingest plug in without touching this file.
+import Koa from 'koa'
+import type { EventLog } from '../store/event-log.js'
+import type { ConfigurableCategory, Pipeline } from '../pipeline.js'
+import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
+import { silentLogger, type Logger } from '../log.js'
+import { bearerAuth, type TokenSet } from './auth.js'
+import { apiCallEvents, renderErrors, requestId } from './middleware.js'
+import type { ApiState } from './operation.js'
+import { ApiRouter } from './route-table.js'
+import { registerSystemRoutes } from './routes/system.js'
+import { registerTelemetryRoutes } from './routes/telemetry.js'
+import { TelemetryStreams } from './telemetry-stream.js'
+
+export interface ApiDeps {
+  /** The browser session id served under /browsers/{id}. */
+  browserId: string
+  log: EventLog
+  pipeline: Pipeline
+  tokens: TokenSet
+  logger?: Logger
+  /** SSE keepalive interval (default 15 s). */
+  streamKeepaliveMs?: number
+  /** Per-SSE-client queued events before a slow client is disconnected (default 10,000). */
+  streamBufferEvents?: number
+  /** What PUT /browsers/{id}/telemetry layers its body onto (default: the pipeline's categories at creation). */
+  defaultCategories?: readonly ConfigurableCategory[]
+  /** Reported by /healthz under `monitor`. */
+  monitorState?: () => unknown
+  /** Further route groups, e.g. `(r) => registerUploadRoutes(r, uploadDeps)`. */
+  routes?: ((router: ApiRouter) => void)[]
+  version?: string
+  /** Unix microseconds (tests pin it). */
+  now?: () => number
+}
+
+export interface ApiApp {
+  koa: Koa<ApiState>
+  router: ApiRouter
+  streams: TelemetryStreams
+  /** Ends every SSE stream cleanly (call when shutting down, before closing the log). */
+  closeStreams(): Promise<void>
+}
+
+export function createApiApp(deps: ApiDeps): ApiApp {
+  const logger = deps.logger ?? silentLogger
+  const streams = new TelemetryStreams(deps.log, {
+    keepaliveMs: deps.streamKeepaliveMs ?? 15_000,
+    bufferEvents: deps.streamBufferEvents ?? 10_000,
+    logger,
+  })
+  const router = new ApiRouter(deps.browserId, bearerAuth(deps.tokens))
+  registerSystemRoutes(router, { log: deps.log, streams, version: deps.version ?? '0.0.0', monitorState: deps.monitorState })
+  registerTelemetryRoutes(router, {
+    log: deps.log,
+    pipeline: deps.pipeline,
+    streams,
+    defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter((c) => deps.pipeline.isEnabled(c)),
+    now: deps.now,
+  })
+  for (const register of deps.routes ?? []) register(router)
+
+  const koa = new Koa<ApiState>({ proxy: false })
+  koa.silent = true // errors are rendered and logged by renderErrors
+  koa.use(requestId())
+  koa.use(apiCallEvents(deps.pipeline.emit))
+  koa.use(renderErrors(logger))
+  koa.use(router.koa.routes() as unknown as Koa.Middleware<ApiState>)
+  koa.use(router.koa.allowedMethods() as unknown as Koa.Middleware<ApiState>)
+  return { koa, router, streams, closeStreams: () => streams.closeAll() }
+}

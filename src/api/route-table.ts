@@ -1,0 +1,83 @@
+// The single route table. Every route is added once, with its documentation, through ApiRouter.add:
+// the Koa router and the OpenAPI document (openapi.ts) are both built from it, so they cannot drift.
+import { Router, type RouterContext, type RouterMiddleware } from '@koa/router'
+import type { TSchema } from '@sinclair/typebox'
+import { notFound } from './errors.js'
+import { operation, type ApiState, type Scope } from './operation.js'
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+export type ApiContext = RouterContext<ApiState>
+export type ApiMiddleware = RouterMiddleware<ApiState>
+
+export interface ParamDoc {
+  schema: TSchema
+  description?: string
+  required?: boolean
+}
+export interface ResponseDoc {
+  description: string
+  /** Defaults to application/json when a schema is given. */
+  contentType?: string
+  schema?: TSchema
+  headers?: Record<string, { schema: TSchema; description?: string }>
+}
+
+export interface RouteDef {
+  method: HttpMethod
+  /** Koa-style path (`/browsers/:id/telemetry`). A `:id` right after `/browsers/` must equal the served browser id (else 404). */
+  path: string
+  operationId: string
+  summary: string
+  description?: string
+  /** Scope the bearer token must hold; null = any valid token. */
+  scope: Scope | null
+  /** No authentication at all (only GET /healthz). */
+  public?: boolean
+  /** Telemetry reads and streams: no api_call event (a poller must not feed itself). */
+  skipApiCall?: boolean
+  query?: Record<string, ParamDoc>
+  headers?: Record<string, ParamDoc>
+  requestBody?: { contentType: string; schema: TSchema; required?: boolean; description?: string }
+  /** Success responses; the error responses (400/401/403/404/500) are added to the document for every route. */
+  responses: Record<number, ResponseDoc>
+  /** Runs before the handler, after auth, scope and browser-id checks (e.g. a body parser). */
+  middleware?: ApiMiddleware[]
+  handler: ApiMiddleware
+}
+
+export class ApiRouter {
+  readonly routes: RouteDef[] = []
+  readonly koa = new Router<ApiState>()
+
+  /**
+   * @param browserId the one browser session this daemon serves under /browsers/{id}.
+   * @param authenticate bearer auth (auth.ts); runs inside each non-public route, after the route's
+   *   operation id is known, so a rejected request is still attributed to its operation.
+   */
+  constructor(readonly browserId: string, private readonly authenticate: ApiMiddleware) {}
+
+  add(def: RouteDef): void {
+    if (this.routes.some((r) => r.method === def.method && r.path === def.path)) {
+      throw new Error(`route ${def.method} ${def.path} registered twice`)
+    }
+    if (this.routes.some((r) => r.operationId === def.operationId)) throw new Error(`operationId ${def.operationId} used twice`)
+    this.routes.push(def)
+    const chain: ApiMiddleware[] = [async (ctx, next) => {
+      ctx.state.operationId = def.operationId
+      if (def.skipApiCall) ctx.state.skipApiCall = true
+      await next()
+    }]
+    if (!def.public) chain.push(this.authenticate, operation(def.operationId, def.scope) as unknown as ApiMiddleware)
+    if (/^\/browsers\/:id(\/|$)/.test(def.path)) chain.push(this.requireBrowser)
+    chain.push(...(def.middleware ?? []), def.handler)
+    this.koa.register(def.path, [def.method], chain)
+  }
+
+  private readonly requireBrowser: ApiMiddleware = async (ctx, next) => {
+    if (ctx.params.id !== this.browserId) throw notFound(`browser ${JSON.stringify(ctx.params.id)} not found`)
+    await next()
+  }
+}
+
+/** The signature of every route group (telemetry, system, uploads, extensions, ingest). */
+export type RegisterRoutes<D> = (router: ApiRouter, deps: D) => void

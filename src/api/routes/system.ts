@@ -1,0 +1,68 @@
+// Daemon routes: GET /healthz (no auth) and GET /openapi.json.
+import { Type } from '@sinclair/typebox'
+import type { EventLog } from '../../store/event-log.js'
+import { buildOpenApi, type OpenApiDocument } from '../openapi.js'
+import type { ApiRouter } from '../route-table.js'
+import { HealthSchema, type Health } from '../schemas.js'
+import type { TelemetryStreams } from '../telemetry-stream.js'
+
+export interface SystemRouteDeps {
+  log: EventLog
+  streams: TelemetryStreams
+  version: string
+  /** State of the CDP monitor, reported as is (the monitor owns its shape). */
+  monitorState?: () => unknown
+}
+
+const startedAt = Date.now()
+
+export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): void {
+  router.add({
+    method: 'GET',
+    path: '/healthz',
+    operationId: 'getHealth',
+    summary: 'Daemon health (no authentication)',
+    description: '200 while the event log can write; 503 when it cannot (events are buffered and retried meanwhile).',
+    scope: null,
+    public: true,
+    skipApiCall: true, // probes must not fill the log
+    responses: {
+      200: { description: 'Healthy', schema: HealthSchema },
+      503: { description: 'The event log cannot write', schema: HealthSchema },
+    },
+    handler: async (ctx) => {
+      const store = deps.log.health()
+      const body: Health = {
+        status: store.writable ? 'ok' : 'degraded',
+        browser_id: router.browserId,
+        version: deps.version,
+        uptime_s: Math.round((Date.now() - startedAt) / 1000),
+        store,
+        monitor: deps.monitorState ? deps.monitorState() : { state: 'disabled' },
+        streams: { ...deps.streams.stats },
+      }
+      ctx.status = store.writable ? 200 : 503
+      ctx.set('Cache-Control', 'no-store')
+      ctx.body = body
+    },
+  })
+
+  let doc: OpenApiDocument | undefined
+  router.add({
+    method: 'GET',
+    path: '/openapi.json',
+    operationId: 'getOpenApiDocument',
+    summary: 'This OpenAPI 3.1 document',
+    scope: null,
+    responses: { 200: { description: 'OpenAPI 3.1 document', schema: Type.Object({ openapi: Type.String() }, { additionalProperties: true }) } },
+    handler: async (ctx) => {
+      // Built on first use, when every route group has registered.
+      doc ??= buildOpenApi(router.routes, {
+        title: 'browser-telemetry',
+        version: deps.version,
+        description: 'In-VM browser telemetry daemon: paged reads, live SSE stream, capture configuration, uploads and extensions.',
+      })
+      ctx.body = doc
+    },
+  })
+}

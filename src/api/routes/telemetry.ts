@@ -1,0 +1,200 @@
+// Telemetry routes: paged read, live SSE stream, capture configuration.
+import { Type } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { koaBody } from 'koa-body'
+import { CATEGORIES, CONFIGURABLE_CATEGORIES, EnvelopeSchema } from '../../events/index.js'
+import type { ConfigurableCategory, Pipeline } from '../../pipeline.js'
+import type { EventLog } from '../../store/event-log.js'
+import { ApiError, invalidInput } from '../errors.js'
+import type { ApiMiddleware, ApiRouter } from '../route-table.js'
+import { TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
+import { parseTelemetryQuery, type RawQuery } from '../telemetry-query.js'
+import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
+
+export interface TelemetryRouteDeps {
+  log: EventLog
+  pipeline: Pipeline
+  streams: TelemetryStreams
+  /** What PUT layers its body onto (the daemon's --categories). */
+  defaultCategories: readonly ConfigurableCategory[]
+  /** Unix microseconds (tests pin it). */
+  now?: () => number
+}
+
+/** Extra reads when a filtered page comes back empty but more exists (retention racing a read). */
+const MAX_EMPTY_PAGE_RETRIES = 16
+
+const timeParam = (what: string) => ({ schema: Type.String(), description: `${what}: an RFC-3339 timestamp, or a duration such as 90s, 5m, 2h, 1h30m meaning that long ago.` })
+
+export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteDeps): void {
+  const now = deps.now ?? (() => Date.now() * 1000)
+
+  router.add({
+    method: 'GET',
+    path: '/browsers/:id/telemetry/events',
+    operationId: 'readBrowserTelemetryEvents',
+    summary: 'Read a page of telemetry events',
+    description: 'Pages forward with X-Next-Offset as offset while X-Has-More is true. A page is never empty while more matching events exist.',
+    scope: 'read',
+    skipApiCall: true,
+    query: {
+      offset: { schema: Type.Integer({ minimum: 0 }), description: 'Opaque cursor: the X-Next-Offset of the previous response. When set, since is ignored; until still bounds.' },
+      since: timeParam('Window start (default 5m); not allowed with order=desc'),
+      until: timeParam('Window end, exclusive'),
+      limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'Events per page' },
+      category: { schema: Type.Array(Type.Union(CATEGORIES.map((c) => Type.Literal(c)))), description: 'Only these categories; repeat the parameter or comma-join the values' },
+      order: { schema: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'asc' }), description: 'asc: oldest first; desc: newest first' },
+    },
+    responses: {
+      200: {
+        description: 'A page of envelopes, oldest first (asc) or newest first (desc)',
+        schema: Type.Array(EnvelopeSchema),
+        headers: {
+          'X-Has-More': { schema: Type.Union([Type.Literal('true'), Type.Literal('false')]), description: 'Whether more results are available' },
+          'X-Next-Offset': { schema: Type.Integer({ minimum: 0 }), description: 'Offset of the next page; 0 when there are no more results' },
+        },
+      },
+    },
+    handler: async (ctx) => {
+      const q = parseTelemetryQuery(ctx.query as RawQuery, now())
+      let page = await deps.log.read(q)
+      // The real client stops on an empty page: never answer one while more matches exist.
+      for (let i = 0; page.records.length === 0 && page.hasMore && i < MAX_EMPTY_PAGE_RETRIES; i++) {
+        page = await deps.log.read({ ...q, cursor: page.nextCursor })
+      }
+      const hasMore = page.hasMore && page.records.length > 0
+      ctx.set('X-Has-More', hasMore ? 'true' : 'false')
+      ctx.set('X-Next-Offset', String(hasMore ? page.nextCursor : 0))
+      ctx.type = 'application/json'
+      // The stored JSON is served as is: no parse, no re-serialisation.
+      let body = '['
+      for (let i = 0; i < page.records.length; i++) body += (i === 0 ? '' : ',') + page.records[i]!.json
+      ctx.body = body + ']'
+    },
+  })
+
+  router.add({
+    method: 'GET',
+    path: '/browsers/:id/telemetry/stream',
+    operationId: 'streamBrowserTelemetryEvents',
+    summary: 'Stream telemetry events (SSE)',
+    description: 'Frames are `id: <seq>` + `data: <envelope JSON>`, no event field; `: keepalive` comments while idle. ' +
+      'Last-Event-ID resumes after that seq (and wins over replay); replay=all starts at the oldest retained event; ' +
+      'otherwise only new events are sent. A client that cannot keep up is disconnected and resumes with Last-Event-ID.',
+    scope: 'read',
+    skipApiCall: true,
+    query: { replay: { schema: Type.Literal('all'), description: 'all: start from the oldest retained event' } },
+    headers: { 'Last-Event-ID': { schema: Type.String({ pattern: '^\\d+$' }), description: 'Resume after this seq' } },
+    responses: { 200: { description: 'An SSE stream of envelopes', contentType: 'text/event-stream', schema: EnvelopeSchema } },
+    handler: async (ctx) => {
+      const start = streamStart(ctx.get('last-event-id'), ctx.query.replay)
+      ctx.status = 200
+      ctx.respond = false // the stream writes the raw response from here on
+      void deps.streams.open(ctx.res, start)
+    },
+  })
+
+  const configDoc = {
+    responses: { 200: { description: 'The capture configuration now in effect', schema: TelemetryConfigSchema } },
+  }
+  router.add({
+    method: 'GET',
+    path: '/browsers/:id/telemetry',
+    operationId: 'getBrowserTelemetryConfig',
+    summary: 'Read the capture configuration',
+    description: 'Every configurable category with its enabled flag. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
+    scope: 'read',
+    ...configDoc,
+    handler: async (ctx) => { ctx.body = currentConfig(deps.pipeline) },
+  })
+  const body = { contentType: 'application/json', schema: TelemetryConfigSchema, required: true }
+  router.add({
+    method: 'PUT',
+    path: '/browsers/:id/telemetry',
+    operationId: 'replaceBrowserTelemetryConfig',
+    summary: 'Replace the capture configuration',
+    description: 'The body is layered onto the daemon default set (--categories); categories not named take their default. Takes effect for the next emitted event.',
+    scope: 'write',
+    requestBody: body,
+    middleware: [jsonBody],
+    ...configDoc,
+    handler: async (ctx) => {
+      deps.pipeline.setCategories(applyConfig(deps.defaultCategories, parseConfigBody(ctx.request.body)))
+      ctx.body = currentConfig(deps.pipeline)
+    },
+  })
+  router.add({
+    method: 'PATCH',
+    path: '/browsers/:id/telemetry',
+    operationId: 'updateBrowserTelemetryConfig',
+    summary: 'Change some categories of the capture configuration',
+    description: 'The body is merged onto the current configuration. Takes effect for the next emitted event.',
+    scope: 'write',
+    requestBody: body,
+    middleware: [jsonBody],
+    ...configDoc,
+    handler: async (ctx) => {
+      const current = CONFIGURABLE_CATEGORIES.filter((c) => deps.pipeline.isEnabled(c))
+      deps.pipeline.setCategories(applyConfig(current, parseConfigBody(ctx.request.body)))
+      ctx.body = currentConfig(deps.pipeline)
+    },
+  })
+}
+
+/** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
+export function streamStart(lastEventId: string, replay: string | string[] | undefined): StreamStart {
+  if (replay !== undefined && replay !== 'all') throw invalidInput('replay', `the only value is "all", got ${JSON.stringify(replay)}`)
+  if (lastEventId !== '') {
+    if (!/^\d{1,16}$/.test(lastEventId.trim()) || !Number.isSafeInteger(Number(lastEventId))) {
+      throw invalidInput('Last-Event-ID', `expected the seq of the last event received, got ${JSON.stringify(lastEventId)}`)
+    }
+    return { kind: 'after', seq: Number(lastEventId) }
+  }
+  return replay === 'all' ? { kind: 'oldest' } : { kind: 'new' }
+}
+
+const parseJson = koaBody({ json: true, text: false, urlencoded: false, multipart: false, jsonLimit: '64kb', jsonStrict: true }) as unknown as ApiMiddleware
+
+/** JSON bodies only, small. A body that is not JSON is a 400 naming `body` (too large stays 413). */
+const jsonBody: ApiMiddleware = async (ctx, next) => {
+  let parsed = false
+  try {
+    await parseJson(ctx, async () => { parsed = true })
+  } catch (err) {
+    const status = (err as { status?: number }).status
+    if (status === 400) throw invalidInput('body', `not valid JSON: ${(err as Error).message}`)
+    throw err
+  }
+  if (parsed) await next()
+}
+
+const configCheck = TypeCompiler.Compile(TelemetryConfigSchema)
+
+export function parseConfigBody(body: unknown): TelemetryConfig {
+  if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalidInput('body', 'expected a JSON object like {"browser": {"console": {"enabled": true}}} with Content-Type: application/json')
+  }
+  const browser = (body as { browser?: unknown }).browser
+  if (browser && typeof browser === 'object' && Object.prototype.hasOwnProperty.call(browser, 'monitor')) {
+    throw invalidInput('browser.monitor', 'monitor is not configurable: it flows whenever console, network, page or interaction is enabled')
+  }
+  if (!configCheck.Check(body)) {
+    const first = [...configCheck.Errors(body)][0]!
+    const path = first.path.replace(/^\//, '').replace(/\//g, '.') || 'body'
+    throw new ApiError(400, 'bad_request', `invalid body: ${path}: ${first.message}`, [{ code: 'invalid_input', message: `${path}: ${first.message}` }])
+  }
+  return body as TelemetryConfig
+}
+
+export function applyConfig(base: readonly ConfigurableCategory[], config: TelemetryConfig): ConfigurableCategory[] {
+  const out = new Set(base)
+  for (const [c, v] of Object.entries(config.browser ?? {}) as [ConfigurableCategory, { enabled?: boolean } | undefined][]) {
+    if (v?.enabled === true) out.add(c)
+    else if (v?.enabled === false) out.delete(c)
+  }
+  return CONFIGURABLE_CATEGORIES.filter((c) => out.has(c))
+}
+
+export function currentConfig(pipeline: Pipeline): Required<TelemetryConfig> {
+  return { browser: Object.fromEntries(CONFIGURABLE_CATEGORIES.map((c) => [c, { enabled: pipeline.isEnabled(c) }])) }
+}

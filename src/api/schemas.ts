@@ -1,0 +1,51 @@
+// TypeBox schemas of the API's own bodies (error object, capture config, health). Event schemas
+// come from src/events; both feed the router's validation and the OpenAPI document.
+import { Type, type Static } from '@sinclair/typebox'
+import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
+
+export const ErrorDetailSchema = Type.Object(
+  { code: Type.String(), message: Type.String() },
+  { $id: 'ErrorDetail' },
+)
+export const ErrorBodySchema = Type.Object(
+  {
+    code: Type.String({ description: 'Machine-readable error code (bad_request, unauthorized, forbidden, not_found, internal, ...)' }),
+    message: Type.String({ description: 'Human-readable description' }),
+    details: Type.Optional(Type.Array(ErrorDetailSchema)),
+    inner_error: Type.Optional(ErrorDetailSchema),
+  },
+  { $id: 'Error' },
+)
+
+export const CategoryConfigSchema = Type.Object(
+  { enabled: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, $id: 'BrowserTelemetryCategoryConfig' },
+)
+/** `{browser: {<category>: {enabled}}}`: every configurable category; `monitor` is not one (it follows the capture rule). */
+export const TelemetryConfigSchema = Type.Object(
+  {
+    browser: Type.Optional(Type.Object(
+      Object.fromEntries(CONFIGURABLE_CATEGORIES.map((c) => [c, Type.Optional(CategoryConfigSchema)])),
+      { additionalProperties: false, $id: 'BrowserTelemetryCategoriesConfig' },
+    )),
+  },
+  { additionalProperties: false, $id: 'BrowserTelemetryConfig' },
+)
+export type TelemetryConfig = { browser?: Partial<Record<(typeof CONFIGURABLE_CATEGORIES)[number], { enabled?: boolean }>> }
+
+export const HealthSchema = Type.Object(
+  {
+    status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+    browser_id: Type.String(),
+    version: Type.String(),
+    uptime_s: Type.Number(),
+    store: Type.Object({
+      writable: Type.Boolean(), writeFailures: Type.Integer(), lastWriteError: Type.Optional(Type.String()),
+      droppedEvents: Type.Integer(), pendingEvents: Type.Integer(), firstSeq: Type.Integer(), lastSeq: Type.Integer(),
+    }),
+    monitor: Type.Unknown({ description: 'State of the CDP monitor (collecting, disconnected, failed, disabled, ...)' }),
+    streams: Type.Object({ open: Type.Integer(), slowDisconnects: Type.Integer() }),
+  },
+  { $id: 'Health' },
+)
+export type Health = Static<typeof HealthSchema>

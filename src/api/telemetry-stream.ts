@@ -1,0 +1,239 @@
+// Live SSE streams of committed envelopes (GET /browsers/{id}/telemetry/stream).
+//
+// Exact handover between stored backlog and live events: a stream is registered for commits
+// *before* it reads the backlog. While it pages the store from its resume point, committed batches
+// are buffered; once a read finds nothing more, the buffer is drained from the last seq sent. So
+// every record is sent once, in seq order, with no hole (see README.md for the argument).
+//
+// Slow clients never block ingest or other clients: when the socket stops draining, frames queue
+// per client; past `bufferEvents` queued events the client is disconnected and resumes later with
+// Last-Event-ID.
+import type { ServerResponse } from 'node:http'
+import type { EventLog, StoredRecord } from '../store/event-log.js'
+import { silentLogger, type Logger } from '../log.js'
+
+export type StreamStart =
+  | { kind: 'new' } // only events committed from now on
+  | { kind: 'oldest' } // replay=all: from the oldest retained event
+  | { kind: 'after'; seq: number } // Last-Event-ID: events with seq > this
+
+export interface TelemetryStreamsOptions {
+  /** Interval of `: keepalive` comments while no event was written. */
+  keepaliveMs: number
+  /** Queued events per client (socket not draining) before it is disconnected. */
+  bufferEvents: number
+  /** Backlog page size. */
+  pageSize?: number
+  logger?: Logger
+}
+
+export interface StreamStats { open: number; slowDisconnects: number }
+
+const frames = (records: readonly StoredRecord[]): string => {
+  let s = ''
+  for (const r of records) s += `id: ${r.seq}\ndata: ${r.json}\n\n`
+  return s
+}
+
+/** Every open stream of the daemon; one commit listener fans each batch out to all of them. */
+export class TelemetryStreams {
+  private readonly sessions = new Set<StreamSession>()
+  private readonly unsubscribe: () => void
+  private closing = false
+  readonly stats: StreamStats = { open: 0, slowDisconnects: 0 }
+
+  constructor(readonly log: EventLog, readonly opts: TelemetryStreamsOptions) {
+    this.unsubscribe = log.onCommit(this.onCommit)
+  }
+
+  get size(): number { return this.sessions.size }
+
+  /** Takes over `res` (headers, body, end) and streams from `start`. Returns the session's end. */
+  open(res: ServerResponse, start: StreamStart): Promise<void> {
+    if (this.closing) { res.writeHead(503).end(); return Promise.resolve() }
+    const session = new StreamSession(this, res, start)
+    this.sessions.add(session)
+    this.stats.open = this.sessions.size
+    session.done.finally(() => { this.sessions.delete(session); this.stats.open = this.sessions.size })
+    session.begin()
+    return session.done
+  }
+
+  /** Ends every stream cleanly (stalled sockets are destroyed after `graceMs`) and stops listening. */
+  async closeAll(graceMs = 2000): Promise<void> {
+    this.closing = true
+    this.unsubscribe()
+    await Promise.all([...this.sessions].map((s) => s.end(graceMs)))
+  }
+
+  private readonly onCommit = (records: readonly StoredRecord[]): void => {
+    let chunk: string | undefined
+    for (const s of this.sessions) {
+      if (s.mode === 'live') {
+        chunk ??= frames(records)
+        s.deliver(records, chunk)
+      } else if (s.mode === 'backlog') {
+        s.hold(records)
+      }
+    }
+  }
+}
+
+class StreamSession {
+  mode: 'backlog' | 'live' | 'closed' = 'backlog'
+  /** Highest seq handed to the socket. */
+  private lastSent = 0
+  /** Commits heard while paging the backlog. */
+  private held: StoredRecord[] = []
+  private heldOverflowed = false
+  /** Frames waiting for the socket to drain, and how many events they hold. */
+  private queued: string[] = []
+  private queuedEvents = 0
+  private blocked = false
+  private wroteSinceTick = false
+  private keepalive: NodeJS.Timeout | undefined
+  private resolveDone!: () => void
+  readonly done = new Promise<void>((r) => { this.resolveDone = r })
+  private readonly logger: Logger
+  /** A method, not a field read, so TypeScript does not narrow it across awaits. */
+  private isClosed(): boolean { return this.mode === 'closed' }
+
+  constructor(private readonly hub: TelemetryStreams, private readonly res: ServerResponse, private readonly start: StreamStart) {
+    this.logger = hub.opts.logger ?? silentLogger
+  }
+
+  begin(): void {
+    const { res } = this
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      'Connection': 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    })
+    res.flushHeaders()
+    res.socket?.setNoDelay(true)
+    res.on('close', () => this.close())
+    res.on('drain', this.onDrain)
+    this.keepalive = setInterval(() => {
+      if (!this.wroteSinceTick && !this.blocked) this.write(': keepalive\n\n', 0)
+      this.wroteSinceTick = false
+    }, this.hub.opts.keepaliveMs)
+
+    const log = this.hub.log
+    // Registered (by the hub) before anything is read: lastSeq and the listener are consistent within this tick.
+    if (this.start.kind === 'new' || (this.start.kind === 'after' && this.start.seq >= log.lastSeq)) {
+      // An id above lastSeq can only come from another data dir: serve new events rather than wait for it.
+      this.lastSent = this.start.kind === 'after' ? Math.min(this.start.seq, log.lastSeq) : log.lastSeq
+      this.mode = 'live'
+      return
+    }
+    this.lastSent = this.start.kind === 'after' ? this.start.seq : 0
+    void this.replay().catch((err) => {
+      this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
+      this.close()
+    })
+  }
+
+  private async replay(): Promise<void> {
+    const pageSize = this.hub.opts.pageSize ?? 500
+    for (;;) {
+      this.heldOverflowed = false
+      const page = await this.hub.log.read({ order: 'asc', limit: pageSize, cursor: this.lastSent + 1 })
+      if (this.isClosed()) return
+      const fresh = page.records.filter((r) => r.seq > this.lastSent)
+      if (fresh.length > 0) this.write(frames(fresh), fresh.length, fresh[fresh.length - 1]!.seq)
+      if (this.blocked) await new Promise<void>((r) => this.res.once('drain', r).once('close', r))
+      if (this.isClosed()) return
+      if (page.hasMore) continue
+      // Caught up with the store. If held commits were dropped during that read, read again.
+      if (this.heldOverflowed) continue
+      break
+    }
+    const rest = this.held.filter((r) => r.seq > this.lastSent)
+    this.held = []
+    if (rest.length > 0) this.write(frames(rest), rest.length, rest[rest.length - 1]!.seq)
+    this.mode = 'live'
+  }
+
+  /** Backlog mode: keep commits until the backlog is read; past the cap drop them and re-read the store instead. */
+  hold(records: readonly StoredRecord[]): void {
+    if (this.held.length + records.length > this.hub.opts.bufferEvents) {
+      this.held = []
+      this.heldOverflowed = true
+      return
+    }
+    for (const r of records) this.held.push(r)
+  }
+
+  /** Live mode: one committed batch; `chunk` is its frames, shared by every client. */
+  deliver(records: readonly StoredRecord[], chunk: string): void {
+    const last = records[records.length - 1]!.seq
+    let events = records.length
+    if (records[0]!.seq <= this.lastSent) {
+      const fresh = records.filter((r) => r.seq > this.lastSent)
+      if (fresh.length === 0) return
+      chunk = frames(fresh)
+      events = fresh.length
+    }
+    this.write(chunk, events, last)
+  }
+
+  private write(chunk: string, events: number, lastSeq?: number): void {
+    if (this.mode === 'closed') return
+    if (lastSeq !== undefined) this.lastSent = lastSeq
+    this.wroteSinceTick = true
+    if (this.blocked) {
+      this.queued.push(chunk)
+      this.queuedEvents += events
+      if (this.queuedEvents > this.hub.opts.bufferEvents) {
+        this.hub.stats.slowDisconnects++
+        this.logger.info({ queuedEvents: this.queuedEvents, lastSent: this.lastSent }, 'telemetry stream client too slow; disconnecting')
+        this.res.destroy()
+        this.close()
+      }
+      return
+    }
+    if (!this.res.write(chunk)) this.blocked = true
+  }
+
+  private readonly onDrain = (): void => {
+    this.blocked = false
+    if (this.queued.length === 0) return
+    const chunk = this.queued.join('')
+    this.queued = []
+    this.queuedEvents = 0
+    if (!this.res.write(chunk)) this.blocked = true
+  }
+
+  /** Clean end on shutdown: flush what is queued, end the response, destroy it if it does not finish in time. */
+  end(graceMs: number): Promise<void> {
+    if (this.mode !== 'closed') {
+      if (this.queued.length > 0) this.res.write(this.queued.join(''))
+      this.queued = []
+      this.res.end()
+      const t = setTimeout(() => this.res.destroy(), graceMs)
+      t.unref()
+      void this.done.then(() => clearTimeout(t))
+      this.stopTimers()
+      this.mode = 'closed'
+      this.res.once('close', () => this.resolveDone())
+      if (this.res.closed) this.resolveDone()
+    }
+    return this.done
+  }
+
+  private stopTimers(): void {
+    if (this.keepalive) { clearInterval(this.keepalive); this.keepalive = undefined }
+  }
+
+  close(): void {
+    this.stopTimers()
+    this.held = []
+    this.queued = []
+    if (this.mode !== 'closed') {
+      this.mode = 'closed'
+      if (!this.res.writableEnded) this.res.end()
+    }
+    this.resolveDone()
+  }
+}

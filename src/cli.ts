@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// The `browser-telemetry` command. Subcommands are rows of COMMANDS: add a client command
+// (tail, read, har, upload-zip, extension ...) by adding a row; `run` returns the exit code.
+import { pathToFileURL } from 'node:url'
+import { realpathSync } from 'node:fs'
+import { ConfigError, envName, parseServeConfig, SERVE_OPTIONS } from './config.js'
+import { startDaemon } from './main.js'
+
+export interface Command {
+  name: string
+  summary: string
+  usage: string
+  run(argv: string[]): Promise<number>
+}
+
+function serveUsage(): string {
+  const lines = ['Usage: browser-telemetry serve [flags]', '', 'Flags (each also read from the env var shown):']
+  for (const [flag, spec] of Object.entries(SERVE_OPTIONS)) {
+    const def = spec.default !== undefined ? ` (default ${spec.default})` : ''
+    lines.push(`  --${flag}${spec.type === 'string' ? ' <value>' : ''}  ${spec.help}${def}  [${envName(flag)}]`)
+  }
+  return lines.join('\n')
+}
+
+const serve: Command = {
+  name: 'serve',
+  summary: 'Run the daemon: event log, capture pipeline and HTTP API',
+  get usage() { return serveUsage() },
+  async run(argv) {
+    if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(serveUsage() + '\n'); return 0 }
+    let handle: Awaited<ReturnType<typeof startDaemon>>
+    try {
+      handle = await startDaemon(parseServeConfig(argv, process.env))
+    } catch (err) {
+      // One line, no stack: configuration and startup problems are the user's to fix.
+      process.stderr.write(`browser-telemetry: ${err instanceof ConfigError ? '' : 'cannot start: '}${(err as Error).message}\n`)
+      return 1
+    }
+    return await new Promise<number>((resolve) => {
+      let stopping = false
+      const stop = (signal: NodeJS.Signals) => {
+        if (stopping) { process.stderr.write(`browser-telemetry: ${signal} again, exiting now\n`); resolve(1); return }
+        stopping = true
+        handle.close().then(() => resolve(0), (err: unknown) => {
+          process.stderr.write(`browser-telemetry: unclean shutdown: ${(err as Error).message}\n`)
+          resolve(1)
+        })
+      }
+      process.on('SIGTERM', stop)
+      process.on('SIGINT', stop)
+    })
+  },
+}
+
+export const COMMANDS: Command[] = [serve]
+
+function usage(): string {
+  return ['Usage: browser-telemetry <command> [flags]', '', 'Commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`), '', 'Run "browser-telemetry <command> --help" for its flags.'].join('\n')
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    process.stdout.write(usage() + '\n')
+    return name === undefined ? 2 : 0
+  }
+  const cmd = COMMANDS.find((c) => c.name === name)
+  if (!cmd) { process.stderr.write(`browser-telemetry: unknown command ${JSON.stringify(name)}\n\n${usage()}\n`); return 2 }
+  return cmd.run(rest)
+}
+
+// Run when executed directly (node dist/src/cli.js, tsx src/cli.ts, or the npm bin symlink).
+const invoked = process.argv[1] ? pathToFileURL(realpathSync(process.argv[1])).href : ''
+if (invoked === import.meta.url) {
+  main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
+    process.stderr.write(`browser-telemetry: ${(err as Error).message}\n`)
+    process.exit(1)
+  })
+}
