@@ -20,6 +20,14 @@ export class ChromiumNotFoundError extends Error {
   }
 }
 
+/** Chromium ended before it reported its DevTools endpoint (bad flag, port in use, crash at startup). */
+export class ChromiumExitedError extends Error {
+  constructor(readonly pid: number | undefined, readonly code: number | null, readonly signal: NodeJS.Signals | null, stderrTail: string) {
+    super(`Chromium exited (code ${code}, signal ${signal}) before DevTools was ready: ${stderrTail}`)
+    this.name = 'ChromiumExitedError'
+  }
+}
+
 export interface LaunchOptions {
   chromiumPath?: string
   /** 0 (default) lets Chromium pick a free port. */
@@ -67,7 +75,7 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
       if (m) { cleanup(); resolve(m[1]!) }
       if (buf.length > 65536) buf = buf.slice(-8192)
     }
-    const onExit = (code: number | null) => { cleanup(); reject(new Error(`Chromium exited (code ${code}) before DevTools was ready: ${buf.slice(-500)}`)) }
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => { cleanup(); reject(new ChromiumExitedError(child.pid, code, signal, buf.slice(-500))) }
     const onError = (err: Error) => { cleanup(); reject(err) }
     const cleanup = () => { clearTimeout(timer); child.stderr!.off('data', onData); child.off('exit', onExit); child.off('error', onError) }
     child.stderr!.on('data', onData)

@@ -1,0 +1,10 @@
+// Public surface of the monitor: main.ts and collectors import from here (collectors: types only).
+export { Monitor, DEFAULT_RECONNECT } from './monitor.js'
+export type { MonitorOptions, MonitorState, MonitorLaunchOptions, ReconnectOptions, BrowserExit } from './monitor.js'
+export type { TargetInfo } from './target-session.js'
+export { targetTypeOf } from './target-session.js'
+export { InitStepError, ConnectError } from './connection.js'
+export { backoffDelay, resolveBrowserWsUrl, fetchBrowserWsUrl } from './discover.js'
+export { launchChromium, ChromiumNotFoundError, ChromiumExitedError, CHROMIUM_FLAGS } from './launch.js'
+export type { LaunchedBrowser, LaunchOptions } from './launch.js'
+export type * from './types.js'

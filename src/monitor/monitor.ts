@@ -1,0 +1,248 @@
+// The monitor: finds or launches the browser, owns the one CDP connection (BrowserConnection) and
+// runs the reconnect state machine of the spec (collecting -> disconnected -> collecting | failed).
+import { EventEmitter } from 'node:events'
+import type { Emit, EventInput } from '../pipeline.js'
+import { silentLogger, type Logger } from '../log.js'
+import { BrowserConnection } from './connection.js'
+import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
+import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
+import type { TargetInfo } from './target-session.js'
+import type { Collector } from './types.js'
+
+export type MonitorState = 'starting' | 'collecting' | 'disconnected' | 'failed' | 'stopped'
+
+export interface ReconnectOptions {
+  /** Attempts before giving up (default 10). */
+  attempts: number
+  /** First delay, doubled each attempt (default 250 ms). */
+  initialBackoffMs: number
+  /** Delay cap (default 2 s). */
+  maxBackoffMs: number
+}
+
+export interface MonitorLaunchOptions {
+  chromiumPath?: string
+  extraArgs?: string[]
+  startUrl?: string
+  /** Internal DevTools port; default 0 = a free one picked by Chromium (kept for relaunches). */
+  port?: number
+  /** Profile dir to reuse; default a fresh temp dir per launch. */
+  userDataDir?: string
+}
+
+export interface MonitorOptions {
+  /** http://host:port (discovered via /json/version) or ws://... of a running browser. Omit to launch one. */
+  cdpUrl?: string
+  /** Launch mode settings (used when cdpUrl is absent). */
+  launch?: MonitorLaunchOptions
+  emit: Emit
+  collectors?: readonly Collector[]
+  logger?: Logger
+  reconnect?: Partial<ReconnectOptions>
+  /** Bound on one target's setup before it is resumed regardless (default 5 s). */
+  attachTimeoutMs?: number
+}
+
+export interface BrowserExit {
+  pid: number | undefined
+  code: number | null
+  signal: NodeJS.Signals | null
+  phase: 'startup' | 'running'
+}
+
+export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
+
+export class Monitor {
+  /** 'state' (MonitorState), 'upstream' (ws URL | undefined), 'target-attached'/'target-detached' (TargetInfo), 'browser-exit' (BrowserExit). */
+  readonly events = new EventEmitter()
+  private readonly opts: MonitorOptions
+  private readonly reconnect: ReconnectOptions
+  private readonly logger: Logger
+  private currentState: MonitorState = 'starting'
+  private conn: BrowserConnection | undefined
+  private browser: LaunchedBrowser | undefined
+  /** Fixed after the first launch so a relaunched browser is found on the same port. */
+  private launchPort: number | undefined
+  private started = false
+  /** Aborted by stop(): cancels backoff sleeps and the reconnect loop. */
+  private readonly stopping = new AbortController()
+  private reconnecting: Promise<void> | undefined
+
+  constructor(opts: MonitorOptions) {
+    this.opts = opts
+    this.reconnect = { ...DEFAULT_RECONNECT, ...opts.reconnect }
+    this.logger = opts.logger ?? silentLogger
+    this.launchPort = opts.launch?.port
+    // 'error'-free emitter: nobody must crash the daemon by forgetting a listener.
+    this.events.setMaxListeners(50)
+  }
+
+  get state(): MonitorState { return this.currentState }
+  get browserWsUrl(): string | undefined { return this.conn?.wsUrl }
+  /** The launched browser (launch mode only). */
+  get launched(): LaunchedBrowser | undefined { return this.browser }
+
+  targets(): TargetInfo[] { return this.conn?.targets() ?? [] }
+
+  /** Per-target and per-connection bookkeeping sizes, for leak tests. */
+  debugCounts() {
+    const c = this.conn?.counts() ?? {
+      sessions: 0, targetsById: 0, pendingAttaches: 0, timers: 0, sessionListeners: 0, sessionDetaches: 0, browserListeners: 0,
+    }
+    return { ...c, monitorListeners: this.events.eventNames().reduce((n, e) => n + this.events.listenerCount(e), 0) }
+  }
+
+  /** Connects (launching first in launch mode) and attaches existing targets. Rejects on startup failure. */
+  async start(): Promise<void> {
+    if (this.started) throw new Error('Monitor.start() called twice')
+    this.started = true
+    this.setState('starting')
+    let step = 'connect'
+    try {
+      if (!this.opts.cdpUrl) {
+        step = 'launch'
+        await this.launch('startup')
+        step = 'connect'
+      }
+      const conn = await this.connect()
+      if (this.stopping.signal.aborted) { await conn.close(); return }
+      this.adopt(conn)
+    } catch (err) {
+      const failedStep = (err as { step?: unknown }).step
+      this.emit({ type: 'monitor_init_failed', data: { step: typeof failedStep === 'string' ? failedStep : step } })
+      this.logger.error({ err }, 'monitor startup failed')
+      if (!this.stopping.signal.aborted) this.setState('failed')
+      await this.closeBrowser()
+      throw err
+    }
+    this.setState('collecting')
+  }
+
+  /** Detaches collectors, closes the connection and stops a launched browser. */
+  async stop(): Promise<void> {
+    if (this.currentState === 'stopped') return
+    this.stopping.abort()
+    this.setState('stopped')
+    const conn = this.conn
+    this.conn = undefined
+    if (conn) { await conn.close(); this.events.emit('upstream', undefined) }
+    await this.reconnecting?.catch(() => undefined)
+    await this.closeBrowser()
+  }
+
+  private emit(input: EventInput): void {
+    this.opts.emit({ ...input, source: { kind: 'local_process' } } as EventInput)
+  }
+
+  private setState(s: MonitorState): void {
+    if (this.currentState === s) return
+    this.currentState = s
+    this.logger.info({ state: s }, 'monitor state')
+    this.events.emit('state', s)
+  }
+
+  private async connect(): Promise<BrowserConnection> {
+    const wsUrl = this.browser && !this.opts.cdpUrl
+      ? this.browser.wsUrl
+      : await resolveBrowserWsUrl(this.opts.cdpUrl!)
+    return BrowserConnection.open({
+      wsUrl,
+      collectors: this.opts.collectors ?? [],
+      emit: this.opts.emit,
+      logger: this.logger,
+      attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
+      events: this.events,
+      onLost: (c) => this.onConnectionLost(c),
+    })
+  }
+
+  private adopt(conn: BrowserConnection): void {
+    this.conn = conn
+    this.events.emit('upstream', conn.wsUrl)
+  }
+
+  private onConnectionLost(conn: BrowserConnection): void {
+    if (conn !== this.conn || this.stopping.signal.aborted) return
+    const lostAt = performance.now()
+    // The connection already discarded its targets, collectors' per-target state and timers.
+    this.conn = undefined
+    this.events.emit('upstream', undefined)
+    void conn.close()
+    this.emit({ type: 'monitor_disconnected', data: { reason: 'browser_restarted' } })
+    this.setState('disconnected')
+    this.reconnecting = this.reconnectLoop(lostAt).finally(() => { this.reconnecting = undefined })
+  }
+
+  private async reconnectLoop(lostAt: number): Promise<void> {
+    const { attempts } = this.reconnect
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (!await sleep(backoffDelay(attempt, this.reconnect), this.stopping.signal)) return
+      try {
+        if (!this.opts.cdpUrl && this.browserGone()) await this.launch('running')
+        if (this.stopping.signal.aborted) return
+        const conn = await this.connect()
+        if (this.stopping.signal.aborted) { await conn.close(); return }
+        this.adopt(conn)
+        this.setState('collecting')
+        this.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: Math.round(performance.now() - lostAt) } })
+        this.logger.info({ attempt, wsUrl: conn.wsUrl }, 'reconnected to the browser')
+        return
+      } catch (err) {
+        this.logger.warn({ err, attempt, attempts }, 'reconnect attempt failed')
+      }
+    }
+    if (this.stopping.signal.aborted) return
+    this.emit({ type: 'monitor_reconnect_failed', data: { reason: 'reconnect_exhausted' } })
+    this.setState('failed')
+    await this.closeBrowser()
+  }
+
+  private browserGone(): boolean {
+    const p = this.browser?.process
+    return !p || p.exitCode !== null || p.signalCode !== null
+  }
+
+  /** Launches Chromium (relaunch: same port); reports its unexpected exit on events 'browser-exit'. */
+  private async launch(phase: 'startup' | 'running'): Promise<void> {
+    const old = this.browser
+    this.browser = undefined
+    await old?.close()
+    const l = this.opts.launch ?? {}
+    let b: LaunchedBrowser
+    try {
+      b = await launchChromium({
+        chromiumPath: l.chromiumPath, extraArgs: l.extraArgs, startUrl: l.startUrl, userDataDir: l.userDataDir, port: this.launchPort ?? 0,
+      })
+    } catch (err) {
+      if (err instanceof ChromiumExitedError) {
+        this.events.emit('browser-exit', { pid: err.pid, code: err.code, signal: err.signal, phase: 'startup' } satisfies BrowserExit)
+      }
+      throw err
+    }
+    if (this.stopping.signal.aborted) { await b.close(); return }
+    this.browser = b
+    this.launchPort = b.port
+    this.logger.info({ pid: b.pid, port: b.port, phase }, 'launched Chromium')
+    void b.exited.then(({ code, signal }) => {
+      if (this.browser !== b || this.stopping.signal.aborted) return
+      this.logger.warn({ pid: b.pid, code, signal }, 'launched Chromium exited')
+      this.events.emit('browser-exit', { pid: b.pid, code, signal, phase: 'running' } satisfies BrowserExit)
+    })
+  }
+
+  private async closeBrowser(): Promise<void> {
+    const b = this.browser
+    this.browser = undefined
+    await b?.close()
+  }
+}
+
+/** Resolves true after ms, or false at once when signal aborts (the timer is always cleared). */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false)
+  return new Promise((resolve) => {
+    const onAbort = () => { clearTimeout(timer); resolve(false) }
+    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(true) }, ms)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}

@@ -1,0 +1,158 @@
+// One attached target (a flattened CDP session): its context bookkeeping and its collectors' listeners.
+// The connection routes every message carrying this sessionId to dispatch(); the monitor's own
+// bookkeeping (track) runs before any collector handler of the same event.
+import type { Protocol } from 'devtools-protocol'
+import type { Context, TargetType } from '../events/index.js'
+import type { Logger } from '../log.js'
+import { HandlerRegistry, type Handler } from './handlers.js'
+import type { CdpCommand, CdpEvent, CommandParams, CommandResult, Detach, EventParams, TargetSession } from './types.js'
+
+/** The part of the CDP connection a session needs: send on a session id. */
+export type SessionSend = (method: string, params: object | undefined, sessionId: string | undefined) => Promise<unknown>
+
+
+/** CDP TargetInfo.type -> the spec's target_type. */
+export function targetTypeOf(cdpType: string): TargetType {
+  switch (cdpType) {
+    case 'page': return 'page'
+    case 'iframe': return 'iframe'
+    case 'worker': return 'worker'
+    case 'service_worker': return 'service_worker'
+    case 'shared_worker': return 'shared_worker'
+    case 'background_page': return 'background_page'
+    default: return 'other'
+  }
+}
+
+/** What monitor.targets() and the target-attached/detached events report. */
+export interface TargetInfo {
+  sessionId: string
+  targetId: string
+  targetType: TargetType
+  context: Context
+}
+
+export class AttachedTarget implements TargetSession {
+  readonly sessionId: string
+  readonly targetId: string
+  readonly targetType: TargetType
+  readonly parentSessionId: string | undefined
+  /** Session ids of targets auto-attached through this one (OOPIFs, dedicated workers). */
+  readonly children = new Set<string>()
+  private url: string | undefined
+  private frameId: string | undefined
+  private loaderId: string | undefined
+  private navSeq = 0
+  /** Set once a frameNavigated was seen, so a late Page.getFrameTree answer cannot overwrite newer values. */
+  private navigated = false
+  private readonly handlers = new HandlerRegistry()
+  private readonly detaches: Detach[] = []
+  private readonly abort = new AbortController()
+
+  constructor(
+    private readonly sendRaw: SessionSend,
+    private readonly logger: Logger,
+    info: Protocol.Target.TargetInfo,
+    sessionId: string,
+    parentSessionId: string | undefined,
+  ) {
+    this.sessionId = sessionId
+    this.targetId = info.targetId
+    this.targetType = targetTypeOf(info.type)
+    this.parentSessionId = parentSessionId
+    this.url = info.url || undefined
+    // A page's and an OOPIF's root frame id equals its target id.
+    if (this.hasFrames) this.frameId = info.targetId
+  }
+
+  get signal(): AbortSignal { return this.abort.signal }
+  get closed(): boolean { return this.abort.signal.aborted }
+  get hasFrames(): boolean { return this.targetType === 'page' || this.targetType === 'iframe' || this.targetType === 'background_page' }
+
+  context(): Context {
+    const c: Context = { session_id: this.sessionId, target_id: this.targetId, target_type: this.targetType }
+    if (this.url) c.url = this.url
+    if (this.frameId) c.frame_id = this.frameId
+    if (this.loaderId) c.loader_id = this.loaderId
+    if (this.targetType === 'page') c.nav_seq = this.navSeq
+    return c
+  }
+
+  info(): TargetInfo {
+    return { sessionId: this.sessionId, targetId: this.targetId, targetType: this.targetType, context: this.context() }
+  }
+
+  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>> {
+    if (this.closed) return Promise.reject(new Error(`${method}: target ${this.targetId} is detached`))
+    return this.sendRaw(method, params as object | undefined, this.sessionId) as Promise<CommandResult<M>>
+  }
+
+  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void {
+    if (this.closed) return () => undefined
+    return this.handlers.add(event, handler as Handler)
+  }
+
+  /** Records a collector's detach; if the target already went away, runs it at once. */
+  addDetach(detach: Detach): void {
+    if (this.closed) this.runDetach(detach)
+    else this.detaches.push(detach)
+  }
+
+  dispatch(method: string, params: unknown): void {
+    this.track(method, params)
+    this.handlers.dispatch(method, params, this.logger, { targetId: this.targetId })
+  }
+
+  /** Seeds url/frame/loader from Page.getFrameTree when no navigation has been seen yet. */
+  seedFrame(frame: Protocol.Page.Frame): void {
+    if (this.navigated) return
+    this.applyFrame(frame)
+  }
+
+  /** Keeps the url of frameless targets (workers) current from Target.targetInfoChanged. */
+  updateInfo(info: Protocol.Target.TargetInfo): void {
+    if (!this.hasFrames && info.url) this.url = info.url
+  }
+
+  /** Aborts the signal, runs every collector's detach and drops all listeners. Idempotent. */
+  close(): void {
+    if (this.closed) return
+    this.abort.abort()
+    const detaches = this.detaches.splice(0)
+    for (const d of detaches) this.runDetach(d)
+    this.handlers.clear()
+  }
+
+  counts(): { listeners: number; detaches: number } {
+    return { listeners: this.handlers.size, detaches: this.detaches.length }
+  }
+
+  private runDetach(d: Detach): void {
+    try { d() } catch (err) { this.logger.warn({ err, targetId: this.targetId }, 'collector detach threw') }
+  }
+
+  private isRootFrame(frame: Protocol.Page.Frame): boolean {
+    return !frame.parentId || frame.id === this.targetId
+  }
+
+  private applyFrame(frame: Protocol.Page.Frame): void {
+    this.frameId = frame.id
+    this.loaderId = frame.loaderId || undefined
+    // An uncommitted initial document reports url ""; keep the target's pending URL then.
+    this.url = (frame.url ?? '') + (frame.urlFragment ?? '') || this.url
+  }
+
+  private track(method: string, params: unknown): void {
+    if (method === 'Page.frameNavigated') {
+      const { frame } = params as Protocol.Page.FrameNavigatedEvent
+      if (!this.isRootFrame(frame)) return
+      this.navigated = true
+      this.applyFrame(frame)
+      // Only a top-level navigation of a page starts a new epoch; sub-frames never touch nav_seq.
+      if (this.targetType === 'page' && !frame.parentId) this.navSeq++
+    } else if (method === 'Page.navigatedWithinDocument') {
+      const p = params as Protocol.Page.NavigatedWithinDocumentEvent
+      if (p.frameId === this.frameId && p.url) this.url = p.url
+    }
+  }
+}
