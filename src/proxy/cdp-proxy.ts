@@ -1,0 +1,373 @@
+// CDP WebSocket proxy: relays external CDP clients (Playwright connectOverCDP, Puppeteer connect,
+// raw WebSocket) to the current browser and reports each connection as cdp_connect/cdp_disconnect.
+// Frames are passed through as Buffers (text stays text, binary stays binary); nothing on the hot
+// path parses JSON.
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { request as httpsRequest } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { WebSocket, WebSocketServer, type RawData } from 'ws'
+import type { Emit } from '../pipeline.js'
+import { silentLogger, type Logger } from '../log.js'
+import { httpBaseOf, rewriteDiscovery, saneHost, upstreamPathFor } from './discovery.js'
+
+export type CdpDisconnectReason = 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled'
+
+export interface CdpProxyAuth {
+  /** Scopes of a presented token, undefined when unknown (the daemon passes TokenSet.lookup). */
+  verify(token: string): ReadonlySet<string> | undefined
+}
+
+export interface CdpProxyOptions {
+  listen: { host: string; port: number }
+  /** The current browser-level WebSocket URL; undefined while no browser is available. */
+  upstream: () => string | undefined
+  /** Subscribes to "the upstream URL may have changed" (the monitor's 'upstream' event); returns the unsubscribe. */
+  onUpstreamChanged?: (listener: () => void) => () => void
+  emit: Emit
+  /** Bearer auth (scope cdp); omit to accept every client. */
+  auth?: CdpProxyAuth
+  logger?: Logger
+  /**
+   * When the browser side of a session drops on its own, how long to wait for a new upstream before
+   * calling it upstream_error rather than upstream_changed (a killed browser drops its sockets before
+   * the monitor has relaunched it). The client is closed at once either way. Default 5 s.
+   */
+  upstreamLossGraceMs?: number
+  /** Largest frame accepted from either side (default 256 MiB: screenshots and heap snapshots are big). */
+  maxPayloadBytes?: number
+}
+
+/** Above this many unsent bytes towards one side, the other side is paused until they drain. */
+const HIGH_WATER_BYTES = 8 * 1024 * 1024
+const SOURCE = { kind: 'local_process' } as const
+
+type ConnState = 'dialing' | 'open' | 'lost' | 'ended'
+
+/** One client connection and its upstream twin. */
+interface Relay {
+  client: WebSocket
+  upstream: WebSocket
+  /** The browser URL current when the client connected (to notice a browser restart). */
+  browserUrl: string
+  state: ConnState
+  startedAt: number
+  endedAt?: number
+  messages: number
+  /** Client frames received while the upstream was still being dialled. */
+  early: { data: RawData; binary: boolean }[] | undefined
+  lostTimer?: NodeJS.Timeout
+}
+
+export class CdpProxy {
+  private readonly opts: CdpProxyOptions
+  private readonly logger: Logger
+  private readonly server: Server
+  private readonly wss: WebSocketServer
+  private readonly relays = new Set<Relay>()
+  private unsubscribe: (() => void) | undefined
+  private closing: Promise<void> | undefined
+  private readonly graceMs: number
+  private readonly maxPayload: number
+
+  constructor(opts: CdpProxyOptions) {
+    this.opts = opts
+    this.logger = opts.logger ?? silentLogger
+    this.graceMs = opts.upstreamLossGraceMs ?? 5000
+    this.maxPayload = opts.maxPayloadBytes ?? 256 * 1024 * 1024
+    this.wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: this.maxPayload, skipUTF8Validation: true })
+    this.server = createServer((req, res) => { this.handleHttp(req, res).catch((err) => this.failHttp(res, err)) })
+    this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
+    this.server.on('clientError', (_err, socket) => { socket.destroy() })
+  }
+
+  /** Starts listening; resolves with the bound address (port 0 picks a free port). */
+  async start(): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject)
+      this.server.listen(this.opts.listen.port, this.opts.listen.host, () => { this.server.off('error', reject); resolve() })
+    })
+    this.unsubscribe = this.opts.onUpstreamChanged?.(() => this.upstreamChanged())
+    const addr = this.address()
+    this.logger.info({ host: addr.address, port: addr.port, auth: this.opts.auth !== undefined }, 'CDP proxy listening')
+    return addr
+  }
+
+  address(): AddressInfo { return this.server.address() as AddressInfo }
+
+  /** Live client connections (for /healthz and metrics). */
+  get connectionCount(): number { return this.relays.size }
+
+  /** Stops accepting, closes every session (cdp_disconnect reason context_cancelled) and the listener. */
+  close(message = 'proxy shutting down'): Promise<void> {
+    this.closing ??= (async () => {
+      this.unsubscribe?.()
+      const sockets: WebSocket[] = []
+      for (const r of [...this.relays]) {
+        if (r.state === 'lost') { this.end(r, 'upstream_error'); continue }
+        this.end(r, 'context_cancelled')
+        sockets.push(r.client, r.upstream)
+        closeSocket(r.client, 1001, message)
+        closeSocket(r.upstream, 1000, message)
+      }
+      this.server.closeAllConnections()
+      await Promise.all([
+        new Promise<void>((resolve) => this.server.close(() => resolve())),
+        ...sockets.map((s) => closed(s, 2000)),
+      ])
+    })()
+    return this.closing
+  }
+
+  // ---- WebSocket relay ----
+
+  private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy())
+    if (this.closing) return rejectUpgrade(socket, 503, 'unavailable', 'the CDP proxy is shutting down')
+    const url = new URL(req.url ?? '/', 'http://proxy')
+    const denied = this.authorize(req, url)
+    if (denied) return rejectUpgrade(socket, denied.status, denied.code, denied.message, denied.headers)
+    const browserUrl = this.opts.upstream()
+    if (!browserUrl) return rejectUpgrade(socket, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
+    const target = upstreamPathFor(url.pathname, browserUrl)
+    if (!target) return rejectUpgrade(socket, 404, 'not_found', `no CDP endpoint at ${url.pathname}: use /devtools/browser/<id> or /devtools/page/<id> (see /json/version)`)
+    // A session still waiting to learn whether its browser restarted has its answer now.
+    this.settleLost(browserUrl)
+    this.wss.handleUpgrade(req, socket, head, (client) => this.relay(client, target, browserUrl))
+  }
+
+  private relay(client: WebSocket, target: string, browserUrl: string): void {
+    const upstream = new WebSocket(target, {
+      perMessageDeflate: false, maxPayload: this.maxPayload, skipUTF8Validation: true, handshakeTimeout: 10_000,
+    })
+    const r: Relay = { client, upstream, browserUrl, state: 'dialing', startedAt: performance.now(), messages: 0, early: [] }
+    this.relays.add(r)
+    this.opts.emit({ type: 'cdp_connect', data: {}, source: SOURCE })
+
+    client.on('message', (data, isBinary) => {
+      if (r.early) {
+        r.early.push({ data, binary: isBinary })
+        // Bound what a client can pile up before the browser answers.
+        if (r.early.length === 64) client.pause()
+        return
+      }
+      this.forward(r, client, upstream, data, isBinary)
+    })
+    client.on('error', (err) => this.logger.debug({ err: err.message }, 'CDP proxy client error'))
+    client.on('close', () => {
+      if (r.state !== 'dialing' && r.state !== 'open') return
+      this.end(r, 'client_close')
+      if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate()
+      else closeSocket(upstream, 1000, 'client closed')
+    })
+
+    upstream.on('open', () => {
+      if (r.state !== 'dialing') return
+      r.state = 'open'
+      const early = r.early!
+      r.early = undefined
+      for (const m of early) this.forward(r, client, upstream, m.data, m.binary)
+      client.resume()
+    })
+    upstream.on('message', (data, isBinary) => this.forward(r, upstream, client, data, isBinary))
+    upstream.on('error', (err) => {
+      this.logger.warn({ err: err.message, target }, r.state === 'dialing' ? 'CDP proxy could not dial the browser' : 'CDP proxy upstream error')
+    })
+    upstream.on('close', (code, reason) => {
+      if (r.state === 'dialing') {
+        this.end(r, 'upstream_error')
+        closeSocket(client, 1011, 'could not connect to the browser')
+      } else if (r.state === 'open') {
+        this.upstreamLost(r)
+        closeSocket(client, clientCodeFor(code), reason.length > 0 && reason.length <= 123 ? reason.toString() : 'browser connection lost')
+      }
+    })
+  }
+
+  private forward(r: Relay, from: WebSocket, to: WebSocket, data: RawData, binary: boolean): void {
+    if (to.readyState !== WebSocket.OPEN || r.state !== 'open') return
+    r.messages++
+    if (to.bufferedAmount < HIGH_WATER_BYTES) {
+      to.send(data, { binary })
+    } else {
+      from.pause()
+      to.send(data, { binary }, () => from.resume())
+    }
+  }
+
+  /** The browser side dropped on its own: a restart (upstream_changed) or a failure (upstream_error). */
+  private upstreamLost(r: Relay): void {
+    r.state = 'lost'
+    r.endedAt = performance.now()
+    const current = this.opts.upstream()
+    if (current !== undefined && current !== r.browserUrl) { this.end(r, 'upstream_changed'); return }
+    r.lostTimer = setTimeout(() => this.end(r, 'upstream_error'), this.graceMs)
+    r.lostTimer.unref()
+  }
+
+  /** Lost sessions whose browser has since been replaced by `current` are upstream_changed. */
+  private settleLost(current: string | undefined): void {
+    if (current === undefined) return
+    for (const r of this.relays) {
+      if (r.state === 'lost' && r.browserUrl !== current) this.end(r, 'upstream_changed')
+    }
+  }
+
+  private upstreamChanged(): void {
+    const current = this.opts.upstream()
+    this.settleLost(current)
+    // Live sessions still talk to a browser that is no longer the current one: close them so their
+    // clients reconnect to the new browser (spec: "browser restarted mid-session and proxy tore down").
+    for (const r of [...this.relays]) {
+      if ((r.state === 'open' || r.state === 'dialing') && r.browserUrl !== current) {
+        this.end(r, 'upstream_changed')
+        closeSocket(r.client, 1012, 'browser restarted; reconnect')
+        if (r.upstream.readyState === WebSocket.CONNECTING) r.upstream.terminate()
+        else closeSocket(r.upstream, 1000, 'browser restarted')
+      }
+    }
+  }
+
+  /** Emits the one cdp_disconnect of a session. */
+  private end(r: Relay, reason: CdpDisconnectReason): void {
+    if (r.state === 'ended') return
+    r.state = 'ended'
+    if (r.lostTimer) clearTimeout(r.lostTimer)
+    this.relays.delete(r)
+    const durationMs = Math.max(0, Math.round((r.endedAt ?? performance.now()) - r.startedAt))
+    this.opts.emit({ type: 'cdp_disconnect', data: { duration_ms: durationMs, message_count: r.messages, reason }, source: SOURCE })
+    this.logger.debug({ reason, messages: r.messages, durationMs }, 'CDP proxy session ended')
+  }
+
+  // ---- HTTP discovery ----
+
+  private async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://proxy')
+    if (url.pathname !== '/json' && !url.pathname.startsWith('/json/')) {
+      return sendError(res, 404, 'not_found', `no such endpoint ${url.pathname}: the CDP proxy serves /json/version, /json/list and WebSocket upgrades`)
+    }
+    const denied = this.authorize(req, url)
+    if (denied) return sendError(res, denied.status, denied.code, denied.message, denied.headers)
+    const browserUrl = this.opts.upstream()
+    if (!browserUrl) return sendError(res, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
+    const queryToken = url.searchParams.get('token') ?? undefined
+    url.searchParams.delete('token')
+    const upstreamUrl = new URL(url.pathname + url.search, httpBaseOf(browserUrl))
+    let answer: { status: number; contentType: string | undefined; body: Buffer }
+    try {
+      answer = await fetchUpstream(upstreamUrl, req.method ?? 'GET')
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'CDP proxy discovery request to the browser failed')
+      return sendError(res, 503, 'browser_unavailable', 'the browser did not answer the discovery request; retry shortly')
+    }
+    const proxyHost = saneHost(req.headers.host) ?? this.listenHost()
+    if (answer.status === 200 && answer.contentType?.includes('json')) {
+      let parsed: unknown
+      try { parsed = JSON.parse(answer.body.toString('utf8')) } catch { parsed = undefined }
+      if (parsed !== undefined) {
+        const body = JSON.stringify(rewriteDiscovery(parsed, proxyHost, this.opts.auth ? queryToken : undefined), null, 2)
+        res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(body) })
+        res.end(body)
+        return
+      }
+    }
+    res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'text/plain', 'content-length': answer.body.length })
+    res.end(answer.body)
+  }
+
+  private failHttp(res: ServerResponse, err: unknown): void {
+    this.logger.error({ err: (err as Error).message }, 'CDP proxy request failed')
+    if (!res.headersSent) sendError(res, 500, 'internal', 'internal error in the CDP proxy')
+    else res.destroy()
+  }
+
+  private listenHost(): string {
+    const { address, port } = this.address()
+    const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address
+    return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+  }
+
+  /** undefined when allowed; otherwise the error to answer. */
+  private authorize(req: IncomingMessage, url: URL): HttpError | undefined {
+    const auth = this.opts.auth
+    if (!auth) return undefined
+    const header = req.headers.authorization
+    let token: string | undefined
+    if (header !== undefined) {
+      const m = /^Bearer +(\S+) *$/i.exec(header)
+      if (!m) return { status: 401, code: 'unauthorized', message: 'malformed Authorization header: expected "Bearer <token>"', headers: challenge('invalid_request') }
+      token = m[1]
+    } else {
+      token = url.searchParams.get('token') ?? undefined
+    }
+    if (!token) return { status: 401, code: 'unauthorized', message: 'missing bearer token: send "Authorization: Bearer <token>" or ?token=<token>', headers: challenge() }
+    const scopes = auth.verify(token)
+    if (!scopes) return { status: 401, code: 'unauthorized', message: 'unknown bearer token', headers: challenge('invalid_token') }
+    if (!scopes.has('cdp')) return { status: 403, code: 'forbidden', message: 'this token lacks the "cdp" scope needed for the CDP proxy' }
+    return undefined
+  }
+}
+
+interface HttpError { status: number; code: string; message: string; headers?: Record<string, string> }
+
+const challenge = (error?: string): Record<string, string> =>
+  ({ 'WWW-Authenticate': error ? `Bearer realm="browser-telemetry", error="${error}"` : 'Bearer realm="browser-telemetry"' })
+
+function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify({ code, message })
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }
+
+/** Answers an upgrade request with a plain HTTP error (the socket is not a WebSocket yet). */
+function rejectUpgrade(socket: Duplex, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify({ code, message })
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}`, 'Connection: close', 'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ]
+  socket.end(lines.join('\r\n') + '\r\n\r\n' + body)
+}
+
+function fetchUpstream(url: URL, method: string): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = []
+      let size = 0
+      res.on('data', (c: Buffer) => {
+        size += c.length
+        if (size > 16 * 1024 * 1024) { res.destroy(new Error('discovery answer too large')); return }
+        chunks.push(c)
+      })
+      res.on('end', () => resolve({ status: res.statusCode ?? 502, contentType: res.headers['content-type'], body: Buffer.concat(chunks) }))
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(new Error('discovery request timed out')))
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+/** Close codes a peer may send (RFC 6455 7.4: 1005/1006/1015 are never sent on the wire). */
+function clientCodeFor(upstreamCode: number): number {
+  const sendable = (upstreamCode >= 1000 && upstreamCode <= 1014 && ![1004, 1005, 1006].includes(upstreamCode)) ||
+    (upstreamCode >= 3000 && upstreamCode <= 4999)
+  return sendable ? upstreamCode : 1011
+}
+
+function closeSocket(ws: WebSocket, code: number, reason: string): void {
+  if (ws.readyState === WebSocket.CLOSED) return
+  if (ws.readyState === WebSocket.CONNECTING) { ws.terminate(); return }
+  try { ws.close(code, reason) } catch { ws.terminate() }
+}
+
+/** Resolves once the socket is closed, terminating it after `ms` if the peer never answers the close. */
+function closed(ws: WebSocket, ms: number): Promise<void> {
+  if (ws.readyState === WebSocket.CLOSED) return Promise.resolve()
+  return new Promise((resolve) => {
+    const t = setTimeout(() => ws.terminate(), ms)
+    ws.once('close', () => { clearTimeout(t); resolve() })
+  })
+}
