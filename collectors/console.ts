@@ -1,0 +1,52 @@
+// Console collector: Runtime.consoleAPICalled -> console_log / console_error, Runtime.exceptionThrown
+// -> console_error. Context is stamped from the session at the moment the CDP event arrives.
+import type { Protocol } from 'devtools-protocol'
+import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import type { Emit } from '../src/pipeline.js'
+import type { EventData } from '../src/events/index.js'
+import { exceptionText, renderRemoteObject, stackTraceOf } from './console-format.js'
+
+export function createConsoleCollector(): Collector {
+  return {
+    name: 'console',
+    async attach(session: TargetSession, emit: Emit): Promise<Detach> {
+      const offs = [
+        session.on('Runtime.consoleAPICalled', (p) => onConsoleCall(session, emit, p)),
+        session.on('Runtime.exceptionThrown', (p) => onException(session, emit, p)),
+      ]
+      // Best effort: a target that cannot run Runtime (rare "other" targets) still attaches.
+      await session.send('Runtime.enable').catch(() => undefined)
+      return () => { for (const off of offs.splice(0)) off() }
+    },
+  }
+}
+
+function onConsoleCall(session: TargetSession, emit: Emit, p: Protocol.Runtime.ConsoleAPICalledEvent): void {
+  const ctx = session.context()
+  const args = p.args.map(renderRemoteObject)
+  const text = args[0] ?? ''
+  const stack = stackTraceOf(p.stackTrace)
+  const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
+  if (p.type === 'error') {
+    const data: EventData<'console_error'> = { ...ctx, text, level: 'error', args }
+    if (stack) data.stack_trace = stack
+    emit({ type: 'console_error', data, source })
+  } else {
+    const data: EventData<'console_log'> = { ...ctx, level: p.type, text, args }
+    if (stack) data.stack_trace = stack
+    emit({ type: 'console_log', data, source })
+  }
+}
+
+function onException(session: TargetSession, emit: Emit, p: Protocol.Runtime.ExceptionThrownEvent): void {
+  const d = p.exceptionDetails
+  const data: EventData<'console_error'> = {
+    ...session.context(), text: exceptionText(d), line: d.lineNumber, column: d.columnNumber,
+  }
+  // exceptionDetails.url is missing for some origins (eval, promise jobs); the top frame knows it.
+  const sourceUrl = d.url || d.stackTrace?.callFrames[0]?.url
+  if (sourceUrl) data.source_url = sourceUrl
+  const stack = stackTraceOf(d.stackTrace)
+  if (stack) data.stack_trace = stack
+  emit({ type: 'console_error', data, source: { kind: 'cdp', event: 'Runtime.exceptionThrown' } })
+}

@@ -1,0 +1,208 @@
+// Network collector: network_request / network_response / network_loading_failed per target session,
+// plus the computed network_idle for page targets. Per-session state lives in attach()'s closure and
+// is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
+// a bounded number of Network.getResponseBody calls in total.
+import { STATUS_CODES } from 'node:http'
+import type { Protocol } from 'devtools-protocol'
+import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import type { Emit } from '../src/pipeline.js'
+import type { Context, EventData } from '../src/events/index.js'
+import { BodyFetchQueue, cutBody, isTextMime, type CutBody } from './network-body.js'
+import { NetworkIdleRule, NETWORK_QUIET_MS, realTimers, type Timers } from './network-idle.js'
+import { RequestTable } from './network-requests.js'
+
+export interface NetworkCollectorOptions {
+  /** Cap of a response body in UTF-8 bytes (default 64 KiB); longer bodies are cut and flagged truncated. */
+  bodyMaxBytes?: number
+  /** Body fetches running at once over all sessions (default 4). */
+  bodyConcurrency?: number
+  /** Body fetches waiting; beyond this a response is emitted without body (default 256). */
+  bodyQueueMax?: number
+  /** A body fetch slower than this is given up (response emitted without body; default 10 s). */
+  bodyTimeoutMs?: number
+  /** A request not finished after this long is forgotten (default 5 min). */
+  requestTtlMs?: number
+  /** Tracked requests per session at most (default 2000; oldest evicted first). */
+  maxTrackedRequests?: number
+  /** network_idle quiet period (default 500 ms, the spec's value). */
+  idleQuietMs?: number
+  timers?: Timers
+  now?: () => number
+}
+
+interface TrackedRequest {
+  url: string
+  method?: string
+  frameId?: string
+  loaderId?: string
+  resourceType?: string
+  response?: Protocol.Network.Response
+}
+
+export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
+  const bodyMaxBytes = opts.bodyMaxBytes ?? 64 * 1024
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? 10_000
+  const timers = opts.timers ?? realTimers
+  const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
+
+  return {
+    name: 'network',
+    async attach(session: TargetSession, emit: Emit): Promise<Detach> {
+      const owner = {}
+      let detached = false
+      const isPage = session.targetType === 'page'
+      // network_idle is a page-level signal computed from this page session's own requests, which
+      // include same-process iframes. Out-of-process iframes and workers have their own sessions and
+      // do not hold their page's idle back (see README).
+      const idle = isPage
+        ? new NetworkIdleRule({
+          timers, quietMs: opts.idleQuietMs ?? NETWORK_QUIET_MS,
+          onIdle: (navSeq) => {
+            if (detached || session.signal.aborted) return
+            const ctx = session.context()
+            if ((ctx.nav_seq ?? 0) !== navSeq) return
+            emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
+          },
+        }, session.context().nav_seq ?? 0)
+        : undefined
+      const requests = new RequestTable<TrackedRequest>({
+        ttlMs: opts.requestTtlMs ?? 5 * 60_000,
+        maxSize: opts.maxTrackedRequests ?? 2000,
+        now: opts.now,
+        onEvict: (id) => idle?.done(id),
+      })
+
+      const onRequest = (p: Protocol.Network.RequestWillBeSentEvent) => {
+        const ctx = session.context()
+        const previous = requests.get(p.requestId)
+        const req: TrackedRequest = { url: p.request.url + (p.request.urlFragment ?? ''), method: p.request.method }
+        if (p.frameId) req.frameId = p.frameId
+        if (p.loaderId) req.loaderId = p.loaderId
+        if (p.type) req.resourceType = p.type
+        requests.set(p.requestId, req)
+        idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
+        const data: EventData<'network_request'> = {
+          ...withRequest(ctx, req), request_id: p.requestId, method: p.request.method, headers: headersOf(p.request.headers),
+        }
+        if (p.documentURL) data.document_url = p.documentURL
+        if (p.type) data.resource_type = p.type
+        if (p.initiator?.type) data.initiator_type = p.initiator.type
+        if (p.request.postData !== undefined) data.post_data = p.request.postData
+        if (p.redirectResponse) {
+          data.is_redirect = true
+          data.redirect_url = p.redirectResponse.url || previous?.url || ''
+          if (!data.redirect_url) delete data.redirect_url
+        }
+        emit({ type: 'network_request', data, source: { kind: 'cdp', event: 'Network.requestWillBeSent' } })
+      }
+
+      const onResponse = (p: Protocol.Network.ResponseReceivedEvent) => {
+        let req = requests.get(p.requestId)
+        if (!req) {
+          // Started before we attached: we missed requestWillBeSent, but the response tells enough.
+          req = { url: p.response.url }
+          if (p.frameId) req.frameId = p.frameId
+          if (p.loaderId) req.loaderId = p.loaderId
+          requests.set(p.requestId, req)
+          idle?.start(p.requestId)
+        }
+        req.response = p.response
+        req.resourceType ??= p.type
+      }
+
+      const onFinished = (p: Protocol.Network.LoadingFinishedEvent) => {
+        const req = requests.delete(p.requestId)
+        const response = req?.response
+        if (!req || !response) { idle?.done(p.requestId); return }
+        const ctx = withRequest(session.context(), req)
+        let sent = false
+        const send = (body: CutBody | undefined) => {
+          if (sent) return
+          sent = true
+          const data: EventData<'network_response'> = {
+            ...ctx, request_id: p.requestId, status: Math.trunc(response.status),
+            status_text: response.statusText || STATUS_CODES[response.status] || '',
+            headers: headersOf(response.headers), mime_type: response.mimeType,
+          }
+          if (req.method) data.method = req.method
+          if (req.resourceType) data.resource_type = req.resourceType
+          if (body) data.body = body.body
+          emit({
+            type: 'network_response', data, source: { kind: 'cdp', event: 'Network.loadingFinished' },
+            ...(body?.truncated ? { truncated: true } : {}),
+          })
+          idle?.done(p.requestId)
+        }
+        if (bodyMaxBytes <= 0 || !isTextMime(response.mimeType) || detached) { send(undefined); return }
+        bodies.submit({
+          owner,
+          cancel: () => send(undefined),
+          run: () => new Promise<void>((release) => {
+            // The slot is freed when the fetch settles or times out, whichever is first.
+            const timer = timers.set(() => { send(undefined); release() }, bodyTimeoutMs)
+            session.send('Network.getResponseBody', { requestId: p.requestId }).then(
+              (r) => send(cutBody(r.body, r.base64Encoded, bodyMaxBytes)),
+              // Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost.
+              () => send(undefined),
+            ).finally(() => { timers.clear(timer); release() })
+          }),
+        })
+      }
+
+      const onFailed = (p: Protocol.Network.LoadingFailedEvent) => {
+        const req = requests.delete(p.requestId)
+        // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
+        const data: EventData<'network_loading_failed'> = {
+          ...withRequest(session.context(), req), request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
+        }
+        if (req?.resourceType) data.resource_type = req.resourceType
+        emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' } })
+        idle?.done(p.requestId)
+      }
+
+      const offs = [
+        session.on('Network.requestWillBeSent', onRequest),
+        session.on('Network.responseReceived', onResponse),
+        session.on('Network.loadingFinished', onFinished),
+        session.on('Network.loadingFailed', onFailed),
+      ]
+      if (idle) {
+        offs.push(session.on('Page.frameNavigated', (p) => {
+          // The monitor bumped nav_seq for this top-level navigation before we are called.
+          if (!p.frame.parentId) idle.navigate(session.context().nav_seq ?? 0)
+        }))
+      }
+      // maxPostDataSize makes Chromium inline request bodies up to the cap into requestWillBeSent.
+      const enables: Promise<unknown>[] = [
+        session.send('Network.enable', { maxPostDataSize: Math.max(0, bodyMaxBytes) }).catch(() => undefined),
+      ]
+      if (isPage) enables.push(session.send('Page.enable').catch(() => undefined))
+      await Promise.all(enables)
+
+      return () => {
+        if (detached) return
+        detached = true
+        for (const off of offs.splice(0)) off()
+        idle?.dispose()
+        requests.clear()
+        bodies.cancelOwner(owner)
+      }
+    },
+  }
+}
+
+/** Session context with url/frame/loader of the request; all three absent when the request is unknown. */
+function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
+  const { url: _u, frame_id: _f, loader_id: _l, ...rest } = ctx
+  const out: Context = rest
+  if (req?.url) out.url = req.url
+  if (req?.frameId) out.frame_id = req.frameId
+  if (req?.loaderId) out.loader_id = req.loaderId
+  return out
+}
+
+function headersOf(h: Protocol.Network.Headers | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (h) for (const [k, v] of Object.entries(h)) out[k] = typeof v === 'string' ? v : String(v)
+  return out
+}

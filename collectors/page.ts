@@ -1,0 +1,136 @@
+// Page collector: page_navigation, page_dom_content_loaded, page_load, page_layout_shift, page_lcp per
+// frame-bearing session (page, iframe), page_tab_opened at browser level, and the computed
+// page_layout_settled / page_navigation_settled for page targets.
+import type { Protocol } from 'devtools-protocol'
+import type { BrowserScope, Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import type { Emit } from '../src/pipeline.js'
+import type { EventData } from '../src/events/index.js'
+import { NavigationSettleRule, LAYOUT_STABLE_MS, type SettleTimers } from './page-settle.js'
+
+export interface PageCollectorOptions {
+  /** page_layout_settled stable period (default 1 s, the spec's value). */
+  layoutStableMs?: number
+  timers?: SettleTimers
+}
+
+const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
+const defaultTimers: SettleTimers = {
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+}
+
+export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
+  const timers = opts.timers ?? defaultTimers
+  return {
+    name: 'page',
+    async attach(session: TargetSession, emit: Emit): Promise<Detach> {
+      // Workers have no Page domain; only pages and out-of-process iframes render frames.
+      if (session.targetType !== 'page' && session.targetType !== 'iframe') return () => {}
+      let detached = false
+      const live = () => !detached && !session.signal.aborted
+      const navSeqNow = () => session.context().nav_seq ?? 0
+      const emitSettled = (type: 'page_layout_settled' | 'page_navigation_settled', navSeq: number) => {
+        const ctx = session.context()
+        if (live() && (ctx.nav_seq ?? 0) === navSeq) emit({ type, data: ctx, source: { kind: 'cdp' } })
+      }
+      // Settling is a property of the whole page, so only page targets compute it.
+      const settle = session.targetType === 'page'
+        ? new NavigationSettleRule({
+          timers, stableMs: opts.layoutStableMs ?? LAYOUT_STABLE_MS,
+          onLayoutSettled: (n) => emitSettled('page_layout_settled', n),
+          onNavigationSettled: (n) => emitSettled('page_navigation_settled', n),
+        }, navSeqNow())
+        : undefined
+
+      const onNavigated = (p: Protocol.Page.FrameNavigatedEvent) => {
+        const { nav_seq, url: _url, frame_id: _f, loader_id: _l, ...ids } = session.context()
+        const f = p.frame
+        // page_navigation describes the navigated frame, not the page; it carries no nav_seq.
+        const data: EventData<'page_navigation'> = { ...ids, url: f.url + (f.urlFragment ?? ''), frame_id: f.id, loader_id: f.loaderId }
+        if (f.parentId) data.parent_frame_id = f.parentId
+        emit({ type: 'page_navigation', data, source: { kind: 'cdp', event: 'Page.frameNavigated' } })
+        if (!f.parentId) settle?.navigate(nav_seq ?? 0)
+      }
+      const onDomContent = (p: Protocol.Page.DomContentEventFiredEvent) => {
+        const ctx = session.context()
+        emit({ type: 'page_dom_content_loaded', data: { ...ctx, cdp_timestamp: p.timestamp }, source: { kind: 'cdp', event: 'Page.domContentEventFired' } })
+        settle?.onDomContentLoaded(ctx.nav_seq ?? 0)
+      }
+      const onLoad = (p: Protocol.Page.LoadEventFiredEvent) => {
+        const ctx = session.context()
+        emit({ type: 'page_load', data: { ...ctx, cdp_timestamp: p.timestamp }, source: { kind: 'cdp', event: 'Page.loadEventFired' } })
+        settle?.onLoad(ctx.nav_seq ?? 0)
+      }
+      const onTimeline = ({ event: ev }: Protocol.PerformanceTimeline.TimelineEventAddedEvent) => {
+        const ctx = session.context()
+        const source = { kind: 'cdp' as const, event: 'PerformanceTimeline.timelineEventAdded' }
+        // CDP times are seconds since the epoch; the spec's fields are milliseconds.
+        if (ev.type === 'layout-shift' && ev.layoutShiftDetails) {
+          const data: EventData<'page_layout_shift'> = {
+            ...ctx, time: ev.time * 1000, duration: (ev.duration ?? 0) * 1000,
+            layout_shift_details: { value: ev.layoutShiftDetails.value, had_recent_input: ev.layoutShiftDetails.hadRecentInput },
+          }
+          if (ev.frameId) data.source_frame_id = ev.frameId
+          emit({ type: 'page_layout_shift', data, source })
+          settle?.onLayoutShift(ctx.nav_seq ?? 0)
+        } else if (ev.type === 'largest-contentful-paint' && ev.lcpDetails) {
+          const l = ev.lcpDetails
+          const lcp: EventData<'page_lcp'>['lcp_details'] = { render_time: l.renderTime * 1000, load_time: l.loadTime * 1000, size: l.size }
+          if (l.elementId) lcp.element_id = l.elementId
+          if (l.url) lcp.url = l.url
+          if (l.nodeId !== undefined) lcp.node_id = l.nodeId
+          const data: EventData<'page_lcp'> = { ...ctx, time: ev.time * 1000, lcp_details: lcp }
+          if (ev.frameId) data.source_frame_id = ev.frameId
+          emit({ type: 'page_lcp', data, source })
+        }
+      }
+
+      const offs = [
+        session.on('Page.frameNavigated', onNavigated),
+        session.on('Page.domContentEventFired', onDomContent),
+        session.on('Page.loadEventFired', onLoad),
+        session.on('PerformanceTimeline.timelineEventAdded', onTimeline),
+      ]
+      await Promise.all([
+        session.send('Page.enable').catch(() => undefined),
+        session.send('PerformanceTimeline.enable', { eventTypes: TIMELINE_EVENT_TYPES }).catch(() => undefined),
+      ])
+      return () => {
+        if (detached) return
+        detached = true
+        for (const off of offs.splice(0)) off()
+        settle?.dispose()
+      }
+    },
+
+    async attachBrowser(browser: BrowserScope, emit: Emit): Promise<Detach> {
+      // Tabs that already existed when we connected were not "opened" now: Target.getTargets lists
+      // them, and their replayed targetCreated events (from setDiscoverTargets) are skipped.
+      const existing = new Set<string>()
+      const reported = new Set<string>()
+      let buffered: Protocol.Target.TargetInfo[] | undefined = []
+      const report = (t: Protocol.Target.TargetInfo) => {
+        if (t.type !== 'page' || existing.has(t.targetId) || reported.has(t.targetId)) return
+        reported.add(t.targetId)
+        const data: EventData<'page_tab_opened'> = { target_id: t.targetId, target_type: 'page' }
+        if (t.url) data.url = t.url
+        if (t.title) data.title = t.title
+        if (t.openerId) data.opener_id = t.openerId
+        emit({ type: 'page_tab_opened', data, source: { kind: 'cdp', event: 'Target.targetCreated' } })
+      }
+      const offs = [
+        browser.on('Target.targetCreated', ({ targetInfo }) => { if (buffered) buffered.push(targetInfo); else report(targetInfo) }),
+        // Both sets stay bounded by the number of live targets.
+        browser.on('Target.targetDestroyed', ({ targetId }) => { existing.delete(targetId); reported.delete(targetId) }),
+      ]
+      try {
+        const { targetInfos } = await browser.send('Target.getTargets')
+        for (const t of targetInfos) existing.add(t.targetId)
+      } catch { /* best effort: without the list every page counts as new */ }
+      const early = buffered
+      buffered = undefined
+      for (const t of early) report(t)
+      return () => { for (const off of offs.splice(0)) off(); existing.clear(); reported.clear() }
+    },
+  }
+}
