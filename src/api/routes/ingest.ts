@@ -1,0 +1,163 @@
+// POST /browsers/{id}/telemetry/events: one event from an in-VM producer (the live view server, a
+// captcha solver, an extension) enters through the same emit() pipeline as everything else.
+//
+// Decisions (documented in the OpenAPI description too):
+// - `ts` from the producer is NOT the envelope ts: the pipeline stamps ts on acceptance so ts stays
+//   non-decreasing in seq order (a time window seeks by position). The producer's value is kept as
+//   `source.metadata.producer_ts` (decimal string, as the producer meant it: Unix microseconds).
+// - The monitor category and api_call are emitted only by the daemon itself (monitor state machine,
+//   API middleware); a producer cannot inject them. `source.kind` may not be `kernel_api`.
+// - captcha_solve_result: `error_code` is required when status is `failure` (the spec: "an error_code
+//   accompanies it") and rejected when status is `success`; `website_path` is a path only (no `?`/`#`).
+// - Optional string fields may not be "": absent means absent.
+import { Type } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { koaBody } from 'koa-body'
+import {
+  EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType, validateData,
+  type EventData, type EventType, type Source,
+} from '../../events/index.js'
+import type { EventInput, Pipeline } from '../../pipeline.js'
+import { ApiError, invalidInput } from '../errors.js'
+import type { ApiMiddleware, ApiRouter } from '../route-table.js'
+
+export interface IngestRouteDeps {
+  pipeline: Pipeline
+  /** Informational (the router itself answers 404 for another browser id). */
+  browserId?: string
+}
+
+const FIELDS = ['type', 'category', 'source', 'data', 'ts'] as const
+/** Types only the daemon itself emits. */
+const DAEMON_ONLY = new Set<EventType>(EVENT_TYPES.filter((t) => categoryOf(t) === 'monitor' || t === 'api_call'))
+const INGESTIBLE = EVENT_TYPES.filter((t) => !DAEMON_ONLY.has(t))
+
+export const IngestBodySchema = Type.Object(
+  {
+    type: Type.Union(INGESTIBLE.map((t) => Type.Literal(t)), { description: 'Event type; fixes the category' }),
+    category: Type.Optional(Type.String({ description: 'If given, must be the category of the type' })),
+    source: SourceSchema,
+    data: Type.Object({}, { additionalProperties: true, description: 'The data object of the type (see TelemetryEvent)' }),
+    ts: Type.Optional(Type.Integer({ minimum: 0, description: 'Producer time, Unix microseconds; kept as source.metadata.producer_ts (the envelope ts is stamped by the daemon)' })),
+  },
+  { additionalProperties: false, $id: 'PublishTelemetryEvent' },
+)
+
+const sourceCheck = TypeCompiler.Compile(SourceSchema)
+
+export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): void {
+  router.add({
+    method: 'POST',
+    path: '/browsers/:id/telemetry/events',
+    operationId: 'publishBrowserTelemetryEvent',
+    summary: 'Publish one telemetry event from an in-VM producer',
+    description: 'Validates one event against the event model and passes it through the pipeline. 200 with the committed envelope; ' +
+      '204 when the category is disabled (nothing stored). The envelope ts is stamped by the daemon (non-decreasing); a producer ts is kept ' +
+      'as source.metadata.producer_ts. monitor_* and api_call cannot be published; source.kind may not be kernel_api. captcha_solve_result: ' +
+      'error_code required on failure, rejected on success; website_path without query string.',
+    scope: 'publish',
+    requestBody: { contentType: 'application/json', schema: IngestBodySchema, required: true },
+    responses: {
+      200: { description: 'The committed envelope', schema: EnvelopeSchema },
+      204: { description: 'The category is disabled: nothing stored' },
+    },
+    middleware: [jsonBody],
+    handler: async (ctx) => {
+      const input = parseIngestBody(ctx.request.body)
+      const category = categoryOf(input.type)
+      if (!deps.pipeline.isEnabled(category)) { ctx.status = 204; return }
+      const emitted = deps.pipeline.emit(input)
+      if (!emitted) {
+        // Disabled between the check and emit, or rejected by the pipeline's own validation.
+        if (!deps.pipeline.isEnabled(category)) { ctx.status = 204; return }
+        const issue = deps.pipeline.check(input)[0]
+        throw invalidInput(issue ? fieldOf(issue.path) : 'body', issue?.message ?? 'rejected by the event pipeline')
+      }
+      if (!(await emitted.committed)) {
+        throw new ApiError(503, 'unavailable', 'the event log could not store the event; retry later')
+      }
+      ctx.status = 200
+      ctx.body = emitted.envelope
+    },
+  })
+}
+
+/** Validates a publish body into an EventInput, or throws a 400 naming the offending field. */
+export function parseIngestBody(body: unknown): EventInput {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw invalidInput('body', 'expected a JSON object {type, category?, source, data, ts?}')
+  }
+  const b = body as Record<string, unknown>
+  for (const key of Object.keys(b)) {
+    if (!(FIELDS as readonly string[]).includes(key)) throw invalidInput(key, `unknown field (allowed: ${FIELDS.join(', ')})`)
+  }
+  const type = b.type
+  if (typeof type !== 'string' || !isEventType(type)) throw invalidInput('type', `unknown event type ${JSON.stringify(type)}`)
+  if (DAEMON_ONLY.has(type)) throw invalidInput('type', `${type} is emitted only by the daemon itself`)
+  const category = categoryOf(type)
+  if (b.category !== undefined && b.category !== category) {
+    throw invalidInput('category', `must be "${category}" for ${type} (the category is fixed by the type)`)
+  }
+  if (b.source === undefined) throw invalidInput('source', 'required: an object like {"kind": "local_process"}')
+  if (!sourceCheck.Check(b.source)) {
+    const e = [...sourceCheck.Errors(b.source)][0]!
+    throw invalidInput(fieldOf('/source' + e.path), e.message)
+  }
+  let source = b.source as Source
+  if (source.kind === 'kernel_api') throw invalidInput('source.kind', 'kernel_api is reserved for the daemon\'s own API events')
+  if (b.ts !== undefined) {
+    if (typeof b.ts !== 'number' || !Number.isSafeInteger(b.ts) || b.ts < 0) {
+      throw invalidInput('ts', 'expected Unix time in microseconds (a non-negative integer)')
+    }
+    source = { ...source, metadata: { ...source.metadata, producer_ts: String(b.ts) } }
+  }
+  if (b.data === undefined) throw invalidInput('data', 'required: the data object of the event type')
+  checkData(type, b.data)
+  return { type, data: b.data, source } as EventInput
+}
+
+function checkData(type: EventType, data: unknown): void {
+  if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
+    for (const [k, v] of Object.entries(data)) {
+      if (v === '') throw invalidInput(`data.${k}`, 'must not be empty (omit the field instead)')
+    }
+    if (type === 'captcha_solve_result') checkCaptcha(data as Partial<EventData<'captcha_solve_result'>>)
+  }
+  const issue = validateData(type, data)[0]
+  if (issue) throw invalidInput(fieldOf(issue.path), issue.message)
+}
+
+function checkCaptcha(d: Partial<EventData<'captcha_solve_result'>>): void {
+  if (typeof d.website_path === 'string' && /[?#]/.test(d.website_path)) {
+    throw invalidInput('data.website_path', 'must be a path without a query string or fragment (drop everything from "?" or "#")')
+  }
+  if (d.status === 'success' && d.error_code !== undefined) {
+    throw invalidInput('data.error_code', 'not allowed when status is "success"')
+  }
+  if (d.status === 'failure' && d.error_code === undefined) {
+    throw invalidInput('data.error_code', 'required when status is "failure" (the solver\'s error code)')
+  }
+}
+
+/** JSON pointer (/data/website_path) -> the field name a producer reads (data.website_path). */
+function fieldOf(pointer: string): string {
+  const f = pointer.replace(/^\//, '').split('/').filter(Boolean).join('.')
+  return f === '' ? 'body' : f
+}
+
+// Bigger than the envelope cap would be pointless: the pipeline truncates to it anyway.
+const parseJson = koaBody({ json: true, text: false, urlencoded: false, multipart: false, jsonLimit: '2mb', jsonStrict: true }) as unknown as ApiMiddleware
+
+const jsonBody: ApiMiddleware = async (ctx, next) => {
+  if (!ctx.is('application/json')) {
+    throw new ApiError(415, 'unsupported_media_type', 'send the event as JSON with Content-Type: application/json')
+  }
+  let parsed = false
+  try {
+    await parseJson(ctx, async () => { parsed = true })
+  } catch (err) {
+    if ((err as { status?: number }).status === 400) throw invalidInput('body', `not valid JSON: ${(err as Error).message}`)
+    throw err
+  }
+  if (parsed) await next()
+}

@@ -1,0 +1,159 @@
+// POST /browsers/{id}/telemetry/events through the real API app: validation (400 naming the field),
+// 200 with the committed envelope, 204 for a disabled category, auth and scope.
+import t from 'tap'
+import { createApiApp } from '../src/api/app.js'
+import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
+import { startApiServer } from '../src/api/server.js'
+import { registerIngestRoutes, parseIngestBody } from '../src/api/routes/ingest.js'
+import type { Envelope } from '../src/events/index.js'
+import { openStore } from './helpers/store.js'
+import { waitFor } from './helpers/http.js'
+
+const BROWSER = 'br-ingest'
+const PUBLISH = 'tok-publish'
+const READ = 'tok-read'
+const ALL = 'tok-all'
+
+async function setup(tt: typeof t) {
+  const { log, pipeline } = await openStore(tt, {}, { clock: () => clockUs })
+  let clockUs = 1_700_000_000_000_000
+  const tokens = new TokenSet()
+  tokens.add(PUBLISH, ['publish'])
+  tokens.add(READ, ['read'])
+  tokens.add(ALL, ALL_SCOPES)
+  const app = createApiApp({ browserId: BROWSER, log, pipeline, tokens, routes: [(r) => registerIngestRoutes(r, { pipeline, browserId: BROWSER })] })
+  const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
+  tt.teardown(() => server.close(500))
+  const post = (body: unknown, opts: { token?: string | null; id?: string; contentType?: string; raw?: string } = {}) => {
+    const headers: Record<string, string> = { 'content-type': opts.contentType ?? 'application/json' }
+    if (opts.token !== null) headers.authorization = `Bearer ${opts.token ?? PUBLISH}`
+    return fetch(`${server.url}/browsers/${opts.id ?? BROWSER}/telemetry/events`, { method: 'POST', headers, body: opts.raw ?? JSON.stringify(body) })
+  }
+  const stored = async () => (await log.read({ order: 'asc', limit: 1000 })).records.map((r) => JSON.parse(r.json) as Envelope)
+  return { log, pipeline, post, stored, setClock: (us: number) => { clockUs = us } }
+}
+
+async function expect400(tt: typeof t, res: Response, field: string, message?: RegExp) {
+  tt.equal(res.status, 400, `400 for ${field}`)
+  const body = await res.json() as { code: string; message: string; details?: { code: string; message: string }[] }
+  tt.equal(body.code, 'bad_request')
+  tt.equal(body.details?.[0]?.code, 'invalid_input')
+  tt.ok(body.details?.[0]?.message.startsWith(`${field}: `), `detail names ${field}: ${body.details?.[0]?.message}`)
+  if (message) tt.match(body.message, message)
+}
+
+t.test('live view and captcha events: 200 with the committed envelope', async (t) => {
+  const s = await setup(t)
+  const res = await s.post({ type: 'live_view_connect', source: { kind: 'local_process', event: 'live-view' }, data: { session_id: 'lv-1' } })
+  t.equal(res.status, 200)
+  const env = await res.json() as Envelope
+  t.same(env, {
+    seq: env.seq,
+    event: { ts: 1_700_000_000_000_000, type: 'live_view_connect', category: 'connection', source: { kind: 'local_process', event: 'live-view' }, data: { session_id: 'lv-1' } },
+  })
+  t.ok(env.seq >= 1)
+  // Committed = readable right away, byte-identical to the answer.
+  const after = await s.stored()
+  t.same(after.find((e) => e.seq === env.seq), env)
+
+  s.setClock(1_700_000_000_500_000)
+  const disc = await (await s.post({ type: 'live_view_disconnect', category: 'connection', source: { kind: 'local_process' }, data: { session_id: 'lv-1', duration_ms: 500 } })).json() as Envelope
+  t.same(disc.event.data, { session_id: 'lv-1', duration_ms: 500 })
+  t.ok(disc.seq > env.seq)
+
+  const captcha = {
+    captcha_type: 'turnstile', status: 'failure', duration_ms: 1234.5, task_id: 't-9', error_code: 'ERROR_CAPTCHA_UNSOLVABLE',
+    website_host: 'example.com', website_path: '/login',
+  }
+  const c = await s.post({ type: 'captcha_solve_result', source: { kind: 'extension' }, data: captcha })
+  t.equal(c.status, 200)
+  const cenv = await c.json() as Envelope
+  t.same(cenv.event.data, captcha)
+  t.equal(cenv.event.category, 'captcha')
+  const ok = await s.post({ type: 'captcha_solve_result', source: { kind: 'local_process' }, data: { captcha_type: 'other', status: 'success', duration_ms: 10 } })
+  t.equal(ok.status, 200)
+  // The route's own call is recorded as api_call (control category) with its operation id.
+  // (api_call is emitted after the response is written, so wait for the last one to commit.)
+  await waitFor(async () => (await s.stored()).filter((e) => e.event.type === 'api_call').length === 4, 5000, 'api_call records')
+  const calls = (await s.stored()).filter((e) => e.event.type === 'api_call').map((e) => (e.event.data as { operation_id: string; status: number }))
+  t.same(calls.map((c) => [c.operation_id, c.status]), [
+    ['publishBrowserTelemetryEvent', 200], ['publishBrowserTelemetryEvent', 200], ['publishBrowserTelemetryEvent', 200], ['publishBrowserTelemetryEvent', 200],
+  ])
+})
+
+t.test('producer ts: kept as source.metadata.producer_ts, envelope ts stays non-decreasing', async (t) => {
+  const s = await setup(t)
+  s.setClock(2_000_000)
+  const a = await (await s.post({ type: 'live_view_connect', source: { kind: 'local_process', metadata: { host: 'vm' } }, data: { session_id: 'x' }, ts: 9_999_999_999 })).json() as Envelope
+  t.equal(a.event.ts, 2_000_000, 'the daemon stamps ts')
+  t.same(a.event.source, { kind: 'local_process', metadata: { host: 'vm', producer_ts: '9999999999' } })
+  s.setClock(1_000_000) // wall clock steps back
+  const b = await (await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: 1 })).json() as Envelope
+  t.equal(b.event.ts, 2_000_000, 'never below the previous ts')
+  t.same(b.event.source, { kind: 'local_process', metadata: { producer_ts: '1' } })
+  await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: -5 }), 'ts')
+  await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: '2024' }), 'ts')
+  await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: 1.5 }), 'ts')
+})
+
+t.test('invalid input: 400 naming the field, nothing stored', async (t) => {
+  const s = await setup(t)
+  const src = { kind: 'local_process' }
+  const cap = (d: object) => ({ type: 'captcha_solve_result', source: src, data: { captcha_type: 'hcaptcha', status: 'success', duration_ms: 5, ...d } })
+  await expect400(t, await s.post(cap({ website_path: '/login?next=/home' })), 'data.website_path', /query string/)
+  await expect400(t, await s.post(cap({ website_path: '/login#frag' })), 'data.website_path')
+  await expect400(t, await s.post(cap({ error_code: 'E1' })), 'data.error_code', /success/)
+  await expect400(t, await s.post(cap({ status: 'failure' })), 'data.error_code', /required/)
+  await expect400(t, await s.post(cap({ captcha_type: 'funcaptcha' })), 'data.captcha_type')
+  await expect400(t, await s.post(cap({ status: 'solved' })), 'data.status')
+  await expect400(t, await s.post(cap({ duration_ms: -1 })), 'data.duration_ms')
+  await expect400(t, await s.post(cap({ task_id: '' })), 'data.task_id', /empty/)
+  await expect400(t, await s.post(cap({ solver: 'x' })), 'data.solver')
+  await expect400(t, await s.post({ type: 'nope', source: src, data: {} }), 'type', /unknown event type "nope"/)
+  await expect400(t, await s.post({ source: src, data: {} }), 'type')
+  await expect400(t, await s.post({ type: 'monitor_disconnected', source: src, data: { reason: 'browser_restarted' } }), 'type', /only by the daemon/)
+  await expect400(t, await s.post({ type: 'api_call', source: src, data: { request_id: 'r', operation_id: 'o', status: 200, duration_ms: 1 } }), 'type')
+  await expect400(t, await s.post({ type: 'live_view_connect', category: 'control', source: src, data: { session_id: 'a' } }), 'category', /"connection"/)
+  await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'kernel_api' }, data: { session_id: 'a' } }), 'source.kind', /reserved/)
+  await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'satellite' }, data: { session_id: 'a' } }), 'source.kind')
+  await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process', extra: 1 } , data: { session_id: 'a' } }), 'source.extra')
+  await expect400(t, await s.post({ type: 'live_view_connect', data: { session_id: 'a' } }), 'source')
+  await expect400(t, await s.post({ type: 'live_view_connect', source: src }), 'data')
+  await expect400(t, await s.post({ type: 'live_view_connect', source: src, data: {} }), 'data.session_id')
+  await expect400(t, await s.post({ type: 'live_view_disconnect', source: src, data: { session_id: 'a' } }), 'data.duration_ms')
+  await expect400(t, await s.post({ type: 'live_view_connect', source: src, data: { session_id: 'a' }, seq: 4 }), 'seq', /unknown field/)
+  await expect400(t, await s.post([1, 2]), 'body')
+  await expect400(t, await s.post(null, { raw: '{"type": ' }), 'body', /not valid JSON/)
+  const form = await s.post(null, { raw: 'type=live_view_connect', contentType: 'application/x-www-form-urlencoded' })
+  t.equal(form.status, 415)
+  t.match(await form.json(), { code: 'unsupported_media_type' })
+  t.same((await s.stored()).filter((e) => e.event.type !== 'api_call'), [], 'nothing but api_call records stored')
+})
+
+t.test('disabled category: 204 and nothing stored; auth, scope and browser id', async (t) => {
+  const s = await setup(t)
+  s.pipeline.setCategories(['connection', 'control'])
+  const res = await s.post({ type: 'captcha_solve_result', source: { kind: 'local_process' }, data: { captcha_type: 'other', status: 'timeout', duration_ms: 30000 } })
+  t.equal(res.status, 204)
+  t.equal(await res.text(), '')
+  // Still validated first: bad input is a 400 even when the category is off.
+  await expect400(t, await s.post({ type: 'captcha_solve_result', source: { kind: 'local_process' }, data: { captcha_type: 'other', status: 'success', duration_ms: 1, error_code: 'x' } }), 'data.error_code')
+  t.same((await s.stored()).filter((e) => e.event.type !== 'api_call'), [])
+
+  const body = { type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'a' } }
+  const none = await s.post(body, { token: null })
+  t.equal(none.status, 401)
+  t.match(await none.json(), { code: 'unauthorized' })
+  const read = await s.post(body, { token: READ })
+  t.equal(read.status, 403)
+  t.match(await read.json(), { code: 'forbidden', message: /publish/ })
+  const other = await s.post(body, { id: 'someone-else' })
+  t.equal(other.status, 404)
+  t.match(await other.json(), { code: 'not_found' })
+  t.equal((await s.post(body, { token: ALL })).status, 200)
+})
+
+t.test('parseIngestBody as a pure function', async (t) => {
+  t.same(parseIngestBody({ type: 'cdp_connect', source: { kind: 'extension' }, data: {} }), { type: 'cdp_connect', source: { kind: 'extension' }, data: {} })
+  t.throws(() => parseIngestBody('x'), { status: 400 })
+})
