@@ -1,0 +1,187 @@
+// The extension group: upload (multipart `file` + optional `name`), list (offset-paged), metadata,
+// download (exact stored bytes) and delete. Storage and validation live in src/uploads/extension-store.ts.
+import { Type } from '@sinclair/typebox'
+import { rm } from 'node:fs/promises'
+import { invalidInput, notFound } from '../errors.js'
+import type { ApiContext, ApiRouter } from '../route-table.js'
+import { badRequest } from '../../uploads/errors.js'
+import {
+  DEFAULT_PROJECT, duplicateName, EXTENSION_NAME_RE, validateExtensionArchive, view, type ExtensionStore,
+} from '../../uploads/extension-store.js'
+import { spoolMultipart } from '../../uploads/multipart-spool.js'
+import type { ZipLimits } from '../../uploads/zip-entries.js'
+import { translateUploadErrors } from './uploads.js'
+
+export interface ExtensionRouteDeps {
+  /** ExtensionStore.open({dir: `<dataDir>/extensions`, db: log.sublevel('extensions')}) */
+  store: ExtensionStore
+  /** Largest accepted archive (413 above). */
+  uploadMaxBytes: number
+  zipLimits: ZipLimits
+}
+
+const ExtensionSchema = Type.Object({
+  id: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  size_bytes: Type.Integer(),
+  name: Type.Optional(Type.String()),
+  checksum: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+  last_used_at: Type.Optional(Type.String({ format: 'date-time' })),
+})
+const ProjectHeader = { 'X-Kernel-Project-Id': { schema: Type.String(), description: 'Project scope of names and lookups (absent: the default project)' } }
+const IdOrName = 'Extension id, or its name (case-insensitive) within the project'
+
+const projectOf = (ctx: ApiContext) => ctx.get('x-kernel-project-id').trim() || DEFAULT_PROJECT
+
+function intParam(ctx: ApiContext, name: string, dflt: number, min: number, max: number): number {
+  const raw = ctx.query[name]
+  if (raw === undefined) return dflt
+  if (Array.isArray(raw) || !/^\d+$/.test(raw)) throw invalidInput(name, `must be an integer from ${min} to ${max}`)
+  const n = Number(raw)
+  if (n < min || n > max) throw invalidInput(name, `must be an integer from ${min} to ${max}`)
+  return n
+}
+
+function textParam(ctx: ApiContext, name: string): string | undefined {
+  const raw = ctx.query[name]
+  if (raw === undefined) return undefined
+  if (Array.isArray(raw)) throw invalidInput(name, 'given more than once')
+  return raw
+}
+
+function checkName(name: string): void {
+  if (!EXTENSION_NAME_RE.test(name)) throw badRequest('name', 'must be 1 to 255 characters of letters, digits, ".", "_" and "-"')
+}
+
+export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteDeps): void {
+  const { store } = deps
+
+  router.add({
+    method: 'POST',
+    path: '/extensions',
+    operationId: 'uploadExtension',
+    summary: 'Upload a zip of an unpacked browser extension',
+    description: 'multipart/form-data: a file part `file` (zip whose root or single top folder holds manifest.json with manifest_version, name and version) and an optional `name`, unique within the project (409 conflict otherwise).',
+    scope: 'write',
+    headers: ProjectHeader,
+    requestBody: { contentType: 'multipart/form-data', required: true, schema: Type.Object({ file: Type.String({ format: 'binary' }), name: Type.Optional(Type.String()) }) },
+    responses: { 201: { description: 'The stored extension', schema: ExtensionSchema } },
+    middleware: [translateUploadErrors],
+    handler: async (ctx) => {
+      const project = projectOf(ctx)
+      let spooledPath: string | undefined
+      try {
+        const upload = await spoolMultipart(ctx.req, {
+          fileField: 'file',
+          textFields: ['name'],
+          maxFileBytes: deps.uploadMaxBytes,
+          dir: store.dir,
+          prefix: store.spoolPrefix,
+          onField: (field, value) => {
+            // fail fast, before the archive streams in; create() checks again atomically
+            if (field !== 'name') return
+            checkName(value)
+            if (store.nameTaken(project, value)) throw duplicateName(value)
+          },
+        })
+        spooledPath = upload.file?.path
+        if (!upload.file) throw badRequest('file', 'missing (a file part with the zip archive is required)')
+        await validateExtensionArchive(upload.file.path, deps.zipLimits)
+        const record = await store.create(project, upload.fields.get('name'), upload.file)
+        spooledPath = undefined // renamed into the store
+        ctx.status = 201
+        ctx.body = view(record)
+      } finally {
+        if (spooledPath) await rm(spooledPath, { force: true })
+      }
+    },
+  })
+
+  router.add({
+    method: 'GET',
+    path: '/extensions',
+    operationId: 'listExtensions',
+    summary: 'List extensions of the project, oldest first',
+    description: 'Offset paging: send X-Next-Offset as offset while X-Has-More is true.',
+    scope: 'read',
+    headers: ProjectHeader,
+    query: {
+      limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }) },
+      offset: { schema: Type.Integer({ minimum: 0, default: 0 }) },
+      name: { schema: Type.String(), description: 'Exact name, case-insensitive' },
+      query: { schema: Type.String(), description: 'Case-insensitive substring of the name, or an exact id' },
+    },
+    responses: {
+      200: {
+        description: 'A page of extensions',
+        schema: Type.Array(ExtensionSchema),
+        headers: {
+          'X-Has-More': { schema: Type.Union([Type.Literal('true'), Type.Literal('false')]) },
+          'X-Next-Offset': { schema: Type.Integer({ minimum: 0 }), description: '0 when there are no more results' },
+        },
+      },
+    },
+    handler: async (ctx) => {
+      const page = store.list(projectOf(ctx), {
+        limit: intParam(ctx, 'limit', 20, 1, 100),
+        offset: intParam(ctx, 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
+        name: textParam(ctx, 'name'),
+        query: textParam(ctx, 'query'),
+      })
+      ctx.set('X-Has-More', page.hasMore ? 'true' : 'false')
+      ctx.set('X-Next-Offset', String(page.nextOffset))
+      ctx.body = page.items
+    },
+  })
+
+  router.add({
+    method: 'GET',
+    path: '/extensions/:id_or_name/metadata',
+    operationId: 'getExtension',
+    summary: 'An extension\'s metadata',
+    description: IdOrName,
+    scope: 'read',
+    headers: ProjectHeader,
+    responses: { 200: { description: 'The extension', schema: ExtensionSchema } },
+    handler: async (ctx) => {
+      const rec = store.find(projectOf(ctx), ctx.params.id_or_name!)
+      if (!rec) throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
+      ctx.body = view(rec)
+    },
+  })
+
+  router.add({
+    method: 'GET',
+    path: '/extensions/:id_or_name',
+    operationId: 'downloadExtension',
+    summary: 'Download the extension archive (the exact uploaded bytes)',
+    description: `${IdOrName}. Sets last_used_at.`,
+    scope: 'read',
+    headers: ProjectHeader,
+    responses: { 200: { description: 'The zip archive', contentType: 'application/zip', schema: Type.String({ format: 'binary' }) } },
+    handler: async (ctx) => {
+      const found = await store.download(projectOf(ctx), ctx.params.id_or_name!)
+      if (!found) throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
+      ctx.status = 200
+      ctx.type = 'application/zip'
+      ctx.set('Content-Disposition', `attachment; filename="${found.record.name ?? found.record.id}.zip"`)
+      ctx.body = found.stream
+      ctx.length = found.record.size_bytes
+    },
+  })
+
+  router.add({
+    method: 'DELETE',
+    path: '/extensions/:id_or_name',
+    operationId: 'deleteExtension',
+    summary: 'Delete an extension',
+    description: IdOrName,
+    scope: 'write',
+    headers: ProjectHeader,
+    responses: { 204: { description: 'Deleted' } },
+    handler: async (ctx) => {
+      if (!(await store.delete(projectOf(ctx), ctx.params.id_or_name!))) throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
+      ctx.status = 204
+    },
+  })
+}

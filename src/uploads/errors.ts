@@ -1,0 +1,35 @@
+// Errors of the upload domain. They carry the HTTP status and error code the API answers with, so a
+// route only translates them into ApiError; nothing here depends on Koa.
+export interface UploadErrorDetail { code: string; message: string }
+
+export type UploadErrorCode =
+  | 'invalid_zip' | 'unsafe_entry' | 'payload_too_large' | 'bad_request' | 'forbidden' | 'conflict' | 'not_found'
+
+const STATUS: Record<UploadErrorCode, number> = {
+  invalid_zip: 400, unsafe_entry: 400, bad_request: 400, forbidden: 403, not_found: 404, conflict: 409, payload_too_large: 413,
+}
+
+export class UploadError extends Error {
+  readonly status: number
+  readonly details: UploadErrorDetail[]
+  readonly headers?: Record<string, string>
+  constructor(readonly code: UploadErrorCode, message: string, details: UploadErrorDetail[] = [], headers?: Record<string, string>) {
+    super(message)
+    this.name = 'UploadError'
+    this.status = STATUS[code]
+    this.details = details
+    this.headers = headers
+  }
+}
+
+/** Entry names are shown JSON-quoted so control characters and odd bytes stay visible and harmless. */
+export const quoteEntry = (name: string) => JSON.stringify(name)
+
+export const invalidZip = (message: string, entry?: string) =>
+  new UploadError('invalid_zip', message, [{ code: 'invalid_zip', message: entry === undefined ? message : `entry ${quoteEntry(entry)}: ${message}` }])
+
+export const unsafeEntry = (entry: string, message: string) =>
+  new UploadError('unsafe_entry', `unsafe zip entry ${quoteEntry(entry)}: ${message}`, [{ code: 'unsafe_entry', message: `entry ${quoteEntry(entry)}: ${message}` }])
+
+export const badRequest = (param: string, message: string) =>
+  new UploadError('bad_request', `invalid ${param}: ${message}`, [{ code: 'invalid_input', message: `${param}: ${message}` }])

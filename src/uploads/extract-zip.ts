@@ -1,0 +1,311 @@
+// Safe zip extraction: validate everything first, extract into a staging directory on the same
+// filesystem, then move into place with an undo log so a failure at any point leaves the
+// destination exactly as it was. The archive is read with random access (yauzl), never whole.
+import { constants as fsc } from 'node:fs'
+import { createWriteStream } from 'node:fs'
+import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, symlink, writeFile, type FileHandle } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { posix } from 'node:path'
+import { Transform, type TransformCallback } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { crc32, inflateRaw } from 'node:zlib'
+import { promisify } from 'node:util'
+import type yauzl from 'yauzl'
+import { invalidZip, unsafeEntry, UploadError } from './errors.js'
+import { isInside, isMissing, resolveDestination, type Destination } from './destination.js'
+import {
+  checkCrc, DEFAULT_ZIP_LIMITS, MAX_LINK_TARGET_BYTES, openZip, readSmallEntry, readZipEntries,
+  type ZipEntryInfo, type ZipLimits,
+} from './zip-entries.js'
+
+const inflateRawAsync = promisify(inflateRaw) as (buf: Buffer, opts: { maxOutputLength: number }) => Promise<Buffer>
+
+/** Entries at most this big (compressed / uncompressed) are read and inflated in one piece; bigger ones stream. */
+const WHOLE_MAX_COMPRESSED = 1024 * 1024
+const WHOLE_MAX_UNCOMPRESSED = 4 * 1024 * 1024
+/** Entries extracted at once: zlib inflates on the libuv pool, so a few in flight keep both cores busy. */
+const CONCURRENCY = 4
+
+export interface ExtractResult { files: number; dirs: number; symlinks: number; bytes: number }
+
+/**
+ * Extracts archivePath into destPath (absolute; created if missing). Throws UploadError
+ * (invalid_zip / unsafe_entry) before writing anything when the archive is hostile or corrupt.
+ */
+export async function extractZip(archivePath: string, destPath: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<ExtractResult> {
+  const dest = await resolveDestination(destPath)
+  const zip = await openZip(archivePath)
+  try {
+    const entries = await readZipEntries(zip, limits)
+    const existing = new ExistingTree(dest)
+    const linkTargets = await checkAgainstDestination(zip, entries, existing)
+    const staging = posix.join(dest.anchor, `.upload-staging-${randomBytes(6).toString('hex')}`)
+    await mkdir(staging, { mode: 0o700 })
+    try {
+      const tree = posix.join(staging, 'tree')
+      const result = await writeTree(zip, archivePath, entries, tree, linkTargets)
+      await moveIntoPlace(tree, dest, posix.join(staging, 'backup'))
+      return result
+    } finally {
+      await rm(staging, { recursive: true, force: true })
+    }
+  } finally {
+    zip.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Destination checks (first pass, nothing written)
+
+type Existing =
+  | { kind: 'missing' } | { kind: 'dir' } | { kind: 'file' } | { kind: 'other' }
+  | { kind: 'symlink'; inside: boolean; toDir: boolean }
+
+/** Cached lstat view of what already exists under the destination. */
+class ExistingTree {
+  private cache = new Map<string, Existing>()
+  constructor(readonly dest: Destination) {}
+
+  async lookup(rel: string): Promise<Existing> {
+    if (!this.dest.exists) return { kind: 'missing' }
+    const hit = this.cache.get(rel)
+    if (hit) return hit
+    const slash = rel.lastIndexOf('/')
+    let result: Existing | undefined
+    if (slash > 0) {
+      const parent = await this.lookup(rel.slice(0, slash))
+      if (parent.kind === 'missing') result = parent
+    }
+    if (!result) result = await this.probe(posix.join(this.dest.path, rel))
+    this.cache.set(rel, result)
+    return result
+  }
+
+  private async probe(abs: string): Promise<Existing> {
+    let st
+    try { st = await lstat(abs) } catch (err) { if (isMissing(err)) return { kind: 'missing' }; throw err }
+    if (st.isDirectory()) return { kind: 'dir' }
+    if (st.isFile()) return { kind: 'file' }
+    if (!st.isSymbolicLink()) return { kind: 'other' }
+    try {
+      const real = await realpath(abs)
+      return { kind: 'symlink', inside: isInside(this.dest.path, real), toDir: (await stat(real)).isDirectory() }
+    } catch {
+      return { kind: 'symlink', inside: false, toDir: false } // dangling: treat as leaving, never write through it
+    }
+  }
+}
+
+/** Checks every entry against the existing destination and returns the validated symlink targets. */
+async function checkAgainstDestination(zip: yauzl.ZipFile, entries: ZipEntryInfo[], existing: ExistingTree): Promise<Map<string, string>> {
+  const checkedDirs = new Set<string>()
+  const archiveLinks = new Set(entries.filter((e) => e.kind === 'symlink').map((e) => e.path))
+  const targets = new Map<string, string>()
+  for (const info of entries) {
+    // every ancestor must be (or resolve to) a directory inside the destination
+    const parts = info.path.split('/')
+    for (let i = 1; i < parts.length; i++) {
+      const prefix = parts.slice(0, i).join('/')
+      if (checkedDirs.has(prefix)) continue
+      const st = await existing.lookup(prefix)
+      if (st.kind === 'missing') break
+      if (st.kind === 'symlink' && !st.inside) throw unsafeEntry(info.rawName, `lies under the existing symlink ${JSON.stringify(prefix)}, which leaves the destination`)
+      if (st.kind !== 'dir' && !(st.kind === 'symlink' && st.toDir)) throw unsafeEntry(info.rawName, `${JSON.stringify(prefix)} exists in the destination and is not a directory`)
+      checkedDirs.add(prefix)
+    }
+    const self = await existing.lookup(info.path)
+    if (info.kind === 'dir') {
+      if (self.kind === 'symlink' && !self.inside) throw unsafeEntry(info.rawName, 'the destination has a symlink here that leaves the destination')
+      if (self.kind === 'file' || self.kind === 'other' || (self.kind === 'symlink' && !self.toDir)) throw unsafeEntry(info.rawName, 'a non-directory with this name exists in the destination')
+    } else if (self.kind === 'dir' || self.kind === 'other') {
+      throw unsafeEntry(info.rawName, `would replace an existing ${self.kind === 'dir' ? 'directory' : 'special file'} in the destination`)
+    }
+    if (info.kind === 'symlink') {
+      const target = (await readSmallEntry(zip, info, MAX_LINK_TARGET_BYTES)).toString('utf8')
+      await checkLinkTarget(info, target, archiveLinks, existing)
+      targets.set(info.path, target)
+    }
+  }
+  return targets
+}
+
+/**
+ * A symlink target must resolve inside the destination. Resolution is lexical, which is only sound
+ * when ".." is never applied to a symlink (link/.. is the link target's parent, not the link's), so
+ * that case is refused outright; every existing symlink passed through must itself stay inside.
+ */
+async function checkLinkTarget(info: ZipEntryInfo, target: string, archiveLinks: Set<string>, existing: ExistingTree): Promise<void> {
+  if (target.length === 0 || target.includes('\0')) throw unsafeEntry(info.rawName, 'empty or NUL-containing symlink target')
+  const dest = existing.dest.path
+  let stack: string[]
+  let parts: string[]
+  if (target.startsWith('/')) {
+    const abs = posix.normalize(target)
+    if (!isInside(dest, abs)) throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} leaves the destination`)
+    stack = []
+    parts = posix.relative(dest, abs).split('/')
+  } else {
+    stack = info.path.split('/').slice(0, -1)
+    parts = target.split('/')
+  }
+  for (const part of parts) {
+    if (part === '' || part === '.') continue
+    if (part === '..') {
+      if (stack.length === 0) throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} leaves the destination`)
+      const cur = stack.join('/')
+      if (archiveLinks.has(cur) || (await existing.lookup(cur)).kind === 'symlink') {
+        throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} applies ".." to the symlink ${JSON.stringify(cur)}`)
+      }
+      stack.pop()
+    } else {
+      stack.push(part)
+      const st = await existing.lookup(stack.join('/'))
+      if (st.kind === 'symlink' && !st.inside) {
+        throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} passes through the existing symlink ${JSON.stringify(stack.join('/'))}, which leaves the destination`)
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Extraction into staging
+
+async function writeTree(zip: yauzl.ZipFile, archivePath: string, entries: ZipEntryInfo[], tree: string, linkTargets: Map<string, string>): Promise<ExtractResult> {
+  await mkdir(tree)
+  // every directory, explicit or implied by a deeper entry, parents first
+  const dirs = new Set<string>()
+  for (const e of entries) {
+    const parts = e.path.split('/')
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'))
+    if (e.kind === 'dir') dirs.add(e.path)
+  }
+  const dirList = [...dirs].sort((a, b) => a.split('/').length - b.split('/').length)
+  for (const d of dirList) await mkdir(posix.join(tree, d))
+
+  const files = entries.filter((e) => e.kind === 'file')
+  const archive = await open(archivePath, 'r')
+  let bytes = 0
+  try {
+    let next = 0
+    const worker = async () => {
+      while (next < files.length) {
+        const info = files[next++]!
+        bytes += await extractFile(zip, archive, info, posix.join(tree, info.path))
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, files.length) }, worker))
+  } finally {
+    await archive.close()
+  }
+  for (const e of entries) if (e.kind === 'symlink') await symlink(linkTargets.get(e.path)!, posix.join(tree, e.path))
+  // explicit directory modes last (deepest first), keeping owner rwx so the tree stays movable and removable
+  for (const e of [...entries].reverse()) if (e.kind === 'dir' && e.mode !== undefined) await chmod(posix.join(tree, e.path), e.mode | 0o700)
+  return { files: files.length, dirs: dirs.size, symlinks: linkTargets.size, bytes }
+}
+
+/** Writes one file entry, verifying CRC-32 and exact size; returns the bytes written. */
+async function extractFile(zip: yauzl.ZipFile, archive: FileHandle, info: ZipEntryInfo, target: string): Promise<number> {
+  const { entry } = info
+  const mode = info.mode ?? 0o666
+  try {
+    if (entry.compressedSize <= WHOLE_MAX_COMPRESSED && entry.uncompressedSize <= WHOLE_MAX_UNCOMPRESSED) {
+      const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true })
+      const raw = Buffer.allocUnsafe(entry.compressedSize)
+      let got = 0
+      while (got < raw.length) {
+        const { bytesRead } = await archive.read(raw, got, raw.length - got, fileDataStart + got)
+        if (bytesRead === 0) throw invalidZip('entry data runs past the end of the archive', info.rawName)
+        got += bytesRead
+      }
+      const data = entry.compressionMethod === 8
+        ? await inflateRawAsync(raw, { maxOutputLength: Math.max(1, entry.uncompressedSize) })
+        : raw
+      if (data.length !== entry.uncompressedSize) throw invalidZip(`declared ${entry.uncompressedSize} bytes but holds ${data.length}`, info.rawName)
+      checkCrc(info, data)
+      await writeFile(target, data, { flag: fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, mode })
+    } else {
+      const source = await zip.openReadStreamPromise(entry)
+      await pipeline(source, new CrcCheck(info), createWriteStream(target, { flags: 'wx', mode, highWaterMark: 1024 * 1024 }))
+    }
+  } catch (err) {
+    if (err instanceof UploadError) throw err
+    const code = (err as NodeJS.ErrnoException).code
+    if (typeof code === 'string' && code.startsWith('E') && !code.startsWith('ERR_')) throw err // filesystem trouble: not the archive's fault
+    throw invalidZip(`corrupt data: ${(err as Error).message}`, info.rawName)
+  }
+  // umask may have cleared bits the archive asks for; the archive's bits win (setuid/setgid/sticky never present)
+  if (info.mode !== undefined) await chmod(target, info.mode)
+  return entry.uncompressedSize
+}
+
+/** Passes data through while checking it never exceeds the declared size and matches the CRC-32. */
+class CrcCheck extends Transform {
+  private crc = 0
+  private n = 0
+  constructor(private info: ZipEntryInfo) { super() }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.n += chunk.length
+    if (this.n > this.info.entry.uncompressedSize) return cb(invalidZip(`holds more than the declared ${this.info.entry.uncompressedSize} bytes`, this.info.rawName))
+    this.crc = crc32(chunk, this.crc)
+    cb(null, chunk)
+  }
+  override _flush(cb: TransformCallback): void {
+    if (this.n !== this.info.entry.uncompressedSize) return cb(invalidZip(`declared ${this.info.entry.uncompressedSize} bytes but holds ${this.n}`, this.info.rawName))
+    try { checkCrc(this.info, Buffer.alloc(0), this.crc) } catch (err) { return cb(err as Error) }
+    cb()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Move into place, all or nothing
+
+type Undo = () => Promise<void>
+
+async function moveIntoPlace(tree: string, dest: Destination, backupDir: string): Promise<void> {
+  const undo: Undo[] = []
+  try {
+    if (!dest.exists) {
+      // create the missing parents, then one atomic rename of the whole tree
+      const missing = posix.relative(dest.anchor, dest.path).split('/')
+      let cur = dest.anchor
+      for (const part of missing.slice(0, -1)) {
+        cur = posix.join(cur, part)
+        await mkdir(cur)
+        const made = cur
+        undo.push(() => rmdir(made))
+      }
+      await rename(tree, dest.path)
+      return
+    }
+    await mkdir(backupDir)
+    let backups = 0
+    const merge = async (from: string, to: string): Promise<void> => {
+      for (const name of await readdir(from)) {
+        const src = posix.join(from, name)
+        const dst = posix.join(to, name)
+        const srcIsDir = (await lstat(src)).isDirectory()
+        let dstSt
+        try { dstSt = await lstat(dst) } catch (err) { if (!isMissing(err)) throw err }
+        if (!dstSt) {
+          await rename(src, dst)
+          undo.push(() => rename(dst, src))
+        } else if (srcIsDir) {
+          const dstIsDir = dstSt.isDirectory() || (dstSt.isSymbolicLink() && (await stat(dst)).isDirectory())
+          if (!dstIsDir) throw new Error(`${dst} changed during extraction: it is no longer a directory`)
+          await merge(src, dst)
+        } else {
+          if (dstSt.isDirectory()) throw new Error(`${dst} changed during extraction: it is now a directory`)
+          const saved = posix.join(backupDir, String(backups++))
+          await rename(dst, saved)
+          undo.push(() => rename(saved, dst))
+          await rename(src, dst)
+          undo.push(() => rename(dst, src))
+        }
+      }
+    }
+    await merge(tree, dest.path)
+  } catch (err) {
+    for (const step of undo.reverse()) await step().catch(() => undefined)
+    throw err
+  }
+}

@@ -1,0 +1,168 @@
+// Reads and validates the central directory of a zip archive without decompressing anything:
+// entry names, types, encryption, compression methods and the size limits. Destination-dependent
+// checks (symlink targets, existing symlinks) live in extract-zip.ts.
+import { crc32 } from 'node:zlib'
+import yauzl from 'yauzl'
+import { invalidZip, unsafeEntry, UploadError } from './errors.js'
+
+export interface ZipLimits {
+  /** Most entries in one archive. */
+  maxEntries: number
+  /** Largest sum of declared uncompressed sizes. */
+  maxTotalBytes: number
+  /** Largest uncompressed/compressed ratio of one entry (applied to entries above RATIO_FLOOR_BYTES). */
+  maxRatio: number
+}
+
+export const DEFAULT_ZIP_LIMITS: ZipLimits = { maxEntries: 100_000, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 200 }
+
+/** Below this size an entry cannot be a bomb, and tiny highly-repetitive files legitimately compress far beyond any sane ratio. */
+export const RATIO_FLOOR_BYTES = 64 * 1024
+/** Longest symlink target accepted (PATH_MAX). */
+export const MAX_LINK_TARGET_BYTES = 4096
+
+export type ZipEntryKind = 'file' | 'dir' | 'symlink'
+
+export interface ZipEntryInfo {
+  entry: yauzl.Entry
+  /** Normalised relative path: no leading or trailing slash, no "." or empty components. */
+  path: string
+  /** The name as stored (after Unicode Path extra field handling), for messages. */
+  rawName: string
+  kind: ZipEntryKind
+  /** Permission bits 0o777 from Unix external attributes (setuid/setgid/sticky already stripped); undefined if the archive has none. */
+  mode?: number
+}
+
+const S_IFMT = 0o170000
+const S_IFDIR = 0o040000
+const S_IFREG = 0o100000
+const S_IFLNK = 0o120000
+// "version made by" host systems whose external attributes carry a Unix mode: Unix, OS X (Darwin).
+const UNIX_HOSTS = new Set([3, 19])
+
+export function openZip(archivePath: string): Promise<yauzl.ZipFile> {
+  return new Promise((resolve, reject) => {
+    // decodeStrings: false so yauzl does not reject bad names itself: we want our own error naming the entry.
+    yauzl.open(archivePath, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }, (err, zip) => {
+      if (err || !zip) reject(invalidZip(`not a readable zip archive: ${err?.message ?? 'unknown error'}`))
+      else resolve(zip)
+    })
+  })
+}
+
+/** Splits and checks one entry name; returns the normalised path ('' for the root itself). */
+export function normaliseEntryName(name: string): string {
+  if (name.length === 0) throw unsafeEntry(name, 'empty name')
+  if (name.includes('\0')) throw unsafeEntry(name, 'NUL character in name')
+  if (name.includes('\\')) throw unsafeEntry(name, 'backslash in name (Windows path separators are not accepted)')
+  if (name.startsWith('/')) throw unsafeEntry(name, 'absolute path')
+  if (/^[A-Za-z]:/.test(name)) throw unsafeEntry(name, 'drive-letter path')
+  const parts: string[] = []
+  for (const part of name.split('/')) {
+    if (part === '' || part === '.') continue
+    if (part === '..') throw unsafeEntry(name, '".." path component leaves the destination')
+    parts.push(part)
+  }
+  return parts.join('/')
+}
+
+function classify(entry: yauzl.Entry, rawName: string): { kind: ZipEntryKind; mode?: number } {
+  const host = entry.versionMadeBy >>> 8
+  const unixMode = UNIX_HOSTS.has(host) ? (entry.externalFileAttributes >>> 16) & 0xffff : 0
+  const type = unixMode & S_IFMT
+  const mode = unixMode !== 0 ? unixMode & 0o777 : undefined
+  if (rawName.endsWith('/') || type === S_IFDIR) return { kind: 'dir', mode }
+  if (type === S_IFLNK) return { kind: 'symlink', mode }
+  if (type === 0 || type === S_IFREG) return { kind: 'file', mode }
+  throw unsafeEntry(rawName, `special file type 0o${type.toString(8)} (devices, FIFOs and sockets are not extracted)`)
+}
+
+/**
+ * Reads the whole central directory and validates every entry against the limits and the rules that
+ * need no destination. Throws UploadError (invalid_zip / unsafe_entry) naming the first bad entry.
+ */
+export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntryInfo[]> {
+  if (zip.entryCount > limits.maxEntries) {
+    throw invalidZip(`archive has ${zip.entryCount} entries; the limit is ${limits.maxEntries}`)
+  }
+  const raw = await new Promise<yauzl.Entry[]>((resolve, reject) => {
+    const list: yauzl.Entry[] = []
+    zip.on('entry', (e: yauzl.Entry) => { list.push(e); zip.readEntry() })
+    zip.once('end', () => resolve(list))
+    zip.once('error', (err: Error) => reject(invalidZip(`corrupt central directory: ${err.message}`)))
+    zip.readEntry()
+  })
+
+  const infos: ZipEntryInfo[] = []
+  const byPath = new Map<string, ZipEntryInfo>()
+  let total = 0
+  for (const entry of raw) {
+    const rawName = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileName as unknown as Buffer, entry.extraFields, true)
+    const path = normaliseEntryName(rawName)
+    if (entry.isEncrypted()) throw invalidZip('encrypted entries are not supported', rawName)
+    if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
+      throw invalidZip(`unsupported compression method ${entry.compressionMethod} (only stored and deflate)`, rawName)
+    }
+    const { kind, mode } = classify(entry, rawName)
+    if (path === '') {
+      if (kind !== 'dir') throw unsafeEntry(rawName, 'a non-directory entry naming the destination itself')
+      continue
+    }
+    const size = entry.uncompressedSize
+    if (kind === 'dir' && size !== 0) throw invalidZip(`directory entry with ${size} bytes of data`, rawName)
+    if (kind === 'symlink' && (size === 0 || size > MAX_LINK_TARGET_BYTES)) throw unsafeEntry(rawName, `symlink target of ${size} bytes`)
+    if (size > 0 && entry.compressedSize === 0) throw invalidZip('declares data but has no compressed bytes', rawName)
+    if (size > RATIO_FLOOR_BYTES && size / entry.compressedSize > limits.maxRatio) {
+      throw unsafeEntry(rawName, `compression ratio ${Math.round(size / entry.compressedSize)}:1 exceeds the limit of ${limits.maxRatio}:1`)
+    }
+    total += size
+    if (total > limits.maxTotalBytes) {
+      throw invalidZip(`total uncompressed size exceeds the limit of ${limits.maxTotalBytes} bytes`, rawName)
+    }
+    if (byPath.has(path)) throw unsafeEntry(rawName, `duplicate of entry ${JSON.stringify(byPath.get(path)!.rawName)}`)
+    const info: ZipEntryInfo = { entry, path, rawName, kind, mode }
+    byPath.set(path, info)
+    infos.push(info)
+  }
+
+  // Structural conflicts: a file or symlink that other entries live under.
+  for (const info of infos) {
+    let slash = info.path.lastIndexOf('/')
+    while (slash > 0) {
+      const parent = byPath.get(info.path.slice(0, slash))
+      if (parent && parent.kind !== 'dir') {
+        throw unsafeEntry(info.rawName, parent.kind === 'symlink'
+          ? `lies under the symlink entry ${JSON.stringify(parent.rawName)}`
+          : `lies under the file entry ${JSON.stringify(parent.rawName)}`)
+      }
+      slash = info.path.lastIndexOf('/', slash - 1)
+    }
+  }
+  return infos
+}
+
+/** Reads a small entry (symlink target, manifest) fully into memory, bounded by maxBytes. */
+export async function readSmallEntry(zip: yauzl.ZipFile, info: ZipEntryInfo, maxBytes: number): Promise<Buffer> {
+  if (info.entry.uncompressedSize > maxBytes) throw invalidZip(`entry is larger than ${maxBytes} bytes`, info.rawName)
+  try {
+    const stream = await zip.openReadStreamPromise(info.entry)
+    const chunks: Buffer[] = []
+    let n = 0
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      n += chunk.length
+      if (n > maxBytes) { stream.destroy(); throw invalidZip(`entry is larger than ${maxBytes} bytes`, info.rawName) }
+      chunks.push(chunk)
+    }
+    const data = Buffer.concat(chunks)
+    checkCrc(info, data)
+    return data
+  } catch (err) {
+    if (err instanceof UploadError) throw err
+    throw invalidZip(`corrupt data: ${(err as Error).message}`, info.rawName)
+  }
+}
+
+export function checkCrc(info: ZipEntryInfo, data: Buffer, crc = crc32(data)): void {
+  if (crc >>> 0 !== info.entry.crc32 >>> 0) throw invalidZip('CRC-32 mismatch (corrupt data)', info.rawName)
+}
