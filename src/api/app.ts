@@ -28,6 +28,11 @@ export interface ApiDeps {
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
   monitorState?: () => unknown
+  /**
+   * Middleware mounted right after the request id, outside error rendering, so it sees the final
+   * status (e.g. httpMetrics from routes/metrics.ts).
+   */
+  outerMiddleware?: Koa.Middleware<ApiState>[]
   /** Further route groups, e.g. `(r) => registerUploadRoutes(r, uploadDeps)`. */
   routes?: ((router: ApiRouter) => void)[]
   version?: string
@@ -64,6 +69,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   const koa = new Koa<ApiState>({ proxy: false })
   koa.silent = true // errors are rendered and logged by renderErrors
   koa.use(requestId())
+  for (const m of deps.outerMiddleware ?? []) koa.use(m)
   koa.use(apiCallEvents(deps.pipeline.emit))
   koa.use(renderErrors(logger))
   koa.use(router.koa.routes() as unknown as Koa.Middleware<ApiState>)

@@ -157,6 +157,8 @@ const parseJson = koaBody({ json: true, text: false, urlencoded: false, multipar
 
 /** JSON bodies only, small. A body that is not JSON is a 400 naming `body` (too large stays 413). */
 const jsonBody: ApiMiddleware = async (ctx, next) => {
+  // co-body reads an empty body as {}; for PUT that would silently reset the configuration.
+  if (!((ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '')) throw invalidInput('body', 'a JSON body is required')
   let parsed = false
   try {
     await parseJson(ctx, async () => { parsed = true })
