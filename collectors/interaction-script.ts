@@ -145,10 +145,12 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
     send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase() })
   }, { capture: true })
 
-  // Scroll: positions before a burst are remembered so `from` is where the scroll started, not
-  // where the first (already moved) scroll event found it. The document starts at its current
-  // position; elements are noted just before input that may scroll them (wheel, pointer, keys,
-  // touch) and otherwise assumed to start at 0,0, where every element starts out.
+  // Scroll: `from` must be where a burst started, but the first scroll event of a burst already
+  // sees the moved position. So positions are remembered: the document's at install time and at
+  // every settle; an element's when the pointer enters it, on pointerdown (scrollbar drags), on
+  // keydown (keyboard scrolling) and touchstart, all of which precede the scroll they may cause.
+  // Not on wheel: with passive listeners Chromium scrolls on the compositor before the wheel
+  // event reaches the page. An element never seen before starts at 0,0, where every element starts.
   type Pos = { x: number; y: number }
   const settled = new WeakMap<object, Pos>()
   const bursts = new Map<object, { from: Pos; timer: ReturnType<typeof setTimeout> }>()
@@ -160,7 +162,7 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
       if (isElement(node) && !settled.has(node) && !bursts.has(node)) settled.set(node, positionOf(node))
     }
   }
-  for (const type of ['wheel', 'pointerdown', 'keydown', 'touchstart']) {
+  for (const type of ['pointerover', 'pointerdown', 'keydown', 'touchstart']) {
     window.addEventListener(type, noteOrigins, { capture: true, passive: true })
   }
   window.addEventListener('scroll', (e) => {
