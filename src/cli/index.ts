@@ -1,0 +1,18 @@
+// The client commands of `browser-telemetry` (everything but `serve`), as a table src/cli.ts mounts.
+import type { ClientCommand } from './command.js'
+import { extensionCommand } from './extension.js'
+import { harCommand } from './har.js'
+import { readCommand } from './read.js'
+import { tailCommand } from './tail.js'
+import { uploadZipCommand } from './upload-zip.js'
+
+export type { ClientCommand } from './command.js'
+export type { CliIO } from './io.js'
+
+export const clientCommands: Record<string, ClientCommand> = {
+  'tail': tailCommand,
+  'read': readCommand,
+  'har': harCommand,
+  'upload-zip': uploadZipCommand,
+  'extension': extensionCommand,
+}
