@@ -111,15 +111,17 @@ export class BrowserConnection {
   counts() {
     let sessionListeners = 0
     let sessionDetaches = 0
+    let inFlightCommands = 0
     for (const s of this.sessions.values()) {
       const c = s.counts()
       sessionListeners += c.listeners
       sessionDetaches += c.detaches
+      inFlightCommands += c.inFlight
     }
     const browserListeners = this.browserHandlers.size
     return {
       sessions: this.sessions.size, targetsById: this.sessionByTarget.size, pendingAttaches: this.pending.size,
-      timers: this.timers.size, sessionListeners, sessionDetaches, browserListeners,
+      timers: this.timers.size, sessionListeners, sessionDetaches, inFlightCommands, browserListeners,
     }
   }
 

@@ -87,7 +87,7 @@ export class Monitor {
   /** Per-target and per-connection bookkeeping sizes, for leak tests. */
   debugCounts() {
     const c = this.conn?.counts() ?? {
-      sessions: 0, targetsById: 0, pendingAttaches: 0, timers: 0, sessionListeners: 0, sessionDetaches: 0, browserListeners: 0,
+      sessions: 0, targetsById: 0, pendingAttaches: 0, timers: 0, sessionListeners: 0, sessionDetaches: 0, inFlightCommands: 0, browserListeners: 0,
     }
     return { ...c, monitorListeners: this.events.eventNames().reduce((n, e) => n + this.events.listenerCount(e), 0) }
   }

@@ -47,6 +47,8 @@ export class AttachedTarget implements TargetSession {
   private navigated = false
   private readonly handlers = new HandlerRegistry()
   private readonly detaches: Detach[] = []
+  /** Rejecters of commands awaiting an answer. */
+  private readonly inFlight = new Set<() => void>()
   private readonly abort = new AbortController()
 
   constructor(
@@ -83,8 +85,17 @@ export class AttachedTarget implements TargetSession {
   }
 
   send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>> {
-    if (this.closed) return Promise.reject(new Error(`${method}: target ${this.targetId} is detached`))
-    return this.sendRaw(method, params as object | undefined, this.sessionId) as Promise<CommandResult<M>>
+    if (this.closed) return Promise.reject(this.detachedError(method))
+    // Chromium never answers commands of a session that went away; settle them ourselves on close,
+    // or a collector awaiting one in attach() would never hand back its detach().
+    return new Promise<CommandResult<M>>((resolve, reject) => {
+      const fail = () => reject(this.detachedError(method))
+      this.inFlight.add(fail)
+      this.sendRaw(method, params as object | undefined, this.sessionId).then(
+        (r) => { this.inFlight.delete(fail); resolve(r as CommandResult<M>) },
+        (e: unknown) => { this.inFlight.delete(fail); reject(e) },
+      )
+    })
   }
 
   on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void {
@@ -118,13 +129,19 @@ export class AttachedTarget implements TargetSession {
   close(): void {
     if (this.closed) return
     this.abort.abort()
+    for (const fail of this.inFlight) fail()
+    this.inFlight.clear()
     const detaches = this.detaches.splice(0)
     for (const d of detaches) this.runDetach(d)
     this.handlers.clear()
   }
 
-  counts(): { listeners: number; detaches: number } {
-    return { listeners: this.handlers.size, detaches: this.detaches.length }
+  counts(): { listeners: number; detaches: number; inFlight: number } {
+    return { listeners: this.handlers.size, detaches: this.detaches.length, inFlight: this.inFlight.size }
+  }
+
+  private detachedError(method: string): Error {
+    return new Error(`${method}: target ${this.targetId} is detached`)
   }
 
   private runDetach(d: Detach): void {
