@@ -221,13 +221,16 @@ t.test('real Chromium: discovery, Playwright, Puppeteer, raw client counts, ever
     const before = rec.events.length
     const ws = await openWs(`ws://127.0.0.1:${port}/devtools/browser/${new URL(browser!.wsUrl).pathname.split('/').pop()}`)
     await roundTrips(ws, [{ method: 'Browser.getVersion' }])
+    // No browser for a moment (the monitor lost its own connection): live sessions are left alone.
+    setUpstream(undefined)
+    t.match((await roundTrips(ws, [{ method: 'Browser.getVersion' }]))[0], { id: 1, result: {} })
     const code = closeCode(ws)
     // The same browser under another spelling of its URL: to the proxy, a different upstream.
     setUpstream(browser!.wsUrl.replace('127.0.0.1', 'localhost'))
     t.equal(await code, 1012, 'client told to reconnect (service restart)')
     await waitFor(() => rec.events.length === before + 2, 5000)
     t.same((rec.events[before + 1] as Recorded & { type: 'cdp_disconnect' }).data.reason, 'upstream_changed')
-    t.same((rec.events[before + 1] as Recorded & { type: 'cdp_disconnect' }).data.message_count, 2)
+    t.same((rec.events[before + 1] as Recorded & { type: 'cdp_disconnect' }).data.message_count, 4)
     setUpstream(browser!.wsUrl)
   })
 

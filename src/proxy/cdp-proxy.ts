@@ -215,6 +215,10 @@ export class CdpProxy {
 
   private upstreamChanged(): void {
     const current = this.opts.upstream()
+    // "No browser right now" says nothing about live sessions: if their browser died, their own
+    // sockets say so (and wait for the replacement in upstreamLost); if only the monitor's connection
+    // dropped, they are fine.
+    if (current === undefined) return
     this.settleLost(current)
     // Live sessions still talk to a browser that is no longer the current one: close them so their
     // clients reconnect to the new browser (spec: "browser restarted mid-session and proxy tore down").

@@ -1,0 +1,137 @@
+// Follows the kernel log (/dev/kmsg) for OOM-kill reports and emits system_oom_kill.
+//
+// Reads are non-blocking and polled: a blocking read of /dev/kmsg would pin one libuv threadpool
+// thread for the daemon's whole life. What is already in the ring buffer at start is skipped (those
+// kills happened before this daemon ran, or were reported by its previous run).
+import { open, type FileHandle } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import type { Emit } from '../src/pipeline.js'
+import { silentLogger, type Logger } from '../src/log.js'
+import { OomReportAssembler, parseKmsgRecord } from './system-oom.js'
+
+export interface KmsgStatus {
+  kmsgReadable: boolean
+  /** Why not (e.g. "EACCES: permission denied"), when not readable. */
+  reason?: string
+}
+
+export interface OomWatcherOptions {
+  /** Default /dev/kmsg. A regular file of kmsg records also works (followed from its end). */
+  kmsgPath?: string
+  emit: Emit
+  logger?: Logger
+  /** Default 500 ms. */
+  pollMs?: number
+  /** Only kernel-facility records (default true: anything can write user-facility lines to /dev/kmsg). */
+  kernelOnly?: boolean
+}
+
+/** Larger than any kmsg record (the kernel answers EINVAL to a read buffer smaller than the record). */
+const READ_BUFFER = 64 * 1024
+const SOURCE = { kind: 'local_process', event: 'kmsg' } as const
+
+export class OomWatcher {
+  private readonly opts: Required<Omit<OomWatcherOptions, 'logger'>> & { logger: Logger }
+  private fh: FileHandle | undefined
+  private timer: NodeJS.Timeout | undefined
+  private stopped = false
+  private readonly assembler = new OomReportAssembler()
+  private partial = ''
+  private readonly buf = Buffer.allocUnsafe(READ_BUFFER)
+  private state: KmsgStatus = { kmsgReadable: false, reason: 'not started' }
+  private reading: Promise<void> | undefined
+  /** OOM kills reported since start. */
+  kills = 0
+
+  constructor(opts: OomWatcherOptions) {
+    this.opts = { kmsgPath: '/dev/kmsg', pollMs: 500, kernelOnly: true, ...opts, logger: opts.logger ?? silentLogger }
+  }
+
+  /** For /healthz. */
+  status(): KmsgStatus { return { ...this.state } }
+
+  /** Opens the log and skips what is already in it. Never throws: an unreadable log is a status. */
+  async start(): Promise<KmsgStatus> {
+    try {
+      this.fh = await open(this.opts.kmsgPath, constants.O_RDONLY | constants.O_NONBLOCK)
+      await this.drain(false)
+    } catch (err) {
+      await this.fh?.close().catch(() => undefined)
+      this.fh = undefined
+      const reason = describe(err)
+      this.state = { kmsgReadable: false, reason }
+      // Said once: the daemon runs fine without OOM reports (e.g. unprivileged, or a container).
+      this.opts.logger.warn({ path: this.opts.kmsgPath, reason }, 'kernel log not readable: system_oom_kill events are off')
+      return this.status()
+    }
+    this.state = { kmsgReadable: true }
+    this.schedule()
+    return this.status()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
+    await this.reading
+    await this.fh?.close().catch(() => undefined)
+    this.fh = undefined
+  }
+
+  /** Reads whatever is new now (tests call it instead of waiting for the poll). */
+  poll(): Promise<void> {
+    this.reading ??= this.drain(true).finally(() => { this.reading = undefined })
+    return this.reading
+  }
+
+  private schedule(): void {
+    if (this.stopped) return
+    this.timer = setTimeout(() => {
+      this.poll().catch((err) => this.opts.logger.warn({ err: describe(err) }, 'kernel log read failed')).finally(() => this.schedule())
+    }, this.opts.pollMs)
+    this.timer.unref()
+  }
+
+  /** Reads until nothing more is available; `deliver` false discards (the backlog at start). */
+  private async drain(deliver: boolean): Promise<void> {
+    const fh = this.fh
+    if (!fh) return
+    for (;;) {
+      let n: number
+      try {
+        ;({ bytesRead: n } = await fh.read(this.buf, 0, this.buf.length, null))
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return
+        // The ring buffer overwrote records we had not read yet; reading continues after them.
+        if (code === 'EPIPE') { this.opts.logger.debug('kernel log records were overwritten before being read'); continue }
+        throw err
+      }
+      if (n === 0) return // regular file at its end
+      if (!deliver) continue
+      this.lines(this.buf.toString('utf8', 0, n))
+    }
+  }
+
+  private lines(chunk: string): void {
+    const text = this.partial + chunk
+    const parts = text.split('\n')
+    this.partial = parts.pop() ?? ''
+    for (const line of parts) {
+      if (line === '' || line.startsWith(' ')) continue // dictionary continuation lines
+      const rec = parseKmsgRecord(line)
+      if (!rec || (this.opts.kernelOnly && rec.facility !== 0)) continue
+      for (const l of rec.lines) {
+        const kill = this.assembler.push(l)
+        if (kill) {
+          this.kills++
+          this.opts.emit({ type: 'system_oom_kill', data: kill, source: SOURCE })
+        }
+      }
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as NodeJS.ErrnoException
+  return e.code ? `${e.code}: ${e.message.replace(/^\w+: /, '')}` : String(e?.message ?? err)
+}
