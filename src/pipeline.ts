@@ -193,11 +193,12 @@ export class Pipeline {
     if (copy) (event.data as { headers?: Record<string, string> }) = { ...data, headers: copy }
   }
 
-  /** Cuts the longest strings (then array tails) of data until the envelope fits the cap. */
-  private fit(event: TelemetryEvent): void {
-    // Cheap upper bound first: most events are far below the cap.
-    let size = Buffer.byteLength(JSON.stringify(event)) + 40
-    if (size <= this.maxBytes) return
+  /** Cuts the longest strings (then array tails) of data until the envelope fits the cap; returns the event JSON. */
+  private fit(event: TelemetryEvent): string {
+    // The envelope adds {"seq":<=16 digits,"event":...}: 40 bytes is a safe bound.
+    let json = JSON.stringify(event)
+    let size = json.length * 3 + 40 > this.maxBytes ? Buffer.byteLength(json) + 40 : 0
+    if (size <= this.maxBytes) return json
     const data = structuredClone(event.data) as Record<string, unknown>
     for (let round = 0; round < 64 && size > this.maxBytes; round++) {
       const leaf = longestString(data)
@@ -215,6 +216,7 @@ export class Pipeline {
     ;(event as { data: unknown }).data = data
     event.truncated = true
     this.stats.truncated++
+    return JSON.stringify(event)
   }
 }
 

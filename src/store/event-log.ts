@@ -5,7 +5,7 @@ import type { Category, Envelope, TelemetryEvent } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import {
   eventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord,
-  tsOfRecord, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE,
+  tsOfRecord, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE, MAX_WRITE_EVENTS,
 } from './keys.js'
 
 export type { StoredRecord } from './keys.js'
@@ -80,6 +80,8 @@ export class DataDirLockedError extends Error {
 }
 
 const SEQ_META = metaKey('seq')
+/** Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). */
+const WRITE_MERGE_EVENTS = 1024
 const CLEAN_META = metaKey('clean')
 
 export class EventLog {
@@ -174,10 +176,10 @@ export class EventLog {
    * Assigns the next seq, buffers the envelope for the next group commit and returns it with a
    * promise that resolves true once durable (false if it had to be dropped). Never throws.
    */
-  append(event: TelemetryEvent): { envelope: Envelope; json: string; committed: Promise<boolean> } {
+  append(event: TelemetryEvent, eventJson: string = JSON.stringify(event)): { envelope: Envelope; json: string; committed: Promise<boolean> } {
     const seq = this.nextSeq++
     const envelope: Envelope = { seq, event }
-    const json = JSON.stringify(envelope)
+    const json = `{"seq":${seq},"event":${eventJson}}`
     if (event.ts > this.lastTs) this.lastTs = event.ts
     if (!this.open) {
       this.health_.droppedEvents++
@@ -242,14 +244,28 @@ export class EventLog {
 
   private async writeLoop(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue[0]!
-      // Merge whatever queued up behind it into one write (bigger batches under load).
-      const records = batch.records
+      // Group commit: everything queued so far goes out in one LevelDB write.
+      const batches: Batch[] = []
+      let count = 0
+      for (const b of this.queue) {
+        if (batches.length > 0 && count + b.records.length > WRITE_MERGE_EVENTS) break
+        batches.push(b)
+        count += b.records.length
+      }
+      const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records)
       const ops: { type: 'put'; key: Buffer; value: Buffer }[] = []
-      const empty = Buffer.alloc(0)
+      const first = records[0]!.seq
+      const offsets = new Map<Category, number[]>()
       for (const r of records) {
         ops.push({ type: 'put', key: eventKey(r.seq), value: encodeRecord(r.category, r.ts, r.json) })
-        ops.push({ type: 'put', key: categoryKey(r.category, r.seq), value: empty })
+        let list = offsets.get(r.category)
+        if (!list) offsets.set(r.category, (list = []))
+        list.push(r.seq - first)
+      }
+      for (const [category, list] of offsets) {
+        const value = Buffer.allocUnsafe(list.length * 2)
+        for (let i = 0; i < list.length; i++) value.writeUInt16BE(list[i]!, i * 2)
+        ops.push({ type: 'put', key: categoryKey(category, first), value })
       }
       const last = records[records.length - 1]!
       const meta = Buffer.allocUnsafe(16)
@@ -274,9 +290,9 @@ export class EventLog {
       if (!this.health_.writable) this.log.warn('event log writes recovered')
       this.health_.writable = true
       this.retryDelayMs = 0
-      this.queue.shift()
+      this.queue.splice(0, batches.length)
       this.committedSeq = last.seq
-      batch.resolve(true)
+      for (const b of batches) b.resolve(true)
       for (const l of this.listeners) {
         try { l(records) } catch (err) { this.log.error({ err: (err as Error).message }, 'commit listener threw') }
       }
@@ -331,6 +347,7 @@ export class EventLog {
     } else if (q.cursor !== undefined) {
       hi = Math.min(hi, q.cursor)
     }
+    lo = Math.max(lo, this.firstSeqCache) // a cursor below retention continues at the oldest retained
     if (lo >= hi) return { records: [], hasMore: false, nextCursor: 0 }
     const reverse = q.order === 'desc'
     const cats = q.categories && q.categories.size < CATEGORY_BY_CODE.length ? q.categories : undefined
@@ -341,12 +358,9 @@ export class EventLog {
       hasMore = entries.length > limit
       records = entries.slice(0, limit).map(([k, v]) => decodeRecord(seqOfEventKey(k), v))
     } else {
-      // Merge the per-category indexes: cost is O(limit x categories) however sparse the match.
+      // Merge the per-category index blocks: cost is O(limit x categories) however sparse the match.
       const seqs: number[] = []
-      for (const c of cats) {
-        const keys = await this.db.keys({ gte: categoryKey(c, lo), lt: categoryKey(c, hi), reverse, limit: limit + 1 }).all()
-        for (const k of keys) seqs.push(seqOfCategoryKey(k))
-      }
+      for (const c of cats) seqs.push(...await this.categorySeqs(c, lo, hi, reverse, limit + 1))
       seqs.sort(reverse ? (a, b) => b - a : (a, b) => a - b)
       hasMore = seqs.length > limit
       const wanted = seqs.slice(0, limit)
@@ -360,6 +374,31 @@ export class EventLog {
     const last = records[records.length - 1]
     const nextCursor = hasMore && last ? (reverse ? last.seq : last.seq + 1) : 0
     return { records, hasMore: hasMore && nextCursor > 0, nextCursor }
+  }
+
+  /** Up to `want` seqs of one category in [lo, hi), in read order, from the per-write index blocks. */
+  private async categorySeqs(category: Category, lo: number, hi: number, reverse: boolean, want: number): Promise<number[]> {
+    const out: number[] = []
+    // A block is keyed by the first seq of its write and spans fewer than MAX_WRITE_EVENTS positions.
+    const it = this.db.iterator({ gte: categoryKey(category, Math.max(0, lo - MAX_WRITE_EVENTS)), lt: categoryKey(category, hi), reverse })
+    try {
+      for (;;) {
+        const entries = await it.nextv(16)
+        if (entries.length === 0) return out
+        for (const [k, v] of entries) {
+          const base = seqOfCategoryKey(k)
+          const n = v.byteLength / 2
+          const buf = Buffer.from(v.buffer, v.byteOffset, v.byteLength)
+          for (let i = 0; i < n; i++) {
+            const seq = base + buf.readUInt16BE((reverse ? n - 1 - i : i) * 2)
+            if (seq >= lo && seq < hi) out.push(seq)
+          }
+          if (out.length >= want) return out.slice(0, want)
+        }
+      }
+    } finally {
+      await it.close()
+    }
   }
 
   // ---------------------------------------------------------------- retention
@@ -402,7 +441,8 @@ export class EventLog {
     await this.db.clear({ gte: EVENT_RANGE_START, lt: eventKey(cutoff) })
     for (const c of CATEGORY_BY_CODE) {
       const r = categoryRange(c)
-      await this.db.clear({ gte: r.start, lt: categoryKey(c, cutoff) })
+      // A block starting just below the cutoff may still hold live seqs: keep those.
+      await this.db.clear({ gte: r.start, lt: categoryKey(c, Math.max(0, cutoff - MAX_WRITE_EVENTS)) })
     }
     await this.db.compactRange(EVENT_RANGE_START as never, eventKey(cutoff) as never).catch(() => undefined)
     this.log.info({ before, cutoff }, 'retention removed old events')

@@ -1,6 +1,8 @@
 // Key and value layout of the LevelDB log. Keys sort by position, so a cursor read is one seek.
 //   'e' + seq(8 BE)                  -> record: category(1) ts(8, float64 BE) envelope JSON (utf8)
-//   'c' + category(1) + seq(8 BE)    -> empty      (per-category index: filtered pages cost O(limit))
+//   'c' + category(1) + seq(8 BE)    -> uint16 BE offsets from that seq of the events of this
+//                                       category in one committed write (a per-write block keeps the
+//                                       index to one key per category per write, not one per event)
 //   'm' + name                       -> metadata (next seq, clean-shutdown marker)
 // Other modules get sublevels ('!name!...'), which sort before all of these and never collide.
 import { CATEGORIES, type Category } from '../events/index.js'
@@ -50,13 +52,15 @@ export interface StoredRecord {
 }
 
 export function encodeRecord(category: Category, ts: number, json: string): Buffer {
-  const body = Buffer.from(json, 'utf8')
-  const b = Buffer.allocUnsafe(9 + body.length)
+  const b = Buffer.allocUnsafe(9 + Buffer.byteLength(json))
   b[0] = CATEGORY_CODE.get(category)!
   b.writeDoubleBE(ts, 1)
-  body.copy(b, 9)
+  b.write(json, 9, 'utf8')
   return b
 }
+
+/** Most events one committed write may hold: block offsets are uint16. */
+export const MAX_WRITE_EVENTS = 65535
 export function decodeRecord(seq: number, value: Uint8Array): StoredRecord {
   const b = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
   return { seq, category: CATEGORY_BY_CODE[b[0]!]!, ts: b.readDoubleBE(1), json: b.toString('utf8', 9) }

@@ -1,0 +1,60 @@
+// Benchmark 1 (issue 2): emit() -> committed throughput vs raw classic-level batch puts (100/batch)
+// of the same bytes, in the same run. Prints the median ratio of 5 runs. Goal >= 0.5.
+import { ClassicLevel } from 'classic-level'
+import { join } from 'node:path'
+import { EventLog } from '../src/store/event-log.js'
+import { Pipeline } from '../src/pipeline.js'
+import { median, withTempDir, realisticEvent, fmt } from './common.js'
+
+const N = Number(process.env.N ?? 200_000)
+const RUNS = Number(process.env.RUNS ?? 5)
+
+async function ours(dir: string): Promise<{ rate: number; bytes: number[] }> {
+  const log = await EventLog.open({ path: join(dir, 'ours'), retentionIntervalMs: 0 })
+  const pipeline = new Pipeline({ log })
+  const sizes: number[] = []
+  const t0 = performance.now()
+  let last: Promise<boolean> = Promise.resolve(true)
+  for (let i = 0; i < N; i++) {
+    const r = pipeline.emit(realisticEvent(i))!
+    last = r.committed
+    if (i < 1000) sizes.push(JSON.stringify(r.envelope).length)
+    // Yield now and then like a real producer so group commit can run.
+    if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
+  }
+  await last
+  const rate = N / ((performance.now() - t0) / 1000)
+  await log.close()
+  return { rate, bytes: sizes }
+}
+
+async function raw(dir: string, payloads: Buffer[]): Promise<number> {
+  const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'raw'), { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+  await db.open()
+  const t0 = performance.now()
+  for (let i = 0; i < N; i += 100) {
+    const ops = []
+    for (let j = i; j < Math.min(N, i + 100); j++) {
+      const key = Buffer.allocUnsafe(9); key[0] = 0x65; key.writeBigUInt64BE(BigInt(j + 1), 1)
+      ops.push({ type: 'put' as const, key, value: payloads[j % payloads.length]! })
+    }
+    await db.batch(ops)
+  }
+  const rate = N / ((performance.now() - t0) / 1000)
+  await db.close()
+  return rate
+}
+
+const ratios: number[] = []
+const oursRates: number[] = []
+const rawRates: number[] = []
+for (let run = 0; run < RUNS; run++) {
+  await withTempDir(async (dir) => {
+    const o = await ours(dir)
+    const payloads = Array.from({ length: 1000 }, (_, i) => Buffer.from(JSON.stringify({ seq: i + 1, event: { ts: Date.now() * 1000, type: 'network_request', category: 'network', ...realisticEvent(i) } })))
+    const r = await raw(dir, payloads)
+    oursRates.push(o.rate); rawRates.push(r); ratios.push(o.rate / r)
+    console.log(`run ${run + 1}: ours ${fmt(o.rate, 0)} ev/s, raw ${fmt(r, 0)} ev/s, ratio ${fmt(o.rate / r)} (envelope ~${Math.round(o.bytes.reduce((a, b) => a + b, 0) / o.bytes.length)} B)`)
+  })
+}
+console.log(`store-ingest: median ours ${fmt(median(oursRates), 0)} ev/s, raw batch(100) ${fmt(median(rawRates), 0)} ev/s, ratio ${fmt(median(ratios))} (goal >= 0.5)`)
