@@ -68,7 +68,7 @@ t.test('a window of network events becomes a valid HAR 1.2 log with one entry pe
   t.same(doc.response.content, { size: 11, mimeType: 'text/html', text: '<p>hi</p>\n\n' })
   t.equal(doc.pageref, 'page_1')
   t.same(doc._seq, [1, 3])
-  t.equal(doc._resourceType, 'Document')
+  t.equal(doc._resourceType, 'document', 'lowercase, as DevTools names resource types')
   // redirect chain
   t.equal(hop1.response.redirectURL, 'http://127.0.0.1:8080/new')
   t.equal(hop1.time, 3)

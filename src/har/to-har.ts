@@ -204,7 +204,8 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
     _seq: [ex.request?.seq, ex.response?.seq, ex.failed?.seq].filter((s): s is number => s !== undefined),
   }
   const resourceType = req?.resource_type ?? res?.resource_type ?? fail?.resource_type
-  if (resourceType !== undefined) entry._resourceType = resourceType
+  // DevTools names resource types in lowercase ("document", "xhr", "fetch"); CDP capitalises them.
+  if (resourceType !== undefined) entry._resourceType = resourceType === 'SignedExchange' ? 'signed-exchange' : resourceType.toLowerCase()
   const sessionId = req?.session_id ?? res?.session_id ?? fail?.session_id
   if (sessionId !== undefined) entry._sessionId = sessionId
   return entry
