@@ -1,6 +1,17 @@
 // The system category: service_crashed (the launched Chromium, --watch-unit systemd units, the
 // daemon's own previous unclean stop) and system_oom_kill (kernel log). Not a CDP collector: these
-// watch processes and the kernel, and start once with the daemon (see README.md for lifetimes).
+// watch processes and the kernel, and start once with the daemon.
+//
+// | Concern | File |
+// |---|---|
+// | launched Chromium exits, daemon's unclean stop, startSystemCollectors | system.ts |
+// | --watch-unit polling of `systemctl show` (rules pure: stepUnit) | system-units.ts |
+// | /dev/kmsg follower (non-blocking reads, polled) | system-kmsg.ts |
+// | OOM-report parser (pure) | system-oom.ts |
+//
+// Lifetimes (all from startSystemCollectors() to its stop()): one 'browser-exit'/'state' listener
+// pair on the monitor's emitter; one kmsg poll timer (500 ms) holding one open fd; one systemctl
+// poll timer (2 s) when units are watched. The unclean-stop report is emitted once at start.
 import type { EventEmitter } from 'node:events'
 import type { EventData } from '../src/events/index.js'
 import type { Emit } from '../src/pipeline.js'

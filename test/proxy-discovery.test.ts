@@ -1,6 +1,7 @@
 // Pure rewriting of DevTools discovery answers and the upgrade path table.
 import t from 'tap'
 import { rewriteDiscovery, upstreamPathFor, saneHost, httpBaseOf } from '../src/proxy/discovery.js'
+import { proxyAuthRequired } from '../src/proxy/cdp-proxy.js'
 
 t.test('rewriteDiscovery points every WebSocket URL at the proxy', async (t) => {
   const list = [{
@@ -33,4 +34,10 @@ t.test('upstreamPathFor relays browser and page paths 1:1, / to the current brow
   t.equal(saneHost('[::1]:9222'), '[::1]:9222')
   t.equal(saneHost('evil/path'), undefined)
   t.equal(saneHost(undefined), undefined)
+})
+
+t.test('proxyAuthRequired: on when asked, always off loopback', async (t) => {
+  t.same(['127.0.0.1', '127.8.0.1', 'localhost', '::1', '[::1]', '0.0.0.0', '::', '10.0.0.5', 'vm.internal'].map((h) => proxyAuthRequired(h, false)),
+    [false, false, false, false, false, true, true, true, true])
+  t.equal(proxyAuthRequired('127.0.0.1', true), true)
 })

@@ -38,6 +38,16 @@ export interface CdpProxyOptions {
   maxPayloadBytes?: number
 }
 
+/**
+ * Whether the proxy must require a token: when asked (--proxy-auth), and always when it listens
+ * beyond loopback (a CDP client can do anything the browser can, files and cookies included).
+ */
+export function proxyAuthRequired(listenHost: string, requested: boolean): boolean {
+  if (requested) return true
+  const h = listenHost.replace(/^\[|\]$/g, '').toLowerCase()
+  return !(h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h))
+}
+
 /** Above this many unsent bytes towards one side, the other side is paused until they drain. */
 const HIGH_WATER_BYTES = 8 * 1024 * 1024
 const SOURCE = { kind: 'local_process' } as const

@@ -10,6 +10,8 @@
 // - captcha_solve_result: `error_code` is required when status is `failure` (the spec: "an error_code
 //   accompanies it") and rejected when status is `success`; `website_path` is a path only (no `?`/`#`).
 // - Optional string fields may not be "": absent means absent.
+// - No api_call for this route: it is telemetry plumbing like the reads and the stream, and a
+//   producer publishing every live-view blip would otherwise double the log with control events.
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { koaBody } from 'koa-body'
@@ -56,6 +58,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
       'as source.metadata.producer_ts. monitor_* and api_call cannot be published; source.kind may not be kernel_api. captcha_solve_result: ' +
       'error_code required on failure, rejected on success; website_path without query string.',
     scope: 'publish',
+    skipApiCall: true,
     requestBody: { contentType: 'application/json', schema: IngestBodySchema, required: true },
     responses: {
       200: { description: 'The committed envelope', schema: EnvelopeSchema },
