@@ -24,6 +24,8 @@ export interface ApiDeps {
   streamKeepaliveMs?: number
   /** Per-SSE-client queued events before a slow client is disconnected (default 10,000). */
   streamBufferEvents?: number
+  /** Backlog page size of a resuming stream (default 500). */
+  streamPageSize?: number
   /** What PUT /browsers/{id}/telemetry layers its body onto (default: the pipeline's categories at creation). */
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
@@ -53,6 +55,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   const streams = new TelemetryStreams(deps.log, {
     keepaliveMs: deps.streamKeepaliveMs ?? 15_000,
     bufferEvents: deps.streamBufferEvents ?? 10_000,
+    pageSize: deps.streamPageSize,
     logger,
   })
   const router = new ApiRouter(deps.browserId, bearerAuth(deps.tokens))

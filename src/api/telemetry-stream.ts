@@ -6,8 +6,9 @@
 // every record is sent once, in seq order, with no hole (see README.md for the argument).
 //
 // Slow clients never block ingest or other clients: when the socket stops draining, frames queue
-// per client; past `bufferEvents` queued events the client is disconnected and resumes later with
-// Last-Event-ID.
+// per client; once the undrained write plus the queue hold more than `bufferEvents` events the
+// client is disconnected and resumes later with Last-Event-ID. Memory per client is therefore
+// bounded by bufferEvents plus one commit batch.
 import type { ServerResponse } from 'node:http'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
@@ -89,6 +90,8 @@ class StreamSession {
   /** Frames waiting for the socket to drain, and how many events they hold. */
   private queued: string[] = []
   private queuedEvents = 0
+  /** Events of the write the socket has not drained yet (Node buffers it). */
+  private undrained = 0
   private blocked = false
   private wroteSinceTick = false
   private keepalive: NodeJS.Timeout | undefined
@@ -183,26 +186,35 @@ class StreamSession {
     if (lastSeq !== undefined) this.lastSent = lastSeq
     this.wroteSinceTick = true
     if (this.blocked) {
+      // The socket has not drained since the last write: more data means the client is falling behind.
       this.queued.push(chunk)
       this.queuedEvents += events
-      if (this.queuedEvents > this.hub.opts.bufferEvents) {
+      if (this.undrained + this.queuedEvents > this.hub.opts.bufferEvents) {
         this.hub.stats.slowDisconnects++
-        this.logger.info({ queuedEvents: this.queuedEvents, lastSent: this.lastSent }, 'telemetry stream client too slow; disconnecting')
+        this.logger.info({ bufferedEvents: this.undrained + this.queuedEvents, lastSent: this.lastSent }, 'telemetry stream client too slow; disconnecting')
         this.res.destroy()
         this.close()
       }
       return
     }
-    if (!this.res.write(chunk)) this.blocked = true
+    this.send(chunk, events)
+  }
+
+  private send(chunk: string, events: number): void {
+    if (this.res.write(chunk)) return
+    this.blocked = true
+    this.undrained = events
   }
 
   private readonly onDrain = (): void => {
     this.blocked = false
+    this.undrained = 0
     if (this.queued.length === 0) return
     const chunk = this.queued.join('')
+    const events = this.queuedEvents
     this.queued = []
     this.queuedEvents = 0
-    if (!this.res.write(chunk)) this.blocked = true
+    this.send(chunk, events)
   }
 
   /** Clean end on shutdown: flush what is queued, end the response, destroy it if it does not finish in time. */
