@@ -10,7 +10,7 @@ export type { Registry }
 
 /** What the monitor can tell at scrape time (all optional: a daemon without a browser has none). */
 export interface MonitorProbe {
-  /** Current state name, e.g. collecting, disconnected, failed, connecting. */
+  /** Current state name (Monitor.state: starting, collecting, disconnected, failed, stopped). */
   state?: () => string
   /** Attached targets, as a total or by target_type. */
   attachedTargets?: () => number | Record<string, number>
@@ -34,7 +34,8 @@ const STATE_AFTER_EVENT: Record<string, string> = {
   monitor_init_failed: 'init_failed',
 }
 
-export const MONITOR_STATES = ['collecting', 'disconnected', 'failed', 'init_failed', 'connecting', 'none'] as const
+/** Monitor states (src/monitor MonitorState) plus init_failed (derived) and none (no browser). */
+export const MONITOR_STATES = ['starting', 'collecting', 'disconnected', 'failed', 'stopped', 'init_failed', 'none'] as const
 
 export interface Metrics {
   readonly registry: Registry
