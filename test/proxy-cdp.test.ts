@@ -299,6 +299,26 @@ t.test('upstream killed mid-session with no replacement: upstream_error after th
   t.same(rec.events.map((e) => e.type), ['cdp_connect', 'cdp_disconnect'])
 })
 
+t.test('web pages are refused: Origin header, DNS-name Host without auth', async (t) => {
+  const rec = recorder()
+  const { port } = await startProxy(t, { upstream: () => 'ws://127.0.0.1:1/devtools/browser/x', emit: rec.emit })
+  const err = await new Promise<Error>((resolve) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/`, { origin: 'https://evil.example' })
+    ws.once('error', resolve)
+  })
+  t.match(err.message, /Unexpected server response: 403/)
+  const { request } = await import('node:http')
+  const status = (headers: Record<string, string>) => new Promise<number>((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '/json/version', headers }, (res) => { res.resume(); resolve(res.statusCode!) }).on('error', reject).end()
+  })
+  t.equal(await status({ host: 'rebound.evil.example:9222' }), 403, 'DNS rebinding: Host is a name')
+  t.equal(await status({ origin: 'https://evil.example' }), 403)
+  t.equal(await status({ host: `localhost:${port}` }), 503, 'localhost passes (and there is no browser behind 127.0.0.1:1)')
+  t.same(rec.events, [])
+  const open = await startProxy(t, { upstream: () => undefined, emit: rec.emit, allowOrigins: ['https://devtools.example'] })
+  t.equal((await fetch(`${open.base}/json/version`, { headers: { origin: 'https://devtools.example' } })).status, 503, 'an allowed origin passes')
+})
+
 t.test('bearer auth (scope cdp): header or ?token=', async (t) => {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
   await new Promise((r) => wss.once('listening', r))

@@ -4,7 +4,7 @@
 // path parses JSON.
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { request as httpsRequest } from 'node:https'
-import type { AddressInfo } from 'node:net'
+import { isIP, type AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer, type RawData } from 'ws'
 import type { Emit } from '../pipeline.js'
@@ -34,6 +34,8 @@ export interface CdpProxyOptions {
    * the monitor has relaunched it). The client is closed at once either way. Default 5 s.
    */
   upstreamLossGraceMs?: number
+  /** Origins whose WebSocket/discovery requests are let through ('*' = any); default none (like Chromium). */
+  allowOrigins?: readonly string[]
   /** Largest frame accepted from either side (default 256 MiB: screenshots and heap snapshots are big). */
   maxPayloadBytes?: number
 }
@@ -135,7 +137,7 @@ export class CdpProxy {
     socket.on('error', () => socket.destroy())
     if (this.closing) return rejectUpgrade(socket, 503, 'unavailable', 'the CDP proxy is shutting down')
     const url = new URL(req.url ?? '/', 'http://proxy')
-    const denied = this.authorize(req, url)
+    const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
     if (denied) return rejectUpgrade(socket, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
     if (!browserUrl) return rejectUpgrade(socket, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
@@ -260,7 +262,7 @@ export class CdpProxy {
     if (url.pathname !== '/json' && !url.pathname.startsWith('/json/')) {
       return sendError(res, 404, 'not_found', `no such endpoint ${url.pathname}: the CDP proxy serves /json/version, /json/list and WebSocket upgrades`)
     }
-    const denied = this.authorize(req, url)
+    const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
     if (denied) return sendError(res, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
     if (!browserUrl) return sendError(res, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
@@ -299,6 +301,33 @@ export class CdpProxy {
     const { address, port } = this.address()
     const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address
     return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
+  }
+
+  /**
+   * Web pages must not reach the browser through the proxy (the browser being automated visits
+   * arbitrary sites, and the proxy listens on the same machine). Chromium itself refuses WebSocket
+   * upgrades carrying an Origin (since 111, unless --remote-allow-origins) and discovery requests
+   * whose Host is a DNS name (DNS rebinding); the proxy must not undo that by dialling on their
+   * behalf. CDP libraries send no Origin. The Host rule applies only without auth: with a token
+   * required, a rebinding page has nothing to present, and remote clients may use DNS names.
+   */
+  private refuseBrowserRequest(req: IncomingMessage): HttpError | undefined {
+    const origin = req.headers.origin
+    if (origin !== undefined && !this.allowOrigin(origin)) {
+      return { status: 403, code: 'forbidden', message: `requests from web pages (Origin ${JSON.stringify(origin)}) are refused; CDP clients send no Origin header` }
+    }
+    if (!this.opts.auth) {
+      const host = (req.headers.host ?? '').replace(/:\d+$/, '').replace(/^\[|\]$/g, '')
+      if (host !== '' && host !== 'localhost' && !isIP(host)) {
+        return { status: 403, code: 'forbidden', message: 'Host must be an IP address or localhost (DNS-rebinding protection; enable --proxy-auth to use host names)' }
+      }
+    }
+    return undefined
+  }
+
+  private allowOrigin(origin: string): boolean {
+    const allowed = this.opts.allowOrigins ?? []
+    return allowed.includes('*') || allowed.includes(origin)
   }
 
   /** undefined when allowed; otherwise the error to answer. */
