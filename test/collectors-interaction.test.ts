@@ -215,7 +215,7 @@ t.test('interaction events through the monitor', async (t) => {
   })
 
   t.test('new documents are covered (nav_seq follows the monitor)', async (t) => {
-    const loaded = new Promise((r) => client.once('Page.loadEventFired', r))
+    const loaded = client.Page.loadEventFired()
     await client.Page.enable()
     await client.Page.navigate({ url: `${server.url}second` })
     await loaded

@@ -40,7 +40,7 @@ t.test('page-side helpers in real Chromium', async (t) => {
   const client = await CDP({ port: browser.port, target: page.id })
   t.teardown(() => client.close())
   await client.Page.enable()
-  const loaded = new Promise((r) => client.once('Page.loadEventFired', r))
+  const loaded = client.Page.loadEventFired()
   await client.Page.navigate({ url: server.url })
   await loaded
   const selectorSrc = cssSelectorFor.toString()

@@ -1,0 +1,184 @@
+// Screenshot collector through the real Monitor against real headless Chromium: PNG of the
+// viewport, cadence, stop/restart with the category, page_load captures, duplicate skipping,
+// rescaling under the envelope cap, and which page is "active".
+import t, { type Test } from 'tap'
+import { inflateSync } from 'node:zlib'
+import CDP from 'chrome-remote-interface'
+import { Monitor, type Collector } from '../src/monitor/index.js'
+import { DEFAULT_CATEGORIES, type Emit, type Pipeline } from '../src/pipeline.js'
+import type { Envelope } from '../src/events/index.js'
+import { createScreenshotCollector, type ScreenshotCollectorOptions } from '../collectors/screenshot.js'
+import { startBrowser } from './helpers/browser.js'
+import { startServer, waitFor, type TestServer } from './helpers/http.js'
+import { openStore } from './helpers/store.js'
+
+const WITH_SCREENSHOTS = [...DEFAULT_CATEGORIES, 'screenshot' as const]
+const PAGES = {
+  '/ticker': '<body style="margin:0"><div id="c" style="font-size:80px"></div><script>let i = 0; setInterval(() => { c.textContent = i++ }, 30)</script></body>',
+  '/static': '<body style="margin:0;background:#eee"><h1>still</h1></body>',
+  '/red': '<body style="margin:0;padding-left:20px;background:rgb(255,0,0)"><p>red</p></body>',
+  '/blue': '<body style="margin:0;padding-left:20px;background:rgb(0,0,255)"><p>blue</p></body>',
+  '/green': '<body style="margin:0;padding-left:20px;background:rgb(0,255,0)"><p>green</p></body>',
+  '/noise': `<body style="margin:0;overflow:hidden"><canvas id="n"></canvas><script>
+    n.width = innerWidth; n.height = innerHeight
+    const ctx = n.getContext('2d'), img = ctx.createImageData(n.width, n.height)
+    for (let i = 0; i < img.data.length; i++) img.data[i] = (i % 4 === 3) ? 255 : Math.random() * 256
+    ctx.putImageData(img, 0, 0)</script></body>`,
+}
+
+/** Width/height from the IHDR chunk, after checking the PNG signature. */
+function pngSize(b64: string): { width: number; height: number } {
+  const buf = Buffer.from(b64, 'base64')
+  if (!buf.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) throw new Error('not a PNG')
+  if (buf.toString('latin1', 12, 16) !== 'IHDR') throw new Error('no IHDR first')
+  return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) }
+}
+
+/** RGB of the top-left pixel (for any filter type, the first pixel's raw bytes are its value). */
+function firstPixel(b64: string): [number, number, number] {
+  const buf = Buffer.from(b64, 'base64')
+  const idat: Buffer[] = []
+  for (let off = 8; off < buf.length;) {
+    const len = buf.readUInt32BE(off)
+    if (buf.toString('latin1', off + 4, off + 8) === 'IDAT') idat.push(buf.subarray(off + 8, off + 8 + len))
+    off += 12 + len
+  }
+  const raw = inflateSync(Buffer.concat(idat))
+  return [raw[1]!, raw[2]!, raw[3]!]
+}
+
+interface Shot { ts: number; png: string; envelope: Envelope }
+
+async function setup(t: Test, server: TestServer, startPath: string, opts: Partial<ScreenshotCollectorOptions>, maxEnvelopeBytes?: number) {
+  const browser = await startBrowser(t, { startUrl: server.url + startPath.slice(1) })
+  const pageId = (await CDP.List({ port: browser.port })).find((x) => x.type === 'page')!.id
+  const client = await CDP({ port: browser.port, target: pageId })
+  t.teardown(() => client.close())
+  const value = async (expression: string) => (await client.Runtime.evaluate({ expression, returnByValue: true })).result.value as unknown
+  // Right after launch the headless window is not sized yet (outerHeight 0, a taller viewport).
+  await waitFor(async () => await value(`document.readyState === 'complete' && outerHeight > 0 && location.pathname === ${JSON.stringify(startPath)}`), 10000, 'start page loaded')
+  const { pipeline } = await openStore(t, {}, { categories: WITH_SCREENSHOTS, ...(maxEnvelopeBytes ? { maxEnvelopeBytes } : {}) })
+  const shots: Shot[] = []
+  const emit: Emit = (input) => {
+    const r = pipeline.emit(input)
+    if (r && r.envelope.event.type === 'monitor_screenshot') shots.push({ ts: r.envelope.event.ts, png: r.envelope.event.data.png, envelope: r.envelope })
+    return r
+  }
+  const collector = createScreenshotCollector({
+    isEnabled: () => pipeline.isEnabled('screenshot'),
+    onEnabledChange: (l) => pipeline.onCategoriesChanged((s) => l(s.has('screenshot'))),
+    ...opts,
+  })
+  // Sees every Page.captureScreenshot the collector sends: start/end times prove the in-flight and spacing rules.
+  const calls: { start: number; end?: number }[] = []
+  const spy: Collector = {
+    name: 'spy',
+    attach: (session, e) => collector.attach!(new Proxy(session, {
+      get(target, prop) {
+        if (prop !== 'send') return Reflect.get(target, prop, target)
+        return async (method: string, params?: object) => {
+          if (method !== 'Page.captureScreenshot') return (target.send as (m: string, p?: object) => Promise<unknown>)(method, params)
+          const call: { start: number; end?: number } = { start: performance.now() }
+          calls.push(call)
+          try { return await (target.send as (m: string, p?: object) => Promise<unknown>)(method, params) } finally { call.end = performance.now() }
+        }
+      },
+    }), e),
+  }
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [spy] })
+  t.teardown(() => monitor.stop())
+  await monitor.start()
+  const viewport = await value('[innerWidth * devicePixelRatio, innerHeight * devicePixelRatio]') as [number, number]
+  return { browser, pipeline: pipeline as Pipeline, shots, calls, collector, monitor, client, pageId, viewport }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+t.test('screenshots', async (t) => {
+  const server = await startServer(t, PAGES)
+
+  t.test('viewport PNG on the configured cadence; stops when disabled, resumes when enabled', async (t) => {
+    const { pipeline, shots, calls, collector, viewport } = await setup(t, server, '/ticker', { intervalMs: 400, minIntervalMs: 100 })
+    await waitFor(() => shots.length >= 6, 15000, '6 screenshots')
+    for (const s of shots) {
+      t.same(pngSize(s.png), { width: viewport[0], height: viewport[1] })
+      t.same(Object.keys(s.envelope.event.data), ['png'])
+      t.same(s.envelope.event.source, { kind: 'cdp', event: 'Page.captureScreenshot' })
+      t.equal(s.envelope.event.category, 'screenshot')
+      t.equal(s.envelope.event.truncated, undefined)
+    }
+    const gaps = shots.slice(1, 6).map((s, i) => (s.ts - shots[i]!.ts) / 1000)
+    const m = median(gaps)
+    t.ok(m >= 200 && m <= 1200, `median gap ${m} ms for a 400 ms interval (gaps ${gaps.map(Math.round).join(', ')})`)
+    const done = calls.filter((c) => c.end !== undefined)
+    t.ok(done.every((c, i) => i === 0 || c.start >= done[i - 1]!.end!), 'at most one capture in flight')
+    t.ok(done.every((c, i) => i === 0 || c.start - done[i - 1]!.start >= 99), 'captures start at least the minimum interval apart')
+
+    pipeline.setCategories(DEFAULT_CATEGORIES)
+    // One capture may have been in flight when the category went off; after that, nothing.
+    await new Promise((r) => setTimeout(r, 300))
+    const captured = collector.stats.captured
+    const emitted = shots.length
+    await new Promise((r) => setTimeout(r, 1500)) // absence: more than three intervals
+    t.equal(collector.stats.captured, captured, 'no captures while disabled')
+    t.equal(shots.length, emitted, 'no screenshots while disabled')
+
+    pipeline.setCategories(WITH_SCREENSHOTS)
+    await waitFor(() => shots.length > emitted, 5000, 'screenshot after re-enabling')
+  })
+
+  t.test('one capture after each page load (interval far away)', async (t) => {
+    const { shots, client } = await setup(t, server, '/red', { intervalMs: 600_000, minIntervalMs: 50 })
+    await client.Page.enable()
+    const colored = (rgb: readonly number[]) => shots.filter((s) => firstPixel(s.png).join() === rgb.join())
+    for (const [path, rgb] of [['blue', [0, 0, 255]], ['green', [0, 255, 0]]] as const) {
+      const loaded = client.Page.loadEventFired()
+      await client.Page.navigate({ url: server.url + path })
+      await loaded
+      await waitFor(() => colored(rgb).length > 0, 5000, `screenshot after loading ${path}`)
+      t.equal(colored(rgb).length, 1, `one screenshot of ${path}`)
+    }
+  })
+
+  t.test('identical consecutive frames are skipped', async (t) => {
+    const { shots, collector } = await setup(t, server, '/static', { intervalMs: 150, minIntervalMs: 50 })
+    await waitFor(() => collector.stats.duplicates >= 4, 10000, 'duplicate frames')
+    t.equal(shots.length, 1)
+    t.equal(collector.stats.emitted, 1)
+  })
+
+  t.test('a PNG too large for the envelope is re-captured smaller, never truncated', async (t) => {
+    const cap = 60_000
+    const { shots, collector, viewport } = await setup(t, server, '/noise', { intervalMs: 300, minIntervalMs: 50, maxBytes: cap }, cap)
+    await waitFor(() => shots.length >= 1, 15000, 'scaled screenshot')
+    const s = shots[0]!
+    const size = pngSize(s.png)
+    t.ok(size.width < viewport[0] && size.width > 0 && size.height < viewport[1] && size.height > 0, `scaled to ${size.width}x${size.height} from ${viewport.join('x')}`)
+    t.ok(Math.abs(size.width / size.height - viewport[0] / viewport[1]) < 0.1, 'aspect ratio kept')
+    t.ok(Buffer.byteLength(JSON.stringify(s.envelope)) <= cap, 'envelope within the cap')
+    t.equal(s.envelope.event.truncated, undefined)
+    t.ok(collector.stats.rescaled >= 1)
+    t.equal(collector.stats.oversize, 0)
+  })
+
+  t.test('the active page is the one most recently opened or navigated', async (t) => {
+    const { shots, collector, browser, client, pageId } = await setup(t, server, '/red', { intervalMs: 200, minIntervalMs: 50 })
+    await waitFor(() => shots.length >= 1, 5000, 'first screenshot')
+    t.same(firstPixel(shots.at(-1)!.png), [255, 0, 0])
+    const res = await fetch(`${browser.httpUrl}/json/new?${server.url}blue`, { method: 'PUT' })
+    const { id: blueId } = await res.json() as { id: string }
+    await waitFor(() => collector.activeTargetId() === blueId, 5000, 'new tab active')
+    await waitFor(() => shots.length > 0 && firstPixel(shots.at(-1)!.png)[2] === 255, 5000, 'blue screenshot')
+    await client.Page.enable()
+    const loaded = client.Page.loadEventFired()
+    await client.Page.navigate({ url: `${server.url}green` })
+    await loaded
+    await waitFor(() => collector.activeTargetId() === pageId, 5000, 'navigated tab active again')
+    await waitFor(() => firstPixel(shots.at(-1)!.png)[1] === 255, 5000, 'green screenshot')
+    t.same(firstPixel(shots.at(-1)!.png), [0, 255, 0])
+    // Closing the active tab hands over to the next most recent one.
+    await fetch(`${browser.httpUrl}/json/close/${pageId}`)
+    await waitFor(() => collector.activeTargetId() === blueId, 5000, 'blue active after close')
+    await waitFor(() => firstPixel(shots.at(-1)!.png)[2] === 255, 5000, 'blue screenshot again')
+  })
+})
