@@ -117,3 +117,35 @@ t.test('OOPIF and dedicated worker get their target_type; nav_seq counts top-lev
   t.ok(frame.signal.aborted && worker.signal.aborted, 'child sessions aborted')
   await t.rejects(frame.send('Runtime.evaluate', { expression: '1' }), /detached/)
 })
+
+t.test('a crashed renderer: collectors detach, then attach afresh on the surviving session', async (t) => {
+  const server = await startServer(t, { '/c': '<title>c</title>c' })
+  const browser = await startBrowser(t, { startUrl: `${server.url}c` })
+  const { pipeline } = await openStore(t)
+  const rec = recordingEmit(pipeline)
+  const collector = consoleCollector()
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: rec.emit, collectors: [collector] })
+  const crashed: string[] = []
+  const detachedIds: string[] = []
+  monitor.events.on('target-detached', (i: { sessionId: string }) => detachedIds.push(i.sessionId))
+  t.teardown(() => monitor.stop())
+  await monitor.start()
+  const page = collector.attached.find((s) => s.targetType === 'page')!
+  await waitFor(() => page.context().url === `${server.url}c`, 5000, 'loaded')
+  page.on('Inspector.targetCrashed', () => crashed.push(page.sessionId))
+  // chrome://crash kills the renderer reliably (Page.crash is sometimes ignored right after a load).
+  void page.send('Page.navigate', { url: 'chrome://crash' }).catch(() => undefined)
+  await waitFor(() => page.signal.aborted, 20000, 'crashed target state torn down')
+  t.same(crashed, [page.sessionId], 'collectors heard the crash before their detach ran')
+  t.same(detachedIds, [page.sessionId])
+  t.equal(collector.detached, 1)
+  const fresh = await waitFor(() => collector.attached.find((s) => s.targetId === page.targetId && s !== page), 10000, 'fresh state') as TargetSession
+  t.equal(fresh.sessionId, page.sessionId, 'same CDP session')
+  t.equal(fresh.context().nav_seq, 0, 'fresh per-target state')
+  await fresh.send('Page.reload')
+  await waitFor(() => fresh.context().url === `${server.url}c` && fresh.context().nav_seq === 1, 10000, 'reloaded')
+  await fresh.send('Runtime.evaluate', { expression: 'console.log("alive again")' })
+  const log = await waitFor(() => rec.ofType('console_log').find((e) => (e.data as { text: string }).text === 'alive again'), 5000, 'events after crash')
+  t.match(log.data, { session_id: page.sessionId, nav_seq: 1 })
+  t.equal(monitor.debugCounts().sessions, 1)
+})

@@ -222,8 +222,7 @@ export class BrowserConnection {
       const target = this.sessions.get(m.sessionId)
       if (!target) return
       target.dispatch(m.method, m.params)
-      // Collectors heard about the crash above; now their per-target state goes, and a fresh
-      // session is attached so a reloaded tab is tracked again.
+      // Collectors heard about the crash above; now their per-target state goes.
       if (m.method === 'Inspector.targetCrashed') this.onCrashed(target)
     } else {
       this.browserHandlers.dispatch(m.method, m.params, this.opts.logger, { scope: 'browser' })
@@ -258,6 +257,7 @@ export class BrowserConnection {
     } finally {
       if (!target.closed) {
         void this.sendMayFail('Runtime.runIfWaitingForDebugger', {}, sessionId)
+        target.announced = true
         this.opts.events.emit('target-attached', target.info())
       }
     }
@@ -287,11 +287,16 @@ export class BrowserConnection {
     await Promise.all([...own, ...collectorSetups])
   }
 
+  /**
+   * The CDP session survives a renderer crash and its enabled domains come back when the tab is
+   * reloaded (a second session attached to a crashed target gets no answers until then). So the
+   * per-target state is rebuilt on the same session: collectors detach, then attach afresh (nav_seq 0).
+   */
   private onCrashed(target: AttachedTarget): void {
-    const { targetId, sessionId, parentSessionId } = target
+    const info = target.currentInfo()
+    const { sessionId, parentSessionId } = target
     this.dropTarget(sessionId)
-    void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
-    if (!parentSessionId) void this.sendMayFail('Target.attachToTarget', { targetId, flatten: true })
+    if (!this.closed) this.onAttached({ sessionId, targetInfo: info, waitingForDebugger: false }, parentSessionId)
   }
 
   private dropTarget(sessionId: string): void {
@@ -303,7 +308,7 @@ export class BrowserConnection {
     for (const child of [...target.children]) this.dropTarget(child)
     const info = target.info()
     target.close()
-    this.opts.events.emit('target-detached', info)
+    if (target.announced) this.opts.events.emit('target-detached', info)
   }
 
   /** Races p against attachTimeoutMs; the timer is tracked so a closed connection leaves none behind. */

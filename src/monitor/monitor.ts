@@ -73,7 +73,7 @@ export class Monitor {
     this.reconnect = { ...DEFAULT_RECONNECT, ...opts.reconnect }
     this.logger = opts.logger ?? silentLogger
     this.launchPort = opts.launch?.port
-    // 'error'-free emitter: nobody must crash the daemon by forgetting a listener.
+    // main.ts, /healthz, metrics and collectors may all listen; the default cap of 10 would warn.
     this.events.setMaxListeners(50)
   }
 

@@ -37,6 +37,8 @@ export class AttachedTarget implements TargetSession {
   readonly targetId: string
   readonly targetType: TargetType
   readonly parentSessionId: string | undefined
+  /** Set once 'target-attached' was announced, so 'target-detached' pairs with it. */
+  announced = false
   /** Session ids of targets auto-attached through this one (OOPIFs, dedicated workers). */
   readonly children = new Set<string>()
   private url: string | undefined
@@ -54,17 +56,17 @@ export class AttachedTarget implements TargetSession {
   constructor(
     private readonly sendRaw: SessionSend,
     private readonly logger: Logger,
-    info: Protocol.Target.TargetInfo,
+    readonly targetInfo: Protocol.Target.TargetInfo,
     sessionId: string,
     parentSessionId: string | undefined,
   ) {
     this.sessionId = sessionId
-    this.targetId = info.targetId
-    this.targetType = targetTypeOf(info.type)
+    this.targetId = targetInfo.targetId
+    this.targetType = targetTypeOf(targetInfo.type)
     this.parentSessionId = parentSessionId
-    this.url = info.url || undefined
+    this.url = targetInfo.url || undefined
     // A page's and an OOPIF's root frame id equals its target id.
-    if (this.hasFrames) this.frameId = info.targetId
+    if (this.hasFrames) this.frameId = targetInfo.targetId
   }
 
   get signal(): AbortSignal { return this.abort.signal }
@@ -118,6 +120,11 @@ export class AttachedTarget implements TargetSession {
   seedFrame(frame: Protocol.Page.Frame): void {
     if (this.navigated) return
     this.applyFrame(frame)
+  }
+
+  /** The target info as of now (for re-creating this target's state on the same session). */
+  currentInfo(): Protocol.Target.TargetInfo {
+    return { ...this.targetInfo, url: this.url ?? this.targetInfo.url }
   }
 
   /** Keeps the url of frameless targets (workers) current from Target.targetInfoChanged. */
