@@ -82,6 +82,11 @@ t.test('no browser: 503 error object on discovery and upgrade, nothing emitted',
   const err = await openWs(`ws://127.0.0.1:${port}/devtools/browser/x`).then(() => undefined, (e: Error) => e)
   t.match(err?.message, /Unexpected server response: 503/)
   t.equal((await fetch(base + '/nope')).status, 404)
+  const { request } = await import('node:http')
+  const bad = await new Promise<number>((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path: '//evil/json/version' }, (res) => { res.resume(); resolve(res.statusCode!) }).on('error', reject).end()
+  })
+  t.equal(bad, 400, 'a malformed request target is a 400')
   t.same(rec.events, [])
 })
 

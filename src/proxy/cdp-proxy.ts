@@ -136,7 +136,8 @@ export class CdpProxy {
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy())
     if (this.closing) return rejectUpgrade(socket, 503, 'unavailable', 'the CDP proxy is shutting down')
-    const url = new URL(req.url ?? '/', 'http://proxy')
+    const url = requestUrl(req)
+    if (!url) return rejectUpgrade(socket, 400, 'bad_request', 'malformed request target')
     const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
     if (denied) return rejectUpgrade(socket, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
@@ -258,7 +259,8 @@ export class CdpProxy {
   // ---- HTTP discovery ----
 
   private async handleHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://proxy')
+    const url = requestUrl(req)
+    if (!url) return sendError(res, 400, 'bad_request', 'malformed request target')
     if (url.pathname !== '/json' && !url.pathname.startsWith('/json/')) {
       return sendError(res, 404, 'not_found', `no such endpoint ${url.pathname}: the CDP proxy serves /json/version, /json/list and WebSocket upgrades`)
     }
@@ -362,7 +364,14 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
   res.end(body)
 }
 
-const STATUS_TEXT: Record<number, string> = { 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }
+/** The request target as a URL; undefined when it is not one (a 400, not a 500). Absolute-form targets keep only path and query. */
+function requestUrl(req: IncomingMessage): URL | undefined {
+  const target = req.url ?? '/'
+  if (!target.startsWith('/') || target.startsWith('//')) return undefined
+  try { return new URL(target, 'http://proxy') } catch { return undefined }
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }
 
 /** Answers an upgrade request with a plain HTTP error (the socket is not a WebSocket yet). */
 function rejectUpgrade(socket: Duplex, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
