@@ -149,6 +149,21 @@ t.test('disabled category: 204 and nothing stored; auth, scope and browser id', 
   t.equal((await s.post(body, { token: ALL })).status, 200)
 })
 
+t.test('the route is in the OpenAPI document', async (t) => {
+  const { log, pipeline } = await openStore(t)
+  const tokens = new TokenSet()
+  tokens.add(ALL, ALL_SCOPES)
+  const app = createApiApp({ browserId: BROWSER, log, pipeline, tokens, routes: [(r) => registerIngestRoutes(r, { pipeline })] })
+  const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
+  t.teardown(() => server.close(500))
+  const res = await fetch(`${server.url}/openapi.json`, { headers: { authorization: `Bearer ${ALL}` } })
+  t.equal(res.status, 200)
+  const doc = await res.json() as { paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>> }
+  const op = doc.paths['/browsers/{id}/telemetry/events']?.post
+  t.equal(op?.operationId, 'publishBrowserTelemetryEvent')
+  t.ok(op?.responses['200'] && op?.responses['204'], '200 and 204 documented')
+})
+
 t.test('parseIngestBody as a pure function', async (t) => {
   t.same(parseIngestBody({ type: 'cdp_connect', source: { kind: 'extension' }, data: {} }), { type: 'cdp_connect', source: { kind: 'extension' }, data: {} })
   t.throws(() => parseIngestBody('x'), { status: 400 })
