@@ -16,7 +16,17 @@ export interface CliIO {
   signal?: AbortSignal
 }
 
+let epipeHandled = false
+
 export function processIO(): CliIO {
+  if (!epipeHandled) {
+    epipeHandled = true
+    // `browser-telemetry read | head`: the reader went away; that is success, not a crash with a stack.
+    process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(0)
+      throw err
+    })
+  }
   return { stdout: process.stdout, stderr: process.stderr, env: process.env }
 }
 
