@@ -67,7 +67,8 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
   const spoolPath = join(opts.dir, `${opts.prefix ?? DEFAULT_SPOOL_PREFIX}${randomBytes(8).toString('hex')}`)
   let file: SpooledFile | undefined
   let fileDone: Promise<void> | undefined
-  let fileStream: Readable | undefined
+  /** Destroys the file pipeline so fileDone settles even when busboy stops mid-part. */
+  let abortFile: ((err: Error) => void) | undefined
 
   try {
     await new Promise<void>((resolve, reject) => {
@@ -81,7 +82,7 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
         parser.removeAllListeners('file').removeAllListeners('field')
         parser.on('error', () => undefined)
         parser.destroy()
-        fileStream?.destroy()
+        abortFile?.(err as Error)
         reject(err)
       }
       parser.on('field', (name, value, info) => {
@@ -97,7 +98,6 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
         if (failed) { stream.resume(); return }
         if (name !== opts.fileField) { stream.resume(); return fail(badRequest(name, opts.textFields.includes(name) ? 'must be a text field, not a file part' : `unexpected file part (expected "${opts.fileField}")`)) }
         if (fileDone) { stream.resume(); return fail(badRequest(name, 'given more than once')) }
-        fileStream = stream
         const hash = createHash('sha256')
         let size = 0
         const meter = new Transform({
@@ -108,6 +108,7 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
             cb(null, chunk)
           },
         })
+        abortFile = (err) => { meter.destroy(err); stream.destroy() }
         fileDone = pipeline(stream, meter, createWriteStream(spoolPath, { flags: 'wx', mode: 0o600 })).then(() => {
           file = { path: spoolPath, size, sha256: hash.digest('hex'), filename: info.filename }
         })
@@ -122,6 +123,8 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
   } catch (err) {
     await fileDone?.catch(() => undefined)
     await rm(spoolPath, { force: true })
+    // the rest of the body is left unread, so this connection cannot carry another request
+    if (err instanceof UploadError) throw new UploadError(err.code, err.message, err.details, { ...err.headers, ...CLOSE_CONNECTION })
     throw err
   }
   return { fields, file }
