@@ -42,6 +42,23 @@ export function isSensitiveField(el: Element): boolean {
 }
 
 /**
+ * True when a key event's target hides where the keys really go: the event reached us retargeted
+ * to an element that cannot hold the focus itself, so the focused field sits in a closed shadow
+ * root we cannot inspect (composedPath() stops at its host). Custom elements count as opaque for
+ * the same reason. Privacy wins: such keys are not reported.
+ */
+export function isOpaqueKeyTarget(target: Element, inner: Element): boolean {
+  if (inner !== target) return false // an open shadow root: the real field is visible
+  const doc = target.ownerDocument
+  if (target === doc.body || target === doc.documentElement) return false
+  if (target.localName.includes('-')) return true
+  if ((target as HTMLElement).isContentEditable || target.hasAttribute('tabindex')) return false
+  if (/^(input|textarea|select|button|iframe|summary|audio|video|embed|object)$/.test(target.localName)) return false
+  if ((target.localName === 'a' || target.localName === 'area') && target.hasAttribute('href')) return false
+  return true
+}
+
+/**
  * Trimmed, whitespace-collapsed visible text of a clicked element, at most `max` UTF-16 units
  * (never ending in half a surrogate pair). Blank for sensitive fields and for anything the user
  * types into (text inputs, textareas, contenteditable), whose text is user data, not a label.
@@ -74,6 +91,7 @@ export function clickText(el: Element, max: number, isSensitive: (el: Element) =
 export interface AgentHelpers {
   cssSelectorFor: (el: Element) => string
   isSensitiveField: (el: Element) => boolean
+  isOpaqueKeyTarget: (target: Element, inner: Element) => boolean
   clickText: (el: Element, max: number, isSensitive: (el: Element) => boolean) => string
 }
 
@@ -93,7 +111,7 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
   const send = (payload: PagePayload): void => {
     try { (binding as (s: string) => void)(JSON.stringify(payload)) } catch { /* binding gone with the session */ }
   }
-  const { cssSelectorFor, isSensitiveField, clickText } = helpers
+  const { cssSelectorFor, isSensitiveField, isOpaqueKeyTarget, clickText } = helpers
 
   const isElement = (v: unknown): v is Element => typeof v === 'object' && v !== null && (v as Node).nodeType === 1
   // The innermost element (inside open or closed shadow roots): what privacy rules must look at.
@@ -141,7 +159,7 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
     if (!e.isTrusted) return
     const target = isElement(e.target) ? e.target : document.activeElement ?? document.documentElement
     const inner = innermost(e) ?? target
-    if (isSensitiveField(inner) || isSensitiveField(target)) return
+    if (isSensitiveField(inner) || isSensitiveField(target) || isOpaqueKeyTarget(target, inner)) return
     send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase() })
   }, { capture: true })
 
@@ -200,6 +218,7 @@ const __name = (fn) => fn;
 const helpers = {
   cssSelectorFor: (${cssSelectorFor.toString()}),
   isSensitiveField: (${isSensitiveField.toString()}),
+  isOpaqueKeyTarget: (${isOpaqueKeyTarget.toString()}),
   clickText: (${clickText.toString()}),
 };
 (${installInteractionAgent.toString()})(${JSON.stringify(bindingName)}, ${JSON.stringify(options)}, helpers);

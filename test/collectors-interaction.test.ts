@@ -17,6 +17,13 @@ const PAGE = (port: number) => `<!doctype html><html><head><title>main</title></
 <input id="user" style="${abs(10, 80, 150, 20)}">
 <input type="password" id="pw" style="${abs(10, 110, 150, 20)}">
 <input name="cardNumber" style="${abs(10, 140, 150, 20)}">
+<div id="host" style="${abs(10, 170, 300, 24)}"></div>
+<div id="open-host" style="${abs(320, 120, 300, 24)}"></div>
+<script>
+  const fields = '<input id="inner-text" style="width:140px"><input id="inner-pw" type="password" style="width:140px">'
+  document.getElementById('host').attachShadow({ mode: 'closed' }).innerHTML = fields
+  document.getElementById('open-host').attachShadow({ mode: 'open' }).innerHTML = fields
+</script>
 <svg style="${abs(200, 10, 100, 50)}" width="100" height="50"><g><rect width="40" height="40"/><rect x="50" width="40" height="40"/></g></svg>
 <div id="scroller" style="${abs(320, 10, 200, 100)};overflow:auto"><div style="height:1000px">tall</div></div>
 <iframe src="/frame" style="${abs(0, 200, 300, 150)};border:5px solid black;padding:0"></iframe>
@@ -120,6 +127,26 @@ t.test('interaction events through the monitor', async (t) => {
     const pw = dataOf(rec, 'interaction_click').filter((c) => c.selector === '#pw' || c.selector === 'input[name="cardNumber"]')
     t.same(pw.map((c) => [c.selector, c.text]), [['#pw', ''], ['input[name="cardNumber"]', '']])
     t.equal(await evalMain('document.getElementById("pw").value'), 'sec', 'the keys did reach the password field')
+  })
+
+  t.test('shadow DOM: the host is the selector; hidden or sensitive inner fields report no keys', async (t) => {
+    await click(client, 330, 130) // open shadow root: inner text input
+    await press(client, 'k')
+    await click(client, 480, 130) // open shadow root: inner password input
+    await press(client, 'p')
+    await click(client, 20, 180) // closed shadow root: text input, but we cannot see that it is one
+    await press(client, 'c')
+    await click(client, 170, 180) // closed shadow root: password input
+    await press(client, 'q')
+    await click(client, 20, 90)
+    await press(client, 'm') // marker
+    const keys = await waitFor(() => dataOf(rec, 'interaction_key').some((k) => k.key === 'm') && dataOf(rec, 'interaction_key'), 5000, 'marker')
+    const sinceShadow = keys.slice(keys.findIndex((k) => k.key === 'k'))
+    t.same(sinceShadow.map((k) => [k.key, k.selector, k.tag]), [['k', '#open-host', 'DIV'], ['m', '#user', 'INPUT']])
+    const hostClicks = dataOf(rec, 'interaction_click').filter((c) => String(c.selector).endsWith('host'))
+    t.same(hostClicks.map((c) => [c.selector, c.x, c.y, c.tag, c.text]), [
+      ['#open-host', 330, 130, 'DIV', ''], ['#open-host', 480, 130, 'DIV', ''], ['#host', 20, 180, 'DIV', ''], ['#host', 170, 180, 'DIV', ''],
+    ])
   })
 
   t.test('30 keys in one second all arrive', async (t) => {

@@ -3,7 +3,7 @@
 import t from 'tap'
 import CDP from 'chrome-remote-interface'
 import { cssSelectorFor } from '../collectors/selector.js'
-import { isSensitiveField, clickText, buildInteractionScript } from '../collectors/interaction-script.js'
+import { isSensitiveField, isOpaqueKeyTarget, clickText, buildInteractionScript } from '../collectors/interaction-script.js'
 import { startBrowser } from './helpers/browser.js'
 import { startServer } from './helpers/http.js'
 
@@ -136,6 +136,20 @@ t.test('page-side helpers in real Chromium', async (t) => {
       ['<textarea name="notes">typed</textarea>', false],
       ['<input type="submit" value="Send it">', false],
     ])
+  })
+
+  t.test('key targets that may hide a closed shadow root are opaque', async (t) => {
+    const got = await inPage<boolean[]>(client, `() => {
+      const isOpaqueKeyTarget = (${isOpaqueKeyTarget.toString()})
+      const el = (html) => { const d = document.createElement('div'); d.innerHTML = html; return d.firstElementChild }
+      const self = (html) => { const e = el(html); return isOpaqueKeyTarget(e, e) }
+      return [
+        isOpaqueKeyTarget(document.body, document.body), self('<input>'), self('<button></button>'), self('<a href="#">x</a>'),
+        self('<div tabindex="0"></div>'), self('<p contenteditable="true"></p>'), isOpaqueKeyTarget(el('<div></div>'), el('<input>')),
+        self('<div></div>'), self('<a>no href</a>'), self('<my-field tabindex="0"></my-field>'),
+      ]
+    }`)
+    t.same(got, [false, false, false, false, false, false, false, true, true, true])
   })
 
   t.test('click text: trimmed, collapsed, capped, blank for typed-in and sensitive fields', async (t) => {
