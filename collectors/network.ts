@@ -26,6 +26,8 @@ export interface NetworkCollectorOptions {
   maxTrackedRequests?: number
   /** network_idle quiet period (default 500 ms, the spec's value). */
   idleQuietMs?: number
+  /** When given and false, responses skip the body fetch (the category is off: emit would drop them anyway). */
+  isEnabled?: () => boolean
   timers?: Timers
   now?: () => number
 }
@@ -133,7 +135,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
           })
           idle?.done(p.requestId)
         }
-        if (bodyMaxBytes <= 0 || !isTextMime(response.mimeType) || detached) { send(undefined); return }
+        if (bodyMaxBytes <= 0 || !isTextMime(response.mimeType) || detached || opts.isEnabled?.() === false) { send(undefined); return }
         bodies.submit({
           owner,
           cancel: () => send(undefined),

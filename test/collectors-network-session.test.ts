@@ -168,3 +168,14 @@ t.test('page collector on a worker does nothing', async (t) => {
   t.equal(f.listeners(), 0)
   detach()
 })
+
+t.test('with the network category off, no body is fetched', async (t) => {
+  const f = fakeSession('page')
+  const rec = recorder()
+  await createNetworkCollector({ timers: new FakeTimers(), isEnabled: () => false }).attach!(f.session, rec.emit)
+  f.fire('Network.requestWillBeSent', request('a'))
+  f.fire('Network.responseReceived', response('a'))
+  f.fire('Network.loadingFinished', { requestId: 'a', timestamp: 3, encodedDataLength: 7 })
+  t.notOk(f.sent.includes('Network.getResponseBody'))
+  t.equal(rec.events.filter((e) => e.type === 'network_response').length, 1)
+})
