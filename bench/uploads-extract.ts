@@ -3,7 +3,7 @@
 // Run: npx tsx bench/uploads-extract.ts [--runs N] [--mib N]
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createReadStream, createWriteStream } from 'node:fs'
+import { createReadStream, createWriteStream, readFileSync, writeFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -38,7 +38,7 @@ async function buildArchive(path: string): Promise<{ files: number }> {
   let files = 0
   while (total < TOTAL) {
     const r = rand()
-    const size = r < 0.9 ? Math.floor(1024 + rand() * 60 * 1024) : Math.floor(512 * 1024 + rand() * 4 * 1024 * 1024)
+    const size = r < 0.95 ? Math.floor(1024 + rand() * 40 * 1024) : Math.floor(512 * 1024 + rand() * 2 * 1024 * 1024)
     const binary = files % 2 === 1
     const name = `d${files % 37}/sub${files % 5}/f${files}.${binary ? 'bin' : 'txt'}`
     // like Info-ZIP, store what deflate cannot shrink
@@ -73,8 +73,12 @@ async function rssDuringUpload(archive: string, work: string): Promise<{ baselin
     server.stdout!.once('data', (b: Buffer) => resolve(Number(b.toString().trim())))
     server.once('exit', (code) => reject(new Error(`server exited ${code}`)))
   })
-  const rss = () => Number(spawnSync('ps', ['-o', 'rss=', '-p', String(server.pid)]).stdout.toString().trim()) * 1024
+  const status = () => readFileSync(`/proc/${server.pid}/status`, 'utf8')
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status())![1]) * 1024
+  const rss = () => kib('VmRSS')
   const baseline = rss()
+  // reset the kernel's peak-RSS mark so VmHWM covers the upload only (sampling can miss short peaks)
+  try { writeFileSync(`/proc/${server.pid}/clear_refs`, '5') } catch { /* older kernels: sampling only */ }
   let peak = baseline
   const timer = setInterval(() => { peak = Math.max(peak, rss()) }, 20)
   const size = (await stat(archive)).size
@@ -82,9 +86,9 @@ async function rssDuringUpload(archive: string, work: string): Promise<{ baselin
   const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="dest_path"\r\n\r\n${join(work, 'uploads', 'dest')}\r\n` +
     `--${boundary}\r\nContent-Disposition: form-data; name="zip_file"; filename="a.zip"\r\nContent-Type: application/zip\r\n\r\n`)
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`)
-  const status = await new Promise<number>((resolve, reject) => {
+  const answer = await new Promise<number>((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/browsers/bench/fs/upload_zip', headers: {
-      'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length,
+      authorization: 'Bearer bench-token', 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': head.length + size + tail.length,
     } }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)) })
     req.on('error', reject)
     req.write(head)
@@ -93,9 +97,9 @@ async function rssDuringUpload(archive: string, work: string): Promise<{ baselin
     file.on('end', () => req.end(tail))
   })
   clearInterval(timer)
-  peak = Math.max(peak, rss())
+  peak = Math.max(peak, rss(), kib('VmHWM'))
   server.kill()
-  if (status !== 201) throw new Error(`upload answered ${status}`)
+  if (answer !== 201) throw new Error(`upload answered ${answer}`)
   return { baseline, peak }
 }
 
@@ -112,8 +116,9 @@ try {
     const a = join(work, `ours-${i}`)
     const b = join(work, `unzip-${i}`)
     await mkdir(b)
-    const runOurs = async () => { ours.push(await timeIt(async () => { await extractZip(archive, a, LIMITS) })) }
-    const runUnzip = async () => { theirs.push(await timeIt(() => unzip(archive, b))) }
+    // flush the previous run's dirty pages first, so neither side pays for the other's writeback
+    const runOurs = async () => { spawnSync('sync'); ours.push(await timeIt(async () => { await extractZip(archive, a, LIMITS) })) }
+    const runUnzip = async () => { spawnSync('sync'); theirs.push(await timeIt(() => unzip(archive, b))) }
     if (i % 2 === 0) { await runOurs(); await runUnzip() } else { await runUnzip(); await runOurs() }
     await rm(a, { recursive: true, force: true })
     await rm(b, { recursive: true, force: true })

@@ -25,6 +25,8 @@ const WHOLE_MAX_COMPRESSED = 1024 * 1024
 const WHOLE_MAX_UNCOMPRESSED = 4 * 1024 * 1024
 /** Entries extracted at once: zlib inflates on the libuv pool, so a few in flight keep both cores busy. */
 const CONCURRENCY = 4
+/** Read once: calling process.umask() without an argument is deprecated for repeated use. */
+const UMASK = process.umask()
 
 export interface ExtractResult { files: number; dirs: number; symlinks: number; bytes: number }
 
@@ -209,14 +211,7 @@ async function extractFile(zip: yauzl.ZipFile, archive: FileHandle, info: ZipEnt
   const mode = info.mode ?? 0o666
   try {
     if (entry.compressedSize <= WHOLE_MAX_COMPRESSED && entry.uncompressedSize <= WHOLE_MAX_UNCOMPRESSED) {
-      const { fileDataStart } = await zip.readLocalFileHeaderPromise(entry, { minimal: true })
-      const raw = Buffer.allocUnsafe(entry.compressedSize)
-      let got = 0
-      while (got < raw.length) {
-        const { bytesRead } = await archive.read(raw, got, raw.length - got, fileDataStart + got)
-        if (bytesRead === 0) throw invalidZip('entry data runs past the end of the archive', info.rawName)
-        got += bytesRead
-      }
+      const raw = await readEntryData(archive, info)
       const data = entry.compressionMethod === 8
         ? await inflateRawAsync(raw, { maxOutputLength: Math.max(1, entry.uncompressedSize) })
         : raw
@@ -234,8 +229,36 @@ async function extractFile(zip: yauzl.ZipFile, archive: FileHandle, info: ZipEnt
     throw invalidZip(`corrupt data: ${(err as Error).message}`, info.rawName)
   }
   // umask may have cleared bits the archive asks for; the archive's bits win (setuid/setgid/sticky never present)
-  if (info.mode !== undefined) await chmod(target, info.mode)
+  if (info.mode !== undefined && (info.mode & UMASK) !== 0) await chmod(target, info.mode)
   return entry.uncompressedSize
+}
+
+const LOCAL_HEADER_SIGNATURE = 0x04034b50
+/** Room guessed for the local header's name and extra field, so one read usually covers header and data. */
+const LOCAL_HEADER_SLACK = 30 + 1024
+
+/**
+ * The compressed bytes of a small entry in (usually) one read: the local header's name/extra lengths
+ * may differ from the central directory's, so the header is parsed from the same buffer.
+ */
+async function readEntryData(archive: FileHandle, info: ZipEntryInfo): Promise<Buffer> {
+  const { entry } = info
+  const start = entry.relativeOffsetOfLocalHeader
+  const buf = Buffer.allocUnsafe(LOCAL_HEADER_SLACK + entry.fileNameLength + entry.compressedSize)
+  const { bytesRead } = await archive.read(buf, 0, buf.length, start)
+  if (bytesRead < 30 || buf.readUInt32LE(0) !== LOCAL_HEADER_SIGNATURE) throw invalidZip('missing or corrupt local file header', info.rawName)
+  const dataStart = 30 + buf.readUInt16LE(26) + buf.readUInt16LE(28)
+  const dataEnd = dataStart + entry.compressedSize
+  if (dataEnd <= bytesRead) return buf.subarray(dataStart, dataEnd)
+  // a long local extra field: read the data on its own
+  const data = Buffer.allocUnsafe(entry.compressedSize)
+  let got = 0
+  while (got < data.length) {
+    const r = await archive.read(data, got, data.length - got, start + dataStart + got)
+    if (r.bytesRead === 0) throw invalidZip('entry data runs past the end of the archive', info.rawName)
+    got += r.bytesRead
+  }
+  return data
 }
 
 /** Passes data through while checking it never exceeds the declared size and matches the CRC-32. */

@@ -1,0 +1,29 @@
+// Helper process for bench/uploads-extract.ts: the API app with the upload route over a real event
+// log, so the RSS the benchmark samples is a daemon's. Prints its port, then serves until killed.
+// Usage: node --import tsx bench/uploads-server.ts <work-dir>
+import { join } from 'node:path'
+import { createApiApp } from '../src/api/app.js'
+import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
+import { registerUploadRoutes } from '../src/api/routes/uploads.js'
+import { startApiServer } from '../src/api/server.js'
+import { Pipeline } from '../src/pipeline.js'
+import { EventLog } from '../src/store/event-log.js'
+import { sweepSpool } from '../src/uploads/multipart-spool.js'
+import { prepareUploadRoots } from '../src/uploads/upload-roots.js'
+
+export const BENCH_TOKEN = 'bench-token'
+const work = process.argv[2]!
+const log = await EventLog.open({ path: join(work, 'log'), retentionIntervalMs: 0 })
+const pipeline = new Pipeline({ log })
+const tokens = new TokenSet()
+tokens.add(BENCH_TOKEN, ALL_SCOPES)
+const uploadRoots = await prepareUploadRoots([], work)
+const spoolDir = join(work, 'tmp')
+await sweepSpool(spoolDir)
+const app = createApiApp({
+  browserId: 'bench', log, pipeline, tokens,
+  routes: [(r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: 1024 ** 3, zipLimits: { maxEntries: 100_000, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 200 } })],
+})
+const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
+process.stdout.write(`${new URL(server.url).port}\n`)
+process.on('SIGTERM', () => { void server.close(100).then(() => log.close()).then(() => process.exit(0)) })
