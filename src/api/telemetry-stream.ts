@@ -30,11 +30,13 @@ export interface TelemetryStreamsOptions {
 
 export interface StreamStats { open: number; slowDisconnects: number }
 
-const frames = (records: readonly StoredRecord[]): string => {
+/** SSE frames of records, encoded once (the same bytes go to every live client). */
+const frames = (records: readonly StoredRecord[]): Buffer => {
   let s = ''
   for (const r of records) s += `id: ${r.seq}\ndata: ${r.json}\n\n`
-  return s
+  return Buffer.from(s, 'utf8')
 }
+const KEEPALIVE = Buffer.from(': keepalive\n\n')
 
 /** Every open stream of the daemon; one commit listener fans each batch out to all of them. */
 export class TelemetryStreams {
@@ -68,7 +70,7 @@ export class TelemetryStreams {
   }
 
   private readonly onCommit = (records: readonly StoredRecord[]): void => {
-    let chunk: string | undefined
+    let chunk: Buffer | undefined
     for (const s of this.sessions) {
       if (s.mode === 'live') {
         chunk ??= frames(records)
@@ -88,7 +90,7 @@ class StreamSession {
   private held: StoredRecord[] = []
   private heldOverflowed = false
   /** Frames waiting for the socket to drain, and how many events they hold. */
-  private queued: string[] = []
+  private queued: Buffer[] = []
   private queuedEvents = 0
   /** Events of the write the socket has not drained yet (Node buffers it). */
   private undrained = 0
@@ -118,7 +120,7 @@ class StreamSession {
     res.on('close', () => this.close())
     res.on('drain', this.onDrain)
     this.keepalive = setInterval(() => {
-      if (!this.wroteSinceTick && !this.blocked) this.write(': keepalive\n\n', 0)
+      if (!this.wroteSinceTick && !this.blocked) this.write(KEEPALIVE, 0)
       this.wroteSinceTick = false
     }, this.hub.opts.keepaliveMs)
 
@@ -169,7 +171,7 @@ class StreamSession {
   }
 
   /** Live mode: one committed batch; `chunk` is its frames, shared by every client. */
-  deliver(records: readonly StoredRecord[], chunk: string): void {
+  deliver(records: readonly StoredRecord[], chunk: Buffer): void {
     const last = records[records.length - 1]!.seq
     let events = records.length
     if (records[0]!.seq <= this.lastSent) {
@@ -181,7 +183,7 @@ class StreamSession {
     this.write(chunk, events, last)
   }
 
-  private write(chunk: string, events: number, lastSeq?: number): void {
+  private write(chunk: Buffer, events: number, lastSeq?: number): void {
     if (this.mode === 'closed') return
     if (lastSeq !== undefined) this.lastSent = lastSeq
     this.wroteSinceTick = true
@@ -200,7 +202,7 @@ class StreamSession {
     this.send(chunk, events)
   }
 
-  private send(chunk: string, events: number): void {
+  private send(chunk: Buffer, events: number): void {
     if (this.res.write(chunk)) return
     this.blocked = true
     this.undrained = events
@@ -210,7 +212,7 @@ class StreamSession {
     this.blocked = false
     this.undrained = 0
     if (this.queued.length === 0) return
-    const chunk = this.queued.join('')
+    const chunk = Buffer.concat(this.queued)
     const events = this.queuedEvents
     this.queued = []
     this.queuedEvents = 0
@@ -220,7 +222,7 @@ class StreamSession {
   /** Clean end on shutdown: flush what is queued, end the response, destroy it if it does not finish in time. */
   end(graceMs: number): Promise<void> {
     if (this.mode !== 'closed') {
-      if (this.queued.length > 0) this.res.write(this.queued.join(''))
+      if (this.queued.length > 0) this.res.write(Buffer.concat(this.queued))
       this.queued = []
       this.res.end()
       const t = setTimeout(() => this.res.destroy(), graceMs)
