@@ -5,7 +5,7 @@ import { WebSocketServer } from 'ws'
 import { startServer } from './helpers/http.js'
 import { openStore } from './helpers/store.js'
 import { recordingEmit } from './helpers/monitor.js'
-import { backoffDelay, ConnectError, InitStepError, Monitor } from '../src/monitor/index.js'
+import { backoffDelay, ConnectError, InitStepError, Monitor, targetTypeOf } from '../src/monitor/index.js'
 
 async function fakeCdp(t: Parameters<Parameters<typeof t.test>[1]>[0], reject: string) {
   const server = await startServer(t)
@@ -71,4 +71,11 @@ t.test('nothing listening: start() rejects with a connect error', async (t) => {
 t.test('backoff: initial, doubling, capped', async (t) => {
   const o = { initialBackoffMs: 250, maxBackoffMs: 2000 }
   t.same([1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, o)), [250, 500, 1000, 2000, 2000, 2000])
+})
+
+t.test('target_type mapping', async (t) => {
+  t.same(
+    ['page', 'iframe', 'worker', 'service_worker', 'shared_worker', 'background_page', 'webview', 'auction_worklet', ''].map(targetTypeOf),
+    ['page', 'iframe', 'worker', 'service_worker', 'shared_worker', 'background_page', 'other', 'other', 'other'],
+  )
 })

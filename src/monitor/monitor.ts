@@ -116,6 +116,7 @@ export class Monitor {
       throw err
     }
     this.setState('collecting')
+    this.checkStillOpen()
   }
 
   /** Detaches collectors, closes the connection and stops a launched browser. */
@@ -161,6 +162,11 @@ export class Monitor {
     this.events.emit('upstream', conn.wsUrl)
   }
 
+  /** A connection that closed between its setup and adopt() was not reported (it was not current yet). */
+  private checkStillOpen(): void {
+    if (this.conn?.closed) queueMicrotask(() => { if (this.conn?.closed) this.onConnectionLost(this.conn) })
+  }
+
   private onConnectionLost(conn: BrowserConnection): void {
     if (conn !== this.conn || this.stopping.signal.aborted) return
     const lostAt = performance.now()
@@ -170,7 +176,8 @@ export class Monitor {
     void conn.close()
     this.emit({ type: 'monitor_disconnected', data: { reason: 'browser_restarted' } })
     this.setState('disconnected')
-    this.reconnecting = this.reconnectLoop(lostAt).finally(() => { this.reconnecting = undefined })
+    const loop: Promise<void> = this.reconnectLoop(lostAt).finally(() => { if (this.reconnecting === loop) this.reconnecting = undefined })
+    this.reconnecting = loop
   }
 
   private async reconnectLoop(lostAt: number): Promise<void> {
@@ -186,6 +193,7 @@ export class Monitor {
         this.setState('collecting')
         this.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: Math.round(performance.now() - lostAt) } })
         this.logger.info({ attempt, wsUrl: conn.wsUrl }, 'reconnected to the browser')
+        this.checkStillOpen()
         return
       } catch (err) {
         this.logger.warn({ err, attempt, attempts }, 'reconnect attempt failed')
