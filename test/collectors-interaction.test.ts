@@ -221,7 +221,8 @@ t.test('interaction events through the monitor', async (t) => {
     await inWorld(`for (let i = 0; i < 1000; i++) ${b}(JSON.stringify({ t: 'key', key: 'f', selector: '#flood', tag: 'A' }))`)
     await waitFor(() => collector.stats.accepted + collector.stats.rateLimited >= accepted + limited + 1000, 10000, 'flood processed')
     const floodAccepted = collector.stats.accepted - accepted
-    t.ok(floodAccepted >= 90 && floodAccepted <= 150, `flood capped near the burst (accepted ${floodAccepted} of 1000)`)
+    // The burst (100) plus 50/s for however long the page took to send them.
+    t.ok(floodAccepted >= 90 && floodAccepted <= 400, `flood capped near the burst (accepted ${floodAccepted} of 1000)`)
     t.equal(collector.stats.rateLimited - limited, 1000 - floodAccepted)
   })
 

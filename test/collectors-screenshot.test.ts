@@ -116,7 +116,7 @@ t.test('screenshots', async (t) => {
 
     pipeline.setCategories(DEFAULT_CATEGORIES)
     // One capture may have been in flight when the category went off; after that, nothing.
-    await new Promise((r) => setTimeout(r, 300))
+    await waitFor(() => calls.every((c) => c.end !== undefined), 10000, 'in-flight capture done')
     const captured = collector.stats.captured
     const emitted = shots.length
     await new Promise((r) => setTimeout(r, 1500)) // absence: more than three intervals
