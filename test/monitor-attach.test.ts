@@ -44,6 +44,8 @@ t.test('attaches to a running Chromium with open tabs; events carry the target c
   }
   t.equal(collector.attached.filter((s) => s.targetType === 'page').length, 2, 'collector attached to each existing tab')
   t.equal(rec.ofType('monitor_reconnected').length, 0, 'startup is not a reconnect')
+  t.same(monitor.targetCounts(), { page: 2 })
+  t.same(monitor.health(), { state: 'collecting', targets: 2 })
 
   const two = collector.attached.find((s) => s.context().url?.endsWith('/two'))!
   await two.send('Runtime.evaluate', { expression: 'console.log("hello from two")' })

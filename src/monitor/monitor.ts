@@ -84,6 +84,20 @@ export class Monitor {
 
   targets(): TargetInfo[] { return this.conn?.targets() ?? [] }
 
+  /** Attached targets by target_type (metrics: browser_telemetry_attached_targets). */
+  targetCounts(): Record<string, number> {
+    const counts: Record<string, number> = {}
+    for (const t of this.targets()) counts[t.targetType] = (counts[t.targetType] ?? 0) + 1
+    return counts
+  }
+
+  /** What /healthz reports for the monitor. */
+  health(): { state: MonitorState; targets: number; browser_pid?: number } {
+    const h: { state: MonitorState; targets: number; browser_pid?: number } = { state: this.currentState, targets: this.targets().length }
+    if (this.browser) h.browser_pid = this.browser.pid
+    return h
+  }
+
   /** Per-target and per-connection bookkeeping sizes, for leak tests. */
   debugCounts() {
     const c = this.conn?.counts() ?? {
