@@ -114,7 +114,8 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
   const { cssSelectorFor, isSensitiveField, isOpaqueKeyTarget, clickText } = helpers
 
   const isElement = (v: unknown): v is Element => typeof v === 'object' && v !== null && (v as Node).nodeType === 1
-  // The innermost element (inside open or closed shadow roots): what privacy rules must look at.
+  // The innermost element the event came from (inside open shadow roots; a closed root ends at its
+  // host): what the privacy rules must look at.
   const innermost = (e: Event): Element | undefined => {
     const first = e.composedPath()[0]
     return isElement(first) ? first : undefined
