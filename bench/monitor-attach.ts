@@ -96,9 +96,11 @@ async function timeRoundTrips(send: () => Promise<unknown>): Promise<number> {
 
 /** Round-trip medians, monitor session vs bare flattened session on the same tab, same run. */
 async function roundTrips(): Promise<{ monitor: number; bare: number }> {
-  let session: TargetSession | undefined
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => undefined, collectors: [{ name: 'grab', attach(s) { if (s.targetType === 'page') session = s; return () => undefined } }] })
+  const sessions = new Map<string, TargetSession>()
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => undefined, collectors: [{ name: 'grab', attach(s) { sessions.set(s.sessionId, s); return () => undefined } }] })
   await monitor.start()
+  // The start tab (tabs of the attach runs may still be closing).
+  const session = sessions.get(monitor.targets().find((x) => x.targetType === 'page' && x.context.url === 'about:blank')!.sessionId)
   const client = await CDP({ target: browser.wsUrl, local: true }) as unknown as BareClient
   const { sessionId } = await client.send('Target.attachToTarget', { targetId: session!.targetId, flatten: true })
   const m = await timeRoundTrips(() => session!.send('Runtime.evaluate', { expression: '1' }))

@@ -153,3 +153,25 @@ t.test('a crashed renderer: collectors detach, then attach afresh on the survivi
   t.match(log.data, { session_id: page.sessionId, nav_seq: 1 })
   t.equal(monitor.debugCounts().sessions, 1)
 })
+
+t.test('a service worker and a shared worker are attached with their target_type', async (t) => {
+  const js = (body: string) => (_req: unknown, res: import('node:http').ServerResponse) => { res.writeHead(200, { 'content-type': 'text/javascript' }); res.end(body) }
+  const server = await startServer(t, {
+    '/sw-page': `<script>navigator.serviceWorker.register('/sw.js'); window.sw = new SharedWorker('/shared.js')</script>`,
+    '/sw.js': js('self.addEventListener("install", () => self.skipWaiting())'),
+    '/shared.js': js('onconnect = () => {}'),
+  })
+  const browser = await startBrowser(t)
+  const { pipeline } = await openStore(t)
+  const collector = consoleCollector()
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: recordingEmit(pipeline).emit, collectors: [collector] })
+  t.teardown(() => monitor.stop())
+  await monitor.start()
+  const page = collector.attached.find((s) => s.targetType === 'page')!
+  await page.send('Page.navigate', { url: `${server.url}sw-page` })
+  const sw = await waitFor(() => monitor.targets().find((x) => x.targetType === 'service_worker'), 10000, 'service worker')
+  const shared = await waitFor(() => monitor.targets().find((x) => x.targetType === 'shared_worker'), 10000, 'shared worker')
+  t.equal(sw.context.url, `${server.url}sw.js`)
+  t.equal(shared.context.url, `${server.url}shared.js`)
+  t.equal(monitor.targets().filter((x) => x.targetId === sw.targetId).length, 1, 'one session per target (no duplicates)')
+})
