@@ -146,10 +146,18 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
     const inner = innermost(e) ?? target
     const offset = frameOffset()
     const sensitive = isSensitiveField(inner) || isSensitiveField(target)
+    // A click activated from the keyboard (Enter/Space: detail 0) has no pointer position; the
+    // element's centre says where it happened instead of a misleading 0,0.
+    let { clientX: x, clientY: y } = e
+    if (e.detail === 0 && x === 0 && y === 0) {
+      const rect = target.getBoundingClientRect()
+      x = rect.left + rect.width / 2
+      y = rect.top + rect.height / 2
+    }
     send({
       t: 'click',
-      x: Math.round(e.clientX + offset.x),
-      y: Math.round(e.clientY + offset.y),
+      x: Math.round(x + offset.x),
+      y: Math.round(y + offset.y),
       selector: cssSelectorFor(target),
       tag: target.tagName.toUpperCase(),
       text: sensitive ? '' : clickText(inner, options.textMax, isSensitiveField),

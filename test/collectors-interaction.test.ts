@@ -42,9 +42,9 @@ async function click(client: CDP.Client, x: number, y: number): Promise<void> {
   await client.Input.dispatchMouseEvent({ type: 'mouseReleased', x, y, button: 'left', clickCount: 1 })
 }
 async function press(client: CDP.Client, key: string): Promise<void> {
-  const printable = key.length === 1
-  const code = printable ? key.toUpperCase().charCodeAt(0) : key === 'Enter' ? 13 : 0
-  await client.Input.dispatchKeyEvent({ type: printable ? 'keyDown' : 'rawKeyDown', key, windowsVirtualKeyCode: code, ...(printable ? { text: key } : {}) })
+  const text = key.length === 1 ? key : key === 'Enter' ? '\r' : undefined
+  const code = key.length === 1 ? key.toUpperCase().charCodeAt(0) : key === 'Enter' ? 13 : 0
+  await client.Input.dispatchKeyEvent({ type: text ? 'keyDown' : 'rawKeyDown', key, windowsVirtualKeyCode: code, ...(text ? { text } : {}) })
   await client.Input.dispatchKeyEvent({ type: 'keyUp', key, windowsVirtualKeyCode: code })
 }
 
@@ -127,6 +127,15 @@ t.test('interaction events through the monitor', async (t) => {
     const pw = dataOf(rec, 'interaction_click').filter((c) => c.selector === '#pw' || c.selector === 'input[name="cardNumber"]')
     t.same(pw.map((c) => [c.selector, c.text]), [['#pw', ''], ['input[name="cardNumber"]', '']])
     t.equal(await evalMain('document.getElementById("pw").value'), 'sec', 'the keys did reach the password field')
+  })
+
+  t.test('a click activated from the keyboard is placed at the element centre', async (t) => {
+    await evalMain('document.getElementById("go").focus()')
+    const before = rec.ofType('interaction_click').length
+    await press(client, 'Enter')
+    const clicks = await waitFor(() => rec.ofType('interaction_click').length > before && dataOf(rec, 'interaction_click'), 5000, 'keyboard click')
+    t.same(clicks.at(-1), { ...pageSession.context(), x: 60, y: 25, selector: '#go', tag: 'BUTTON', text: 'Go now' })
+    t.same(dataOf(rec, 'interaction_key').at(-1), { ...pageSession.context(), key: 'Enter', selector: '#go', tag: 'BUTTON' })
   })
 
   t.test('shadow DOM: the host is the selector; hidden or sensitive inner fields report no keys', async (t) => {
