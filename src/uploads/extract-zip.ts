@@ -22,7 +22,7 @@ const inflateRawAsync = promisify(inflateRaw) as (buf: Buffer, opts: { maxOutput
 
 /** Entries at most this big (compressed / uncompressed) are read and inflated in one piece; bigger ones stream. */
 const WHOLE_MAX_COMPRESSED = 1024 * 1024
-const WHOLE_MAX_UNCOMPRESSED = 4 * 1024 * 1024
+const WHOLE_MAX_UNCOMPRESSED = 1024 * 1024
 /** Entries extracted at once: zlib inflates on the libuv pool, so a few in flight keep both cores busy. */
 const CONCURRENCY = 4
 /** Read once: calling process.umask() without an argument is deprecated for repeated use. */
@@ -220,7 +220,7 @@ async function extractFile(zip: yauzl.ZipFile, archive: FileHandle, info: ZipEnt
       await writeFile(target, data, { flag: fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, mode })
     } else {
       const source = await zip.openReadStreamPromise(entry)
-      await pipeline(source, new CrcCheck(info), createWriteStream(target, { flags: 'wx', mode, highWaterMark: 1024 * 1024 }))
+      await pipeline(source, new CrcCheck(info), createWriteStream(target, { flags: 'wx', mode, highWaterMark: 256 * 1024 }))
     }
   } catch (err) {
     if (err instanceof UploadError) throw err
