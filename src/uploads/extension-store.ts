@@ -159,7 +159,13 @@ export class ExtensionStore {
   async download(project: string, idOrName: string): Promise<{ record: ExtensionRecord; stream: ReadStream } | undefined> {
     const rec = this.find(project, idOrName)
     if (!rec) return undefined
-    const fh = await open(join(this.dir, `${rec.id}.zip`), 'r')
+    let fh
+    try {
+      fh = await open(join(this.dir, `${rec.id}.zip`), 'r')
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined // deleted concurrently
+      throw err
+    }
     const updated: ExtensionRecord = { ...rec, last_used_at: new Date().toISOString() }
     try {
       await this.db.put(rec.id, updated)

@@ -72,7 +72,9 @@ function classify(entry: yauzl.Entry, rawName: string): { kind: ZipEntryKind; mo
   const unixMode = UNIX_HOSTS.has(host) ? (entry.externalFileAttributes >>> 16) & 0xffff : 0
   const type = unixMode & S_IFMT
   const mode = unixMode !== 0 ? unixMode & 0o777 : undefined
-  if (rawName.endsWith('/') || type === S_IFDIR) return { kind: 'dir', mode }
+  // MS-DOS attribute 0x10 marks directories in archives made on Windows
+  const dosDir = unixMode === 0 && (entry.externalFileAttributes & 0x10) !== 0
+  if (rawName.endsWith('/') || type === S_IFDIR || dosDir) return { kind: 'dir', mode }
   if (type === S_IFLNK) return { kind: 'symlink', mode }
   if (type === 0 || type === S_IFREG) return { kind: 'file', mode }
   throw unsafeEntry(rawName, `special file type 0o${type.toString(8)} (devices, FIFOs and sockets are not extracted)`)
