@@ -1,10 +1,12 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=2
 // The `browser-telemetry` command. Subcommands are rows of COMMANDS: add a client command
 // (tail, read, har, upload-zip, extension ...) by adding a row; `run` returns the exit code.
 import { pathToFileURL } from 'node:url'
 import { realpathSync } from 'node:fs'
 import { ConfigError, envName, parseServeConfig, SERVE_OPTIONS } from './config.js'
 import { startDaemon } from './main.js'
+import { clientCommands } from './cli/index.js'
+import { notifyReady, notifyStopping } from './systemd-notify.js'
 
 export interface Command {
   name: string
@@ -36,11 +38,16 @@ const serve: Command = {
       process.stderr.write(`browser-telemetry: ${err instanceof ConfigError ? '' : 'cannot start: '}${(err as Error).message}\n`)
       return 1
     }
+    // Ready for systemd (Type=notify) only now: the store is open and the API listens.
+    void notifyReady(`listening on ${handle.url}`)
     return await new Promise<number>((resolve) => {
       let stopping = false
       const stop = (signal: NodeJS.Signals) => {
         if (stopping) { process.stderr.write(`browser-telemetry: ${signal} again, exiting now\n`); resolve(1); return }
         stopping = true
+        void notifyStopping()
+        // Bound the shutdown: a stuck producer must not keep a stopping service alive.
+        setTimeout(() => { process.stderr.write('browser-telemetry: shutdown took over 5 s, exiting\n'); resolve(1) }, 5000).unref()
         handle.close().then(() => resolve(0), (err: unknown) => {
           process.stderr.write(`browser-telemetry: unclean shutdown: ${(err as Error).message}\n`)
           resolve(1)
@@ -52,7 +59,10 @@ const serve: Command = {
   },
 }
 
-export const COMMANDS: Command[] = [serve]
+export const COMMANDS: Command[] = [
+  serve,
+  ...Object.entries(clientCommands).map(([name, c]): Command => ({ name, summary: c.summary, usage: '', run: (argv) => c.run(argv) })),
+]
 
 function usage(): string {
   return ['Usage: browser-telemetry <command> [flags]', '', 'Commands:',

@@ -12,6 +12,23 @@ import { loadTokens } from './api/auth.js'
 import { resolveBrowserId } from './api/browser-id.js'
 import type { ApiRouter } from './api/route-table.js'
 import { startApiServer } from './api/server.js'
+import { registerUploadRoutes } from './api/routes/uploads.js'
+import { registerExtensionRoutes } from './api/routes/extensions.js'
+import { registerIngestRoutes } from './api/routes/ingest.js'
+import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
+import { createMetrics } from './metrics.js'
+import { Monitor } from './monitor/index.js'
+import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
+import { ExtensionStore } from './uploads/extension-store.js'
+import { prepareUploadRoots } from './uploads/upload-roots.js'
+import { sweepSpool } from './uploads/multipart-spool.js'
+import type { ZipLimits } from './uploads/zip-entries.js'
+import { createConsoleCollector } from '../collectors/console.js'
+import { createNetworkCollector } from '../collectors/network.js'
+import { createPageCollector } from '../collectors/page.js'
+import { createInteractionCollector } from '../collectors/interaction.js'
+import { createScreenshotCollector } from '../collectors/screenshot.js'
+import { startSystemCollectors } from '../collectors/system.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -28,6 +45,10 @@ export interface DaemonHandle {
   log: EventLog
   pipeline: Pipeline
   api: ApiApp
+  /** Undefined with --no-browser. */
+  monitor?: Monitor
+  /** Undefined with --proxy-listen off. */
+  proxy?: CdpProxy
   /** Set when no token was configured: the generated (or reused) token and its file. */
   generatedToken?: { token: string; path: string }
   /** Graceful stop: stop accepting, end streams, flush and close the log. Idempotent. */
@@ -74,14 +95,58 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       redactHeaders: config.redactHeaders,
     })
 
-    // --- WIRE (lead): system collectors (OOM kills from config.kmsgPath, service_crashed for
-    //     config.watchUnits) start here with pipeline.emit; push their stop() onto `cleanups`.
+    const metrics = createMetrics()
 
-    // --- WIRE (lead): browser monitor. For now the daemon runs with --no-browser semantics.
-    //     When config.launch or config.cdpUrl: launch/attach, start the reconnect machine and the
-    //     collectors with pipeline.emit, push its close() onto `cleanups`, and pass its state
-    //     getter as `monitorState` below.
-    const monitorState = (): unknown => ({ state: 'disabled', reason: 'no browser wired yet' })
+    // Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects.
+    let monitor: Monitor | undefined
+    if (config.launch || config.cdpUrl) {
+      const collectorLogger = logger.child({ module: 'collectors' })
+      monitor = new Monitor({
+        cdpUrl: config.launch ? undefined : config.cdpUrl,
+        launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs } : undefined,
+        emit: pipeline.emit,
+        collectors: [
+          createConsoleCollector(),
+          createNetworkCollector({ bodyMaxBytes: config.networkBodyMaxBytes, isEnabled: () => pipeline.isEnabled('network') }),
+          createPageCollector(),
+          createInteractionCollector({ logger: collectorLogger }),
+          createScreenshotCollector({
+            intervalMs: config.screenshotIntervalMs,
+            maxBytes: config.maxEnvelopeBytes,
+            isEnabled: () => pipeline.isEnabled('screenshot'),
+            onEnabledChange: (l) => pipeline.onCategoriesChanged((c) => l(c.has('screenshot'))),
+            logger: collectorLogger,
+          }),
+        ],
+        logger: logger.child({ module: 'monitor' }),
+        reconnect: { attempts: config.reconnectAttempts, initialBackoffMs: config.reconnectInitialBackoffMs, maxBackoffMs: config.reconnectMaxBackoffMs },
+      })
+      const m = monitor
+      cleanups.push(() => m.stop())
+      await m.start()
+      // Demo: a new tab with the page, navigated once attached so the collectors see all of it.
+      if (config.open) {
+        await m.openPage(config.open).then(
+          () => logger.info({ url: config.open }, 'opened demo page'),
+          (err: Error) => logger.warn({ url: config.open, err: err.message }, 'could not open the demo page'))
+      }
+    }
+
+    // System events: OOM kills, watched units, the launched browser's crashes, our own unclean stop.
+    const system = await startSystemCollectors({
+      emit: pipeline.emit, logger: logger.child({ module: 'system' }), kmsgPath: config.kmsgPath,
+      watchUnits: config.watchUnits, log, monitorEvents: monitor?.events,
+    })
+    cleanups.push(() => system.stop())
+    const monitorState = (): unknown => ({ ...(monitor ? monitor.health() : { state: 'disabled' }), kernel_log: system.kmsg() })
+
+    // Uploads and extensions live under the data dir; leftovers of an interrupted upload are swept first.
+    const spoolDir = join(config.dataDir, 'tmp')
+    await mkdir(spoolDir, { recursive: true })
+    await sweepSpool(spoolDir)
+    const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
+    const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
+    const extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: log.sublevel('extensions') as never })
 
     const api = createApiApp({
       browserId,
@@ -94,17 +159,43 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       defaultCategories: config.categories,
       monitorState,
       version: packageVersion(),
+      outerMiddleware: [httpMetrics(metrics)],
       routes: [
-        // --- WIRE (lead): (r) => registerUploadRoutes(r, {...}), (r) => registerExtensionRoutes(r, {...}),
-        //     (r) => registerIngestRoutes(r, {...})
+        (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
+        (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
+        (r) => registerIngestRoutes(r, { pipeline, browserId }),
+        (r) => registerMetricsRoute(r, { metrics }),
         ...(opts.routes ?? []),
       ],
     })
     const server = await startApiServer(api, config.listen)
-    // The API stops first (no new requests, streams ended), then the producers, then the log (last).
+    // Shutdown runs these in reverse: proxy, API (streams end), system, monitor, metrics, then the log.
     cleanups.push(() => server.close())
 
-    // --- WIRE (lead): CDP proxy on config.proxyListen (emits cdp_connect/cdp_disconnect); push its close().
+    // CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect).
+    let proxy: CdpProxy | undefined
+    if (config.proxyListen && monitor) {
+      const m = monitor
+      proxy = new CdpProxy({
+        listen: config.proxyListen,
+        upstream: () => m.browserWsUrl,
+        onUpstreamChanged: (l) => { m.events.on('upstream', l); return () => { m.events.off('upstream', l) } },
+        emit: pipeline.emit,
+        auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth) ? { verify: (t) => tokens.lookup(t) } : undefined,
+        logger: logger.child({ module: 'proxy' }),
+      })
+      const p = proxy
+      await p.start()
+      cleanups.push(() => p.close())
+    }
+    const probedMonitor = monitor
+    const probedProxy = proxy
+    cleanups.push(metrics.attach({
+      pipeline, log,
+      monitor: probedMonitor ? { state: () => probedMonitor.state, attachedTargets: () => probedMonitor.targetCounts() } : undefined,
+      sseClients: () => api.streams.stats.open,
+      proxyConnections: probedProxy ? () => probedProxy.connectionCount : undefined,
+    }))
 
     logger.info({ url: server.url, browserId, dataDir: config.dataDir, categories: config.categories }, 'browser-telemetry listening')
     if (generated) {
@@ -119,6 +210,8 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       log,
       pipeline,
       api,
+      monitor,
+      proxy,
       generatedToken: generated ? { token: generated.token, path: generated.path } : undefined,
       close: () => (closing ??= closeAll()),
     }

@@ -103,7 +103,7 @@ export async function loadTokens(opts: { token?: string; tokenFile?: string; dat
     if (((await stat(path)).mode & 0o077) !== 0) await chmod(path, 0o600)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-    token = randomBytes(32).toString('base64url')
+    token = 'bt_' + randomBytes(32).toString('base64url') // a prefix: never starts with '-', easy to spot in leaks
     await mkdir(opts.dataDir, { recursive: true })
     // 'wx': never overwrite a token another process just wrote.
     await writeFile(path, token + '\n', { mode: 0o600, flag: 'wx' })

@@ -146,7 +146,7 @@ export class BrowserConnection {
     this.pending.clear()
   }
 
-  private send(method: string, params?: object, sessionId?: string): Promise<unknown> {
+  send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     return this.client.send(method, params ?? {}, sessionId)
   }
 

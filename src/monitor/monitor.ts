@@ -133,6 +133,30 @@ export class Monitor {
     this.checkStillOpen()
   }
 
+  /**
+   * Opens a new tab and navigates it only once it is attached, so the collectors see the page from its
+   * first request (a tab created with its URL can commit before Page.enable reaches it).
+   */
+  async openPage(url: string, timeoutMs = 15_000): Promise<string> {
+    const conn = this.conn
+    if (!conn) throw new Error('no browser connection')
+    const { targetId } = await conn.send('Target.createTarget', { url: 'about:blank' }) as { targetId: string }
+    const info = await new Promise<TargetInfo>((resolve, reject) => {
+      const found = this.targets().find((t) => t.targetId === targetId)
+      if (found) { resolve(found); return }
+      const timer = setTimeout(() => { this.events.off('target-attached', onAttached); reject(new Error(`tab ${targetId} was not attached within ${timeoutMs} ms`)) }, timeoutMs)
+      const onAttached = (t: TargetInfo) => {
+        if (t.targetId !== targetId) return
+        clearTimeout(timer)
+        this.events.off('target-attached', onAttached)
+        resolve(t)
+      }
+      this.events.on('target-attached', onAttached)
+    })
+    await conn.send('Page.navigate', { url }, info.sessionId)
+    return targetId
+  }
+
   /** Detaches collectors, closes the connection and stops a launched browser. */
   async stop(): Promise<void> {
     if (this.currentState === 'stopped') return
