@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec node dist/src/cli.js serve "$@"
+# Few malloc arenas keep native memory (LevelDB, zlib) small; see README "Benchmarks".
+export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
+exec node --max-semi-space-size=2 dist/src/cli.js serve "$@"

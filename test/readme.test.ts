@@ -1,0 +1,28 @@
+// The README is part of the product: its configuration table and commands must match the code.
+import t from 'tap'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { SERVE_OPTIONS, envName } from '../src/config.js'
+
+const root = join(import.meta.dirname, '..')
+
+t.test('README documents every serve flag with its env twin and default', async (t) => {
+  const readme = await readFile(join(root, 'README.md'), 'utf8')
+  for (const [flag, spec] of Object.entries(SERVE_OPTIONS)) {
+    const row = readme.split('\n').find((l) => l.startsWith(`| \`--${flag}\``))
+    t.ok(row, `row for --${flag}`)
+    t.match(row, `\`${envName(flag)}\``, `env twin of --${flag}`)
+    if (spec.default !== undefined) t.match(row, `\`${spec.default}\``, `default of --${flag}`)
+  }
+})
+
+t.test('the two commands exist and CI runs the README test command', async (t) => {
+  const readme = await readFile(join(root, 'README.md'), 'utf8')
+  t.match(readme, 'bash scripts/start.sh')
+  t.match(readme, 'bash scripts/test.sh')
+  const ci = await readFile(join(root, '.ci/run'), 'utf8')
+  t.match(ci, /^bash scripts\/test\.sh$/m)
+  const test = await readFile(join(root, 'scripts/test.sh'), 'utf8')
+  t.match(test, /^bash scripts\/setup\.sh$/m)
+  t.match(test, /^npm test$/m)
+})
