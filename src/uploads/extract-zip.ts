@@ -1,15 +1,14 @@
 // Safe zip extraction: validate everything first, extract into a staging directory on the same
 // filesystem, then move into place with an undo log so a failure at any point leaves the
 // destination exactly as it was. The archive is read with random access (yauzl), never whole.
-import { constants as fsc } from 'node:fs'
-import { createWriteStream } from 'node:fs'
-import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, symlink, writeFile, type FileHandle } from 'node:fs/promises'
+import { closeSync, constants as fsc, createWriteStream, fchmodSync, openSync, readSync, writeSync } from 'node:fs'
+import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, symlink, type FileHandle } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { posix } from 'node:path'
-import { Transform, type TransformCallback } from 'node:stream'
+import { Readable, Transform, type TransformCallback } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { crc32, inflateRaw } from 'node:zlib'
-import { promisify } from 'node:util'
+import { crc32, createInflateRaw, inflateRawSync } from 'node:zlib'
+import { performance } from 'node:perf_hooks'
 import type yauzl from 'yauzl'
 import { invalidZip, unsafeEntry, UploadError } from './errors.js'
 import { isInside, isMissing, resolveDestination, type Destination } from './destination.js'
@@ -18,13 +17,10 @@ import {
   type ZipEntryInfo, type ZipLimits,
 } from './zip-entries.js'
 
-const inflateRawAsync = promisify(inflateRaw) as (buf: Buffer, opts: { maxOutputLength: number }) => Promise<Buffer>
-
-/** Entries at most this big (compressed / uncompressed) are read and inflated in one piece; bigger ones stream. */
-const WHOLE_MAX_COMPRESSED = 1024 * 1024
-const WHOLE_MAX_UNCOMPRESSED = 1024 * 1024
-/** Entries extracted at once: zlib inflates on the libuv pool, so a few in flight keep both cores busy. */
-const CONCURRENCY = 4
+/** Entries at most this big (compressed and uncompressed) are extracted in one piece, synchronously; bigger ones stream. */
+const WHOLE_MAX_BYTES = 4 * 1024 * 1024
+/** Longest run of synchronous extraction work before yielding to the event loop. */
+const SLICE_MS = 10
 /** Read once: calling process.umask() without an argument is deprecated for repeated use. */
 const UMASK = process.umask()
 
@@ -45,7 +41,7 @@ export async function extractZip(archivePath: string, destPath: string, limits: 
     await mkdir(staging, { mode: 0o700 })
     try {
       const tree = posix.join(staging, 'tree')
-      const result = await writeTree(zip, archivePath, entries, tree, linkTargets)
+      const result = await writeTree(archivePath, entries, tree, linkTargets)
       await moveIntoPlace(tree, dest, posix.join(staging, 'backup'))
       return result
     } finally {
@@ -172,7 +168,7 @@ async function checkLinkTarget(info: ZipEntryInfo, target: string, archiveLinks:
 // ---------------------------------------------------------------------------------------------
 // Extraction into staging
 
-async function writeTree(zip: yauzl.ZipFile, archivePath: string, entries: ZipEntryInfo[], tree: string, linkTargets: Map<string, string>): Promise<ExtractResult> {
+async function writeTree(archivePath: string, entries: ZipEntryInfo[], tree: string, linkTargets: Map<string, string>): Promise<ExtractResult> {
   await mkdir(tree)
   // every directory, explicit or implied by a deeper entry, parents first
   const dirs = new Set<string>()
@@ -186,16 +182,17 @@ async function writeTree(zip: yauzl.ZipFile, archivePath: string, entries: ZipEn
 
   const files = entries.filter((e) => e.kind === 'file')
   const archive = await open(archivePath, 'r')
+  const scratch = new Scratch()
   let bytes = 0
   try {
-    let next = 0
-    const worker = async () => {
-      while (next < files.length) {
-        const info = files[next++]!
-        bytes += await extractFile(zip, archive, info, posix.join(tree, info.path))
+    let sliceStart = performance.now()
+    for (const info of files) {
+      bytes += await extractFile(archive, info, posix.join(tree, info.path), scratch)
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        sliceStart = performance.now()
       }
     }
-    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, files.length) }, worker))
   } finally {
     await archive.close()
   }
@@ -206,22 +203,19 @@ async function writeTree(zip: yauzl.ZipFile, archivePath: string, entries: ZipEn
 }
 
 /** Writes one file entry, verifying CRC-32 and exact size; returns the bytes written. */
-async function extractFile(zip: yauzl.ZipFile, archive: FileHandle, info: ZipEntryInfo, target: string): Promise<number> {
+async function extractFile(archive: FileHandle, info: ZipEntryInfo, target: string, scratch: Scratch): Promise<number> {
   const { entry } = info
   const mode = info.mode ?? 0o666
   try {
-    if (entry.compressedSize <= WHOLE_MAX_COMPRESSED && entry.uncompressedSize <= WHOLE_MAX_UNCOMPRESSED) {
-      const raw = await readEntryData(archive, info)
-      const data = entry.compressionMethod === 8
-        ? await inflateRawAsync(raw, { maxOutputLength: Math.max(1, entry.uncompressedSize) })
-        : raw
-      if (data.length !== entry.uncompressedSize) throw invalidZip(`declared ${entry.uncompressedSize} bytes but holds ${data.length}`, info.rawName)
-      checkCrc(info, data)
-      await writeFile(target, data, { flag: fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, mode })
-    } else {
-      const source = await zip.openReadStreamPromise(entry)
-      await pipeline(source, new CrcCheck(info), createWriteStream(target, { flags: 'wx', mode, highWaterMark: 256 * 1024 }))
+    if (entry.compressedSize <= WHOLE_MAX_BYTES && entry.uncompressedSize <= WHOLE_MAX_BYTES) {
+      extractSmallSync(archive.fd, info, target, mode, scratch)
+      return entry.uncompressedSize
     }
+    // not yauzl's stream: it reads 16 KiB at a time and inflates into 16 KiB chunks, each a pool round trip
+    const source = Readable.from(compressedChunks(archive, info), { objectMode: false })
+    const sink = createWriteStream(target, { flags: 'wx', mode, highWaterMark: 1024 * 1024 })
+    if (entry.compressionMethod === 8) await pipeline(source, createInflateRaw({ chunkSize: 256 * 1024 }), new CrcCheck(info), sink)
+    else await pipeline(source, new CrcCheck(info), sink)
   } catch (err) {
     if (err instanceof UploadError) throw err
     const code = (err as NodeJS.ErrnoException).code
@@ -233,32 +227,95 @@ async function extractFile(zip: yauzl.ZipFile, archive: FileHandle, info: ZipEnt
   return entry.uncompressedSize
 }
 
+/** A read buffer reused across small entries (they are extracted one at a time). */
+class Scratch {
+  private buf = Buffer.allocUnsafe(64 * 1024)
+  get(size: number): Buffer {
+    if (this.buf.length < size) this.buf = Buffer.allocUnsafe(Math.max(size, this.buf.length * 2))
+    return this.buf
+  }
+}
+
+function readFullySync(fd: number, buf: Buffer, length: number, position: number, info: ZipEntryInfo): void {
+  let got = 0
+  while (got < length) {
+    const n = readSync(fd, buf, got, length - got, position + got)
+    if (n === 0) throw invalidZip('entry data runs past the end of the archive', info.rawName)
+    got += n
+  }
+}
+
+/** Parses the local header at the start of buf and returns where the entry's data begins. */
+function localDataStart(buf: Buffer, bytesRead: number, info: ZipEntryInfo): number {
+  if (bytesRead < 30 || buf.readUInt32LE(0) !== LOCAL_HEADER_SIGNATURE) throw invalidZip('missing or corrupt local file header', info.rawName)
+  return 30 + buf.readUInt16LE(26) + buf.readUInt16LE(28)
+}
+
+/**
+ * Small entries synchronously, like unzip: one read (header + data), inflate bounded by the declared
+ * size, CRC check, open/write/close. Each libuv pool round trip costs a cross-thread wakeup, which is
+ * what dominated extraction time (especially in VMs); the caller yields to the event loop every few ms.
+ */
+function extractSmallSync(fd: number, info: ZipEntryInfo, target: string, mode: number, scratch: Scratch): void {
+  const { entry } = info
+  const want = LOCAL_HEADER_SLACK + entry.fileNameLength + entry.compressedSize
+  let buf = scratch.get(want)
+  const got = readSync(fd, buf, 0, want, entry.relativeOffsetOfLocalHeader)
+  const dataStart = localDataStart(buf, got, info)
+  let data: Buffer
+  if (dataStart + entry.compressedSize <= got) {
+    data = buf.subarray(dataStart, dataStart + entry.compressedSize)
+  } else {
+    // a long local extra field: read the data on its own
+    buf = scratch.get(entry.compressedSize)
+    readFullySync(fd, buf, entry.compressedSize, entry.relativeOffsetOfLocalHeader + dataStart, info)
+    data = buf.subarray(0, entry.compressedSize)
+  }
+  const out = entry.compressionMethod === 8 ? inflateRawSync(data, { maxOutputLength: Math.max(1, entry.uncompressedSize) }) : data
+  if (out.length !== entry.uncompressedSize) throw invalidZip(`declared ${entry.uncompressedSize} bytes but holds ${out.length}`, info.rawName)
+  checkCrc(info, out)
+  const wfd = openSync(target, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, mode)
+  try {
+    let off = 0
+    while (off < out.length) off += writeSync(wfd, out, off, out.length - off)
+    // umask may have cleared bits the archive asks for; the archive's bits win (setuid/setgid/sticky never present)
+    if (info.mode !== undefined && (info.mode & UMASK) !== 0) fchmodSync(wfd, info.mode)
+  } finally {
+    closeSync(wfd)
+  }
+}
+
 const LOCAL_HEADER_SIGNATURE = 0x04034b50
 /** Room guessed for the local header's name and extra field, so one read usually covers header and data. */
 const LOCAL_HEADER_SLACK = 30 + 1024
+/** Read size for streamed entries: few, large reads (each read is a libuv pool round trip). */
+const READ_CHUNK = 1024 * 1024
 
 /**
- * The compressed bytes of a small entry in (usually) one read: the local header's name/extra lengths
- * may differ from the central directory's, so the header is parsed from the same buffer.
+ * The compressed bytes of an entry, straight from the archive: the first read covers the local
+ * header (whose name/extra lengths may differ from the central directory's) and the start of the data.
  */
-async function readEntryData(archive: FileHandle, info: ZipEntryInfo): Promise<Buffer> {
+async function* compressedChunks(archive: FileHandle, info: ZipEntryInfo): AsyncGenerator<Buffer> {
   const { entry } = info
-  const start = entry.relativeOffsetOfLocalHeader
-  const buf = Buffer.allocUnsafe(LOCAL_HEADER_SLACK + entry.fileNameLength + entry.compressedSize)
-  const { bytesRead } = await archive.read(buf, 0, buf.length, start)
-  if (bytesRead < 30 || buf.readUInt32LE(0) !== LOCAL_HEADER_SIGNATURE) throw invalidZip('missing or corrupt local file header', info.rawName)
-  const dataStart = 30 + buf.readUInt16LE(26) + buf.readUInt16LE(28)
-  const dataEnd = dataStart + entry.compressedSize
-  if (dataEnd <= bytesRead) return buf.subarray(dataStart, dataEnd)
-  // a long local extra field: read the data on its own
-  const data = Buffer.allocUnsafe(entry.compressedSize)
-  let got = 0
-  while (got < data.length) {
-    const r = await archive.read(data, got, data.length - got, start + dataStart + got)
-    if (r.bytesRead === 0) throw invalidZip('entry data runs past the end of the archive', info.rawName)
-    got += r.bytesRead
+  let remaining = entry.compressedSize
+  const head = Buffer.allocUnsafe(Math.min(READ_CHUNK, LOCAL_HEADER_SLACK + entry.fileNameLength + remaining))
+  const { bytesRead } = await archive.read(head, 0, head.length, entry.relativeOffsetOfLocalHeader)
+  const dataStart = localDataStart(head, bytesRead, info)
+  let pos = entry.relativeOffsetOfLocalHeader + dataStart
+  if (dataStart < bytesRead && remaining > 0) {
+    const first = head.subarray(dataStart, Math.min(bytesRead, dataStart + remaining))
+    remaining -= first.length
+    pos += first.length
+    yield first
   }
-  return data
+  while (remaining > 0) {
+    const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, remaining))
+    const r = await archive.read(buf, 0, buf.length, pos)
+    if (r.bytesRead === 0) throw invalidZip('entry data runs past the end of the archive', info.rawName)
+    remaining -= r.bytesRead
+    pos += r.bytesRead
+    yield r.bytesRead === buf.length ? buf : buf.subarray(0, r.bytesRead)
+  }
 }
 
 /** Passes data through while checking it never exceeds the declared size and matches the CRC-32. */
