@@ -107,6 +107,12 @@ t.test('hostile archives are refused before anything is written', async (t) => {
   t.test('CRC mismatch (found while extracting: staging rolled back)', (tt) => expectRejected(tt, rawZip([
     { name: 'sub/a.txt', data: 'new a' }, { name: 'good.txt', data: 'good' }, { name: 'bad.txt', data: 'hello world', crc: 0x1234 },
   ]), 'invalid_zip', 'bad.txt'))
+  t.test('streamed (large) entry with a CRC mismatch', (tt) => expectRejected(tt, rawZip([
+    { name: 'first.txt', data: 'x' }, { name: 'large.bin', data: randomBytes(6 * 1024 * 1024), crc: 7 },
+  ]), 'invalid_zip', 'large.bin'))
+  t.test('streamed (large) entry holding more than declared', (tt) => expectRejected(tt, rawZip([
+    { name: 'large.bin', data: randomBytes(6 * 1024 * 1024), uncompressedSize: 5 * 1024 * 1024 },
+  ]), 'invalid_zip', 'large.bin'))
   t.test('declared size larger than the data', (tt) => expectRejected(tt, rawZip([{ name: 'first.txt', data: 'x' }, { name: 'short.txt', data: 'abc', uncompressedSize: 100 }]), 'invalid_zip', 'short.txt'))
   t.test('stored entry with mismatched sizes', (tt) => expectRejected(tt, rawZip([{ name: 's.txt', data: 'abc', method: 0, uncompressedSize: 10 }]), 'invalid_zip', /size mismatch/))
   t.test('corrupt deflate data', async (tt) => {
