@@ -75,6 +75,8 @@ t.test('the real client uploads and extracts; 201 with an empty body', async (t)
   t.equal(res.headers.get('content-type'), null)
   t.equal(await res.text(), '')
 
+  const doc = await (await fetch(`${s.server.url}/openapi.json`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as { paths: Record<string, Record<string, { operationId: string }>> }
+  t.equal(doc.paths['/browsers/{id}/fs/upload_zip']?.post?.operationId, 'uploadZip', 'documented in the OpenAPI document')
   const calls = await waitFor(async () => { const c = await s.apiCalls(); return c.length >= 2 && c })
   t.same(calls.slice(0, 2).map((c) => [c.operation_id, c.status]), [['uploadZip', 201], ['uploadZip', 201]])
 })
@@ -105,6 +107,11 @@ t.test('malformed parts and bad dest_path', async (t) => {
   await expectError(t, notMultipart, 400, 'bad_request', /multipart/)
   await expectError(t, await s.post(form([['dest_path', dest], ['zip_file', zip]]), TOKEN, 'other-browser'), 404, 'not_found')
   await expectError(t, await s.post(form([['dest_path', dest], ['zip_file', zip]]), READ_ONLY), 403, 'forbidden')
+  const raw = (contentType: string, body: string) => fetch(`${s.server.url}/browsers/${BROWSER}/fs/upload_zip`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': contentType }, body })
+  await expectError(t, await raw('multipart/form-data; charset=utf-8', 'x'), 400, 'bad_request', /boundary/i)
+  const truncated = `--B\r\nContent-Disposition: form-data; name="dest_path"\r\n\r\n${dest}\r\n--B\r\nContent-Disposition: form-data; name="zip_file"; filename="a.zip"\r\n\r\nPK\x03\x04 cut short`
+  await expectError(t, await raw('multipart/form-data; boundary=B', truncated), 400, 'bad_request', /malformed multipart|unexpected end/i)
+  await expectError(t, await s.post(form([['dest_path', dest], ['dest_path', dest], ['zip_file', zip]])), 400, 'bad_request', /given more than once/)
   t.same((await readdir(s.root)).sort(), ['sneaky'], 'nothing written under the root')
   t.ok(await s.spoolEmpty(), 'no spool files left')
 })
