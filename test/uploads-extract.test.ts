@@ -201,6 +201,22 @@ t.test('round trip: nested and empty dirs, unicode, modes, symlinks, replacement
   t.equal(await readFile(join(dest, 'a', 'via-link.txt'), 'utf8'), 'through an inside link')
 })
 
+t.test('a failure while moving into place is rolled back', async (t) => {
+  const { parent, dest } = await populatedDest(t)
+  await mkdir(join(dest, 'zz'))
+  // an immutable directory makes the rename into it fail even for root, after earlier moves succeeded
+  try { execFileSync('chattr', ['+i', join(dest, 'zz')], { stdio: 'ignore' }) } catch { t.skip('chattr +i not available'); return }
+  t.teardown(() => { try { execFileSync('chattr', ['-i', join(dest, 'zz')], { stdio: 'ignore' }) } catch { /* already gone */ } })
+  await writeFile(join(parent, 'in.zip'), rawZip([
+    { name: 'existing.txt', data: 'replaced?' }, { name: 'new-top.txt', data: 'new' },
+    { name: 'sub/a.txt', data: 'new a' }, { name: 'sub/b/c.txt', data: 'new c' }, { name: 'zz/blocked.txt', data: 'x' },
+  ]))
+  const before = await snapshot(parent)
+  const err = await extractZip(join(parent, 'in.zip'), dest, LIMITS).catch((e: unknown) => e) as NodeJS.ErrnoException
+  t.equal(err.code, 'EPERM', 'the move failed')
+  t.same(await snapshot(parent), before, 'every earlier move undone, staging removed')
+})
+
 t.test('relative dest path is a programming error surfaced as 400', async (t) => {
   const parent = await tempDir(t, 'bt-uploads-')
   await writeFile(join(parent, 'a.zip'), rawZip([{ name: 'a', data: 'x' }]))

@@ -360,7 +360,7 @@ async function moveIntoPlace(tree: string, dest: Destination, backupDir: string)
     await mkdir(backupDir)
     let backups = 0
     const merge = async (from: string, to: string): Promise<void> => {
-      for (const name of await readdir(from)) {
+      for (const name of (await readdir(from)).sort()) { // sorted: a deterministic order of moves
         const src = posix.join(from, name)
         const dst = posix.join(to, name)
         const srcIsDir = (await lstat(src)).isDirectory()
