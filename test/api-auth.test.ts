@@ -65,7 +65,7 @@ t.test('loadTokens: with none configured, generate once into <dataDir>/token (06
   t.ok(first.generated)
   t.equal(first.generated!.created, true)
   t.equal(first.generated!.path, join(dir, 'token'))
-  t.match(first.generated!.token, /^[A-Za-z0-9_-]{43}$/, '256 random bits, base64url')
+  t.match(first.generated!.token, /^bt_[A-Za-z0-9_-]{43}$/, '256 random bits, base64url, prefixed so it never starts with -')
   t.equal((await stat(first.generated!.path)).mode & 0o777, 0o600)
   t.equal((await readFile(first.generated!.path, 'utf8')).trim(), first.generated!.token)
   t.same([...first.tokens.lookup(first.generated!.token)!].sort(), [...ALL_SCOPES].sort())
