@@ -7,6 +7,7 @@ import { chmod, lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } 
 import { join } from 'node:path'
 import { extractZip } from '../src/uploads/extract-zip.js'
 import { UploadError } from '../src/uploads/errors.js'
+import { sweepSpool } from '../src/uploads/multipart-spool.js'
 import type { ZipLimits } from '../src/uploads/zip-entries.js'
 import { tempDir } from './helpers/store.js'
 import { rawZip, yazlZip, type RawEntry } from './helpers/zip.js'
@@ -215,6 +216,23 @@ t.test('a failure while moving into place is rolled back', async (t) => {
   const err = await extractZip(join(parent, 'in.zip'), dest, LIMITS).catch((e: unknown) => e) as NodeJS.ErrnoException
   t.equal(err.code, 'EPERM', 'the move failed')
   t.same(await snapshot(parent), before, 'every earlier move undone, staging removed')
+})
+
+t.test('staging left by a crash is found through its marker and swept', async (t) => {
+  const parent = await tempDir(t, 'bt-uploads-')
+  const spool = join(parent, 'spool')
+  await writeFile(join(parent, 'a.zip'), rawZip([{ name: 'x.txt', data: 'x' }]))
+  await extractZip(join(parent, 'a.zip'), join(parent, 'dest'), LIMITS, { markerDir: await mkdir(spool, { recursive: true }).then(() => spool) })
+  t.same(await readdir(spool), [], 'marker removed after a normal run')
+  // what a crash mid-extraction leaves: a staging dir and its marker; plus a forged marker
+  await mkdir(join(parent, 'dest', '.upload-staging-0123456789ab', 'tree'), { recursive: true })
+  await writeFile(join(spool, '.staging-.upload-staging-0123456789ab'), join(parent, 'dest', '.upload-staging-0123456789ab'))
+  await writeFile(join(spool, '.staging-forged'), join(parent, 'dest'))
+  await writeFile(join(spool, '.spool-abc'), 'partial upload')
+  await writeFile(join(spool, 'unrelated'), 'kept')
+  t.equal(await sweepSpool(spool), 3)
+  t.same(await readdir(spool), ['unrelated'])
+  t.same(await readdir(join(parent, 'dest')), ['x.txt'], 'staging removed, the forged marker did not remove the destination')
 })
 
 t.test('relative dest path is a programming error surfaced as 400', async (t) => {

@@ -2,7 +2,7 @@
 // filesystem, then move into place with an undo log so a failure at any point leaves the
 // destination exactly as it was. The archive is read with random access (yauzl), never whole.
 import { closeSync, constants as fsc, createWriteStream, fchmodSync, openSync, readSync, writeSync } from 'node:fs'
-import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, symlink, type FileHandle } from 'node:fs/promises'
+import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, symlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { posix } from 'node:path'
 import { Readable, Transform, type TransformCallback } from 'node:stream'
@@ -26,18 +26,29 @@ const UMASK = process.umask()
 
 export interface ExtractResult { files: number; dirs: number; symlinks: number; bytes: number }
 
+export interface ExtractOptions {
+  /** Directory for a marker naming the staging directory while it exists (sweepSpool removes leftovers after a crash). */
+  markerDir?: string
+}
+
+export const STAGING_PREFIX = '.upload-staging-'
+export const STAGING_MARKER_PREFIX = '.staging-'
+
 /**
  * Extracts archivePath into destPath (absolute; created if missing). Throws UploadError
  * (invalid_zip / unsafe_entry) before writing anything when the archive is hostile or corrupt.
  */
-export async function extractZip(archivePath: string, destPath: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS): Promise<ExtractResult> {
+export async function extractZip(archivePath: string, destPath: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS, opts: ExtractOptions = {}): Promise<ExtractResult> {
   const dest = await resolveDestination(destPath)
   const zip = await openZip(archivePath)
   try {
     const entries = await readZipEntries(zip, limits)
     const existing = new ExistingTree(dest)
     const linkTargets = await checkAgainstDestination(zip, entries, existing)
-    const staging = posix.join(dest.anchor, `.upload-staging-${randomBytes(6).toString('hex')}`)
+    const staging = posix.join(dest.anchor, `${STAGING_PREFIX}${randomBytes(6).toString('hex')}`)
+    // recorded first, so a crash between here and the cleanup below leaves a marker that sweepSpool follows
+    const marker = opts.markerDir ? posix.join(opts.markerDir, `${STAGING_MARKER_PREFIX}${posix.basename(staging)}`) : undefined
+    if (marker) await writeFile(marker, staging, { mode: 0o600 })
     await mkdir(staging, { mode: 0o700 })
     try {
       const tree = posix.join(staging, 'tree')
@@ -46,6 +57,7 @@ export async function extractZip(archivePath: string, destPath: string, limits: 
       return result
     } finally {
       await rm(staging, { recursive: true, force: true })
+      if (marker) await rm(marker, { force: true })
     }
   } finally {
     zip.close()

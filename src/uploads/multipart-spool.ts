@@ -4,12 +4,13 @@
 import busboy from 'busboy'
 import { createHash, randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
-import { mkdir, readdir, rm } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import type { IncomingHttpHeaders } from 'node:http'
-import { join } from 'node:path'
+import { basename, isAbsolute, join } from 'node:path'
 import { Transform, type Readable, type TransformCallback } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { badRequest, UploadError } from './errors.js'
+import { STAGING_MARKER_PREFIX, STAGING_PREFIX } from './extract-zip.js'
 
 export interface SpoolOptions {
   /** Name of the one file part. */
@@ -40,12 +41,23 @@ export const CLOSE_CONNECTION = { Connection: 'close' }
 export const tooLarge = (max: number) =>
   new UploadError('payload_too_large', `upload exceeds the limit of ${max} bytes`, [{ code: 'payload_too_large', message: `the limit is ${max} bytes` }], CLOSE_CONNECTION)
 
-/** Removes spool files left by a crash. */
+/**
+ * Removes what a crash left: spool files, and extraction staging directories named by the markers
+ * extractZip writes here (see ExtractOptions.markerDir).
+ */
 export async function sweepSpool(dir: string, prefix = DEFAULT_SPOOL_PREFIX): Promise<number> {
   await mkdir(dir, { recursive: true })
   let n = 0
   for (const name of await readdir(dir)) {
-    if (name.startsWith(prefix)) { await rm(join(dir, name), { force: true, recursive: true }); n++ }
+    if (name.startsWith(STAGING_MARKER_PREFIX)) {
+      const staging = (await readFile(join(dir, name), 'utf8').catch(() => '')).trim()
+      // only ever a staging directory: the marker's content is not trusted beyond that shape
+      if (isAbsolute(staging) && basename(staging).startsWith(STAGING_PREFIX)) await rm(staging, { recursive: true, force: true })
+    } else if (!name.startsWith(prefix)) {
+      continue
+    }
+    await rm(join(dir, name), { force: true, recursive: true })
+    n++
   }
   return n
 }

@@ -80,7 +80,7 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
         const archive = upload.file.path
         await serial(async () => {
           const dest = await resolveUploadDestination(destPath, deps.uploadRoots)
-          await extractZip(archive, dest.path, deps.zipLimits)
+          await extractZip(archive, dest.path, deps.zipLimits, { markerDir: deps.spoolDir })
         })
       } finally {
         if (spooledPath) await rm(spooledPath, { force: true })
