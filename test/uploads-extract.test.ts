@@ -202,6 +202,20 @@ t.test('round trip: nested and empty dirs, unicode, modes, symlinks, replacement
   t.equal(await readFile(join(dest, 'a', 'via-link.txt'), 'utf8'), 'through an inside link')
 })
 
+t.test('no file descriptor leaks, on success or on rejection', async (t) => {
+  const parent = await tempDir(t, 'bt-uploads-')
+  const fds = async () => (await readdir('/proc/self/fd')).length
+  await writeFile(join(parent, 'good.zip'), await yazlZip([{ name: 'a.txt', data: 'a' }, { name: 'big.bin', data: randomBytes(5 * 1024 * 1024) }]))
+  await writeFile(join(parent, 'bad.zip'), rawZip([{ name: 'l', data: '.', method: 0, unixMode: SYMLINK }, { name: 'x', data: 'abc', crc: 1 }]))
+  await extractZip(join(parent, 'good.zip'), join(parent, 'warm'), LIMITS)
+  const before = await fds()
+  for (let i = 0; i < 5; i++) {
+    await extractZip(join(parent, 'good.zip'), join(parent, `d${i}`), LIMITS)
+    await extractZip(join(parent, 'bad.zip'), join(parent, `e${i}`), LIMITS).catch(() => undefined)
+  }
+  t.equal(await fds(), before)
+})
+
 t.test('a failure while moving into place is rolled back', async (t) => {
   const { parent, dest } = await populatedDest(t)
   await mkdir(join(dest, 'zz'))
