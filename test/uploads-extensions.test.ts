@@ -110,6 +110,15 @@ t.test('duplicate name: 409 conflict answered once, no retries; projects are sep
   t.equal(cross.status, 404, 'another project\'s extension is not visible by id')
 })
 
+t.test('concurrent uploads of one name: exactly one wins', async (t) => {
+  const s = await setup(t)
+  const results = await Promise.allSettled(Array.from({ length: 4 }, async () =>
+    s.client.extensions.upload({ file: await toFile(await extZip(), 'e.zip'), name: 'race' })))
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 1, 'one 201')
+  t.same(results.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as Kernel.APIError).status), [409, 409, 409])
+  t.equal((await readdir(s.dir)).length, 1, 'one archive stored')
+})
+
 t.test('paging and filters', async (t) => {
   const s = await setup(t)
   const names = ['alpha', 'beta', 'Alphabet', 'gamma', 'delta-alpha']
