@@ -19,7 +19,7 @@ import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
 import { createMetrics } from './metrics.js'
 import { Monitor } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
-import { ExtensionStore } from './uploads/extension-store.js'
+import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
 import { prepareUploadRoots } from './uploads/upload-roots.js'
 import { sweepSpool } from './uploads/multipart-spool.js'
 import type { ZipLimits } from './uploads/zip-entries.js'
@@ -146,7 +146,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     await sweepSpool(spoolDir)
     const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
     const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
-    const extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: log.sublevel('extensions') as never })
+    const extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: log.sublevel<ExtensionRecord>('extensions') })
 
     const api = createApiApp({
       browserId,
