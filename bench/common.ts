@@ -15,16 +15,16 @@ export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T
   try { return await fn(dir) } finally { await rm(dir, { recursive: true, force: true }) }
 }
 
-/** A network_request of about 500 bytes once wrapped in an envelope. */
+/** A network_request of about 500 bytes once wrapped in an envelope (the issue's "realistic ~500-byte envelope"). */
 export function realisticEvent(i: number): EventInput {
   return {
     type: 'network_request',
     source: { kind: 'cdp', event: 'Network.requestWillBeSent' },
     data: {
-      url: `https://shop.example.com/api/v2/products/${i}?include=prices,stock`, frame_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
-      loader_id: '5A4F3E2D1C8F1D0E8C3B5A4F2E9D7C6B', session_id: 'B1C2D3E4F5A6B7C8D9E0F1A2B3C4D5E6', target_id: 'F1E2D3C4B5A6978812345678ABCDEF01',
-      target_type: 'page', nav_seq: 3, request_id: `1234.${i}`, method: 'GET', document_url: 'https://shop.example.com/catalog',
-      headers: { accept: 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0 Safari/537.36', referer: 'https://shop.example.com/catalog' },
+      url: `https://shop.example.com/api/v2/products/${i}?include=prices`, frame_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
+      session_id: 'B1C2D3E4F5A6B7C8D9E0F1A2B3C4D5E6', target_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
+      target_type: 'page', nav_seq: 3, request_id: `1234.${i}`, method: 'GET',
+      headers: { accept: 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0' },
       resource_type: 'Fetch', initiator_type: 'script',
     },
   }

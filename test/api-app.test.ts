@@ -202,9 +202,14 @@ t.test('healthz: 200 with store + monitor state; 503 when the store cannot write
   t.same(body.monitor, { state: 'collecting', targets: 2 })
   t.match(body.store, { writable: true, writeFailures: 0 })
 
-  const db = api.log.db as unknown as { batch: (...a: unknown[]) => Promise<void> }
+  type Chained = { write(): Promise<void>; close(): Promise<void> }
+  const db = api.log.db as unknown as { batch: () => Chained }
   const realBatch = db.batch
-  db.batch = () => Promise.reject(new Error('disk full (test)'))
+  db.batch = () => {
+    const b = realBatch.call(db)
+    b.write = () => { void b.close(); return Promise.reject(new Error('disk full (test)')) }
+    return b
+  }
   api.pipeline.emit({ type: 'cdp_connect', data: {} })
   await waitFor(() => !api.log.health().writable, 10_000, 'write failure')
   res = await fetch(api.url + '/healthz')

@@ -15,6 +15,17 @@ async function emitAll(p: Pipeline, inputs: EventInput[]) {
   return out.map((o) => o.envelope)
 }
 
+/** Makes LevelDB writes fail with the returned message while it returns one (fault injection). */
+function failWrites(log: EventLog, failure: () => string | undefined) {
+  const realBatch = log.db.batch.bind(log.db) as () => { write(): Promise<void>; close(): Promise<void> }
+  ;(log.db as { batch: unknown }).batch = () => {
+    const batch = realBatch()
+    const message = failure()
+    if (message) batch.write = () => { void batch.close(); return Promise.reject(new Error(message)) }
+    return batch
+  }
+}
+
 function runWriter(dir: string, count: number, mode: 'close' | 'hold') {
   const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'fixtures/log-writer.ts'), dir, String(count), mode], { stdio: ['ignore', 'pipe', 'inherit'] })
   const ready = new Promise<number>((resolve, reject) => {
@@ -235,12 +246,8 @@ t.test('a data dir held by another running daemon fails clearly', async (t) => {
 
 t.test('failed writes are counted and surfaced, then the pipeline recovers without loss', async (t) => {
   const { log, pipeline } = await openStore(t)
-  const realBatch = log.db.batch.bind(log.db)
   let failures = 2
-  ;(log.db as { batch: unknown }).batch = (ops: unknown) => {
-    if (failures > 0) { failures--; return Promise.reject(new Error('IO error: No space left on device')) }
-    return realBatch(ops as never)
-  }
+  failWrites(log, () => failures-- > 0 ? 'IO error: No space left on device' : undefined)
   const results = Array.from({ length: 5 }, (_, i) => pipeline.emit(call(i))!)
   await new Promise((r) => setTimeout(r, 30))
   const h = log.health()
@@ -254,9 +261,8 @@ t.test('failed writes are counted and surfaced, then the pipeline recovers witho
 
 t.test('while writes keep failing the buffer is bounded: oldest batches dropped, counted, a gap', async (t) => {
   const { log, pipeline } = await openStore(t, { maxPendingEvents: 600, commitMaxEvents: 100 })
-  const realBatch = log.db.batch.bind(log.db)
   let failing = true
-  ;(log.db as { batch: unknown }).batch = (ops: unknown) => failing ? Promise.reject(new Error('disk full')) : realBatch(ops as never)
+  failWrites(log, () => failing ? 'disk full' : undefined)
   const results = Array.from({ length: 1000 }, (_, i) => pipeline.emit(call(i))!)
   await new Promise((r) => setTimeout(r, 20))
   failing = false
@@ -268,4 +274,12 @@ t.test('while writes keep failing the buffer is bounded: oldest batches dropped,
   t.equal(stored[0], 1, 'the in-flight batch is kept')
   t.equal(stored[99], 100)
   t.equal(stored[100], 100 + dropped + 1, 'the next stored seq shows the gap of exactly what was dropped')
+})
+
+t.test('a huge configured batch size is clamped to one indexable write', async (t) => {
+  const { log, pipeline } = await openStore(t, { commitMaxEvents: 1e9, commitDelayMs: 1000 })
+  const results = Array.from({ length: 70_000 }, (_, i) => pipeline.emit(call(i))!)
+  t.equal(await results[results.length - 1]!.committed, true)
+  const page = await log.read({ order: 'desc', limit: 2, categories: new Set(['control']) })
+  t.same(page.records.map((r) => r.seq), [70_000, 69_999])
 })

@@ -117,7 +117,8 @@ export class EventLog {
       maxAgeMs: opts.maxAgeMs ?? 7 * 24 * 3600 * 1000,
       retentionIntervalMs: opts.retentionIntervalMs ?? 60_000,
       commitDelayMs: opts.commitDelayMs ?? 2,
-      commitMaxEvents: opts.commitMaxEvents ?? 256,
+      // A batch never exceeds one write (index block offsets are uint16).
+      commitMaxEvents: Math.min(Math.max(1, opts.commitMaxEvents ?? 256), WRITE_MERGE_EVENTS),
       maxPendingEvents: opts.maxPendingEvents ?? 100_000,
     }
     this.nextSeq = state.nextSeq
@@ -253,28 +254,32 @@ export class EventLog {
         count += b.records.length
       }
       const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records)
-      const ops: { type: 'put'; key: Buffer; value: Buffer }[] = []
-      const first = records[0]!.seq
-      const offsets = new Map<Category, number[]>()
-      for (const r of records) {
-        ops.push({ type: 'put', key: eventKey(r.seq), value: encodeRecord(r.category, r.ts, r.json) })
-        let list = offsets.get(r.category)
-        if (!list) offsets.set(r.category, (list = []))
-        list.push(r.seq - first)
-      }
-      for (const [category, list] of offsets) {
-        const value = Buffer.allocUnsafe(list.length * 2)
-        for (let i = 0; i < list.length; i++) value.writeUInt16BE(list[i]!, i * 2)
-        ops.push({ type: 'put', key: categoryKey(category, first), value })
-      }
       const last = records[records.length - 1]!
-      const meta = Buffer.allocUnsafe(16)
-      meta.writeBigUInt64BE(BigInt(last.seq), 0)
-      meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
-      ops.push({ type: 'put', key: SEQ_META, value: meta })
+      let batch: ReturnType<typeof this.db.batch> | undefined
       try {
-        await this.db.batch(ops)
+        // A chained batch hands each put to LevelDB's WriteBatch directly (no array of op objects).
+        batch = this.db.batch()
+        const first = records[0]!.seq
+        const offsets = new Map<Category, number[]>()
+        for (const r of records) {
+          batch.put(eventKey(r.seq), encodeRecord(r.category, r.ts, r.json))
+          let list = offsets.get(r.category)
+          if (!list) offsets.set(r.category, (list = []))
+          list.push(r.seq - first)
+        }
+        for (const [category, list] of offsets) {
+          const value = Buffer.allocUnsafe(list.length * 2)
+          for (let i = 0; i < list.length; i++) value.writeUInt16BE(list[i]!, i * 2)
+          batch.put(categoryKey(category, first), value)
+        }
+        const meta = Buffer.allocUnsafe(16)
+        meta.writeBigUInt64BE(BigInt(last.seq), 0)
+        meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
+        batch.put(SEQ_META, meta)
+        await batch.write()
       } catch (err) {
+        // write() closes the batch itself; a failure while filling it must not leak it.
+        if (batch) void batch.close().catch(() => undefined)
         this.health_.writeFailures++
         this.health_.writable = false
         this.health_.lastWriteError = (err as Error).message
