@@ -212,17 +212,23 @@ class StreamSession {
     this.blocked = false
     this.undrained = 0
     if (this.queued.length === 0) return
-    const chunk = Buffer.concat(this.queued)
+    const chunks = this.queued
     const events = this.queuedEvents
     this.queued = []
     this.queuedEvents = 0
-    this.send(chunk, events)
+    // Written one by one (corked into one syscall), not concatenated: the chunks are the Buffers
+    // shared by every client, so a lagging client holds references, not copies.
+    this.res.cork()
+    let ok = true
+    for (const c of chunks) ok = this.res.write(c)
+    this.res.uncork()
+    if (!ok) { this.blocked = true; this.undrained = events }
   }
 
   /** Clean end on shutdown: flush what is queued, end the response, destroy it if it does not finish in time. */
   end(graceMs: number): Promise<void> {
     if (this.mode !== 'closed') {
-      if (this.queued.length > 0) this.res.write(Buffer.concat(this.queued))
+      for (const c of this.queued) this.res.write(c)
       this.queued = []
       this.res.end()
       const t = setTimeout(() => this.res.destroy(), graceMs)
