@@ -147,7 +147,7 @@ class StreamSession {
       if (this.isClosed()) return
       const fresh = page.records.filter((r) => r.seq > this.lastSent)
       if (fresh.length > 0) this.write(frames(fresh), fresh.length, fresh[fresh.length - 1]!.seq)
-      if (this.blocked) await new Promise<void>((r) => this.res.once('drain', r).once('close', r))
+      if (this.blocked) await this.drainedOrClosed()
       if (this.isClosed()) return
       if (page.hasMore) continue
       // Caught up with the store. If held commits were dropped during that read, read again.
@@ -158,6 +158,13 @@ class StreamSession {
     this.held = []
     if (rest.length > 0) this.write(frames(rest), rest.length, rest[rest.length - 1]!.seq)
     this.mode = 'live'
+  }
+
+  private drainedOrClosed(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => { this.res.off('drain', done); this.res.off('close', done); resolve() }
+      this.res.on('drain', done).on('close', done)
+    })
   }
 
   /** Backlog mode: keep commits until the backlog is read; past the cap drop them and re-read the store instead. */
