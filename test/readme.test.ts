@@ -21,7 +21,7 @@ t.test('the two commands exist and CI runs the README test command', async (t) =
   t.match(readme, 'bash scripts/start.sh')
   t.match(readme, 'bash scripts/test.sh')
   const ci = await readFile(join(root, '.ci/run'), 'utf8')
-  t.match(ci, /^bash scripts\/test\.sh$/m)
+  t.match(ci, /^bash scripts\/test\.sh\b/m)
   const test = await readFile(join(root, 'scripts/test.sh'), 'utf8')
   t.match(test, /^bash scripts\/setup\.sh$/m)
   t.match(test, /^npm test$/m)
