@@ -3,7 +3,8 @@
 // an oversize upload is refused as soon as it crosses the cap (the rest is never read).
 import busboy from 'busboy'
 import { createHash, randomBytes } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
+import { once } from 'node:events'
+import { createWriteStream, type WriteStream } from 'node:fs'
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { basename, isAbsolute, join } from 'node:path'
@@ -79,6 +80,7 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
   const spoolPath = join(opts.dir, `${opts.prefix ?? DEFAULT_SPOOL_PREFIX}${randomBytes(8).toString('hex')}`)
   let file: SpooledFile | undefined
   let fileDone: Promise<void> | undefined
+  let spoolStream: WriteStream | undefined
   /** Destroys the file pipeline so fileDone settles even when busboy stops mid-part. */
   let abortFile: ((err: Error) => void) | undefined
 
@@ -121,7 +123,8 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
           },
         })
         abortFile = (err) => { meter.destroy(err); stream.destroy() }
-        fileDone = pipeline(stream, meter, createWriteStream(spoolPath, { flags: 'wx', mode: 0o600 })).then(() => {
+        spoolStream = createWriteStream(spoolPath, { flags: 'wx', mode: 0o600 })
+        fileDone = pipeline(stream, meter, spoolStream).then(() => {
           file = { path: spoolPath, size, sha256: hash.digest('hex'), filename: info.filename }
         })
         fileDone.catch(fail)
@@ -134,6 +137,9 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
     })
   } catch (err) {
     await fileDone?.catch(() => undefined)
+    // The write stream opens its file asynchronously: a pipeline destroyed before that open would
+    // otherwise create the file after the rm below, leaving an orphan behind the error response.
+    if (spoolStream && !spoolStream.closed) await once(spoolStream, 'close').catch(() => undefined)
     await rm(spoolPath, { force: true })
     // the rest of the body is left unread, so this connection cannot carry another request
     if (err instanceof UploadError) throw new UploadError(err.code, err.message, err.details, { ...err.headers, ...CLOSE_CONNECTION })
