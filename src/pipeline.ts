@@ -155,9 +155,9 @@ export class Pipeline {
     }
     this.lastTs = ts
     this.redactHeaders(event)
-    this.fit(event)
+    const json = this.fit(event) // serialised once: the log stores exactly this
     this.stats.accepted++
-    const { envelope, committed } = this.log.append(event)
+    const { envelope, committed } = this.log.append(event, json)
     if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', committed, truncated: event.truncated === true })
     return { envelope, committed }
   }

@@ -177,7 +177,7 @@ export class EventLog {
    * Assigns the next seq, buffers the envelope for the next group commit and returns it with a
    * promise that resolves true once durable (false if it had to be dropped). Never throws.
    */
-  append(event: TelemetryEvent, eventJson: string = JSON.stringify(event)): { envelope: Envelope; json: string; committed: Promise<boolean> } {
+  append(event: TelemetryEvent, eventJson: string): { envelope: Envelope; json: string; committed: Promise<boolean> } {
     const seq = this.nextSeq++
     const envelope: Envelope = { seq, event }
     const json = `{"seq":${seq},"event":${eventJson}}`
