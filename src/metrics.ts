@@ -18,7 +18,7 @@ export interface MonitorProbe {
 
 export interface MetricsDeps {
   pipeline: Pick<Pipeline, 'onEmit'>
-  log: Pick<EventLog, 'firstSeq' | 'lastSeq' | 'health' | 'storedBytes' | 'onCommit'>
+  log: Pick<EventLog, 'firstSeq' | 'lastSeq' | 'health' | 'storedBytes' | 'onCommit' | 'onDrop'>
   monitor?: MonitorProbe
   /** Open SSE streams; when absent the stream route may inc()/dec() metrics.sseClients itself. */
   sseClients?: () => number
@@ -148,7 +148,6 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     else {
       eventsEmitted.inc({ category })
       if (o.truncated) eventsTruncated.inc({ category })
-      void o.committed?.then((ok) => { if (!ok) eventsDropped.inc({ category, reason: 'store' }) })
     }
     // Monitor events count whether or not the monitor category flows (the gate is about storage).
     const next = STATE_AFTER_EVENT[o.type]
@@ -174,7 +173,11 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
         for (const r of records) counts.set(r.category, (counts.get(r.category) ?? 0) + 1)
         for (const [category, n] of counts) eventsStored.inc({ category }, n)
       })
-      return () => { offEmit(); offCommit(); if (deps === d) { deps = undefined; derivedMonitorState = undefined } }
+      // Store drops are reported by the log per batch, not watched per event on the emit path.
+      const offDrop = d.log.onDrop((records) => {
+        for (const r of records) eventsDropped.inc({ category: r.category, reason: 'store' })
+      })
+      return () => { offEmit(); offCommit(); offDrop(); if (deps === d) { deps = undefined; derivedMonitorState = undefined } }
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }

@@ -46,8 +46,6 @@ export interface EmitObservation {
   /** Undefined only for an unknown type. */
   category?: Category
   outcome: 'accepted' | 'gated' | 'invalid'
-  /** Accepted events only: resolves false if the store had to drop it. */
-  committed?: Promise<boolean>
   truncated?: boolean
 }
 export type EmitObserver = (o: EmitObservation) => void
@@ -158,7 +156,7 @@ export class Pipeline {
     const json = this.fit(event) // serialised once: the log stores exactly this
     this.stats.accepted++
     const { envelope, committed } = this.log.append(event, json)
-    if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', committed, truncated: event.truncated === true })
+    if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', truncated: event.truncated === true })
     return { envelope, committed }
   }
 

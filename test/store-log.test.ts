@@ -263,6 +263,8 @@ t.test('while writes keep failing the buffer is bounded: oldest batches dropped,
   const { log, pipeline } = await openStore(t, { maxPendingEvents: 600, commitMaxEvents: 100 })
   let failing = true
   failWrites(log, () => failing ? 'disk full' : undefined)
+  const reported: string[] = []
+  log.onDrop((records) => { for (const r of records) reported.push(`${r.category}:${r.seq}`) })
   const results = Array.from({ length: 1000 }, (_, i) => pipeline.emit(call(i))!)
   await new Promise((r) => setTimeout(r, 20))
   failing = false
@@ -270,6 +272,8 @@ t.test('while writes keep failing the buffer is bounded: oldest batches dropped,
   const dropped = outcomes.filter((o) => !o).length
   t.ok(dropped >= 400, `dropped ${dropped}`)
   t.equal(log.health().droppedEvents, dropped)
+  const droppedSeqs = results.filter((_, i) => !outcomes[i]).map((r) => `control:${r.envelope.seq}`)
+  t.same(reported, droppedSeqs, 'drop listeners hear exactly the dropped records, with their category')
   const stored = (await log.read({ order: 'asc', limit: 101, cursor: 1 })).records.map((r) => r.seq)
   t.equal(stored[0], 1, 'the in-flight batch is kept')
   t.equal(stored[99], 100)

@@ -105,6 +105,7 @@ export class EventLog {
   private retentionTimer: NodeJS.Timeout | undefined
   private retentionRunning: Promise<unknown> | undefined
   private listeners = new Set<CommitListener>()
+  private dropListeners = new Set<CommitListener>()
   private idleWaiters: (() => void)[] = []
   private health_ = { writable: true, writeFailures: 0, lastWriteError: undefined as string | undefined, droppedEvents: 0 }
 
@@ -183,7 +184,7 @@ export class EventLog {
     const json = `{"seq":${seq},"event":${eventJson}}`
     if (event.ts > this.lastTs) this.lastTs = event.ts
     if (!this.open) {
-      this.health_.droppedEvents++
+      this.dropped([{ seq, ts: event.ts, category: event.category, json }])
       return { envelope, json, committed: Promise.resolve(false) }
     }
     const batch = this.current
@@ -200,6 +201,19 @@ export class EventLog {
   onCommit(listener: CommitListener): () => void {
     this.listeners.add(listener)
     return () => { this.listeners.delete(listener) }
+  }
+
+  /** Called with records that will never be stored (buffer overflow while writes fail, append after close). */
+  onDrop(listener: CommitListener): () => void {
+    this.dropListeners.add(listener)
+    return () => { this.dropListeners.delete(listener) }
+  }
+
+  private dropped(records: readonly StoredRecord[]): void {
+    this.health_.droppedEvents += records.length
+    for (const l of this.dropListeners) {
+      try { l(records) } catch (err) { this.log.error({ err: (err as Error).message }, 'drop listener threw') }
+    }
   }
 
   /** Resolves once everything appended so far is committed (or dropped). */
@@ -232,7 +246,7 @@ export class EventLog {
     while (pending > this.opts.maxPendingEvents && this.queue.length > 1) {
       const dropped = this.queue.splice(1, 1)[0]!
       pending -= dropped.records.length
-      this.health_.droppedEvents += dropped.records.length
+      this.dropped(dropped.records)
       dropped.resolve(false)
     }
   }
@@ -308,7 +322,7 @@ export class EventLog {
   }
 
   private failAllPending(): void {
-    for (const b of this.queue) { this.health_.droppedEvents += b.records.length; b.resolve(false) }
+    for (const b of this.queue) { this.dropped(b.records); b.resolve(false) }
     this.queue = []
     const waiters = this.idleWaiters.splice(0)
     for (const w of waiters) w()
