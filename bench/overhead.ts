@@ -1,0 +1,257 @@
+// Benchmark (issue 14): what watching costs the browser. A heavy local page (20 stylesheets, 40 scripts,
+// 30 images, 30 fetched JSON files, 300 console lines, layout shifts, a 30 ms long task) is loaded again and
+// again, each time in a fresh tab, by an outside CDP client (this process). Blocks of loads run under one
+// watcher each, interleaved round by round so machine drift hits every block alike:
+//   none                  no watcher
+//   bare:<domains>        a bare observer in its own process: auto-attach to every target (paused until set
+//                         up, like the daemon), enable the given domains, do nothing with the events
+//   daemon:<categories>   the compiled daemon (`node dist/src/cli.js serve`) attached with --categories
+// Per block it prints the median navigate->load time, the ratio to `none` and to the matching bare observer
+// (same CDP domains), the watcher's CPU ms per load (/proc/<pid>/stat, every thread), events stored per
+// load (/metrics) and CPU µs per stored event. Then the idle cost: CPU ms per second of a daemon attached to
+// a browser with one idle tab, and of one with no browser at all.
+// Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names).
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import WebSocket from 'ws'
+import { launchChromium, type LaunchedBrowser } from '../src/monitor/launch.js'
+import { fmt, median, withTempDir } from './common.js'
+
+const ROUNDS = Number(process.env.ROUNDS ?? 4)
+const LOADS = Number(process.env.LOADS ?? 4)
+const root = join(import.meta.dirname, '..')
+const TOKEN = 'bt_overhead_bench_token'
+const CLK_TCK = 100 // Linux USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s
+
+interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string }
+// Each daemon block is compared with the observer that enables the CDP domains its categories need.
+const ALL_BLOCKS: Block[] = [
+  { name: 'none', kind: 'none', arg: '' },
+  { name: 'bare:Runtime+Network+Page', kind: 'bare', arg: 'Runtime,Network,Page' },
+  { name: 'bare:Network', kind: 'bare', arg: 'Network' },
+  { name: 'bare:Page', kind: 'bare', arg: 'Page' },
+  { name: 'bare:Runtime', kind: 'bare', arg: 'Runtime' },
+  { name: 'daemon:all-but-screenshot', kind: 'daemon', arg: 'console,network,page,interaction,control,connection,system,captcha', bare: 'bare:Runtime+Network+Page' },
+  { name: 'daemon:network', kind: 'daemon', arg: 'network', bare: 'bare:Network' },
+  { name: 'daemon:page', kind: 'daemon', arg: 'page', bare: 'bare:Page' },
+  { name: 'daemon:console', kind: 'daemon', arg: 'console', bare: 'bare:Runtime' },
+]
+const wanted = process.env.BLOCKS?.split(',')
+const BLOCKS = wanted ? ALL_BLOCKS.filter((b) => b.name === 'none' || wanted.includes(b.name)) : ALL_BLOCKS
+
+// ---------- the heavy page ----------
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAF0lEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==', 'base64')
+function heavyHtml(n: string): string {
+  const css = Array.from({ length: 20 }, (_, i) => `<link rel="stylesheet" href="/css/${i}.css?n=${n}">`).join('')
+  const js = Array.from({ length: 40 }, (_, i) => `<script src="/js/${i}.js?n=${n}"></script>`).join('')
+  const img = Array.from({ length: 30 }, (_, i) => `<img width="16" height="16" src="/img/${i}.png?n=${n}">`).join('')
+  return `<!doctype html><html><head><title>heavy</title>${css}</head><body><h1 id="top">Heavy page</h1>
+<div id="content">${'<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>'.repeat(40)}</div>${img}${js}
+<script>
+for (let i = 0; i < 20; i++) console.log('inline line', i, { i, s: 'x'.repeat(20) })
+const t0 = performance.now(); while (performance.now() - t0 < 30) {} // a 30 ms long task
+for (let i = 0; i < 30; i++) fetch('/data/' + i + '.json?n=${n}').then((r) => r.json())
+setTimeout(() => { const d = document.createElement('div'); d.style.height = '120px'; document.body.prepend(d) }, 30)
+setTimeout(() => { const d = document.createElement('div'); d.style.height = '80px'; document.body.prepend(d) }, 90)
+</script></body></html>`
+}
+async function startSite(): Promise<{ server: Server; url: (n: string) => string }> {
+  const server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname
+    const send = (type: string, body: string | Buffer) => { res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' }); res.end(body) }
+    if (path === '/heavy.html') return send('text/html', heavyHtml(new URL(req.url!, 'http://x').searchParams.get('n') ?? '0'))
+    if (path.startsWith('/css/')) return send('text/css', `.c${path.length} { color: #123; margin: 1px }\n`.repeat(50))
+    if (path.startsWith('/js/')) return send('text/javascript', `for (let i = 0; i < 7; i++) console.log('script ${path}', i, [i, i * 2]);\n`)
+    if (path.startsWith('/img/')) return send('image/png', PNG)
+    if (path.startsWith('/data/')) return send('application/json', JSON.stringify({ path, items: Array.from({ length: 20 }, (_, i) => ({ i, name: `item ${i}` })) }))
+    res.writeHead(404); res.end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const { port } = server.address() as AddressInfo
+  return { server, url: (n) => `http://127.0.0.1:${port}/heavy.html?n=${n}` }
+}
+
+// ---------- a minimal flattened CDP client (the driver) ----------
+class Cdp {
+  private id = 0
+  private pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>()
+  private waiters: { method: string; sessionId?: string; resolve: (p: any) => void }[] = []
+  private constructor(private ws: WebSocket) {
+    ws.on('message', (d) => {
+      const m = JSON.parse(String(d))
+      if (m.id !== undefined) {
+        const p = this.pending.get(m.id); this.pending.delete(m.id)
+        if (m.error) p?.reject(new Error(`${m.error.message}`)); else p?.resolve(m.result)
+      } else {
+        const i = this.waiters.findIndex((w) => w.method === m.method && w.sessionId === m.sessionId)
+        if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(m.params)
+      }
+    })
+  }
+  static async connect(url: string): Promise<Cdp> {
+    const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
+    await new Promise((r, j) => { ws.once('open', r); ws.once('error', j) })
+    return new Cdp(ws)
+  }
+  send(method: string, params: object = {}, sessionId?: string): Promise<any> {
+    const id = ++this.id
+    this.ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }))
+    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }))
+  }
+  once(method: string, sessionId?: string): Promise<any> { return new Promise((resolve) => this.waiters.push({ method, sessionId, resolve })) }
+  close(): void { this.ws.close() }
+}
+
+/** One load in a fresh tab: the tab is created and attached first (watchers set it up meanwhile), then navigate -> load is timed. */
+async function loadOnce(cdp: Cdp, url: string): Promise<number> {
+  const { targetId } = await cdp.send('Target.createTarget', { url: 'about:blank' })
+  const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: true })
+  // Answers only once every watcher has resumed the paused target.
+  await cdp.send('Runtime.evaluate', { expression: '1' }, sessionId)
+  await cdp.send('Page.enable', {}, sessionId)
+  const loaded = cdp.once('Page.loadEventFired', sessionId)
+  const t0 = performance.now()
+  await cdp.send('Page.navigate', { url }, sessionId)
+  await loaded
+  const ms = performance.now() - t0
+  await cdp.send('Target.closeTarget', { targetId })
+  return ms
+}
+
+// ---------- watchers ----------
+const BARE_OBSERVER = `
+import WebSocket from 'ws'
+const [url, domainList] = process.argv.slice(-2)
+const domains = domainList.split(',')
+const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
+let id = 0
+const send = (method, params = {}, sessionId) => ws.send(JSON.stringify({ id: ++id, method, params, ...(sessionId ? { sessionId } : {}) }))
+ws.on('message', (d) => {
+  const m = JSON.parse(String(d)) // every message is parsed, as any CDP client must
+  if (m.method !== 'Target.attachedToTarget') return
+  const s = m.params.sessionId, type = m.params.targetInfo.type
+  send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
+  for (const dom of domains) if (dom !== 'Page' || type === 'page' || type === 'iframe') send(dom + '.enable', {}, s)
+  send('Runtime.runIfWaitingForDebugger', {}, s)
+})
+ws.once('open', () => {
+  send('Target.setDiscoverTargets', { discover: true })
+  send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true })
+  process.send('ready')
+})
+`
+interface Watcher { pid: number; stop(): Promise<void>; storedEvents(): Promise<number> }
+
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK // utime + stime
+}
+function exitOf(child: ChildProcess): Promise<void> { return new Promise((r) => { if (child.exitCode !== null || child.signalCode) r(); else child.once('exit', () => r()) }) }
+
+async function startBare(wsUrl: string, domains: string): Promise<Watcher> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_OBSERVER, wsUrl, domains], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: root })
+  await new Promise<void>((r, j) => { child.once('message', () => r()); child.once('exit', (c) => j(new Error(`observer exited ${c}`))) })
+  return { pid: child.pid!, storedEvents: async () => 0, stop: async () => { child.kill('SIGTERM'); await exitOf(child) } }
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer(); await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+  const { port } = s.address() as AddressInfo; await new Promise((r) => s.close(r)); return port
+}
+
+async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string): Promise<Watcher> {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const args = ['--max-semi-space-size=2', join(root, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
+    '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
+    ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}`)
+    try {
+      const h = await (await fetch(`${base}/healthz`)).json() as { monitor?: { state?: string } }
+      if (!cdpUrl || h.monitor?.state === 'collecting') break
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) throw new Error('daemon did not become ready in 30 s')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    pid: child.pid!,
+    storedEvents: async () => {
+      const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+      let n = 0
+      for (const line of text.split('\n')) if (line.startsWith('browser_telemetry_events_stored_total{')) n += Number(line.slice(line.lastIndexOf(' ') + 1))
+      return n
+    },
+    stop: async () => { child.kill('SIGTERM'); await exitOf(child) },
+  }
+}
+
+// ---------- the run ----------
+try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch { console.log('(tsc reported errors; using what it emitted into dist/)') }
+
+interface Sample { loadMs: number[]; cpuMs: number; loads: number; events: number }
+const samples = new Map<string, Sample>(BLOCKS.map((b) => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0 }]))
+
+await withTempDir(async (tmp) => {
+  const site = await startSite()
+  const browser: LaunchedBrowser = await launchChromium()
+  const driver = await Cdp.connect(browser.wsUrl)
+  let nonce = 0
+  for (let i = 0; i < 3; i++) await loadOnce(driver, site.url(`warm${nonce++}`)) // warm the browser up
+  for (let round = 1; round <= ROUNDS; round++) {
+    // Rotate the block order each round so no block always follows the same one.
+    const order = BLOCKS.map((_, i) => BLOCKS[(i + round - 1) % BLOCKS.length]!)
+    for (const block of order) {
+      let watcher: Watcher | undefined
+      if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
+      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg)
+      await loadOnce(driver, site.url(`settle${nonce++}`)) // one unmeasured load: attach-time work is not page-load work
+      const cpu0 = watcher ? cpuMs(watcher.pid) : 0
+      const ev0 = watcher ? await watcher.storedEvents() : 0
+      const s = samples.get(block.name)!
+      for (let l = 0; l < LOADS; l++) s.loadMs.push(await loadOnce(driver, site.url(`${nonce++}`)))
+      if (watcher) {
+        await new Promise((r) => setTimeout(r, 1200)) // let settle timers and late events land before counting
+        s.events += (await watcher.storedEvents()) - ev0
+        s.cpuMs += cpuMs(watcher.pid) - cpu0
+        await watcher.stop()
+      }
+      s.loads += LOADS
+    }
+    process.stdout.write(`round ${round}/${ROUNDS} done\n`)
+  }
+
+  const none = median(samples.get('none')!.loadMs)
+  console.log(`\n${'block'.padEnd(28)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)}`)
+  for (const b of BLOCKS) {
+    const s = samples.get(b.name)!
+    const load = median(s.loadMs)
+    const cpuPerLoad = s.loads ? s.cpuMs / s.loads : 0
+    const bare = b.bare ? samples.get(b.bare) : undefined
+    const bareLoad = bare ? median(bare.loadMs) : undefined
+    const bareCpu = bare && bare.loads ? bare.cpuMs / bare.loads : undefined
+    const evPerLoad = s.loads ? s.events / s.loads : 0
+    console.log(`${b.name.padEnd(28)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)}`)
+  }
+  console.log(`(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored)`)
+
+  // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser.
+  for (const [label, cdpUrl] of [['attached to an idle browser', browser.wsUrl], ['with no browser', undefined]] as const) {
+    const d = await startDaemon(join(tmp, `idle-${cdpUrl ? 'b' : 'n'}`), cdpUrl, ALL_BLOCKS[5]!.arg)
+    await new Promise((r) => setTimeout(r, 1000))
+    const c0 = cpuMs(d.pid), t0 = performance.now()
+    await new Promise((r) => setTimeout(r, 5000))
+    const perSec = (cpuMs(d.pid) - c0) / ((performance.now() - t0) / 1000)
+    console.log(`idle daemon ${label}: ${fmt(perSec, 1)} ms CPU per second (goal <= 2)`)
+    await d.stop()
+  }
+  driver.close()
+  await browser.close()
+  site.server.close()
+})
