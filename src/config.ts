@@ -46,6 +46,8 @@ export interface ServeConfig {
   zipMaxRatio: number
   watchUnits: string[]
   kmsgPath: string
+  /** Values adjusted rather than refused (e.g. the backoff clamp); startDaemon logs each as a warning. */
+  warnings: string[]
 }
 
 interface OptSpec { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }
@@ -69,7 +71,7 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'upload-root': { type: 'string', multiple: true, help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)' },
   'reconnect-attempts': { type: 'string', default: '10', help: 'Reconnect attempts before giving up' },
   'reconnect-initial-backoff': { type: 'string', default: '250ms', help: 'First reconnect delay (doubles each attempt)' },
-  'reconnect-max-backoff': { type: 'string', default: '2s', help: 'Reconnect delay cap' },
+  'reconnect-max-backoff': { type: 'string', default: '2s', help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)' },
   'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
   'stream-buffer-events': { type: 'string', default: '10000', help: 'Per-SSE-client buffer before a slow client is disconnected' },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
@@ -155,9 +157,14 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
   const cdpUrl = get('cdp-url')
   if (cdpUrl && !/^(https?|wss?):\/\//.test(cdpUrl)) throw new ConfigError(`--cdp-url: expected http://host:port or ws://..., got ${JSON.stringify(cdpUrl)}`)
   const proxyListenText = get('proxy-listen')!
-  const initial = duration('reconnect-initial-backoff', get('reconnect-initial-backoff')!)
+  const warnings: string[] = []
+  let initial = duration('reconnect-initial-backoff', get('reconnect-initial-backoff')!)
   const max = duration('reconnect-max-backoff', get('reconnect-max-backoff')!)
-  if (max < initial) throw new ConfigError('--reconnect-max-backoff must be >= --reconnect-initial-backoff')
+  // A cap below the first delay means "never wait longer than this": use it for both.
+  if (max < initial) {
+    warnings.push(`--reconnect-initial-backoff ${initial}ms is above --reconnect-max-backoff ${max}ms; using ${max}ms for both`)
+    initial = max
+  }
   const logLevel = get('log-level')!
   if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw new ConfigError(`--log-level: unknown level ${JSON.stringify(logLevel)}`)
   const browserId = get('browser-id')
@@ -195,5 +202,6 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     zipMaxRatio: int('zip-max-ratio', get('zip-max-ratio')!, 1),
     watchUnits: list('watch-unit'),
     kmsgPath: get('kmsg-path')!,
+    warnings,
   }
 }

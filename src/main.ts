@@ -68,6 +68,7 @@ export function packageVersion(): string {
 
 export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {}): Promise<DaemonHandle> {
   const logger = opts.logger ?? createLogger(config.logLevel)
+  for (const w of config.warnings) logger.warn(w)
   const announce = opts.announce ?? ((line: string) => { process.stderr.write(line + '\n') })
   await mkdir(config.dataDir, { recursive: true })
   const browserId = await resolveBrowserId(config.dataDir, config.browserId)

@@ -55,6 +55,18 @@ t.test('startDaemon: --browser-id and --token win; no token file written', async
   await t.rejects(readFile(join(dir, 'token')), { code: 'ENOENT' })
 })
 
+t.test('startDaemon logs the backoff clamp as a warning and starts', async (t) => {
+  const dir = await tempDir(t)
+  const { pino } = await import('pino')
+  const lines: { level: number; msg: string }[] = []
+  const logger = pino({ level: 'warn' }, { write: (s: string) => { lines.push(JSON.parse(s)) } })
+  const config = parseServeConfig(['--listen', '127.0.0.1:0', '--data-dir', dir, '--no-browser', '--token', 'x', '--reconnect-max-backoff', '100ms'], {})
+  const d = await startDaemon(config, { logger, announce: () => undefined })
+  t.teardown(() => d.close())
+  const clamp = lines.filter((l) => /reconnect-max-backoff/.test(l.msg))
+  t.same(clamp.map((l) => [l.level, l.msg]), [[40, '--reconnect-initial-backoff 250ms is above --reconnect-max-backoff 100ms; using 100ms for both']])
+})
+
 function runCli(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
     cwd: new URL('..', import.meta.url).pathname,

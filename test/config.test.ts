@@ -47,13 +47,35 @@ t.test('flags beat env; env twins work', async (t) => {
   t.equal(parseServeConfig(['--proxy-listen', 'off'], {}).proxyListen, undefined)
 })
 
+t.test('max backoff below the initial backoff clamps the initial to it, with a warning; flag order does not matter', async (t) => {
+  const warning = '--reconnect-initial-backoff 5000ms is above --reconnect-max-backoff 1000ms; using 1000ms for both'
+  for (const argv of [
+    ['--reconnect-initial-backoff', '5s', '--reconnect-max-backoff', '1s'],
+    ['--reconnect-max-backoff', '1s', '--reconnect-initial-backoff', '5s'],
+  ]) {
+    const c = parseServeConfig(argv, {})
+    t.same([c.reconnectInitialBackoffMs, c.reconnectMaxBackoffMs], [1000, 1000], argv.join(' '))
+    t.same(c.warnings, [warning], argv.join(' '))
+  }
+  // Only the max given (the case): below the default initial 250ms.
+  const onlyMax = parseServeConfig(['--reconnect-max-backoff', '100ms'], {})
+  t.same([onlyMax.reconnectInitialBackoffMs, onlyMax.reconnectMaxBackoffMs], [100, 100])
+  t.same(onlyMax.warnings, ['--reconnect-initial-backoff 250ms is above --reconnect-max-backoff 100ms; using 100ms for both'])
+  const fromEnv = parseServeConfig([], { BROWSER_TELEMETRY_RECONNECT_MAX_BACKOFF: '100ms' })
+  t.same([fromEnv.reconnectInitialBackoffMs, fromEnv.reconnectMaxBackoffMs], [100, 100])
+  t.equal(fromEnv.warnings.length, 1)
+  // Equal and ordinary values: kept as given, no warning.
+  const equal = parseServeConfig(['--reconnect-initial-backoff', '1s', '--reconnect-max-backoff', '1s'], {})
+  t.same([equal.reconnectInitialBackoffMs, equal.reconnectMaxBackoffMs, equal.warnings], [1000, 1000, []])
+  t.same(parseServeConfig([], {}).warnings, [])
+})
+
 t.test('bad values are clear errors', async (t) => {
   const cases: [string[], RegExp][] = [
     [['--listen', 'nope'], /--listen: expected host:port/],
     [['--categories', 'console,bogus'], /unknown category "bogus"/],
     [['--categories', 'monitor'], /monitor is not configurable/],
     [['--reconnect-initial-backoff', 'soon'], /--reconnect-initial-backoff: expected a duration/],
-    [['--reconnect-initial-backoff', '5s', '--reconnect-max-backoff', '1s'], /must be >=/],
     [['--max-envelope-bytes', 'big'], /expected a size/],
     [['--cdp-url', 'localhost:9222'], /--cdp-url/],
     [['--frobnicate'], /Unknown option '--frobnicate'/],

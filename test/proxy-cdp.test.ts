@@ -134,7 +134,10 @@ t.test('fake upstream: exact counts, text and binary frames preserved, dial fail
   const ws2 = await openWs(`ws://127.0.0.1:${port}/devtools/browser/abc`)
   t.equal(await closeCode(ws2), 1011)
   await waitFor(() => rec.disconnects().length === 2, 5000)
-  t.same(rec.disconnects()[1]!.data, { duration_ms: rec.disconnects()[1]!.data.duration_ms, message_count: 0, reason: 'upstream_error' })
+  t.same(rec.disconnects()[1]!.data, {
+    connection_id: rec.connects()[1]!.data.connection_id, duration_ms: rec.disconnects()[1]!.data.duration_ms, message_count: 0, reason: 'upstream_error',
+  })
+  t.not(rec.connects()[1]!.data.connection_id, rec.connects()[0]!.data.connection_id, 'each connection has its own id')
   t.same(rec.events.map((e) => e.type), ['cdp_connect', 'cdp_disconnect', 'cdp_connect', 'cdp_disconnect'])
 
   // Unknown path: 404, nothing emitted.
@@ -222,6 +225,33 @@ t.test('real Chromium: discovery, Playwright, Puppeteer, raw client counts, ever
     t.same((rec.events[before + 3] as Recorded & { type: 'cdp_disconnect' }).data.message_count, 2)
   })
 
+  await t.test('three overlapping clients: each disconnect carries its own connect\'s connection_id', async (t) => {
+    const before = rec.events.length
+    const path = new URL(browser!.wsUrl).pathname
+    const idOf = (e: Recorded | undefined) => (e!.data as { connection_id: string }).connection_id
+    // A opens, B opens, A closes, C opens, B closes, C closes: 1, 2 and 3 round trips each.
+    const a = await openWs(`ws://127.0.0.1:${port}${path}`)
+    await roundTrips(a, [{ method: 'Browser.getVersion' }])
+    const b = await openWs(`ws://127.0.0.1:${port}${path}`)
+    await roundTrips(b, [{ method: 'Browser.getVersion' }, { method: 'Browser.getVersion' }])
+    a.close()
+    await waitFor(() => rec.events.length === before + 3, 5000, 'A disconnect')
+    const c = await openWs(`ws://127.0.0.1:${port}${path}`)
+    await roundTrips(c, [{ method: 'Browser.getVersion' }, { method: 'Browser.getVersion' }, { method: 'Browser.getVersion' }])
+    b.close()
+    await waitFor(() => rec.events.length === before + 5, 5000, 'B disconnect')
+    c.close()
+    await waitFor(() => rec.events.length === before + 6, 5000, 'C disconnect')
+    const ev = rec.events.slice(before)
+    t.same(ev.map((e) => e.type), ['cdp_connect', 'cdp_connect', 'cdp_disconnect', 'cdp_connect', 'cdp_disconnect', 'cdp_disconnect'])
+    const [idA, idB, idC] = [idOf(ev[0]), idOf(ev[1]), idOf(ev[3])]
+    t.equal(new Set([idA, idB, idC]).size, 3, 'three distinct ids')
+    const disconnects = [ev[2], ev[4], ev[5]].map((e) => e!.data as { connection_id: string; message_count: number; reason: string })
+    t.same(disconnects.map((d) => [d.connection_id, d.message_count, d.reason]), [
+      [idA, 2, 'client_close'], [idB, 4, 'client_close'], [idC, 6, 'client_close'],
+    ], 'A, B, C in closing order, each with its own count')
+  })
+
   await t.test('upstream URL changes under a live session: upstream_changed', async (t) => {
     const before = rec.events.length
     const ws = await openWs(`ws://127.0.0.1:${port}/devtools/browser/${new URL(browser!.wsUrl).pathname.split('/').pop()}`)
@@ -274,17 +304,26 @@ t.test('real Chromium: discovery, Playwright, Puppeteer, raw client counts, ever
     t.equal(await code, 1001)
     t.equal(rec.events.length, before + 2)
     t.same((rec.events[before + 1] as Recorded & { type: 'cdp_disconnect' }).data, {
+      connection_id: (rec.events[before] as Recorded & { type: 'cdp_connect' }).data.connection_id,
       duration_ms: (rec.events[before + 1] as Recorded & { type: 'cdp_disconnect' }).data.duration_ms, message_count: 2, reason: 'context_cancelled',
     })
   })
 
-  t.test('pairing over the whole run: every disconnect follows its own connect', async (t) => {
-    let open = 0
+  t.test('pairing over the whole run: every disconnect follows its own connect, joined by connection_id', async (t) => {
+    const open = new Set<string>()
+    const seen = new Set<string>()
     for (const e of rec.events) {
-      if (e.type === 'cdp_connect') open++
-      else { t.ok(open > 0, 'disconnect after a connect'); open-- }
+      const id = (e.data as { connection_id?: string }).connection_id
+      t.match(id, /^[0-9a-f-]{36}$/, `${e.type} carries a connection_id`)
+      if (e.type === 'cdp_connect') {
+        t.notOk(seen.has(id!), 'ids are not reused')
+        seen.add(id!)
+        open.add(id!)
+      } else {
+        t.ok(open.delete(id!), 'disconnect after its own connect')
+      }
     }
-    t.equal(open, 0, 'every connect has exactly one disconnect')
+    t.equal(open.size, 0, 'every connect has exactly one disconnect')
     t.end()
   })
 })

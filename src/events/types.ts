@@ -88,8 +88,11 @@ export const EVENT_DEFS = {
     request_id: Str(), operation_id: Str(), status: Int(), duration_ms: Num(),
   })),
   // connection
-  cdp_connect: def('cdp_connect', 'connection', plain({})),
+  // connection_id joins a disconnect to its connect when clients overlap (optional: events ingested
+  // from older producers have none; the daemon's proxy always sets it).
+  cdp_connect: def('cdp_connect', 'connection', plain({ connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })) })),
   cdp_disconnect: def('cdp_disconnect', 'connection', plain({
+    connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })),
     duration_ms: Num(), message_count: Int({ minimum: 0 }),
     reason: Type.Union(['client_close', 'upstream_changed', 'upstream_error', 'context_cancelled'].map((r) => Type.Literal(r))),
   })),

@@ -2,6 +2,7 @@
 // raw WebSocket) to the current browser and reports each connection as cdp_connect/cdp_disconnect.
 // Frames are passed through as Buffers (text stays text, binary stays binary); nothing on the hot
 // path parses JSON.
+import { randomUUID } from 'node:crypto'
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { isIP, type AddressInfo } from 'node:net'
@@ -58,6 +59,8 @@ type ConnState = 'dialing' | 'open' | 'lost' | 'ended'
 
 /** One client connection and its upstream twin. */
 interface Relay {
+  /** Carried by both events of the pair, so overlapping clients' connects and disconnects can be joined. */
+  id: string
   client: WebSocket
   upstream: WebSocket
   /** The browser URL current when the client connected (to notice a browser restart). */
@@ -153,9 +156,9 @@ export class CdpProxy {
     const upstream = new WebSocket(target, {
       perMessageDeflate: false, maxPayload: this.maxPayload, skipUTF8Validation: true, handshakeTimeout: 10_000,
     })
-    const r: Relay = { client, upstream, browserUrl, state: 'dialing', startedAt: performance.now(), messages: 0, early: [] }
+    const r: Relay = { id: randomUUID(), client, upstream, browserUrl, state: 'dialing', startedAt: performance.now(), messages: 0, early: [] }
     this.relays.add(r)
-    this.opts.emit({ type: 'cdp_connect', data: {}, source: SOURCE })
+    this.opts.emit({ type: 'cdp_connect', data: { connection_id: r.id }, source: SOURCE })
 
     client.on('message', (data, isBinary) => {
       if (r.early) {
@@ -252,8 +255,8 @@ export class CdpProxy {
     if (r.lostTimer) clearTimeout(r.lostTimer)
     this.relays.delete(r)
     const durationMs = Math.max(0, Math.round((r.endedAt ?? performance.now()) - r.startedAt))
-    this.opts.emit({ type: 'cdp_disconnect', data: { duration_ms: durationMs, message_count: r.messages, reason }, source: SOURCE })
-    this.logger.debug({ reason, messages: r.messages, durationMs }, 'CDP proxy session ended')
+    this.opts.emit({ type: 'cdp_disconnect', data: { connection_id: r.id, duration_ms: durationMs, message_count: r.messages, reason }, source: SOURCE })
+    this.logger.debug({ connectionId: r.id, reason, messages: r.messages, durationMs }, 'CDP proxy session ended')
   }
 
   // ---- HTTP discovery ----
