@@ -1,5 +1,7 @@
-// Wiring only: config -> logger -> event log -> pipeline -> (monitor, collectors, proxy) -> API server.
-// Every part is built by its own module; this file decides the order and the shutdown order.
+// Wiring only: the daemon is a list of named steps (DAEMON_STEPS), run in order at startup; each
+// returns how to stop what it started, and shutdown runs those stops in reverse. Every part is built
+// by its own module; this file decides the order. To add a part: write one step function that reads
+// what earlier steps put on `Daemon`, sets its own field, returns its stop; add it to DAEMON_STEPS.
 import { existsSync, readFileSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -8,15 +10,15 @@ import { createLogger, type Logger } from './log.js'
 import { Pipeline } from './pipeline.js'
 import { EventLog } from './store/event-log.js'
 import { createApiApp, type ApiApp } from './api/app.js'
-import { loadTokens } from './api/auth.js'
+import { loadTokens, type LoadedTokens } from './api/auth.js'
 import { resolveBrowserId } from './api/browser-id.js'
 import type { ApiRouter } from './api/route-table.js'
-import { startApiServer } from './api/server.js'
+import { startApiServer, type ApiServer } from './api/server.js'
 import { registerUploadRoutes } from './api/routes/uploads.js'
 import { registerExtensionRoutes } from './api/routes/extensions.js'
 import { registerIngestRoutes } from './api/routes/ingest.js'
 import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
-import { createMetrics } from './metrics.js'
+import { createMetrics, type Metrics } from './metrics.js'
 import { Monitor } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
 import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
@@ -28,7 +30,7 @@ import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
 import { createInteractionCollector } from '../collectors/interaction.js'
 import { createScreenshotCollector } from '../collectors/screenshot.js'
-import { startSystemCollectors } from '../collectors/system.js'
+import { startSystemCollectors, type SystemCollectors } from '../collectors/system.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -66,158 +68,247 @@ export function packageVersion(): string {
   return '0.0.0'
 }
 
+/** Stops what a step started. Shutdown calls these in reverse step order. */
+export type StopStep = () => Promise<void> | void
+
+/** One named startup step: reads what earlier steps set on the Daemon, sets its own part. */
+export interface DaemonStep {
+  name: string
+  start(d: Daemon): Promise<StopStep | void> | StopStep | void
+}
+
+/**
+ * What the steps build. Each field is set by the step named in its comment; a step may read only
+ * fields of steps before it in DAEMON_STEPS.
+ */
+export class Daemon {
+  /** config */ browserId!: string
+  /** config */ tokens!: LoadedTokens
+  /** store */ log!: EventLog
+  /** pipeline */ pipeline!: Pipeline
+  /** pipeline */ metrics!: Metrics
+  /** monitor (undefined without a browser) */ monitor?: Monitor
+  /** system */ system!: SystemCollectors
+  /** Route groups the api step mounts, in this order; steps before `api` add theirs here. */
+  readonly routes: ((router: ApiRouter) => void)[] = []
+  /** api */ api!: ApiApp
+  /** api */ server!: ApiServer
+  /** proxy (undefined with --proxy-listen off or without a browser) */ proxy?: CdpProxy
+
+  constructor(readonly config: ServeConfig, readonly logger: Logger, readonly opts: DaemonOptions) {}
+}
+
+/** Data dir, browser id and API tokens. */
+async function resolveIdentity(d: Daemon): Promise<void> {
+  const { config } = d
+  for (const w of config.warnings) d.logger.warn(w)
+  await mkdir(config.dataDir, { recursive: true })
+  d.browserId = await resolveBrowserId(config.dataDir, config.browserId)
+  d.tokens = await loadTokens({ token: config.token, tokenFile: config.tokenFile, dataDir: config.dataDir })
+}
+
+async function openStore(d: Daemon): Promise<StopStep> {
+  const log = await EventLog.open({
+    path: join(d.config.dataDir, 'events'),
+    logger: d.logger.child({ module: 'store' }),
+    maxBytes: d.config.retentionBytes,
+    maxAgeMs: d.config.retentionAgeMs,
+  })
+  d.log = log
+  if (log.previousStopWasUnclean) d.logger.warn('previous run did not stop cleanly; a seq gap marks possibly lost events')
+  return () => log.close()
+}
+
+function buildPipeline(d: Daemon): void {
+  d.pipeline = new Pipeline({
+    log: d.log,
+    logger: d.logger.child({ module: 'pipeline' }),
+    categories: d.config.categories,
+    maxEnvelopeBytes: d.config.maxEnvelopeBytes,
+    redactHeaders: d.config.redactHeaders,
+  })
+  d.metrics = createMetrics()
+}
+
+/** Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects. */
+async function startMonitor(d: Daemon): Promise<StopStep | void> {
+  const { config, pipeline, logger } = d
+  if (!config.launch && !config.cdpUrl) return
+  const collectorLogger = logger.child({ module: 'collectors' })
+  const monitor = new Monitor({
+    cdpUrl: config.launch ? undefined : config.cdpUrl,
+    launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs } : undefined,
+    emit: pipeline.emit,
+    collectors: [
+      createConsoleCollector(),
+      createNetworkCollector({ bodyMaxBytes: config.networkBodyMaxBytes, isEnabled: () => pipeline.isEnabled('network') }),
+      createPageCollector(),
+      createInteractionCollector({ logger: collectorLogger }),
+      createScreenshotCollector({
+        intervalMs: config.screenshotIntervalMs,
+        maxBytes: config.maxEnvelopeBytes,
+        isEnabled: () => pipeline.isEnabled('screenshot'),
+        onEnabledChange: (l) => pipeline.onCategoriesChanged((c) => l(c.has('screenshot'))),
+        logger: collectorLogger,
+      }),
+    ],
+    logger: logger.child({ module: 'monitor' }),
+    reconnect: { attempts: config.reconnectAttempts, initialBackoffMs: config.reconnectInitialBackoffMs, maxBackoffMs: config.reconnectMaxBackoffMs },
+  })
+  d.monitor = monitor
+  const stop = () => monitor.stop()
+  try {
+    await monitor.start()
+  } catch (err) {
+    await stop() // the step failed: its own stop is not registered yet
+    throw err
+  }
+  // Demo: a new tab with the page, navigated once attached so the collectors see all of it.
+  if (config.open) {
+    await monitor.openPage(config.open).then(
+      () => logger.info({ url: config.open }, 'opened demo page'),
+      (err: Error) => logger.warn({ url: config.open, err: err.message }, 'could not open the demo page'))
+  }
+  return stop
+}
+
+/** System events: OOM kills, watched units, the launched browser's crashes, our own unclean stop. */
+async function startSystem(d: Daemon): Promise<StopStep> {
+  const system = await startSystemCollectors({
+    emit: d.pipeline.emit, logger: d.logger.child({ module: 'system' }), kmsgPath: d.config.kmsgPath,
+    watchUnits: d.config.watchUnits, log: d.log, monitorEvents: d.monitor?.events,
+  })
+  d.system = system
+  return () => system.stop()
+}
+
+/** Uploads and extensions live under the data dir; leftovers of an interrupted upload are swept first. */
+async function prepareUploads(d: Daemon): Promise<void> {
+  const { config } = d
+  const spoolDir = join(config.dataDir, 'tmp')
+  await mkdir(spoolDir, { recursive: true })
+  await sweepSpool(spoolDir)
+  const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
+  const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
+  const extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: d.log.sublevel<ExtensionRecord>('extensions') })
+  d.routes.push(
+    (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
+    (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
+  )
+}
+
+async function startApi(d: Daemon): Promise<StopStep> {
+  const { config, pipeline, monitor, system } = d
+  const monitorState = (): unknown => ({ ...(monitor ? monitor.health() : { state: 'disabled' }), kernel_log: system.kmsg() })
+  d.api = createApiApp({
+    browserId: d.browserId,
+    log: d.log,
+    pipeline,
+    tokens: d.tokens.tokens,
+    logger: d.logger.child({ module: 'api' }),
+    streamKeepaliveMs: config.streamKeepaliveMs,
+    streamBufferEvents: config.streamBufferEvents,
+    defaultCategories: config.categories,
+    monitorState,
+    version: packageVersion(),
+    outerMiddleware: [httpMetrics(d.metrics)],
+    routes: [
+      ...d.routes,
+      (r) => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),
+      (r) => registerMetricsRoute(r, { metrics: d.metrics }),
+      ...(d.opts.routes ?? []),
+    ],
+  })
+  const server = await startApiServer(d.api, config.listen)
+  d.server = server
+  return () => server.close()
+}
+
+/** CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect). */
+async function startProxy(d: Daemon): Promise<StopStep | void> {
+  const { config, monitor, tokens } = d
+  if (!config.proxyListen || !monitor) return
+  const proxy = new CdpProxy({
+    listen: config.proxyListen,
+    upstream: () => monitor.browserWsUrl,
+    onUpstreamChanged: (l) => { monitor.events.on('upstream', l); return () => { monitor.events.off('upstream', l) } },
+    emit: d.pipeline.emit,
+    auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth) ? { verify: (t) => tokens.tokens.lookup(t) } : undefined,
+    logger: d.logger.child({ module: 'proxy' }),
+  })
+  await proxy.start()
+  d.proxy = proxy
+  return () => proxy.close()
+}
+
+/** /metrics reads every part built so far; detached first at shutdown. */
+function attachMetrics(d: Daemon): StopStep {
+  const { monitor, proxy } = d
+  return d.metrics.attach({
+    pipeline: d.pipeline, log: d.log,
+    monitor: monitor ? { state: () => monitor.state, attachedTargets: () => monitor.targetCounts() } : undefined,
+    sseClients: () => d.api.streams.stats.open,
+    proxyConnections: proxy ? () => proxy.connectionCount : undefined,
+  })
+}
+
+function announceReady(d: Daemon): void {
+  const { config, server, browserId } = d
+  d.logger.info({ url: server.url, browserId, dataDir: config.dataDir, categories: config.categories }, 'browser-telemetry listening')
+  const generated = d.tokens.generated
+  if (generated) {
+    const announce = d.opts.announce ?? ((line: string) => { process.stderr.write(line + '\n') })
+    // Printed for the user, never logged: this is the one place a token is shown.
+    announce(`API token (${generated.created ? 'generated and ' : ''}stored in ${generated.path}, mode 0600): ${generated.token}`)
+    announce(`Try: curl -H 'Authorization: Bearer ${generated.token}' '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`)
+  }
+}
+
+/**
+ * Startup order. Shutdown is the reverse: metrics, proxy, API (streams end), system, monitor, then
+ * the log (flushed and closed last, so every producer's final events are stored).
+ */
+export const DAEMON_STEPS: readonly DaemonStep[] = [
+  { name: 'config', start: resolveIdentity },
+  { name: 'store', start: openStore },
+  { name: 'pipeline', start: buildPipeline },
+  { name: 'monitor', start: startMonitor },
+  { name: 'system', start: startSystem },
+  { name: 'uploads', start: prepareUploads },
+  { name: 'api', start: startApi },
+  { name: 'proxy', start: startProxy },
+  { name: 'metrics', start: attachMetrics },
+  { name: 'ready', start: announceReady },
+]
+
 export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {}): Promise<DaemonHandle> {
   const logger = opts.logger ?? createLogger(config.logLevel)
-  for (const w of config.warnings) logger.warn(w)
-  const announce = opts.announce ?? ((line: string) => { process.stderr.write(line + '\n') })
-  await mkdir(config.dataDir, { recursive: true })
-  const browserId = await resolveBrowserId(config.dataDir, config.browserId)
-  const { tokens, generated } = await loadTokens({ token: config.token, tokenFile: config.tokenFile, dataDir: config.dataDir })
-
-  const log = await EventLog.open({
-    path: join(config.dataDir, 'events'),
-    logger: logger.child({ module: 'store' }),
-    maxBytes: config.retentionBytes,
-    maxAgeMs: config.retentionAgeMs,
-  })
-  const cleanups: (() => Promise<void> | void)[] = [() => log.close()]
-  const closeAll = async () => {
-    for (const c of cleanups.splice(0).reverse()) {
-      try { await c() } catch (err) { logger.error({ err: (err as Error).message }, 'shutdown step failed') }
+  const d = new Daemon(config, logger, opts)
+  const stops: { name: string; stop: StopStep }[] = []
+  const stopAll = async () => {
+    for (const { name, stop } of stops.splice(0).reverse()) {
+      try { await stop() } catch (err) { logger.error({ step: name, err: (err as Error).message }, 'shutdown step failed') }
     }
   }
   try {
-    if (log.previousStopWasUnclean) logger.warn('previous run did not stop cleanly; a seq gap marks possibly lost events')
-    const pipeline = new Pipeline({
-      log,
-      logger: logger.child({ module: 'pipeline' }),
-      categories: config.categories,
-      maxEnvelopeBytes: config.maxEnvelopeBytes,
-      redactHeaders: config.redactHeaders,
-    })
-
-    const metrics = createMetrics()
-
-    // Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects.
-    let monitor: Monitor | undefined
-    if (config.launch || config.cdpUrl) {
-      const collectorLogger = logger.child({ module: 'collectors' })
-      monitor = new Monitor({
-        cdpUrl: config.launch ? undefined : config.cdpUrl,
-        launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs } : undefined,
-        emit: pipeline.emit,
-        collectors: [
-          createConsoleCollector(),
-          createNetworkCollector({ bodyMaxBytes: config.networkBodyMaxBytes, isEnabled: () => pipeline.isEnabled('network') }),
-          createPageCollector(),
-          createInteractionCollector({ logger: collectorLogger }),
-          createScreenshotCollector({
-            intervalMs: config.screenshotIntervalMs,
-            maxBytes: config.maxEnvelopeBytes,
-            isEnabled: () => pipeline.isEnabled('screenshot'),
-            onEnabledChange: (l) => pipeline.onCategoriesChanged((c) => l(c.has('screenshot'))),
-            logger: collectorLogger,
-          }),
-        ],
-        logger: logger.child({ module: 'monitor' }),
-        reconnect: { attempts: config.reconnectAttempts, initialBackoffMs: config.reconnectInitialBackoffMs, maxBackoffMs: config.reconnectMaxBackoffMs },
-      })
-      const m = monitor
-      cleanups.push(() => m.stop())
-      await m.start()
-      // Demo: a new tab with the page, navigated once attached so the collectors see all of it.
-      if (config.open) {
-        await m.openPage(config.open).then(
-          () => logger.info({ url: config.open }, 'opened demo page'),
-          (err: Error) => logger.warn({ url: config.open, err: err.message }, 'could not open the demo page'))
-      }
-    }
-
-    // System events: OOM kills, watched units, the launched browser's crashes, our own unclean stop.
-    const system = await startSystemCollectors({
-      emit: pipeline.emit, logger: logger.child({ module: 'system' }), kmsgPath: config.kmsgPath,
-      watchUnits: config.watchUnits, log, monitorEvents: monitor?.events,
-    })
-    cleanups.push(() => system.stop())
-    const monitorState = (): unknown => ({ ...(monitor ? monitor.health() : { state: 'disabled' }), kernel_log: system.kmsg() })
-
-    // Uploads and extensions live under the data dir; leftovers of an interrupted upload are swept first.
-    const spoolDir = join(config.dataDir, 'tmp')
-    await mkdir(spoolDir, { recursive: true })
-    await sweepSpool(spoolDir)
-    const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
-    const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
-    const extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: log.sublevel<ExtensionRecord>('extensions') })
-
-    const api = createApiApp({
-      browserId,
-      log,
-      pipeline,
-      tokens,
-      logger: logger.child({ module: 'api' }),
-      streamKeepaliveMs: config.streamKeepaliveMs,
-      streamBufferEvents: config.streamBufferEvents,
-      defaultCategories: config.categories,
-      monitorState,
-      version: packageVersion(),
-      outerMiddleware: [httpMetrics(metrics)],
-      routes: [
-        (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
-        (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
-        (r) => registerIngestRoutes(r, { pipeline, browserId }),
-        (r) => registerMetricsRoute(r, { metrics }),
-        ...(opts.routes ?? []),
-      ],
-    })
-    const server = await startApiServer(api, config.listen)
-    // Shutdown runs these in reverse: proxy, API (streams end), system, monitor, metrics, then the log.
-    cleanups.push(() => server.close())
-
-    // CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect).
-    let proxy: CdpProxy | undefined
-    if (config.proxyListen && monitor) {
-      const m = monitor
-      proxy = new CdpProxy({
-        listen: config.proxyListen,
-        upstream: () => m.browserWsUrl,
-        onUpstreamChanged: (l) => { m.events.on('upstream', l); return () => { m.events.off('upstream', l) } },
-        emit: pipeline.emit,
-        auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth) ? { verify: (t) => tokens.lookup(t) } : undefined,
-        logger: logger.child({ module: 'proxy' }),
-      })
-      const p = proxy
-      await p.start()
-      cleanups.push(() => p.close())
-    }
-    const probedMonitor = monitor
-    const probedProxy = proxy
-    cleanups.push(metrics.attach({
-      pipeline, log,
-      monitor: probedMonitor ? { state: () => probedMonitor.state, attachedTargets: () => probedMonitor.targetCounts() } : undefined,
-      sseClients: () => api.streams.stats.open,
-      proxyConnections: probedProxy ? () => probedProxy.connectionCount : undefined,
-    }))
-
-    logger.info({ url: server.url, browserId, dataDir: config.dataDir, categories: config.categories }, 'browser-telemetry listening')
-    if (generated) {
-      // Printed for the user, never logged: this is the one place a token is shown.
-      announce(`API token (${generated.created ? 'generated and ' : ''}stored in ${generated.path}, mode 0600): ${generated.token}`)
-      announce(`Try: curl -H 'Authorization: Bearer ${generated.token}' '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`)
-    }
-    let closing: Promise<void> | undefined
-    return {
-      url: server.url,
-      browserId,
-      log,
-      pipeline,
-      api,
-      monitor,
-      proxy,
-      generatedToken: generated ? { token: generated.token, path: generated.path } : undefined,
-      close: () => (closing ??= closeAll()),
+    for (const step of DAEMON_STEPS) {
+      const stop = await step.start(d)
+      if (stop) stops.push({ name: step.name, stop })
     }
   } catch (err) {
-    await closeAll()
+    await stopAll()
     throw err
+  }
+  let closing: Promise<void> | undefined
+  return {
+    url: d.server.url,
+    browserId: d.browserId,
+    log: d.log,
+    pipeline: d.pipeline,
+    api: d.api,
+    monitor: d.monitor,
+    proxy: d.proxy,
+    generatedToken: d.tokens.generated ? { token: d.tokens.generated.token, path: d.tokens.generated.path } : undefined,
+    close: () => (closing ??= stopAll()),
   }
 }
