@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util'
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { DEFAULT_CATEGORIES, DEFAULT_REDACTED_HEADERS, type ConfigurableCategory } from './pipeline.js'
+import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
 
@@ -110,6 +111,11 @@ function size(flag: string, v: string): number {
   if (n === undefined || n <= 0) throw new ConfigError(`--${flag}: expected a size like 65536, 64KiB, 1MiB, got ${JSON.stringify(v)}`)
   return n
 }
+function minSize(flag: string, v: string, min: number): number {
+  const n = size(flag, v)
+  if (n < min) throw new ConfigError(`--${flag}: at least ${min} bytes, got ${JSON.stringify(v)}`)
+  return n
+}
 function int(flag: string, v: string, min: number): number {
   if (!/^\d+$/.test(v.trim()) || Number(v) < min) throw new ConfigError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(v)}`)
   return Number(v)
@@ -190,7 +196,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     streamKeepaliveMs: duration('stream-keepalive', get('stream-keepalive')!),
     streamBufferEvents: int('stream-buffer-events', get('stream-buffer-events')!, 1),
     logLevel,
-    maxEnvelopeBytes: size('max-envelope-bytes', get('max-envelope-bytes')!),
+    maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
     redactHeaders: get('redact-headers')!.split(',').map((s) => s.trim()).filter(Boolean),
     retentionBytes: size('retention-bytes', get('retention-bytes')!),
     retentionAgeMs: duration('retention-age', get('retention-age')!),

@@ -6,6 +6,7 @@ import {
 } from './events/index.js'
 import type { EventLog } from './store/event-log.js'
 import { silentLogger, type Logger } from './log.js'
+import { fitEvent } from './envelope-fit.js'
 
 export type ConfigurableCategory = Exclude<Category, 'monitor'>
 
@@ -191,74 +192,10 @@ export class Pipeline {
     if (copy) (event.data as { headers?: Record<string, string> }) = { ...data, headers: copy }
   }
 
-  /** Cuts the longest strings (then array tails) of data until the envelope fits the cap; returns the event JSON. */
+  /** Cuts the event to the envelope cap (src/envelope-fit.ts); returns the event JSON. */
   private fit(event: TelemetryEvent): string {
-    // The envelope adds {"seq":<=16 digits,"event":...}: 40 bytes is a safe bound.
-    let json = JSON.stringify(event)
-    let size = json.length * 3 + 40 > this.maxBytes ? Buffer.byteLength(json) + 40 : 0
-    if (size <= this.maxBytes) return json
-    const data = structuredClone(event.data) as Record<string, unknown>
-    for (let round = 0; round < 64 && size > this.maxBytes; round++) {
-      const leaf = longestString(data)
-      const excess = size - this.maxBytes
-      if (leaf && leaf.length > 256) {
-        // At most halve per round so several big fields share the budget instead of one losing all.
-        const keep = Math.max(leaf.length - excess - 64, Math.floor(leaf.length / 2), 0)
-        leaf.set(truncateUtf8(leaf.value, keep))
-      } else if (!dropArrayTail(data)) {
-        if (!leaf || leaf.length === 0) break
-        leaf.set('')
-      }
-      size = Buffer.byteLength(JSON.stringify({ ...event, data })) + 40
-    }
-    ;(event as { data: unknown }).data = data
-    event.truncated = true
-    this.stats.truncated++
-    return JSON.stringify(event)
+    const { json, cut } = fitEvent(event, this.maxBytes)
+    if (cut) this.stats.truncated++
+    return json
   }
-}
-
-interface Leaf { value: string; length: number; set: (v: string) => void }
-
-function longestString(root: unknown): Leaf | undefined {
-  let best: Leaf | undefined
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) {
-      node.forEach((v, i) => {
-        if (typeof v === 'string') { if (!best || v.length > best.length) best = { value: v, length: v.length, set: (s) => { node[i] = s } } }
-        else visit(v)
-      })
-    } else if (node && typeof node === 'object') {
-      const obj = node as Record<string, unknown>
-      for (const k of Object.keys(obj)) {
-        const v = obj[k]
-        if (typeof v === 'string') { if (!best || v.length > best.length) best = { value: v, length: v.length, set: (s) => { obj[k] = s } } }
-        else visit(v)
-      }
-    }
-  }
-  visit(root)
-  return best
-}
-
-/** Halves the longest array in data; false when there is none left to shorten. */
-function dropArrayTail(root: unknown): boolean {
-  let best: unknown[] | undefined
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) { if (node.length > 0 && (!best || node.length > best.length)) best = node; node.forEach(visit) }
-    else if (node && typeof node === 'object') Object.values(node).forEach(visit)
-  }
-  visit(root)
-  if (!best) return false
-  best.length = Math.floor(best.length / 2)
-  return true
-}
-
-/** Cuts a string to at most `chars` UTF-16 units without splitting a surrogate pair. */
-export function truncateUtf8(s: string, chars: number): string {
-  if (s.length <= chars) return s
-  let end = chars
-  const code = s.charCodeAt(end - 1)
-  if (code >= 0xd800 && code <= 0xdbff) end--
-  return s.slice(0, end)
 }

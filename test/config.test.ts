@@ -77,6 +77,7 @@ t.test('bad values are clear errors', async (t) => {
     [['--categories', 'monitor'], /monitor is not configurable/],
     [['--reconnect-initial-backoff', 'soon'], /--reconnect-initial-backoff: expected a duration/],
     [['--max-envelope-bytes', 'big'], /expected a size/],
+    [['--max-envelope-bytes', '4095'], /--max-envelope-bytes: at least 4096 bytes/],
     [['--cdp-url', 'localhost:9222'], /--cdp-url/],
     [['--frobnicate'], /Unknown option '--frobnicate'/],
     [['--browser-id', 'a b'], /--browser-id/],
