@@ -42,6 +42,7 @@ export const HealthSchema = Type.Object(
     store: Type.Object({
       writable: Type.Boolean(), writeFailures: Type.Integer(), lastWriteError: Type.Optional(Type.String()),
       droppedEvents: Type.Integer(), pendingEvents: Type.Integer(), firstSeq: Type.Integer(), lastSeq: Type.Integer(),
+      syncedWrites: Type.Integer({ description: 'Writes made with fsync (seq reservations, periodic sync)' }),
     }),
     monitor: Type.Unknown({ description: 'State of the CDP monitor (collecting, disconnected, failed, disabled, ...)' }),
     streams: Type.Object({ open: Type.Integer(), slowDisconnects: Type.Integer() }),

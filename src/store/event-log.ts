@@ -25,6 +25,13 @@ export interface EventLogOptions {
   commitMaxEvents?: number
   /** Events buffered while writes fail before the oldest are dropped (default 100,000). */
   maxPendingEvents?: number
+  /**
+   * Durable seq: a write whose seqs pass the synced reservation reserves this many more, in a
+   * `sync: true` write (default 4096). Larger means fewer fsyncs and a wider gap after power loss.
+   */
+  seqReserveBlock?: number
+  /** A write is also synced when the last synced write is older than this (default 1 s): bounds what power loss can take. */
+  syncIntervalMs?: number
 }
 
 export interface ReadQuery {
@@ -51,6 +58,8 @@ export interface LogHealth {
   writable: boolean
   writeFailures: number
   lastWriteError?: string
+  /** Writes made with sync: true (seq reservations and the periodic sync). */
+  syncedWrites: number
   droppedEvents: number
   pendingEvents: number
   firstSeq: number
@@ -83,6 +92,16 @@ const SEQ_META = metaKey('seq')
 /** Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). */
 const WRITE_MERGE_EVENTS = 1024
 const CLEAN_META = metaKey('clean')
+/** Highest seq that may have been handed out, written with sync: true before any seq above it is committed. */
+const RESERVE_META = metaKey('rsv')
+/** Written (empty, synced) when the log goes idle after unsynced writes: the fsync is the point. */
+const SYNC_META = metaKey('sync')
+
+function u64(n: number): Buffer {
+  const b = Buffer.allocUnsafe(8)
+  b.writeBigUInt64BE(BigInt(n), 0)
+  return b
+}
 
 export class EventLog {
   readonly path: string
@@ -94,6 +113,10 @@ export class EventLog {
   private nextSeq: number
   private lastTs: number
   private committedSeq: number
+  /** Durable (synced) seq reservation: no seq at or below it is ever handed out again, power loss included. */
+  private reservedSeq: number
+  private lastSyncAt = 0
+  private syncTimer: NodeJS.Timeout | undefined
   private firstSeqCache: number
   private open = true
   private current: Batch = newBatch()
@@ -107,9 +130,9 @@ export class EventLog {
   private listeners = new Set<CommitListener>()
   private dropListeners = new Set<CommitListener>()
   private idleWaiters: (() => void)[] = []
-  private health_ = { writable: true, writeFailures: 0, lastWriteError: undefined as string | undefined, droppedEvents: 0 }
+  private health_ = { writable: true, writeFailures: 0, lastWriteError: undefined as string | undefined, droppedEvents: 0, syncedWrites: 0 }
 
-  private constructor(db: ClassicLevel<Buffer, Buffer>, opts: EventLogOptions, state: { nextSeq: number; lastTs: number; committedSeq: number; firstSeq: number; unclean: boolean }) {
+  private constructor(db: ClassicLevel<Buffer, Buffer>, opts: EventLogOptions, state: { nextSeq: number; lastTs: number; committedSeq: number; reservedSeq: number; firstSeq: number; unclean: boolean }) {
     this.db = db
     this.path = opts.path
     this.log = opts.logger ?? silentLogger
@@ -121,10 +144,13 @@ export class EventLog {
       // A batch never exceeds one write (index block offsets are uint16).
       commitMaxEvents: Math.min(Math.max(1, opts.commitMaxEvents ?? 256), WRITE_MERGE_EVENTS),
       maxPendingEvents: opts.maxPendingEvents ?? 100_000,
+      seqReserveBlock: Math.max(1, opts.seqReserveBlock ?? 4096),
+      syncIntervalMs: opts.syncIntervalMs ?? 1000,
     }
     this.nextSeq = state.nextSeq
     this.lastTs = state.lastTs
     this.committedSeq = state.committedSeq
+    this.reservedSeq = state.reservedSeq
     this.firstSeqCache = state.firstSeq
     this.previousStopWasUnclean = state.unclean
   }
@@ -153,14 +179,18 @@ export class EventLog {
     }
     const [firstKey] = await db.keys({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END, limit: 1 }).all()
     const firstSeq = firstKey ? seqOfEventKey(firstKey) : committedSeq + 1
-    const hadData = committedSeq > 0
+    const reserved = await db.get(RESERVE_META)
+    const reservedSeq = reserved ? Number(reserved.readBigUInt64BE(0)) : 0
+    const hadData = committedSeq > 0 || reservedSeq > 0
     const clean = (await db.get(CLEAN_META)) !== undefined
-    // An unclean stop may have lost buffered events: skip one seq so clients see a gap.
+    // An unclean stop may have lost buffered events: skip at least one seq so clients see a gap.
+    // After power loss the last unsynced writes may be gone while readers already saw their seqs;
+    // the synced reservation is above all of them, so starting past it never reuses one.
     const unclean = hadData && !clean
-    const nextSeq = committedSeq + (unclean ? 2 : 1)
+    const nextSeq = unclean ? Math.max(committedSeq + 2, reservedSeq + 1) : committedSeq + 1
     // Remove the marker before accepting writes: from here on a crash must read as unclean.
     await db.del(CLEAN_META, { sync: true } as never)
-    const log = new EventLog(db, opts, { nextSeq, lastTs, committedSeq, firstSeq, unclean })
+    const log = new EventLog(db, opts, { nextSeq, lastTs, committedSeq, reservedSeq, firstSeq, unclean })
     if (log.opts.retentionIntervalMs > 0) {
       log.retentionTimer = setInterval(() => { void log.runRetention() }, log.opts.retentionIntervalMs)
       log.retentionTimer.unref()
@@ -270,6 +300,8 @@ export class EventLog {
       const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records)
       const last = records[records.length - 1]!
       let batch: ReturnType<typeof this.db.batch> | undefined
+      let newReserved: number | undefined
+      let sync = false
       try {
         // A chained batch hands each put to LevelDB's WriteBatch directly (no array of op objects).
         batch = this.db.batch()
@@ -290,7 +322,18 @@ export class EventLog {
         meta.writeBigUInt64BE(BigInt(last.seq), 0)
         meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
         batch.put(SEQ_META, meta)
-        await batch.write()
+        // Durable seq: the write that first commits a seq above the synced reservation carries a new
+        // reservation and is synced, so the reservation is on disk before any reader sees those seqs.
+        // Between reservations writes are synced at least every syncIntervalMs. Nothing else is synced.
+        const now = performance.now()
+        if (last.seq > this.reservedSeq) {
+          newReserved = Math.max(last.seq, this.nextSeq - 1) + this.opts.seqReserveBlock
+          batch.put(RESERVE_META, u64(newReserved))
+        }
+        sync = newReserved !== undefined || now - this.lastSyncAt >= this.opts.syncIntervalMs
+        await (sync ? batch.write({ sync: true } as never) : batch.write())
+        if (sync) this.lastSyncAt = now
+        else this.armIdleSync()
       } catch (err) {
         // write() closes the batch itself; a failure while filling it must not leak it.
         if (batch) void batch.close().catch(() => undefined)
@@ -311,6 +354,8 @@ export class EventLog {
       this.retryDelayMs = 0
       this.queue.splice(0, batches.length)
       this.committedSeq = last.seq
+      if (newReserved !== undefined) this.reservedSeq = newReserved
+      if (sync) this.health_.syncedWrites++
       for (const b of batches) b.resolve(true)
       for (const l of this.listeners) {
         try { l(records) } catch (err) { this.log.error({ err: (err as Error).message }, 'commit listener threw') }
@@ -319,6 +364,20 @@ export class EventLog {
     this.writing = false
     const waiters = this.idleWaiters.splice(0)
     for (const w of waiters) w()
+  }
+
+  /** After an unsynced write, make sure an fsync follows within syncIntervalMs even if no write comes. */
+  private armIdleSync(): void {
+    if (this.syncTimer) return
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined
+      if (!this.open || performance.now() - this.lastSyncAt < this.opts.syncIntervalMs) return
+      const at = performance.now()
+      this.db.put(SYNC_META, Buffer.alloc(0), { sync: true } as never).then(
+        () => { this.lastSyncAt = Math.max(this.lastSyncAt, at); this.health_.syncedWrites++ },
+        (err: Error) => this.log.warn({ err: err.message }, 'event log sync failed'))
+    }, this.opts.syncIntervalMs)
+    this.syncTimer.unref()
   }
 
   private failAllPending(): void {
@@ -477,6 +536,7 @@ export class EventLog {
   async close(): Promise<void> {
     if (!this.open) return
     if (this.retentionTimer) clearInterval(this.retentionTimer)
+    if (this.syncTimer) { clearTimeout(this.syncTimer); this.syncTimer = undefined }
     if (this.retentionRunning) await this.retentionRunning.catch(() => undefined)
     await this.flush()
     this.open = false
