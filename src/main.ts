@@ -3,7 +3,7 @@
 // by its own module; this file decides the order. To add a part: write one step function that reads
 // what earlier steps put on `Daemon`, sets its own field, returns its stop; add it to DAEMON_STEPS.
 import { existsSync, readFileSync } from 'node:fs'
-import { mkdir } from 'node:fs/promises'
+import { chmod, mkdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ServeConfig } from './config.js'
 import { createLogger, type Logger } from './log.js'
@@ -34,8 +34,13 @@ import { startSystemCollectors, type SystemCollectors } from '../collectors/syst
 
 export interface DaemonOptions {
   logger?: Logger
-  /** Where startup lines for the user go (the generated token + curl line). Default: stderr. */
+  /** Where startup lines for the user go (the token file's path + curl line). Default: stderr. */
   announce?: (line: string) => void
+  /**
+   * Whether a just-generated token may be shown in clear (default: stderr is a terminal). A journal
+   * or a log file must never receive it; the path to the 0600 file is always shown instead.
+   */
+  showNewToken?: boolean
   /** Extra route groups (tests, or parts not yet wired below). */
   routes?: ((router: ApiRouter) => void)[]
 }
@@ -98,11 +103,17 @@ export class Daemon {
   constructor(readonly config: ServeConfig, readonly logger: Logger, readonly opts: DaemonOptions) {}
 }
 
+/** The data dir holds the token and the log: owner only (0700), also when it already existed. */
+async function prepareDataDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  if (((await stat(dir)).mode & 0o077) !== 0) await chmod(dir, 0o700)
+}
+
 /** Data dir, browser id and API tokens. */
 async function resolveIdentity(d: Daemon): Promise<void> {
   const { config } = d
   for (const w of config.warnings) d.logger.warn(w)
-  await mkdir(config.dataDir, { recursive: true })
+  await prepareDataDir(config.dataDir)
   d.browserId = await resolveBrowserId(config.dataDir, config.browserId)
   d.tokens = await loadTokens({ token: config.token, tokenFile: config.tokenFile, dataDir: config.dataDir })
 }
@@ -258,9 +269,11 @@ function announceReady(d: Daemon): void {
   const generated = d.tokens.generated
   if (generated) {
     const announce = d.opts.announce ?? ((line: string) => { process.stderr.write(line + '\n') })
-    // Printed for the user, never logged: this is the one place a token is shown.
-    announce(`API token (${generated.created ? 'generated and ' : ''}stored in ${generated.path}, mode 0600): ${generated.token}`)
-    announce(`Try: curl -H 'Authorization: Bearer ${generated.token}' '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`)
+    // Never logged. The token itself is shown once, when just created and a person is watching
+    // (stderr is a terminal); a journal only ever gets the file's path.
+    const show = generated.created && (d.opts.showNewToken ?? process.stderr.isTTY === true)
+    announce(`API token ${generated.created ? 'generated and ' : ''}stored in ${generated.path} (mode 0600)${show ? `: ${generated.token}` : ''}`)
+    announce(`Try: curl -H "Authorization: Bearer $(cat ${generated.path})" '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`)
   }
 }
 

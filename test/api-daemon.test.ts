@@ -2,7 +2,7 @@
 // persistent browser id, SIGTERM -> clean exit 0, startup errors -> one line + exit 1.
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseServeConfig } from '../src/config.js'
 import { startDaemon } from '../src/main.js'
@@ -15,14 +15,17 @@ t.test('startDaemon: generated token + browser id persist across restarts; close
   const dir = await tempDir(t)
   const lines: string[] = []
   const config = parseServeConfig(['--listen', '127.0.0.1:0', '--data-dir', dir, '--no-browser'], {})
-  const d1 = await startDaemon(config, { logger: silentLogger, announce: (l) => lines.push(l) })
+  const d1 = await startDaemon(config, { logger: silentLogger, announce: (l) => lines.push(l), showNewToken: true })
   t.teardown(() => d1.close())
   t.match(d1.url, /^http:\/\/127\.0\.0\.1:\d+$/)
   t.equal((await readFile(join(dir, 'browser-id'), 'utf8')).trim(), d1.browserId)
   const token = d1.generatedToken!.token
   t.equal(lines.length, 2)
-  t.match(lines[0], `stored in ${join(dir, 'token')}, mode 0600): ${token}`)
-  t.equal(lines[1], `Try: curl -H 'Authorization: Bearer ${token}' '${d1.url}/browsers/${d1.browserId}/telemetry/events?limit=10'`)
+  t.equal(lines[0], `API token generated and stored in ${join(dir, 'token')} (mode 0600): ${token}`, 'shown once: just created, a terminal')
+  t.equal(lines[1], `Try: curl -H "Authorization: Bearer $(cat ${join(dir, 'token')})" '${d1.url}/browsers/${d1.browserId}/telemetry/events?limit=10'`)
+  t.equal((await stat(join(dir, 'token'))).mode & 0o777, 0o600)
+  t.equal((await stat(join(dir, 'browser-id'))).mode & 0o777, 0o600)
+  t.equal((await stat(dir)).mode & 0o777, 0o700, 'data dir owner-only')
 
   const res = await fetch(`${d1.url}/browsers/${d1.browserId}/telemetry`, { method: 'PATCH', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: '{}' })
   t.equal(res.status, 200)
@@ -35,14 +38,27 @@ t.test('startDaemon: generated token + browser id persist across restarts; close
   t.equal(log.lastSeq, 1)
   await log.close()
 
-  const d2 = await startDaemon(config, { logger: silentLogger, announce: () => undefined })
+  const lines2: string[] = []
+  const d2 = await startDaemon(config, { logger: silentLogger, announce: (l) => lines2.push(l), showNewToken: true })
   t.teardown(() => d2.close())
+  t.equal(lines2[0], `API token stored in ${join(dir, 'token')} (mode 0600)`, 'a reused token is never shown again, only its path')
+  t.notOk(lines2.join('\n').includes(token))
   t.equal(d2.browserId, d1.browserId, 'browser id kept')
   t.equal(d2.generatedToken!.token, token, 'token kept')
   const ok = await fetch(`${d2.url}/browsers/${d2.browserId}/telemetry/events?since=1h`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(ok.status, 200)
   t.equal(JSON.parse(await ok.text()).length, 1)
   await d2.close()
+})
+
+t.test('startDaemon: a just-generated token is not printed when stderr is not a terminal (journal)', async (t) => {
+  const dir = await tempDir(t)
+  const lines: string[] = []
+  const d = await startDaemon(parseServeConfig(['--listen', '127.0.0.1:0', '--data-dir', dir, '--no-browser'], {}), { logger: silentLogger, announce: (l) => lines.push(l), showNewToken: false })
+  t.teardown(() => d.close())
+  const token = d.generatedToken!.token
+  t.equal(lines[0], `API token generated and stored in ${join(dir, 'token')} (mode 0600)`)
+  t.notOk(lines.join('\n').includes(token), 'the token is in no announced line')
 })
 
 t.test('startDaemon: --browser-id and --token win; no token file written', async (t) => {
@@ -86,9 +102,11 @@ t.test('serve: prints the token + curl line, serves, SIGTERM -> exit 0 with the 
   const dir = await tempDir(t)
   const p = runCli(['serve', '--listen', '127.0.0.1:0', '--data-dir', dir, '--no-browser', '--log-level', 'silent'])
   t.teardown(() => { p.child.kill('SIGKILL') })
-  const curl = await waitFor(() => /Try: curl -H 'Authorization: Bearer (\S+)' '(http:\/\/127\.0\.0\.1:\d+)\/browsers\/(\S+)\/telemetry\/events\?limit=10'/.exec(p.err()), 60_000, 'curl line')
-  const [, token, url, browserId] = curl
-  t.equal(token, (await readFile(join(dir, 'token'), 'utf8')).trim())
+  const curl = await waitFor(() => /Try: curl -H "Authorization: Bearer \$\(cat (\S+)\)" '(http:\/\/127\.0\.0\.1:\d+)\/browsers\/(\S+)\/telemetry\/events\?limit=10'/.exec(p.err()), 60_000, 'curl line')
+  const [, tokenPath, url, browserId] = curl
+  t.equal(tokenPath, join(dir, 'token'))
+  const token = (await readFile(tokenPath!, 'utf8')).trim()
+  t.notOk(p.err().includes(token), 'stderr is a pipe (a journal): the token is never printed')
   const res = await fetch(`${url}/browsers/${browserId}/telemetry/events?limit=10`, { headers: { authorization: `Bearer ${token}` } })
   t.equal(res.status, 200)
   const stream = await fetch(`${url}/browsers/${browserId}/telemetry/stream`, { headers: { authorization: `Bearer ${token}` } })

@@ -1,11 +1,12 @@
 // Bearer tokens with scopes. Tokens are kept only as SHA-256 hashes and compared in constant time;
 // no function here logs a token or puts one in an error message.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ApiError } from './errors.js'
 import type { Scope } from './operation.js'
 import type { ApiMiddleware } from './route-table.js'
+import { writeFileAtomic } from '../util/atomic-file.js'
 
 export const ALL_SCOPES: readonly Scope[] = ['read', 'write', 'publish', 'cdp']
 /** RFC 6750 b64token. */
@@ -17,13 +18,27 @@ export class TokenError extends Error {
 }
 
 const hash = (token: string) => createHash('sha256').update(token, 'utf8').digest()
+/** Token names are safe to log and to store in events (audit); never the token itself. */
+const TOKEN_NAME_SYNTAX = /^[A-Za-z0-9._:-]{1,64}$/
+
+/** The name of a token without one: a short id derived from its hash (cannot be turned back into the token). */
+export function tokenId(token: string): string {
+  return 'sha256:' + hash(token).subarray(0, 6).toString('hex')
+}
+
+/** Who a request authenticated as: a loggable name and the token's scopes. */
+export interface TokenIdentity {
+  name: string
+  scopes: ReadonlySet<Scope>
+}
 
 export class TokenSet {
-  private readonly entries: { hash: Buffer; scopes: ReadonlySet<Scope> }[] = []
+  private readonly entries: { hash: Buffer; identity: TokenIdentity }[] = []
 
-  add(token: string, scopes: Iterable<Scope>): void {
+  add(token: string, scopes: Iterable<Scope>, name?: string): void {
     if (!TOKEN_SYNTAX.test(token)) throw new TokenError('a token must be 1 or more characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750)')
-    this.entries.push({ hash: hash(token), scopes: new Set(scopes) })
+    if (name !== undefined && !TOKEN_NAME_SYNTAX.test(name)) throw new TokenError('a token name is 1-64 characters of A-Z a-z 0-9 . _ : -')
+    this.entries.push({ hash: hash(token), identity: { name: name ?? tokenId(token), scopes: new Set(scopes) } })
   }
 
   get size(): number { return this.entries.length }
@@ -33,10 +48,15 @@ export class TokenSet {
    * with timingSafeEqual and never exits early, so timing says nothing about which token (if any) matched.
    */
   lookup(token: string): ReadonlySet<Scope> | undefined {
+    return this.identify(token)?.scopes
+  }
+
+  /** Name and scopes of a presented token (same constant-time scan as lookup). */
+  identify(token: string): TokenIdentity | undefined {
     const h = hash(token)
-    let found: ReadonlySet<Scope> | undefined
+    let found: TokenIdentity | undefined
     for (const e of this.entries) {
-      if (timingSafeEqual(h, e.hash) && !found) found = e.scopes
+      if (timingSafeEqual(h, e.hash) && !found) found = e.identity
     }
     return found
   }
@@ -54,17 +74,26 @@ function parseScopes(text: string, where: string): Scope[] {
   return out
 }
 
-/** Token file: one `<token> <scope>[,<scope>...]` per line; blank lines and `#` comments ignored. */
-export function parseTokenFile(text: string, name = 'token file'): { token: string; scopes: Scope[] }[] {
-  const out: { token: string; scopes: Scope[] }[] = []
+/**
+ * Token file: one `<token> <scope>[,<scope>...] [<name>]` per line; blank lines and `#` comments ignored.
+ * The optional name (letters, digits, `._:-`) is what audit events and logs show; without one a
+ * hash-derived id (`sha256:<12 hex>`) is used.
+ */
+export function parseTokenFile(text: string, name = 'token file'): { token: string; scopes: Scope[]; name?: string }[] {
+  const out: { token: string; scopes: Scope[]; name?: string }[] = []
   text.split(/\r?\n/).forEach((line, i) => {
     const l = line.trim()
     if (l === '' || l.startsWith('#')) return
     const where = `${name} line ${i + 1}`
     const [token, ...rest] = l.split(/\s+/)
-    if (rest.length === 0) throw new TokenError(`${where}: no scope given (expected "<token> <scope>[,<scope>...]")`)
+    if (rest.length === 0) throw new TokenError(`${where}: no scope given (expected "<token> <scope>[,<scope>...] [<name>]")`)
     if (!TOKEN_SYNTAX.test(token!)) throw new TokenError(`${where}: the token has characters outside RFC 6750 (A-Z a-z 0-9 - . _ ~ + /)`)
-    out.push({ token: token!, scopes: parseScopes(rest.join(''), where) })
+    // "a, b name": scopes may contain spaces after commas; a last word not after a comma is the name.
+    const joined = rest.join(' ').replace(/\s*,\s*/g, ',')
+    const [scopeText, tokenName, ...extra] = joined.split(' ')
+    if (extra.length > 0) throw new TokenError(`${where}: expected "<token> <scope>[,<scope>...] [<name>]"`)
+    if (tokenName !== undefined && !TOKEN_NAME_SYNTAX.test(tokenName)) throw new TokenError(`${where}: a token name is 1-64 characters of A-Z a-z 0-9 . _ : -`)
+    out.push({ token: token!, scopes: parseScopes(scopeText!, where), ...(tokenName !== undefined ? { name: tokenName } : {}) })
   })
   return out
 }
@@ -82,7 +111,7 @@ export interface LoadedTokens {
 export async function loadTokens(opts: { token?: string; tokenFile?: string; dataDir: string }): Promise<LoadedTokens> {
   const tokens = new TokenSet()
   if (opts.token !== undefined) {
-    try { tokens.add(opts.token.trim(), ALL_SCOPES) } catch (err) { throw new TokenError(`--token: ${(err as Error).message}`) }
+    try { tokens.add(opts.token.trim(), ALL_SCOPES, 'token') } catch (err) { throw new TokenError(`--token: ${(err as Error).message}`) }
   }
   if (opts.tokenFile !== undefined) {
     let text: string
@@ -91,7 +120,7 @@ export async function loadTokens(opts: { token?: string; tokenFile?: string; dat
     }
     const entries = parseTokenFile(text, opts.tokenFile)
     if (entries.length === 0) throw new TokenError(`--token-file: ${opts.tokenFile} lists no tokens`)
-    for (const e of entries) tokens.add(e.token, e.scopes)
+    for (const e of entries) tokens.add(e.token, e.scopes, e.name)
   }
   if (tokens.size > 0) return { tokens }
   const path = join(opts.dataDir, 'token')
@@ -104,12 +133,18 @@ export async function loadTokens(opts: { token?: string; tokenFile?: string; dat
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
     token = 'bt_' + randomBytes(32).toString('base64url') // a prefix: never starts with '-', easy to spot in leaks
-    await mkdir(opts.dataDir, { recursive: true })
-    // 'wx': never overwrite a token another process just wrote.
-    await writeFile(path, token + '\n', { mode: 0o600, flag: 'wx' })
-    created = true
+    await mkdir(opts.dataDir, { recursive: true, mode: 0o700 })
+    // Whole or not at all (a full disk never leaves an empty token); exclusive: never overwrite a
+    // token another process just wrote.
+    try {
+      await writeFileAtomic(path, token + '\n', { mode: 0o600, exclusive: true })
+      created = true
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e
+      token = (await readFile(path, 'utf8')).trim()
+    }
   }
-  tokens.add(token, ALL_SCOPES)
+  tokens.add(token, ALL_SCOPES, 'generated')
   return { tokens, generated: { token, path, created } }
 }
 
@@ -125,9 +160,10 @@ export function bearerAuth(tokens: TokenSet): ApiMiddleware {
     if (header === '') throw unauthorized('missing bearer token: send "Authorization: Bearer <token>"')
     const m = /^Bearer +(\S+) *$/i.exec(header)
     if (!m || !TOKEN_SYNTAX.test(m[1]!)) throw unauthorized('malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
-    const scopes = tokens.lookup(m[1]!)
-    if (!scopes) throw unauthorized('unknown bearer token', 'invalid_token')
-    ctx.state.scopes = scopes
+    const identity = tokens.identify(m[1]!)
+    if (!identity) throw unauthorized('unknown bearer token', 'invalid_token')
+    ctx.state.scopes = identity.scopes
+    ctx.state.tokenName = identity.name
     await next()
   }
 }

@@ -1,8 +1,9 @@
 // The browser session id served under /browsers/{id}: --browser-id, else generated once and kept
 // in <dataDir>/browser-id so it survives restarts.
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { writeFileAtomic } from '../util/atomic-file.js'
 
 export const BROWSER_ID_SYNTAX = /^[A-Za-z0-9._-]{1,128}$/
 
@@ -17,9 +18,9 @@ export async function resolveBrowserId(dataDir: string, configured?: string): Pr
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
   }
   const id = randomBytes(12).toString('hex')
-  await mkdir(dataDir, { recursive: true })
+  await mkdir(dataDir, { recursive: true, mode: 0o700 })
   try {
-    await writeFile(path, id + '\n', { flag: 'wx' })
+    await writeFileAtomic(path, id + '\n', { mode: 0o600, exclusive: true })
     return id
   } catch (err) {
     // Another process created it first: use theirs.

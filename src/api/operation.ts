@@ -10,6 +10,8 @@ export interface ApiState {
   operationId?: string
   /** Scopes of the authenticated token; undefined before auth ran (or on unauthenticated routes). */
   scopes?: ReadonlySet<Scope>
+  /** Loggable name of the authenticated token (never the token itself). */
+  tokenName?: string
   /** Telemetry reads and streams set this so they never emit api_call (a poller must not feed itself). */
   skipApiCall?: boolean
 }
