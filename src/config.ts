@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util'
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { DEFAULT_CATEGORIES, DEFAULT_REDACTED_HEADERS, type ConfigurableCategory } from './pipeline.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
+import type { BudgetOptions } from './budget.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
 
@@ -36,6 +37,7 @@ export interface ServeConfig {
   streamBufferEvents: number
   logLevel: string
   maxEnvelopeBytes: number
+  budget: BudgetOptions
   redactHeaders: string[]
   retentionBytes: number
   retentionAgeMs: number
@@ -77,6 +79,10 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'stream-buffer-events': { type: 'string', default: '10000', help: 'Per-SSE-client buffer before a slow client is disconnected' },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
   'max-envelope-bytes': { type: 'string', default: '1MiB', help: 'Envelope size cap; larger events are cut and marked truncated' },
+  'budget-events-per-sec': { type: 'string', default: '200', help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted' },
+  'budget-events-burst': { type: 'string', default: '2000', help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies' },
+  'budget-bytes-per-sec': { type: 'string', default: '4MiB', help: 'Per-page budget: sustained envelope bytes per second per target and category' },
+  'budget-bytes-burst': { type: 'string', default: '32MiB', help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)' },
   'redact-headers': { type: 'string', default: DEFAULT_REDACTED_HEADERS.join(','), help: 'Header names whose values are masked' },
   'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
   'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
@@ -131,6 +137,19 @@ export function parseCategories(text: string, what = '--categories'): Configurab
     if (!out.includes(c as ConfigurableCategory)) out.push(c as ConfigurableCategory)
   }
   return out
+}
+
+function budgetConfig(get: (flag: string) => string | undefined): BudgetOptions {
+  const budget: BudgetOptions = {
+    eventsPerSec: int('budget-events-per-sec', get('budget-events-per-sec')!, 1),
+    eventsBurst: int('budget-events-burst', get('budget-events-burst')!, 1),
+    bytesPerSec: size('budget-bytes-per-sec', get('budget-bytes-per-sec')!),
+    bytesBurst: size('budget-bytes-burst', get('budget-bytes-burst')!),
+  }
+  const envelope = parseSize(get('max-envelope-bytes')!) ?? 0
+  // A burst below one envelope would refuse the largest events forever.
+  if (budget.bytesBurst < envelope) throw new ConfigError(`--budget-bytes-burst: at least --max-envelope-bytes (${envelope})`)
+  return budget
 }
 
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
@@ -197,6 +216,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     streamBufferEvents: int('stream-buffer-events', get('stream-buffer-events')!, 1),
     logLevel,
     maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
+    budget: budgetConfig(get),
     redactHeaders: get('redact-headers')!.split(',').map((s) => s.trim()).filter(Boolean),
     retentionBytes: size('retention-bytes', get('retention-bytes')!),
     retentionAgeMs: duration('retention-age', get('retention-age')!),

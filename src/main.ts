@@ -136,6 +136,7 @@ function buildPipeline(d: Daemon): void {
     logger: d.logger.child({ module: 'pipeline' }),
     categories: d.config.categories,
     maxEnvelopeBytes: d.config.maxEnvelopeBytes,
+    budget: d.config.budget,
     redactHeaders: d.config.redactHeaders,
   })
   d.metrics = createMetrics()

@@ -78,7 +78,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const eventsStored = new Counter({ name: 'browser_telemetry_events_stored_total', help: 'Events committed to the event log, by category', labelNames: ['category'] as const, registers })
   const eventsDropped = new Counter({
     name: 'browser_telemetry_events_dropped_total',
-    help: 'Events not stored, by category and reason (category_disabled, invalid, store)',
+    help: 'Events not stored, by category and reason (category_disabled, invalid, over_budget, store)',
     labelNames: ['category', 'reason'] as const, registers,
   })
   const eventsTruncated = new Counter({ name: 'browser_telemetry_events_truncated_total', help: 'Events cut to fit the envelope size cap, by category', labelNames: ['category'] as const, registers })
@@ -145,6 +145,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     const category = o.category ?? 'unknown'
     if (o.outcome === 'gated') eventsDropped.inc({ category, reason: 'category_disabled' })
     else if (o.outcome === 'invalid') eventsDropped.inc({ category, reason: 'invalid' })
+    else if (o.outcome === 'dropped') eventsDropped.inc({ category, reason: o.reason ?? 'dropped' })
     else {
       eventsEmitted.inc({ category })
       if (o.truncated) eventsTruncated.inc({ category })

@@ -6,7 +6,8 @@ import {
 } from './events/index.js'
 import type { EventLog } from './store/event-log.js'
 import { silentLogger, type Logger } from './log.js'
-import { fitEvent } from './envelope-fit.js'
+import { fitEvent, ENVELOPE_OVERHEAD } from './envelope-fit.js'
+import { PageBudgets, DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
 
 export type ConfigurableCategory = Exclude<Category, 'monitor'>
 
@@ -39,6 +40,10 @@ export interface PipelineOptions {
   redactHeaders?: Iterable<string>
   /** Unix microseconds; injectable so tests can step the clock back. */
   clock?: () => number
+  /** Per-page budgets (per target_id and category); defaults DEFAULT_BUDGET, false disables. */
+  budget?: BudgetOptions | false
+  /** Monotonic milliseconds for the budget buckets (tests). */
+  budgetClock?: () => number
 }
 
 /** What happened to one emit() call; observers (metrics) hear about every call, gated ones too. */
@@ -46,8 +51,12 @@ export interface EmitObservation {
   type: string
   /** Undefined only for an unknown type. */
   category?: Category
-  outcome: 'accepted' | 'gated' | 'invalid'
+  outcome: 'accepted' | 'gated' | 'invalid' | 'dropped'
   truncated?: boolean
+  /** Why a 'dropped' event was not stored (over_budget); its seq was consumed (a gap readers see). */
+  reason?: 'over_budget'
+  /** The seq a dropped event consumed. */
+  seq?: number
 }
 export type EmitObserver = (o: EmitObservation) => void
 
@@ -56,6 +65,8 @@ export interface PipelineStats {
   gated: number
   invalid: number
   truncated: number
+  /** Over a page's budget: not stored, seq consumed. */
+  overBudget: number
 }
 
 export class Pipeline {
@@ -68,7 +79,9 @@ export class Pipeline {
   private readonly logger: Logger
   private lastTs: number
   private invalidLogged = 0
-  readonly stats: PipelineStats = { accepted: 0, gated: 0, invalid: 0, truncated: 0 }
+  readonly stats: PipelineStats = { accepted: 0, gated: 0, invalid: 0, truncated: 0, overBudget: 0 }
+  private readonly budgets: PageBudgets | undefined
+  private overBudgetLogged = 0
   private categoryListeners = new Set<(c: ReadonlySet<Category>) => void>()
   private emitObservers = new Set<EmitObserver>()
 
@@ -81,6 +94,7 @@ export class Pipeline {
     this.maxBytes = opts.maxEnvelopeBytes ?? DEFAULT_MAX_ENVELOPE_BYTES
     this.clock = opts.clock ?? (() => Date.now() * 1000)
     this.lastTs = opts.log.lastStoredTs
+    this.budgets = opts.budget === false ? undefined : new PageBudgets(opts.budget ?? DEFAULT_BUDGET, opts.budgetClock)
     this.emit = this.emit.bind(this)
   }
 
@@ -143,6 +157,9 @@ export class Pipeline {
       if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'gated' })
       return undefined
     }
+    // Budgets are per page: events that carry a target (everything CDP collectors emit).
+    const target = this.budgets ? (input.data as { target_id?: unknown }).target_id : undefined
+    if (typeof target === 'string' && !this.budgets!.takeEvent(target, category)) return this.overBudget(input.type, category, target)
     let ts = Math.floor(this.clock())
     if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
     const event = this.build(input, ts)
@@ -155,10 +172,23 @@ export class Pipeline {
     this.lastTs = ts
     this.redactHeaders(event)
     const json = this.fit(event) // serialised once: the log stores exactly this
+    if (typeof target === 'string' && !this.budgets!.takeBytes(target, category, Buffer.byteLength(json) + ENVELOPE_OVERHEAD)) {
+      return this.overBudget(input.type, category, target)
+    }
     this.stats.accepted++
     const { envelope, committed } = this.log.append(event, json)
     if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', truncated: event.truncated === true })
     return { envelope, committed }
+  }
+
+  /** Not stored, but its seq is consumed so readers see the gap (DESIGN invariant 7). */
+  private overBudget(type: EventType, category: Category, target: string): undefined {
+    const seq = this.log.skipSeq()
+    this.stats.overBudget++
+    // A flooding page drops thousands a second: say it a few times, then only count (/metrics).
+    if (this.overBudgetLogged++ < 20) this.logger.warn({ type, category, target_id: target, seq }, 'event over the page budget dropped')
+    if (this.emitObservers.size > 0) this.observe({ type, category, outcome: 'dropped', reason: 'over_budget', seq })
+    return undefined
   }
 
   private build(input: EventInput, ts: number): TelemetryEvent {

@@ -91,6 +91,8 @@ export class DataDirLockedError extends Error {
 const SEQ_META = metaKey('seq')
 /** Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). */
 const WRITE_MERGE_EVENTS = 1024
+/** Seq span of one write (skipped seqs included): a category block's uint16 offsets must reach its last seq. */
+const WRITE_MAX_SPAN = MAX_WRITE_EVENTS - 1
 const CLEAN_META = metaKey('clean')
 /** Highest seq that may have been handed out, written with sync: true before any seq above it is committed. */
 const RESERVE_META = metaKey('rsv')
@@ -117,6 +119,8 @@ export class EventLog {
   private reservedSeq: number
   private lastSyncAt = 0
   private syncTimer: NodeJS.Timeout | undefined
+  /** Highest seq consumed by skipSeq() (0: none); the seq meta never goes below it, so it is never reused. */
+  private skippedSeq = 0
   private firstSeqCache: number
   private open = true
   private current: Batch = newBatch()
@@ -217,6 +221,8 @@ export class EventLog {
       this.dropped([{ seq, ts: event.ts, category: event.category, json }])
       return { envelope, json, committed: Promise.resolve(false) }
     }
+    // A write's seq span is bounded (category index offsets are uint16), skipped seqs included.
+    if (this.current.records.length > 0 && seq - this.current.records[0]!.seq >= WRITE_MAX_SPAN) this.sealCurrent()
     const batch = this.current
     batch.records.push({ seq, ts: event.ts, category: event.category, json })
     if (batch.records.length >= this.opts.commitMaxEvents) {
@@ -225,6 +231,16 @@ export class EventLog {
       this.flushTimer = setTimeout(() => { this.flushTimer = undefined; this.sealCurrent() }, this.opts.commitDelayMs)
     }
     return { envelope, json, committed: batch.promise }
+  }
+
+  /**
+   * Consumes the next seq without storing anything: readers see the gap, as for any dropped event
+   * (the pipeline's over-budget drops). Survives restarts: the seq meta records it.
+   */
+  skipSeq(): number {
+    const seq = this.nextSeq++
+    this.skippedSeq = seq
+    return seq
   }
 
   /** Called with each committed batch, in seq order, after it is durable and readable. */
@@ -293,7 +309,8 @@ export class EventLog {
       const batches: Batch[] = []
       let count = 0
       for (const b of this.queue) {
-        if (batches.length > 0 && count + b.records.length > WRITE_MERGE_EVENTS) break
+        if (batches.length > 0 && (count + b.records.length > WRITE_MERGE_EVENTS ||
+          b.records[b.records.length - 1]!.seq - batches[0]!.records[0]!.seq >= WRITE_MAX_SPAN)) break
         batches.push(b)
         count += b.records.length
       }
@@ -319,7 +336,7 @@ export class EventLog {
           batch.put(categoryKey(category, first), value)
         }
         const meta = Buffer.allocUnsafe(16)
-        meta.writeBigUInt64BE(BigInt(last.seq), 0)
+        meta.writeBigUInt64BE(BigInt(Math.max(last.seq, this.skippedSeq)), 0)
         meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
         batch.put(SEQ_META, meta)
         // Durable seq: the write that first commits a seq above the synced reservation carries a new
@@ -541,6 +558,13 @@ export class EventLog {
     await this.flush()
     this.open = false
     if (this.retryTimer) { clearTimeout(this.retryTimer); this.retryTimer = undefined; this.failAllPending() }
+    if (this.skippedSeq > this.committedSeq) {
+      // Seqs skipped after the last write: record them so the next run does not hand them out again.
+      const meta = Buffer.allocUnsafe(16)
+      meta.writeBigUInt64BE(BigInt(this.skippedSeq), 0)
+      meta.writeDoubleBE(this.lastTs, 8)
+      await this.db.put(SEQ_META, meta).catch(() => undefined)
+    }
     await this.db.put(CLEAN_META, Buffer.from('1'), { sync: true } as never)
     await this.db.close()
   }

@@ -1,0 +1,73 @@
+// Per-page budgets: one token bucket pair (events/s and bytes/s) per (target, category), so one
+// flooding page cannot fill the log (and push other pages' history out through retention) faster
+// than its budget. Pure and clock-injectable; the pipeline decides what a refusal means (a drop that
+// still consumes its seq).
+
+export interface BudgetOptions {
+  /** Sustained events per second per target and category. */
+  eventsPerSec: number
+  /** Events a target may emit at once in a category before the sustained rate applies. */
+  eventsBurst: number
+  /** Sustained envelope bytes per second per target and category. */
+  bytesPerSec: number
+  /** Envelope bytes at once before the sustained rate applies. */
+  bytesBurst: number
+  /** Buckets kept at most (oldest forgotten first: a forgotten bucket starts full again). */
+  maxBuckets?: number
+}
+
+export const DEFAULT_BUDGET: BudgetOptions = {
+  eventsPerSec: 200,
+  eventsBurst: 2000,
+  bytesPerSec: 4 * 1024 * 1024,
+  bytesBurst: 32 * 1024 * 1024,
+}
+
+interface Bucket { events: number; bytes: number; at: number }
+
+export type BudgetVerdict = 'ok' | 'over_events' | 'over_bytes'
+
+export class PageBudgets {
+  private readonly buckets = new Map<string, Bucket>()
+  private readonly maxBuckets: number
+
+  constructor(private readonly opts: BudgetOptions, private readonly nowMs: () => number = () => performance.now()) {
+    this.maxBuckets = opts.maxBuckets ?? 4096
+  }
+
+  get size(): number { return this.buckets.size }
+
+  private bucket(key: string): Bucket {
+    let b = this.buckets.get(key)
+    const now = this.nowMs()
+    if (!b) {
+      if (this.buckets.size >= this.maxBuckets) this.buckets.delete(this.buckets.keys().next().value!)
+      b = { events: this.opts.eventsBurst, bytes: this.opts.bytesBurst, at: now }
+      this.buckets.set(key, b)
+      return b
+    }
+    const dt = (now - b.at) / 1000
+    if (dt > 0) {
+      b.events = Math.min(this.opts.eventsBurst, b.events + dt * this.opts.eventsPerSec)
+      b.bytes = Math.min(this.opts.bytesBurst, b.bytes + dt * this.opts.bytesPerSec)
+      b.at = now
+    }
+    return b
+  }
+
+  /** Takes one event token (cheap: before the event is validated or serialised). */
+  takeEvent(target: string, category: string): boolean {
+    const b = this.bucket(`${category}\0${target}`)
+    if (b.events < 1) return false
+    b.events -= 1
+    return true
+  }
+
+  /** Takes `bytes` byte tokens once the envelope size is known. */
+  takeBytes(target: string, category: string, bytes: number): boolean {
+    const b = this.bucket(`${category}\0${target}`)
+    if (b.bytes < bytes) return false
+    b.bytes -= bytes
+    return true
+  }
+}
