@@ -7,6 +7,8 @@ import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
 import type { BudgetOptions } from './budget.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
+import { parseNatsServers } from './ship/connect.js'
+import { isValidSubjectPrefix } from './ship/subject.js'
 
 export class ConfigError extends Error {
   constructor(message: string) { super(message); this.name = 'ConfigError' }
@@ -51,7 +53,27 @@ export interface ServeConfig {
   kmsgPath: string
   /** Values adjusted rather than refused (e.g. the backoff clamp); startDaemon logs each as a warning. */
   warnings: string[]
+  /** Fleet shipping to NATS JetStream; undefined when --nats-url is not set (shipping off). */
+  nats?: NatsConfig
 }
+
+export interface NatsConfig {
+  servers: string[]
+  credsFile?: string
+  tokenFile?: string
+  tlsCa?: string
+  stream: string
+  subjectPrefix: string
+  /** Used only when the daemon creates the stream. */
+  duplicateWindowMs: number
+  maxAgeMs: number
+  maxBytes: number
+  replicas: number
+  maxInFlight: number
+}
+
+/** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */
+export const MIN_NATS_DUPLICATE_WINDOW_MS = 120_000
 
 interface OptSpec { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }
 
@@ -94,6 +116,17 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'zip-max-ratio': { type: 'string', default: '200', help: 'Largest compression ratio of one zip entry (zip-bomb guard)' },
   'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
   'kmsg-path': { type: 'string', default: '/dev/kmsg', help: 'Kernel log to read OOM-kill reports from' },
+  'nats-url': { type: 'string', help: 'Ship every committed event to NATS JetStream: nats://host:port, comma-separated for a cluster (shipping is off when unset)' },
+  'nats-creds-file': { type: 'string', help: 'NATS credentials file (user JWT + NKey seed, .creds)' },
+  'nats-token-file': { type: 'string', help: 'File holding a NATS auth token' },
+  'nats-tls-ca': { type: 'string', help: 'CA bundle that signs the NATS server certificate (turns TLS on)' },
+  'nats-stream': { type: 'string', default: 'BROWSER_TELEMETRY', help: 'JetStream stream to publish to (created when missing; an existing one is used as is)' },
+  'nats-subject-prefix': { type: 'string', default: 'telemetry', help: 'Subjects are <prefix>.<browser_id>.<category>' },
+  'nats-duplicate-window': { type: 'string', default: '2m', help: 'Duplicate window of a stream the daemon creates (at least 2m)' },
+  'nats-max-age': { type: 'string', default: '7d', help: 'Max age of a stream the daemon creates (0 = unlimited)' },
+  'nats-max-bytes': { type: 'string', default: '0', help: 'Max bytes of a stream the daemon creates (0 = unlimited)' },
+  'nats-replicas': { type: 'string', default: '1', help: 'Replicas of a stream the daemon creates (3 on a 3-node cluster)' },
+  'nats-max-in-flight': { type: 'string', default: '256', help: 'Unacknowledged publishes at most' },
 }
 
 export function envName(flag: string): string {
@@ -229,5 +262,35 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     watchUnits: list('watch-unit'),
     kmsgPath: get('kmsg-path')!,
     warnings,
+    nats: natsConfig(get),
+  }
+}
+
+function natsConfig(get: (flag: string) => string | undefined): NatsConfig | undefined {
+  const url = get('nats-url')
+  if (url === undefined) return undefined
+  let servers: string[]
+  try { servers = parseNatsServers(url) } catch (err) { throw new ConfigError(`--nats-url: ${(err as Error).message}`) }
+  const stream = get('nats-stream')!
+  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream)) throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
+  const subjectPrefix = get('nats-subject-prefix')!
+  if (!isValidSubjectPrefix(subjectPrefix)) throw new ConfigError(`--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`)
+  const duplicateWindowMs = duration('nats-duplicate-window', get('nats-duplicate-window')!)
+  if (duplicateWindowMs < MIN_NATS_DUPLICATE_WINDOW_MS) throw new ConfigError('--nats-duplicate-window: must be at least 2m (re-sends after a reconnect rely on it)')
+  const maxBytesText = get('nats-max-bytes')!
+  const replicas = int('nats-replicas', get('nats-replicas')!, 1)
+  if (replicas > 5) throw new ConfigError('--nats-replicas: JetStream allows at most 5')
+  return {
+    servers,
+    credsFile: get('nats-creds-file'),
+    tokenFile: get('nats-token-file'),
+    tlsCa: get('nats-tls-ca'),
+    stream,
+    subjectPrefix,
+    duplicateWindowMs,
+    maxAgeMs: duration('nats-max-age', get('nats-max-age')!),
+    maxBytes: maxBytesText.trim() === '0' ? 0 : size('nats-max-bytes', maxBytesText),
+    replicas,
+    maxInFlight: int('nats-max-in-flight', get('nats-max-in-flight')!, 1),
   }
 }

@@ -31,6 +31,7 @@ import { createPageCollector } from '../collectors/page.js'
 import { createInteractionCollector } from '../collectors/interaction.js'
 import { createScreenshotCollector } from '../collectors/screenshot.js'
 import { startSystemCollectors, type SystemCollectors } from '../collectors/system.js'
+import { startShipping, type Shipper } from './ship/index.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -56,6 +57,8 @@ export interface DaemonHandle {
   monitor?: Monitor
   /** Undefined with --proxy-listen off. */
   proxy?: CdpProxy
+  /** Undefined unless --nats-url is set. */
+  shipper?: Shipper
   /** Set when no token was configured: the generated (or reused) token and its file. */
   generatedToken?: { token: string; path: string }
   /** Graceful stop: stop accepting, end streams, flush and close the log. Idempotent. */
@@ -92,6 +95,7 @@ export class Daemon {
   /** store */ log!: EventLog
   /** pipeline */ pipeline!: Pipeline
   /** pipeline */ metrics!: Metrics
+  /** ship (undefined unless --nats-url) */ shipper?: Shipper
   /** monitor (undefined without a browser) */ monitor?: Monitor
   /** system */ system!: SystemCollectors
   /** Route groups the api step mounts, in this order; steps before `api` add theirs here. */
@@ -140,6 +144,14 @@ function buildPipeline(d: Daemon): void {
     redactHeaders: d.config.redactHeaders,
   })
   d.metrics = createMetrics()
+}
+
+/** Fleet shipping (off unless --nats-url): follows committed envelopes, never waits for NATS; stops before the log closes. */
+async function startShipper(d: Daemon): Promise<StopStep | void> {
+  const shipper = await startShipping(d.config.nats, { log: d.log, browserId: d.browserId, logger: d.logger.child({ module: 'ship' }) })
+  if (!shipper) return
+  d.shipper = shipper
+  return () => shipper.stop()
 }
 
 /** Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects. */
@@ -222,6 +234,7 @@ async function startApi(d: Daemon): Promise<StopStep> {
     streamBufferEvents: config.streamBufferEvents,
     defaultCategories: config.categories,
     monitorState,
+    shippingState: d.shipper ? () => d.shipper!.health() : undefined,
     version: packageVersion(),
     outerMiddleware: [httpMetrics(d.metrics)],
     routes: [
@@ -261,6 +274,7 @@ function attachMetrics(d: Daemon): StopStep {
     monitor: monitor ? { state: () => monitor.state, attachedTargets: () => monitor.targetCounts() } : undefined,
     sseClients: () => d.api.streams.stats.open,
     proxyConnections: proxy ? () => proxy.connectionCount : undefined,
+    ship: d.shipper,
   })
 }
 
@@ -279,13 +293,15 @@ function announceReady(d: Daemon): void {
 }
 
 /**
- * Startup order. Shutdown is the reverse: metrics, proxy, API (streams end), system, monitor, then
- * the log (flushed and closed last, so every producer's final events are stored).
+ * Startup order. Shutdown is the reverse: metrics, proxy, API (streams end), system, monitor, the
+ * shipper (last acks, watermark saved), then the log (flushed and closed last, so every producer's
+ * final events are stored).
  */
 export const DAEMON_STEPS: readonly DaemonStep[] = [
   { name: 'config', start: resolveIdentity },
   { name: 'store', start: openStore },
   { name: 'pipeline', start: buildPipeline },
+  { name: 'ship', start: startShipper },
   { name: 'monitor', start: startMonitor },
   { name: 'system', start: startSystem },
   { name: 'uploads', start: prepareUploads },
@@ -322,6 +338,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     api: d.api,
     monitor: d.monitor,
     proxy: d.proxy,
+    shipper: d.shipper,
     generatedToken: d.tokens.generated ? { token: d.tokens.generated.token, path: d.tokens.generated.path } : undefined,
     close: () => (closing ??= stopAll()),
   }

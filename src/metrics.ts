@@ -16,6 +16,18 @@ export interface MonitorProbe {
   attachedTargets?: () => number | Record<string, number>
 }
 
+/** What the fleet shipper reports at scrape time (src/ship Shipper fits it). */
+export interface ShipProbe {
+  state(): string
+  ackedSeq: number
+  lagEvents(): number
+  lagSeconds(): number
+  stats: { shippedEvents: number; shippedBytes: number; retentionDroppedEvents: number; errors: Record<string, number> }
+}
+
+/** Shipper states (src/ship ShipState). */
+export const SHIP_STATES = ['off', 'connected', 'reconnecting', 'behind'] as const
+
 export interface MetricsDeps {
   pipeline: Pick<Pipeline, 'onEmit'>
   log: Pick<EventLog, 'firstSeq' | 'lastSeq' | 'health' | 'storedBytes' | 'onCommit' | 'onDrop'>
@@ -24,6 +36,8 @@ export interface MetricsDeps {
   sseClients?: () => number
   /** Open CDP proxy client connections. */
   proxyConnections?: () => number
+  /** The fleet shipper, when --nats-url is set. */
+  ship?: ShipProbe
 }
 
 /** Monitor states derived from monitor_* events when no MonitorProbe.state is wired. */
@@ -131,6 +145,41 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const proxyConnections = new Gauge({
     name: 'browser_telemetry_cdp_proxy_connections', help: 'Open CDP proxy client connections', registers,
     collect() { const n = deps?.proxyConnections?.(); if (n !== undefined) this.set(n) },
+  })
+
+  // Fleet shipping: counters mirror the shipper's own tallies at scrape time.
+  const mirror = (value: (p: ShipProbe) => number) => function (this: Counter | Gauge) {
+    const p = deps?.ship
+    if (!p) return
+    this.reset()
+    ;(this as Gauge).inc(value(p))
+  }
+  new Counter({ name: 'browser_telemetry_ship_events_total', help: 'Events acknowledged by JetStream (fleet shipping)', registers, collect: mirror((p) => p.stats.shippedEvents) })
+  new Counter({ name: 'browser_telemetry_ship_bytes_total', help: 'Payload bytes of events acknowledged by JetStream', registers, collect: mirror((p) => p.stats.shippedBytes) })
+  new Counter({
+    name: 'browser_telemetry_ship_errors_total', help: 'Shipping failures by kind (connect, setup, timeout, no_responders, stream, publish)',
+    labelNames: ['kind'] as const, registers,
+    collect() {
+      const p = deps?.ship
+      if (!p) return
+      this.reset()
+      for (const [kind, n] of Object.entries(p.stats.errors)) this.inc({ kind }, n)
+    },
+  })
+  new Counter({
+    name: 'browser_telemetry_ship_unshipped_dropped_events_total', help: 'Events local retention removed before they were shipped (the stream shows them as missing seqs)',
+    registers, collect: mirror((p) => p.stats.retentionDroppedEvents),
+  })
+  new Gauge({ name: 'browser_telemetry_ship_acked_seq', help: 'Highest seq such that it and every earlier one is stored in JetStream', registers, collect() { if (deps?.ship) this.set(deps.ship.ackedSeq) } })
+  new Gauge({ name: 'browser_telemetry_ship_lag_events', help: 'Committed events not yet acknowledged by JetStream (newest seq - acked seq)', registers, collect() { if (deps?.ship) this.set(deps.ship.lagEvents()) } })
+  new Gauge({ name: 'browser_telemetry_ship_lag_seconds', help: 'Age of the oldest committed event not yet acknowledged by JetStream', registers, collect() { if (deps?.ship) this.set(deps.ship.lagSeconds()) } })
+  new Gauge({
+    name: 'browser_telemetry_ship_state', help: 'Fleet shipping state: 1 for the current state (off, connected, reconnecting, behind), 0 for the others',
+    labelNames: ['state'] as const, registers,
+    collect() {
+      const current = deps?.ship?.state() ?? 'off'
+      for (const s of SHIP_STATES) this.set({ state: s }, s === current ? 1 : 0)
+    },
   })
 
   const httpRequests = new Counter({ name: 'browser_telemetry_http_requests_total', help: 'HTTP API requests, by operation id and status', labelNames: ['operation', 'status'] as const, registers })

@@ -9,7 +9,7 @@ import { bearerAuth, type TokenSet } from './auth.js'
 import { apiCallEvents, renderErrors, requestId } from './middleware.js'
 import type { ApiState } from './operation.js'
 import { ApiRouter } from './route-table.js'
-import { registerSystemRoutes } from './routes/system.js'
+import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes } from './routes/telemetry.js'
 import { TelemetryStreams } from './telemetry-stream.js'
 
@@ -30,6 +30,8 @@ export interface ApiDeps {
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
   monitorState?: () => unknown
+  /** Reported by /healthz under `shipping` (fleet shipper health; absent = off). */
+  shippingState?: SystemRouteDeps['shippingState']
   /**
    * Middleware mounted right after the request id, outside error rendering, so it sees the final
    * status (e.g. httpMetrics from routes/metrics.ts).
@@ -59,7 +61,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     logger,
   })
   const router = new ApiRouter(deps.browserId, bearerAuth(deps.tokens))
-  registerSystemRoutes(router, { log: deps.log, streams, version: deps.version ?? '0.0.0', monitorState: deps.monitorState })
+  registerSystemRoutes(router, { log: deps.log, streams, version: deps.version ?? '0.0.0', monitorState: deps.monitorState, shippingState: deps.shippingState })
   registerTelemetryRoutes(router, {
     log: deps.log,
     pipeline: deps.pipeline,

@@ -46,6 +46,13 @@ export const HealthSchema = Type.Object(
     }),
     monitor: Type.Unknown({ description: 'State of the CDP monitor (collecting, disconnected, failed, disabled, ...)' }),
     streams: Type.Object({ open: Type.Integer(), slowDisconnects: Type.Integer() }),
+    shipping: Type.Object({
+      state: Type.Union([Type.Literal('off'), Type.Literal('connected'), Type.Literal('reconnecting'), Type.Literal('behind')]),
+      stream: Type.Optional(Type.String()), subject_prefix: Type.Optional(Type.String()),
+      acked_seq: Type.Optional(Type.Integer()), lag_events: Type.Optional(Type.Integer()), lag_seconds: Type.Optional(Type.Number()),
+      in_flight: Type.Optional(Type.Integer()), last_error: Type.Optional(Type.String()), last_error_at: Type.Optional(Type.String()),
+      retention_dropped_events: Type.Optional(Type.Integer()),
+    }, { description: 'Fleet shipping to NATS JetStream (off unless --nats-url is set); never affects status' }),
   },
   { $id: 'Health' },
 )

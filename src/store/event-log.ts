@@ -104,6 +104,8 @@ function u64(n: number): Buffer {
   b.writeBigUInt64BE(BigInt(n), 0)
   return b
 }
+/** Namespace of readMeta/writeMeta names inside the 'm' prefix. */
+const MODULE_META_PREFIX = 'x:'
 
 export class EventLog {
   readonly path: string
@@ -542,6 +544,20 @@ export class EventLog {
     await this.db.compactRange(EVENT_RANGE_START as never, eventKey(cutoff) as never).catch(() => undefined)
     this.log.info({ before, cutoff }, 'retention removed old events')
     return cutoff - before
+  }
+
+  /**
+   * Small named values other modules keep next to the log's own metadata (e.g. the fleet shipper's
+   * acknowledged seq). Kept under 'm' 'x:' + name, so they can never overwrite 'seq' or 'clean'.
+   */
+  async readMeta(name: string): Promise<Buffer | undefined> {
+    return this.db.get(metaKey(MODULE_META_PREFIX + name))
+  }
+
+  /** Writes one named value durably (sync), outside the event batches. Throws once the log is closed. */
+  async writeMeta(name: string, value: Buffer): Promise<void> {
+    if (!this.open) throw new Error('event log is closed')
+    await this.db.put(metaKey(MODULE_META_PREFIX + name), value, { sync: true } as never)
   }
 
   /** A sublevel for other modules' records (extension metadata, ...). */

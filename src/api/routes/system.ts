@@ -12,6 +12,8 @@ export interface SystemRouteDeps {
   version: string
   /** State of the CDP monitor, reported as is (the monitor owns its shape). */
   monitorState?: () => unknown
+  /** Fleet shipping state (src/ship); absent = off. */
+  shippingState?: () => Health['shipping']
 }
 
 const startedAt = Date.now()
@@ -40,6 +42,7 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
         store,
         monitor: deps.monitorState ? deps.monitorState() : { state: 'disabled' },
         streams: { ...deps.streams.stats },
+        shipping: deps.shippingState ? deps.shippingState() : { state: 'off' },
       }
       ctx.status = store.writable ? 200 : 503
       ctx.set('Cache-Control', 'no-store')

@@ -1,0 +1,24 @@
+// Fleet shipping (issue 18): committed envelopes -> NATS JetStream. main.ts calls startShipping once.
+import type { NatsConfig } from '../config.js'
+import type { Logger } from '../log.js'
+import type { EventLog } from '../store/event-log.js'
+import { Shipper } from './shipper.js'
+
+export { Shipper, type ShipHealth, type ShipState } from './shipper.js'
+
+/** Starts the shipper when --nats-url is set (undefined otherwise). Never waits for NATS to be reachable. */
+export async function startShipping(config: NatsConfig | undefined, deps: { log: EventLog; browserId: string; logger: Logger }): Promise<Shipper | undefined> {
+  if (!config) return undefined
+  const shipper = new Shipper({
+    log: deps.log,
+    browserId: deps.browserId,
+    nats: { servers: config.servers, credsFile: config.credsFile, tokenFile: config.tokenFile, tlsCa: config.tlsCa },
+    stream: config.stream,
+    subjectPrefix: config.subjectPrefix,
+    limits: { duplicateWindowMs: config.duplicateWindowMs, maxAgeMs: config.maxAgeMs, maxBytes: config.maxBytes, replicas: config.replicas },
+    maxInFlight: config.maxInFlight,
+    logger: deps.logger,
+  })
+  await shipper.start()
+  return shipper
+}
