@@ -7,10 +7,10 @@ import { nanos } from '@nats-io/transport-node'
 import type { Test } from 'tap'
 import { Shipper, type ShipperOptions } from '../src/ship/shipper.js'
 import { decodeSubjectToken, encodeSubjectToken, subjectOf } from '../src/ship/subject.js'
-import type { EventLog, StoredRecord } from '../src/store/event-log.js'
+import type { EventLog } from '../src/store/event-log.js'
 import type { EventInput, Pipeline } from '../src/pipeline.js'
 import { openStore } from './helpers/store.js'
-import { readStream, startNatsServer, freePort, type NatsServer } from './helpers/nats.js'
+import { assertExactlyOnce, readStream, startNatsServer, freePort, type NatsServer } from './helpers/nats.js'
 
 const LIMITS = { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 }
 
@@ -37,6 +37,14 @@ function ackedUpTo(s: Shipper, seq: () => number): Promise<void> {
   })
 }
 
+/** Resolves once `ok()` holds, re-checked on every shipper change. */
+function until(s: Shipper, ok: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    if (ok()) { resolve(); return }
+    const off = s.onChange(() => { if (ok()) { off(); resolve() } })
+  })
+}
+
 /** A mix of categories, each input small and valid. */
 function input(i: number): EventInput {
   switch (i % 4) {
@@ -57,48 +65,6 @@ async function emitMany(pipeline: Pipeline, from: number, n: number): Promise<vo
     if (i % 500 === 499) await new Promise((r) => setImmediate(r))
   }
   if (!(await last)) throw new Error('last event was not committed')
-}
-
-async function allRecords(log: EventLog): Promise<StoredRecord[]> {
-  const out: StoredRecord[] = []
-  let cursor = 0
-  for (;;) {
-    const page = await log.read({ order: 'asc', cursor, limit: 5000 })
-    out.push(...page.records)
-    if (!page.hasMore) return out
-    cursor = page.nextCursor
-  }
-}
-
-/** The stream holds every record of the log exactly once, in seq order, with the contract's subject, headers and payload. */
-async function assertExactlyOnce(t: Test, url: string, log: EventLog, browserId = 'vm-1', stream = 'BT', prefix = 'telemetry') {
-  const records = await allRecords(log)
-  const msgs = await readStream(url, stream)
-  t.equal(msgs.length, records.length, `stream holds ${records.length} messages, one per stored event`)
-  const seen = new Set<number>()
-  let dups = 0
-  let outOfOrder = 0
-  let prev = 0
-  for (const m of msgs) {
-    if (seen.has(m.telemetrySeq)) dups++
-    seen.add(m.telemetrySeq)
-    if (m.telemetrySeq <= prev) outOfOrder++
-    prev = m.telemetrySeq
-  }
-  t.equal(dups, 0, 'no duplicates')
-  t.equal(outOfOrder, 0, 'stream order is seq order')
-  const missing = records.filter((r) => !seen.has(r.seq)).map((r) => r.seq)
-  t.same(missing.slice(0, 10), [], 'no stored event is missing from the stream')
-  // Contract: subject, headers, payload byte-identical to the read API's JSON (checked for every message).
-  const bySeq = new Map(records.map((r) => [r.seq, r]))
-  let bad = 0
-  for (const m of msgs) {
-    const r = bySeq.get(m.telemetrySeq)
-    if (!r || m.subject !== subjectOf(prefix, browserId, r.category) || m.msgId !== `${browserId}:${r.seq}` || m.browserId !== browserId || m.data !== r.json) {
-      if (bad++ === 0) t.fail(`message ${m.streamSeq} differs: ${JSON.stringify({ m, r })}`)
-    }
-  }
-  t.equal(bad, 0, 'every message: subject, Nats-Msg-Id, Telemetry-* headers and payload as the contract says')
 }
 
 t.test('subject token encoding is reversible and leaves plain ids alone', async (t) => {
@@ -135,4 +101,104 @@ t.test('20k events arrive once, in seq order, as the read API serves them; strea
   const stored = await log.readMeta('ship:BT:telemetry')
   t.equal(Number(stored!.readBigUInt64BE(0)), 20_000, 'acked seq stored in the log metadata')
   t.equal(s.state(), 'off')
+})
+
+t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost, nothing duplicated', async (t) => {
+  const nats = await natsServer(t)
+  const { log, pipeline } = await openStore(t)
+  const s = shipper(t, log, nats.url)
+  await s.start()
+  await emitMany(pipeline, 0, 5000)
+  // Kill while publishes are in flight: the next batch is emitted and the kill lands mid-stream.
+  const midRun = emitMany(pipeline, 5000, 5000)
+  await new Promise<void>((resolve) => { const off = s.onAcked((seq) => { if (seq >= 6000) { off(); resolve() } }) })
+  await nats.kill('SIGKILL')
+  await until(s, () => s.state() === 'reconnecting')
+  await midRun
+  // Capture does not wait for NATS: the log keeps committing while the server is gone.
+  await emitMany(pipeline, 10_000, 5000)
+  t.equal(log.lastSeq, 15_000, 'every event committed while NATS was down')
+  t.ok(s.ackedSeq < 15_000, `not everything acknowledged while down (acked ${s.ackedSeq})`)
+  t.equal(s.state(), 'reconnecting')
+  await nats.start()
+  await ackedUpTo(s, () => log.lastSeq)
+  await assertExactlyOnce(t, nats.url, log)
+  t.equal(s.state(), 'connected')
+})
+
+t.test('NATS unreachable at startup: capture runs normally, shipping catches up when the server appears', async (t) => {
+  const port = await freePort()
+  const { log, pipeline } = await openStore(t)
+  const s = shipper(t, log, `nats://127.0.0.1:${port}`)
+  await s.start() // returns at once although nothing listens
+  await emitMany(pipeline, 0, 3000)
+  t.equal(log.lastSeq, 3000)
+  await until(s, () => s.stats.errors.connect >= 1)
+  t.equal(s.ackedSeq, 0)
+  t.equal(s.state(), 'reconnecting')
+  t.match(s.health().last_error, /cannot connect to NATS \(nats:\/\/127\.0\.0\.1:\d+\)/, 'the error names the server')
+  // The configured address comes alive.
+  const late = await startNatsServer({ port })
+  t.teardown(() => late.dispose())
+  await ackedUpTo(s, () => log.lastSeq)
+  await assertExactlyOnce(t, late.url, log)
+})
+
+t.test('an existing stream with other settings is used as is and never changed', async (t) => {
+  const nats = await natsServer(t)
+  const nc = await connect({ servers: nats.url })
+  t.teardown(() => nc.close())
+  const jsm = await jetstreamManager(nc)
+  await jsm.streams.add({ name: 'BT', subjects: ['telemetry.>', 'other.>'], storage: StorageType.Memory, duplicate_window: nanos(5_000), max_msgs: 1_000_000 })
+  const before = (await jsm.streams.info('BT')).config
+  const { log, pipeline } = await openStore(t)
+  const s = shipper(t, log, nats.url)
+  await s.start()
+  await emitMany(pipeline, 0, 2000)
+  await ackedUpTo(s, () => log.lastSeq)
+  const after = (await jsm.streams.info('BT')).config
+  t.same(after, before, 'configuration untouched')
+  t.equal(after.storage, StorageType.Memory)
+  await assertExactlyOnce(t, nats.url, log)
+})
+
+t.test('after a lost or stale watermark the shipper learns from the stream what it holds instead of re-sending', async (t) => {
+  const nats = await natsServer(t)
+  const { log, pipeline } = await openStore(t)
+  const first = shipper(t, log, nats.url)
+  await first.start()
+  await emitMany(pipeline, 0, 3000)
+  await ackedUpTo(first, () => log.lastSeq)
+  await first.stop()
+  // As if the daemon had died long ago, right after a crash that lost the last watermark writes:
+  // the duplicate window would no longer protect re-sends of seqs 1001..3000.
+  await log.writeMeta('ship:BT:telemetry', Buffer.from([0, 0, 0, 0, 0, 0, 0x03, 0xe8]))
+  await emitMany(pipeline, 3000, 500)
+  const second = shipper(t, log, nats.url)
+  await second.start()
+  await ackedUpTo(second, () => log.lastSeq)
+  t.equal(second.stats.shippedEvents, 500, 'only the 500 new events were published')
+  await assertExactlyOnce(t, nats.url, log)
+})
+
+t.test('events removed by local retention before shipping are reported (metric + warn) and show as a gap', async (t) => {
+  const nats = await natsServer(t)
+  // An injected clock: the first 400 events are old, the rest new; retention by age then removes exactly 400.
+  let now = 1_000_000
+  const { log, pipeline } = await openStore(t, { maxAgeMs: 1000 }, { clock: () => now })
+  await emitMany(pipeline, 0, 400)
+  now = 2_000_000
+  await emitMany(pipeline, 400, 600)
+  // Shipping was off (or NATS away) while retention ran.
+  t.equal(await log.runRetention(now + 1_000_000), 400)
+  const warnings: unknown[] = []
+  const logger = { warn: (o: unknown) => warnings.push(o), info: () => undefined, error: () => undefined } as never
+  const s = shipper(t, log, nats.url, { logger })
+  await s.start()
+  await ackedUpTo(s, () => log.lastSeq)
+  t.equal(s.stats.retentionDroppedEvents, 400)
+  t.same(warnings, [{ fromSeq: 1, toSeq: 400, events: 400 }])
+  const msgs = await readStream(nats.url, 'BT')
+  t.equal(msgs.length, 600)
+  t.equal(msgs[0]!.telemetrySeq, 401, 'the stream starts after the gap')
 })

@@ -115,11 +115,13 @@ export class Shipper {
   private persistTimer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
   private connectLoop: Promise<void> | undefined
+  private wakeConnectLoop: (() => void) | undefined
   private lastError: { message: string; at: number } | undefined
   /** Commit time (ts, Unix µs) of the oldest event not yet acknowledged, when known. */
   private pendingSinceTs: number | undefined
   private readonly subjects = new Map<Category, string>()
   private readonly ackListeners = new Set<(seq: number, ts: number) => void>()
+  private readonly changeListeners = new Set<() => void>()
   private stopWaiters: (() => void)[] = []
 
   constructor(opts: ShipperOptions) {
@@ -163,6 +165,7 @@ export class Shipper {
     clearInterval(this.sweepTimer)
     clearInterval(this.persistTimer)
     clearTimeout(this.retryTimer)
+    this.wakeConnectLoop?.()
     const nc = this.nc
     this.nc = undefined
     if (nc) await nc.close().catch(() => undefined)
@@ -175,6 +178,16 @@ export class Shipper {
   onAcked(listener: (seq: number, ts: number) => void): () => void {
     this.ackListeners.add(listener)
     return () => { this.ackListeners.delete(listener) }
+  }
+
+  /** Called after connection changes, errors and resyncs (tests wait on it instead of sleeping). */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener)
+    return () => { this.changeListeners.delete(listener) }
+  }
+
+  private changed(): void {
+    for (const l of this.changeListeners) l()
   }
 
   get ackedSeq(): number { return this.acked }
@@ -224,7 +237,8 @@ export class Shipper {
         if (!this.running) { await nc.close(); return }
         this.nc = nc
         this.connected = true
-        this.logger.info({ server: nc.getServer() }, 'connected to NATS')
+        this.logger.info({ server: redactUrl(nc.getServer()) }, 'connected to NATS')
+        this.changed()
         void this.watchStatus(nc)
         this.inbox = createInbox() + '.'
         this.ackSub = nc.subscribe(this.inbox + '*', { callback: (_err, msg) => this.onAck(msg) })
@@ -240,11 +254,13 @@ export class Shipper {
       }
       this.connected = false
       this.rewind()
+      this.changed()
       this.nc = undefined
       this.jsm = undefined
       this.ackSub = undefined
       const wait = this.nextRetryDelay()
-      await new Promise<void>((r) => { this.retryTimer = setTimeout(r, wait) })
+      await new Promise<void>((r) => { this.wakeConnectLoop = r; this.retryTimer = setTimeout(r, wait) })
+      this.wakeConnectLoop = undefined
     }
   }
 
@@ -255,10 +271,12 @@ export class Shipper {
         this.connected = false
         this.rewind()
         this.logger.warn({ server: redactUrl(s.server) }, 'NATS disconnected; shipping paused, the client reconnects')
+        this.changed()
       } else if (s.type === 'reconnect') {
         this.connected = true
         this.logger.info({ server: redactUrl(s.server) }, 'NATS reconnected; resynchronising with the stream')
         this.scheduleResync(0)
+        this.changed()
       } else if (s.type === 'error') {
         this.noteError('connect', `NATS: ${s.error.message}`)
       }
@@ -291,6 +309,7 @@ export class Shipper {
       }
       this.ready = true
       if (this.lastError) this.logger.info({ ackedSeq: this.acked }, 'fleet shipping resumed')
+      this.changed()
       this.pump()
     } catch (err) {
       this.noteError('setup', `JetStream stream ${this.opts.stream}: ${(err as Error).message}`)
@@ -309,6 +328,7 @@ export class Shipper {
     // Say each distinct problem once; counting covers the rest.
     if (this.lastError?.message !== message) this.logger.error({ kind }, message)
     this.lastError = { message, at: Date.now() }
+    this.changed()
   }
 
   // ------------------------------------------------------------ sending

@@ -6,6 +6,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Test } from 'tap'
+import { subjectOf } from '../../src/ship/subject.js'
+import type { EventLog, StoredRecord } from '../../src/store/event-log.js'
 
 export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server'
 
@@ -132,3 +135,46 @@ export async function readStream(url: string, stream: string, filter?: string): 
     await nc.close()
   }
 }
+
+async function allRecords(log: EventLog): Promise<StoredRecord[]> {
+  const out: StoredRecord[] = []
+  let cursor = 0
+  for (;;) {
+    const page = await log.read({ order: 'asc', cursor, limit: 5000 })
+    out.push(...page.records)
+    if (!page.hasMore) return out
+    cursor = page.nextCursor
+  }
+}
+
+/** The stream holds every record of the log exactly once, in seq order, with the contract's subject, headers and payload. */
+export async function assertExactlyOnce(t: Test, url: string, log: EventLog, browserId = 'vm-1', stream = 'BT', prefix = 'telemetry') {
+  const records = await allRecords(log)
+  const msgs = await readStream(url, stream)
+  t.equal(msgs.length, records.length, `stream holds ${records.length} messages, one per stored event`)
+  const seen = new Set<number>()
+  let dups = 0
+  let outOfOrder = 0
+  let prev = 0
+  for (const m of msgs) {
+    if (seen.has(m.telemetrySeq)) dups++
+    seen.add(m.telemetrySeq)
+    if (m.telemetrySeq <= prev) outOfOrder++
+    prev = m.telemetrySeq
+  }
+  t.equal(dups, 0, 'no duplicates')
+  t.equal(outOfOrder, 0, 'stream order is seq order')
+  const missing = records.filter((r) => !seen.has(r.seq)).map((r) => r.seq)
+  t.same(missing.slice(0, 10), [], 'no stored event is missing from the stream')
+  // Contract: subject, headers, payload byte-identical to the read API's JSON (checked for every message).
+  const bySeq = new Map(records.map((r) => [r.seq, r]))
+  let bad = 0
+  for (const m of msgs) {
+    const r = bySeq.get(m.telemetrySeq)
+    if (!r || m.subject !== subjectOf(prefix, browserId, r.category) || m.msgId !== `${browserId}:${r.seq}` || m.browserId !== browserId || m.data !== r.json) {
+      if (bad++ === 0) t.fail(`message ${m.streamSeq} differs: ${JSON.stringify({ m, r })}`)
+    }
+  }
+  t.equal(bad, 0, 'every message: subject, Nats-Msg-Id, Telemetry-* headers and payload as the contract says')
+}
+
