@@ -86,3 +86,34 @@ t.test('bad values are clear errors', async (t) => {
   t.throws(() => parseServeConfig(['--reconnect-attempts', '-1'], {}), ConfigError)
   t.ok(Object.keys(SERVE_OPTIONS).length >= 30)
 })
+
+t.test('fleet shipping: off by default; --nats-* flags and env twins; bad values are clear errors', async (t) => {
+  t.equal(parseServeConfig([], {}).nats, undefined, 'shipping off without --nats-url')
+  t.same(parseServeConfig(['--nats-url', 'nats://10.0.0.1:4222, nats://10.0.0.2:4222'], {}).nats, {
+    servers: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], credsFile: undefined, tokenFile: undefined, tlsCa: undefined,
+    stream: 'BROWSER_TELEMETRY', subjectPrefix: 'telemetry', duplicateWindowMs: 120_000, maxAgeMs: 7 * 86_400_000, maxBytes: 0, replicas: 1, maxInFlight: 256,
+  })
+  const fromEnv = parseServeConfig([], {
+    BROWSER_TELEMETRY_NATS_URL: 'tls://nats.example:4443', BROWSER_TELEMETRY_NATS_CREDS_FILE: '/etc/bt/nats.creds',
+    BROWSER_TELEMETRY_NATS_TOKEN_FILE: '/etc/bt/nats.token', BROWSER_TELEMETRY_NATS_TLS_CA: '/etc/bt/ca.pem',
+    BROWSER_TELEMETRY_NATS_STREAM: 'FLEET', BROWSER_TELEMETRY_NATS_SUBJECT_PREFIX: 'fleet.eu',
+    BROWSER_TELEMETRY_NATS_DUPLICATE_WINDOW: '10m', BROWSER_TELEMETRY_NATS_MAX_AGE: '0', BROWSER_TELEMETRY_NATS_MAX_BYTES: '10GiB',
+    BROWSER_TELEMETRY_NATS_REPLICAS: '3', BROWSER_TELEMETRY_NATS_MAX_IN_FLIGHT: '64',
+  }).nats
+  t.same(fromEnv, {
+    servers: ['tls://nats.example:4443'], credsFile: '/etc/bt/nats.creds', tokenFile: '/etc/bt/nats.token', tlsCa: '/etc/bt/ca.pem',
+    stream: 'FLEET', subjectPrefix: 'fleet.eu', duplicateWindowMs: 600_000, maxAgeMs: 0, maxBytes: 10 * 1024 ** 3, replicas: 3, maxInFlight: 64,
+  })
+  const cases: [string[], RegExp][] = [
+    [['--nats-url', 'http://x:4222'], /--nats-url: expected nats:\/\/host:port, got "http:\/\/x:4222"/],
+    [['--nats-url', ','], /--nats-url: expected at least one/],
+    [['--nats-url', 'nats://x:99999'], /--nats-url/],
+    [['--nats-url', 'nats://x:4222', '--nats-stream', 'a.b'], /--nats-stream: letters, digits/],
+    [['--nats-url', 'nats://x:4222', '--nats-subject-prefix', 'a.*'], /--nats-subject-prefix/],
+    [['--nats-url', 'nats://x:4222', '--nats-subject-prefix', 'a..b'], /--nats-subject-prefix/],
+    [['--nats-url', 'nats://x:4222', '--nats-duplicate-window', '30s'], /at least 2m/],
+    [['--nats-url', 'nats://x:4222', '--nats-replicas', '7'], /at most 5/],
+    [['--nats-url', 'nats://x:4222', '--nats-max-in-flight', '0'], /--nats-max-in-flight: expected an integer >= 1/],
+  ]
+  for (const [argv, re] of cases) t.throws(() => parseServeConfig(argv, {}), re, argv.join(' '))
+})
