@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs what a fresh machine lacks: Debian chromium (when root) and the npm dependencies.
+# Installs what a fresh machine lacks: Debian chromium and nats-server (when root) and the npm dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# Fleet shipping tests and bench/ship.ts run a real JetStream server (the Debian package has it built in).
+[ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null || need_apt+=(nats-server)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt-get" >&2
@@ -11,7 +13,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq "${need_apt[@]}" >/dev/null
   else
-    echo "setup: Chromium is missing. Run this one command, then retry: sudo apt-get install -y chromium" >&2
+    echo "setup: missing Debian packages. Run this one command, then retry: sudo apt-get install -y ${need_apt[*]}" >&2
     exit 1
   fi
 fi
