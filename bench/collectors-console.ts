@@ -86,13 +86,13 @@ await withTempDir(async (dir) => {
     await next(child, 'armed')
     let bareCount = 0, bareDone = 0
     const onBare = (p: { args: { value?: unknown }[] }) => { if (p.args[0]?.value === text && ++bareCount === N) bareDone = Date.now() }
-    bare.on('Runtime.consoleAPICalled', onBare)
+    const offBare = bare.Runtime.consoleAPICalled(onBare)
     const daemonDone = next(child, 'done')
     const t0 = Date.now()
     await bare.Runtime.evaluate({ expression: `for (let i = 0; i < ${N}; i++) console.log('${text}', i, {i})` })
     const done = await daemonDone
     while (bareCount < N) await new Promise((r) => setTimeout(r, 10))
-    bare.removeListener('Runtime.consoleAPICalled', onBare)
+    offBare()
     child.send({ kind: 'read' })
     const read = await next(child, 'read')
     const bareMs = bareDone - t0, daemonMs = done.at - t0

@@ -39,7 +39,7 @@ async function monitorAttach(): Promise<number[]> {
       return off
     },
   }
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => undefined, collectors: [collector] })
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => ({ dropped: 'category_disabled' }), collectors: [collector] })
   await monitor.start()
   const times: number[] = []
   for (let i = 0; i < TABS_PER_RUN; i++) {
@@ -97,7 +97,7 @@ async function timeRoundTrips(send: () => Promise<unknown>): Promise<number> {
 /** Round-trip medians, monitor session vs bare flattened session on the same tab, same run. */
 async function roundTrips(): Promise<{ monitor: number; bare: number }> {
   const sessions = new Map<string, TargetSession>()
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => undefined, collectors: [{ name: 'grab', attach(s) { sessions.set(s.sessionId, s); return () => undefined } }] })
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => ({ dropped: 'category_disabled' }), collectors: [{ name: 'grab', attach(s) { sessions.set(s.sessionId, s); return () => undefined } }] })
   await monitor.start()
   // The start tab (tabs of the attach runs may still be closing).
   const session = sessions.get(monitor.targets().find((x) => x.targetType === 'page' && x.context.url === 'about:blank')!.sessionId)

@@ -27,7 +27,7 @@ if (process.argv[2] === '--serve') {
     upstream: () => browserWsUrl,
     emit: (e: EventInput) => {
       if (e.type === 'cdp_disconnect') process.send!({ disconnect: e.data } satisfies FromChild)
-      return undefined
+      return { dropped: 'category_disabled' } // nothing is stored in this bench
     },
   })
   const { port } = await proxy.start()

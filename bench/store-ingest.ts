@@ -20,7 +20,8 @@ async function ours(dir: string): Promise<{ rate: number; bytes: number[] }> {
   const t0 = performance.now()
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = 0; i < N; i++) {
-    const r = pipeline.emit(INPUTS[i % 1000]!)!
+    const r = pipeline.emit(INPUTS[i % 1000]!)
+    if (r.dropped !== undefined) throw new Error(`bench event dropped: ${r.dropped}`)
     last = r.committed
     if (i < 1000) sizes.push(JSON.stringify(r.envelope).length)
     // Yield now and then like a real producer so group commit can run.

@@ -192,9 +192,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
 
   const onEmit = (o: EmitObservation): void => {
     const category = o.category ?? 'unknown'
-    if (o.outcome === 'gated') eventsDropped.inc({ category, reason: 'category_disabled' })
-    else if (o.outcome === 'invalid') eventsDropped.inc({ category, reason: 'invalid' })
-    else if (o.outcome === 'dropped') eventsDropped.inc({ category, reason: o.reason ?? 'dropped' })
+    if (o.outcome !== 'accepted') eventsDropped.inc({ category, reason: o.outcome })
     else {
       eventsEmitted.inc({ category })
       if (o.truncated) eventsTruncated.inc({ category })

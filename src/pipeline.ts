@@ -1,5 +1,7 @@
-// emit(): the one way into the log. gate -> validate -> ts -> redact -> truncate -> seq/append.
-// Subscribers (SSE, metrics) hear about envelopes only after they are committed (EventLog.onCommit).
+// emit(): the one way into the log. gate -> budget -> validate -> ts -> redact -> truncate -> seq/append.
+// It says what happened (EmitResult): accepted with its seq, or dropped with a reason, so no caller
+// re-validates an event. Subscribers (SSE, metrics) hear about envelopes only after they are
+// committed (EventLog.onCommit).
 import {
   CONFIGURABLE_CATEGORIES, CDP_CATEGORIES, categoryOf, isEventType, validateEvent,
   type Category, type Envelope, type EventData, type EventType, type Source, type TelemetryEvent, type ValidationIssue,
@@ -16,14 +18,33 @@ export type EventInput = {
   [T in EventType]: { type: T; data: EventData<T>; source?: Source; truncated?: boolean }
 }[EventType]
 
-export interface Emitted {
-  envelope: Envelope
-  /** Resolves true once durable and visible to readers, false if it had to be dropped. */
-  committed: Promise<boolean>
-}
+/**
+ * Why emit() did not take an event. `category_disabled` and `over_budget` are checked before the
+ * event is validated (they must stay cheap for a flooding page), so a gated event may also be invalid.
+ */
+export type DropReason = 'invalid' | 'category_disabled' | 'over_budget'
 
-/** The function every producer gets. Returns undefined when the event was not accepted. */
-export type Emit = (input: EventInput) => Emitted | undefined
+export interface EmitAccepted {
+  /** The seq the event was given. */
+  accepted: number
+  envelope: Envelope
+  /** Resolves true once durable and visible to readers, false if the store had to drop it. */
+  committed: Promise<boolean>
+  dropped?: undefined
+}
+export interface EmitDropped {
+  dropped: DropReason
+  /** For `invalid`: what is wrong, as JSON pointers into the event (`/data/url`), at most 10. */
+  issues?: ValidationIssue[]
+  /** For `over_budget`: the seq the event consumed (readers see the gap). */
+  seq?: number
+  accepted?: undefined
+}
+/** What happened to one event: test `result.dropped === undefined` (or `accepted !== undefined`). */
+export type EmitResult = EmitAccepted | EmitDropped
+
+/** The function every producer gets. Producers that do not care may ignore the result. */
+export type Emit = (input: EventInput) => EmitResult
 
 export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter((c) => c !== 'screenshot')
 export const DEFAULT_REDACTED_HEADERS = ['authorization', 'cookie', 'set-cookie', 'proxy-authorization']
@@ -46,16 +67,14 @@ export interface PipelineOptions {
   budgetClock?: () => number
 }
 
-/** What happened to one emit() call; observers (metrics) hear about every call, gated ones too. */
+/** What happened to one emit() call; observers (metrics) hear about every call, dropped ones too. */
 export interface EmitObservation {
   type: string
   /** Undefined only for an unknown type. */
   category?: Category
-  outcome: 'accepted' | 'gated' | 'invalid' | 'dropped'
+  outcome: 'accepted' | DropReason
   truncated?: boolean
-  /** Why a 'dropped' event was not stored (over_budget); its seq was consumed (a gap readers see). */
-  reason?: 'over_budget'
-  /** The seq a dropped event consumed. */
+  /** The seq an over_budget event consumed (a gap readers see). */
   seq?: number
 }
 export type EmitObserver = (o: EmitObservation) => void
@@ -139,23 +158,18 @@ export class Pipeline {
     this.monitorOn = CDP_CATEGORIES.some((c) => this.enabled.has(c as ConfigurableCategory))
   }
 
-  /** Validation issues for an input, without emitting it (used by the ingest route for a 400). */
-  check(input: EventInput): ValidationIssue[] {
-    if (!isEventType(input.type)) return [{ path: '/type', message: `unknown event type ${JSON.stringify(input.type)}` }]
-    return validateEvent(this.build(input, 0))
-  }
-
-  emit(input: EventInput): Emitted | undefined {
+  emit(input: EventInput): EmitResult {
     if (!isEventType(input.type)) {
-      this.reject(input, [{ path: '/type', message: 'unknown event type' }])
+      const issues = [{ path: '/type', message: `unknown event type ${JSON.stringify(input.type)}` }]
+      this.reject(input, issues)
       if (this.emitObservers.size > 0) this.observe({ type: String(input.type), outcome: 'invalid' })
-      return undefined
+      return { dropped: 'invalid', issues }
     }
     const category = categoryOf(input.type)
     if (!this.isEnabled(category)) {
       this.stats.gated++
-      if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'gated' })
-      return undefined
+      if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'category_disabled' })
+      return { dropped: 'category_disabled' }
     }
     // Budgets are per page: events that carry a target (everything CDP collectors emit).
     const target = this.budgets ? (input.data as { target_id?: unknown }).target_id : undefined
@@ -167,7 +181,7 @@ export class Pipeline {
     if (issues.length > 0) {
       this.reject(input, issues)
       if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'invalid' })
-      return undefined
+      return { dropped: 'invalid', issues }
     }
     this.lastTs = ts
     this.redactHeaders(event)
@@ -178,17 +192,17 @@ export class Pipeline {
     this.stats.accepted++
     const { envelope, committed } = this.log.append(event, json)
     if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', truncated: event.truncated === true })
-    return { envelope, committed }
+    return { accepted: envelope.seq, envelope, committed }
   }
 
   /** Not stored, but its seq is consumed so readers see the gap (DESIGN invariant 7). */
-  private overBudget(type: EventType, category: Category, target: string): undefined {
+  private overBudget(type: EventType, category: Category, target: string): EmitDropped {
     const seq = this.log.skipSeq()
     this.stats.overBudget++
     // A flooding page drops thousands a second: say it a few times, then only count (/metrics).
     if (this.overBudgetLogged++ < 20) this.logger.warn({ type, category, target_id: target, seq }, 'event over the page budget dropped')
-    if (this.emitObservers.size > 0) this.observe({ type, category, outcome: 'dropped', reason: 'over_budget', seq })
-    return undefined
+    if (this.emitObservers.size > 0) this.observe({ type, category, outcome: 'over_budget', seq })
+    return { dropped: 'over_budget', seq }
   }
 
   private build(input: EventInput, ts: number): TelemetryEvent {

@@ -1,5 +1,5 @@
 // The Koa app end to end over HTTP: auth, error object, 404s, api_call, capture config, healthz.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { BROWSER_ID, TOKEN, startApi, type TestApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
 import type { Envelope } from '../src/events/index.js'
@@ -25,7 +25,7 @@ function errorShape(t: Tap, body: any, code: string) {
   const keys = Object.keys(body).sort()
   t.ok(keys.every((k) => ['code', 'details', 'message'].includes(k)), `only code/message/details: ${keys}`)
 }
-type Tap = typeof t
+type Tap = Test
 
 t.test('auth: 401 variants carry WWW-Authenticate and the error object', async (t) => {
   const api = await startApi(t, { tokens: { 'reader-1': ['read'], 'writer-1': ['write'] } })
@@ -156,7 +156,7 @@ t.test('capture config: GET, PATCH merges, PUT layers onto the defaults, monitor
   t.equal(r.status, 200)
   t.same(enabledOf(await json(r)), ['control', 'network', 'screenshot'])
   t.equal(api.pipeline.isEnabled('console'), false, 'takes effect in the pipeline')
-  t.equal(api.pipeline.emit({ type: 'console_log', data: { level: 'log', text: 'x', args: [] } }), undefined, 'the next console event is gated')
+  t.same(api.pipeline.emit({ type: 'console_log', data: { level: 'log', text: 'x', args: [] } }), { dropped: 'category_disabled' }, 'the next console event is gated')
   t.equal(api.pipeline.isEnabled('monitor'), true, 'network still on: monitor flows')
 
   r = await send('PATCH', { browser: { network: { enabled: false } } })

@@ -103,7 +103,7 @@ t.test('serve: prints the token + curl line, serves, SIGTERM -> exit 0 with the 
   const p = runCli(['serve', '--listen', '127.0.0.1:0', '--data-dir', dir, '--no-browser', '--log-level', 'silent'])
   t.teardown(() => { p.child.kill('SIGKILL') })
   const curl = await waitFor(() => /Try: curl -H "Authorization: Bearer \$\(cat (\S+)\)" '(http:\/\/127\.0\.0\.1:\d+)\/browsers\/(\S+)\/telemetry\/events\?limit=10'/.exec(p.err()), 60_000, 'curl line')
-  const [, tokenPath, url, browserId] = curl
+  const [, tokenPath, url, browserId] = curl!
   t.equal(tokenPath, join(dir, 'token'))
   const token = (await readFile(tokenPath!, 'utf8')).trim()
   t.notOk(p.err().includes(token), 'stderr is a pipe (a journal): the token is never printed')

@@ -7,7 +7,7 @@ import { PageBudgets } from '../src/budget.js'
 import { EventLog } from '../src/store/event-log.js'
 import { Pipeline, type EventInput } from '../src/pipeline.js'
 import { createMetrics } from '../src/metrics.js'
-import { openStore } from './helpers/store.js'
+import { accepted, openStore } from './helpers/store.js'
 import { BROWSER_ID, startApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
 
@@ -44,7 +44,7 @@ t.test('a flooding target: drops consume seqs (gaps), the other target is comple
   const quietSent: number[] = []
   for (let i = 0; i < 1000; i++) {
     pipeline.emit(log('FLOOD', `f${i}`))
-    if (i % 100 === 0) { const r = pipeline.emit(log('QUIET', `q${i}`)); quietSent.push(r!.envelope.seq) }
+    if (i % 100 === 0) { const r = pipeline.emit(log('QUIET', `q${i}`)); quietSent.push(accepted(r).accepted) }
     if (i % 200 === 199) now += 1000 // one second passes every 200 flood events: 100 more tokens
   }
   await store.flush()
@@ -67,7 +67,7 @@ t.test('a flooding target: drops consume seqs (gaps), the other target is comple
 
 t.test('events without a target (api, system, ingest) are never budgeted; budget: false disables', async (t) => {
   const { pipeline } = await openStore(t, {}, { budget: { eventsPerSec: 1, eventsBurst: 1, bytesPerSec: 1e9, bytesBurst: 1e9 }, budgetClock: () => 0 })
-  for (let i = 0; i < 50; i++) t.ok(pipeline.emit({ type: 'cdp_connect', data: {} }), `cdp_connect ${i}`)
+  for (let i = 0; i < 50; i++) t.equal(pipeline.emit({ type: 'cdp_connect', data: {} }).dropped, undefined, `cdp_connect ${i}`)
   const { pipeline: off } = await openStore(t, {}, { budget: false })
   for (let i = 0; i < 5000; i++) off.emit(log('T'))
   t.equal(off.stats.accepted, 5000)
@@ -78,7 +78,7 @@ t.test('bytes budget: a page of huge events is cut off by bytes, not by count', 
   const { log: store, pipeline } = await openStore(t, {}, { budget: { eventsPerSec: 1e6, eventsBurst: 1e6, bytesPerSec: 1, bytesBurst: 200_000 }, budgetClock: () => 0 })
   const big = 'y'.repeat(30_000)
   const results = Array.from({ length: 6 }, () => pipeline.emit(log('T', big)))
-  t.same(results.map((r) => r !== undefined), [true, true, true, false, false, false], 'three ~60 KB envelopes fit 200,000 bytes, the fourth does not')
+  t.same(results.map((r) => r.dropped ?? 'accepted'), ['accepted', 'accepted', 'accepted', 'over_budget', 'over_budget', 'over_budget'], 'three ~60 KB envelopes fit 200,000 bytes, the fourth does not')
   await store.flush()
   t.equal((await store.read({ order: 'asc', limit: 10 })).records.length, 3)
 })
@@ -91,7 +91,7 @@ t.test('skipped seqs survive a clean restart and are never handed out again', as
   const again = await EventLog.open({ path: dir, retentionIntervalMs: 0 })
   t.teardown(() => again.close())
   const p2 = new Pipeline({ log: again, budget: false })
-  t.equal(p2.emit(log('T'))!.envelope.seq, 11, 'continues after the skipped seqs')
+  t.equal(p2.emit(log('T')).accepted, 11, 'continues after the skipped seqs')
   await again.flush()
   t.same((await again.read({ order: 'asc', limit: 10 })).records.map((r) => r.seq), [1, 2, 11])
 })

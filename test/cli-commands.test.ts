@@ -10,7 +10,7 @@ import { parseServeConfig } from '../src/config.js'
 import { silentLogger } from '../src/log.js'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
 import type { EventInput } from '../src/pipeline.js'
-import { tempDir } from './helpers/store.js'
+import { accepted, tempDir } from './helpers/store.js'
 import { waitFor } from './helpers/http.js'
 
 const TOKEN = 'cli-test-token'
@@ -51,9 +51,8 @@ async function daemon(t: { teardown(fn: () => unknown): void }, dataDir: string,
 const ctx = { session_id: 'S1', target_id: 'T1', target_type: 'page' as const, frame_id: 'F1', loader_id: 'L1', nav_seq: 1 }
 
 async function emitAll(h: DaemonHandle, inputs: EventInput[]): Promise<void> {
-  const results = inputs.map((i) => h.pipeline.emit(i))
-  for (const r of results) if (!r) throw new Error('event not accepted')
-  await Promise.all(results.map((r) => r!.committed))
+  const results = inputs.map((i) => accepted(h.pipeline.emit(i)))
+  await Promise.all(results.map((r) => r.committed))
 }
 
 function networkExchange(id: string, url: string, status: number): EventInput[] {

@@ -105,7 +105,7 @@ t.test('multipart body: exact length, parts as a form parser reads them, byte co
     bb.on('field', (name, value) => { fields[name] = value })
     bb.on('file', (name, stream, info) => {
       const parts: Buffer[] = []
-      stream.on('data', (d: Buffer) => parts.push(d)).on('end', () => files.push({ name, filename: info.filename, mimeType: info.mimeType, bytes: Buffer.concat(parts) }))
+      stream.on('data', (d: Buffer) => parts.push(d)).on('end', () => files.push({ name, filename: info.filename ?? '', mimeType: info.mimeType, bytes: Buffer.concat(parts) }))
     })
     bb.on('close', resolve).on('error', reject)
     bb.end(raw)

@@ -7,6 +7,7 @@ import { createPageCollector } from '../collectors/page.js'
 import type { Context, TargetType } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline.js'
 import type { TargetSession } from '../src/monitor/types.js'
+import { fakeAccepted } from './helpers/store.js'
 
 function fakeSession(targetType: TargetType = 'page', respond: (method: string, params: unknown) => Promise<unknown> = () => Promise.resolve({})) {
   const handlers = new Map<string, Set<(p: unknown) => void>>()
@@ -35,7 +36,7 @@ function fakeSession(targetType: TargetType = 'page', respond: (method: string, 
 
 function recorder() {
   const events: EventInput[] = []
-  const emit = (e: EventInput) => { events.push(e); return undefined }
+  const emit = (e: EventInput) => { events.push(e); return fakeAccepted(e) }
   return { events, emit, types: () => events.map((e) => e.type) }
 }
 
@@ -81,7 +82,7 @@ t.test('idle: per nav_seq, after the last response, status_text falls back to th
   await createNetworkCollector({ timers }).attach!(f.session, rec.emit)
   timers.advance(500)
   t.same(rec.types(), ['network_idle'])
-  t.equal(rec.events[0]!.data.nav_seq, 0)
+  t.equal((rec.events[0]!.data as { nav_seq?: number }).nav_seq, 0)
   f.fire('Network.requestWillBeSent', request('doc'))
   f.fire('Page.frameNavigated', { frame: { id: 'T1', loaderId: 'L2', url: 'http://x/', securityOrigin: '', mimeType: 'text/html' }, type: 'Navigation' })
   timers.advance(1000)

@@ -262,7 +262,7 @@ t.test('a request in flight before attach fails without url, frame, loader and r
   routes(server, hung)
   const h = await startCollecting(t, [createNetworkCollector()], {
     startUrl: `${server.url}hangpage`,
-    beforeMonitor: () => waitFor(() => hung.count === 1, 10000, 'pre-attach request'),
+    beforeMonitor: async () => { await waitFor(() => hung.count === 1, 10000, 'pre-attach request') },
   })
   const page = h.firstPage()
   await h.evaluate(page, 'ctrl.abort()')

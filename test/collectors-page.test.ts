@@ -1,6 +1,6 @@
 // Page collector against real Chromium through the Monitor: navigation, DCL/load, tabs, layout
 // shifts, LCP and the computed layout/navigation settled events.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { crc32, deflateSync } from 'node:zlib'
 import { startServer } from './helpers/http.js'
 import { startCollecting } from './helpers/collector-harness.js'
@@ -29,7 +29,7 @@ function png(w: number, h: number): Buffer {
 }
 const PIC = png(400, 300)
 
-async function setup(t: Parameters<Parameters<typeof import('tap')['test']>[1]>[0]) {
+async function setup(t: Test) {
   const server = await startServer(t, {
     '/nav': '<p>main</p><iframe id="f" src="/sub"></iframe>',
     '/sub': '<p>sub</p>',

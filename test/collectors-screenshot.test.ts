@@ -61,7 +61,7 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
   const shots: Shot[] = []
   const emit: Emit = (input) => {
     const r = pipeline.emit(input)
-    if (r && r.envelope.event.type === 'monitor_screenshot') shots.push({ ts: r.envelope.event.ts, png: r.envelope.event.data.png, envelope: r.envelope })
+    if (r.accepted !== undefined && r.envelope.event.type === 'monitor_screenshot') shots.push({ ts: r.envelope.event.ts, png: r.envelope.event.data.png, envelope: r.envelope })
     return r
   }
   const collector = createScreenshotCollector({

@@ -4,7 +4,7 @@ import t from 'tap'
 import { EVENT_TYPES, categoryOf, validateEvent, type TelemetryEvent } from '../src/events/index.js'
 import { fitEvent, encodedBytes, cutToEncoded, ENVELOPE_OVERHEAD } from '../src/envelope-fit.js'
 import { genEvent, genString, rng, type GenShape } from './helpers/event-gen.js'
-import { openStore } from './helpers/store.js'
+import { accepted, openStore } from './helpers/store.js'
 
 const MAX_SEQ_ENVELOPE = (json: string) => `{"seq":${Number.MAX_SAFE_INTEGER},"event":${json}}`
 
@@ -92,8 +92,7 @@ t.test('the issue\'s console.log: 5,000 arguments of 300 chars under a 1 MiB cap
   const { log, pipeline } = await openStore(t, {}, { maxEnvelopeBytes: cap })
   const args = Array.from({ length: 5000 }, (_, i) => `${i}:`.padEnd(300, 'x'))
   const res = pipeline.emit({ type: 'console_log', data: { level: 'log', text: args[0]!, args, target_id: 'T' }, source: { kind: 'cdp' } })
-  t.ok(res)
-  t.equal(await res!.committed, true)
+  t.equal(await accepted(res).committed, true)
   const page = await log.read({ order: 'asc', limit: 10 })
   const stored = page.records[0]!.json
   const bytes = Buffer.byteLength(stored)

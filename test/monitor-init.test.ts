@@ -1,13 +1,13 @@
 // Initial domain setup failures, against a fake CDP endpoint (HTTP /json/version + a WebSocket
 // speaking just enough protocol), and the backoff rule.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { WebSocketServer } from 'ws'
 import { startServer } from './helpers/http.js'
 import { openStore } from './helpers/store.js'
 import { recordingEmit } from './helpers/monitor.js'
 import { backoffDelay, ConnectError, InitStepError, Monitor, targetTypeOf } from '../src/monitor/index.js'
 
-async function fakeCdp(t: Parameters<Parameters<typeof t.test>[1]>[0], reject: string) {
+async function fakeCdp(t: Test, reject: string) {
   const server = await startServer(t)
   const wss = new WebSocketServer({ server: server.server })
   const received: string[] = []

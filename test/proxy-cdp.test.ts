@@ -12,6 +12,7 @@ import type { EventInput, Emit } from '../src/pipeline.js'
 import { validateData } from '../src/events/index.js'
 import { startBrowser } from './helpers/browser.js'
 import { startServer, waitFor } from './helpers/http.js'
+import { fakeAccepted } from './helpers/store.js'
 
 type Recorded = EventInput & { at: number }
 
@@ -23,7 +24,7 @@ function recorder() {
     const issues = validateData(input.type, input.data)
     if (issues.length) throw new Error(`invalid ${input.type}: ${JSON.stringify(issues)}`)
     events.push({ ...input, at: n++ })
-    return undefined
+    return fakeAccepted(input)
   }
   const disconnects = () => events.filter((e) => e.type === 'cdp_disconnect') as (Recorded & { type: 'cdp_disconnect' })[]
   const connects = () => events.filter((e) => e.type === 'cdp_connect')

@@ -4,13 +4,13 @@ import { join } from 'node:path'
 import { EventLog, DataDirLockedError } from '../src/store/event-log.js'
 import { Pipeline, REDACTED } from '../src/pipeline.js'
 import type { EventInput } from '../src/pipeline.js'
-import { openStore, tempDir } from './helpers/store.js'
+import { accepted, openStore, tempDir } from './helpers/store.js'
 
 const call = (i: number): EventInput => ({ type: 'api_call', data: { request_id: `r${i}`, operation_id: 'op', status: 200, duration_ms: i } })
 const consoleLog = (text: string): EventInput => ({ type: 'console_log', source: { kind: 'cdp' }, data: { level: 'log', text, args: [text] } })
 
 async function emitAll(p: Pipeline, inputs: EventInput[]) {
-  const out = inputs.map((i) => p.emit(i)!)
+  const out = inputs.map((i) => accepted(p.emit(i)))
   await Promise.all(out.map((o) => o.committed))
   return out.map((o) => o.envelope)
 }
@@ -40,11 +40,11 @@ function runWriter(dir: string, count: number, mode: 'close' | 'hold') {
 t.test('seq starts at 1 and strictly increases; ts non-decreasing when the clock steps back', async (t) => {
   let now = 5_000_000
   const { pipeline } = await openStore(t, {}, { clock: () => now })
-  const a = pipeline.emit(call(1))!.envelope
+  const a = accepted(pipeline.emit(call(1))).envelope
   now = 1_000_000 // wall clock steps back
-  const b = pipeline.emit(call(2))!.envelope
+  const b = accepted(pipeline.emit(call(2))).envelope
   now = 6_000_000
-  const c = pipeline.emit(call(3))!.envelope
+  const c = accepted(pipeline.emit(call(3))).envelope
   t.same([a.seq, b.seq, c.seq], [1, 2, 3])
   t.same([a.event.ts, b.event.ts, c.event.ts], [5_000_000, 5_000_000, 6_000_000])
   t.equal(a.event.category, 'control')
@@ -55,7 +55,7 @@ t.test('only committed envelopes are visible to readers and subscribers', async 
   const { log, pipeline } = await openStore(t, { commitDelayMs: 200 })
   const seen: number[] = []
   log.onCommit((recs) => { for (const r of recs) seen.push(r.seq) })
-  const r = pipeline.emit(call(1))!
+  const r = accepted(pipeline.emit(call(1)))
   const before = await log.read({ order: 'asc', limit: 10, cursor: 1 })
   t.same(before.records, [], 'not readable before commit')
   t.same(seen, [], 'not published before commit')
@@ -78,12 +78,12 @@ t.test('category gate and capture rule', async (t) => {
   const { pipeline } = await openStore(t)
   t.equal(pipeline.isEnabled('screenshot'), false, 'screenshot is opt-in')
   t.equal(pipeline.isEnabled('monitor'), true, 'monitor flows with CDP categories on')
-  t.equal(pipeline.emit({ type: 'monitor_screenshot', data: { png: 'x' } }), undefined)
+  t.same(pipeline.emit({ type: 'monitor_screenshot', data: { png: 'x' } }), { dropped: 'category_disabled' })
   pipeline.setCategories(['control', 'system'])
   t.equal(pipeline.isEnabled('monitor'), false, 'monitor silent when no CDP category is on')
-  t.equal(pipeline.emit({ type: 'monitor_init_failed', data: { step: 'x' } }), undefined)
-  t.equal(pipeline.emit(consoleLog('x')), undefined)
-  t.ok(pipeline.emit(call(1)))
+  t.same(pipeline.emit({ type: 'monitor_init_failed', data: { step: 'x' } }), { dropped: 'category_disabled' })
+  t.same(pipeline.emit(consoleLog('x')), { dropped: 'category_disabled' })
+  t.equal(pipeline.emit(call(1)).accepted, 1)
   pipeline.setCategories(['interaction'])
   t.equal(pipeline.isEnabled('monitor'), true)
   t.same([...pipeline.enabledCategories()].sort(), ['interaction', 'monitor'])
@@ -92,8 +92,8 @@ t.test('category gate and capture rule', async (t) => {
 
 t.test('invalid events are dropped, counted, never stored', async (t) => {
   const { log, pipeline } = await openStore(t)
-  t.equal(pipeline.emit({ type: 'api_call', data: { request_id: 1 } } as never), undefined)
-  t.equal(pipeline.emit({ type: 'nope', data: {} } as never), undefined)
+  t.equal(pipeline.emit({ type: 'api_call', data: { request_id: 1 } } as never).dropped, 'invalid')
+  t.same(pipeline.emit({ type: 'nope', data: {} } as never), { dropped: 'invalid', issues: [{ path: '/type', message: 'unknown event type "nope"' }] })
   t.equal(pipeline.stats.invalid, 2)
   await log.flush()
   t.equal(log.lastSeq, 0)
@@ -102,7 +102,7 @@ t.test('invalid events are dropped, counted, never stored', async (t) => {
 t.test('secret headers are masked before storage, case-insensitively', async (t) => {
   const { log, pipeline } = await openStore(t)
   const headers = { Authorization: 'Bearer s3cret', cookie: 'a=b', 'Set-Cookie': 'c=d', 'PROXY-AUTHORIZATION': 'x', accept: 'text/html' }
-  const r = pipeline.emit({ type: 'network_request', source: { kind: 'cdp' }, data: { request_id: '1', method: 'GET', headers } })!
+  const r = accepted(pipeline.emit({ type: 'network_request', source: { kind: 'cdp' }, data: { request_id: '1', method: 'GET', headers } }))
   await r.committed
   const [rec] = (await log.read({ order: 'asc', limit: 1, cursor: 1 })).records
   const stored = JSON.parse(rec!.json).event.data.headers
@@ -115,9 +115,9 @@ t.test('oversize events are cut to the cap and flagged, and the pipeline keeps g
   const cap = 64 * 1024
   const { log, pipeline } = await openStore(t, {}, { maxEnvelopeBytes: cap })
   const big = 'x'.repeat(500_000)
-  const r = pipeline.emit(consoleLog(big))!
-  const many = pipeline.emit({ type: 'console_log', data: { level: 'log', text: 'a', args: Array.from({ length: 50_000 }, () => 'abcdef') } })!
-  const small = pipeline.emit(call(1))!
+  const r = accepted(pipeline.emit(consoleLog(big)))
+  const many = accepted(pipeline.emit({ type: 'console_log', data: { level: 'log', text: 'a', args: Array.from({ length: 50_000 }, () => 'abcdef') } }))
+  const small = accepted(pipeline.emit(call(1)))
   await Promise.all([r.committed, many.committed, small.committed])
   const recs = (await log.read({ order: 'asc', limit: 10, cursor: 1 })).records
   t.equal(recs.length, 3)
@@ -331,7 +331,7 @@ t.test('failed writes are counted and surfaced, then the pipeline recovers witho
   const { log, pipeline } = await openStore(t)
   let failures = 2
   failWrites(log, () => failures-- > 0 ? 'IO error: No space left on device' : undefined)
-  const results = Array.from({ length: 5 }, (_, i) => pipeline.emit(call(i))!)
+  const results = Array.from({ length: 5 }, (_, i) => accepted(pipeline.emit(call(i))))
   await new Promise((r) => setTimeout(r, 30))
   const h = log.health()
   t.equal(h.writable, false)
@@ -348,7 +348,7 @@ t.test('while writes keep failing the buffer is bounded: oldest batches dropped,
   failWrites(log, () => failing ? 'disk full' : undefined)
   const reported: string[] = []
   log.onDrop((records) => { for (const r of records) reported.push(`${r.category}:${r.seq}`) })
-  const results = Array.from({ length: 1000 }, (_, i) => pipeline.emit(call(i))!)
+  const results = Array.from({ length: 1000 }, (_, i) => accepted(pipeline.emit(call(i))))
   await new Promise((r) => setTimeout(r, 20))
   failing = false
   const outcomes = await Promise.all(results.map((r) => r.committed))
@@ -365,7 +365,7 @@ t.test('while writes keep failing the buffer is bounded: oldest batches dropped,
 
 t.test('a huge configured batch size is clamped to one indexable write', async (t) => {
   const { log, pipeline } = await openStore(t, { commitMaxEvents: 1e9, commitDelayMs: 1000 })
-  const results = Array.from({ length: 70_000 }, (_, i) => pipeline.emit(call(i))!)
+  const results = Array.from({ length: 70_000 }, (_, i) => accepted(pipeline.emit(call(i))))
   t.equal(await results[results.length - 1]!.committed, true)
   const page = await log.read({ order: 'desc', limit: 2, categories: new Set(['control']) })
   t.same(page.records.map((r) => r.seq), [70_000, 69_999])

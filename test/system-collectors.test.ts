@@ -14,12 +14,12 @@ import type { Envelope } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline.js'
 import { OomWatcher, reportPreviousUncleanStop, startSystemCollectors, watchLaunchedBrowser } from '../collectors/system.js'
 import { stripLogPrefix } from '../collectors/system-oom.js'
-import { openStore, tempDir } from './helpers/store.js'
+import { fakeAccepted, openStore, tempDir } from './helpers/store.js'
 import { waitFor } from './helpers/http.js'
 
 const recorder = () => {
   const events: EventInput[] = []
-  return { events, emit: (e: EventInput) => { events.push(e); return undefined } }
+  return { events, emit: (e: EventInput) => { events.push(e); return fakeAccepted(e) } }
 }
 
 t.test('launched Chromium killed with SIGKILL: service_crashed, monitor_disconnected, proxy upstream_changed', async (t) => {
@@ -149,7 +149,7 @@ t.test('real /dev/kmsg: only records written after start are followed', { skip: 
   const marker = `bt-test-${process.pid}-${Date.now()}`
   const line = (n: string) => `<4>Killed process 4242 (${n}) total-vm:1kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n`
   const canWrite = await appendFile('/dev/kmsg', line('before')).then(() => true, () => false)
-  if (!canWrite) { t.skip('cannot write to /dev/kmsg'); return }
+  if (!canWrite) { t.skip('cannot write to /dev/kmsg', () => {}); return }
   // kernelOnly off: what a process writes is user facility, and that is all a test can write.
   const w = new OomWatcher({ emit: rec.emit, kernelOnly: false, pollMs: 3_600_000 })
   t.same(await w.start(), { kmsgReadable: true })

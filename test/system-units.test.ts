@@ -4,6 +4,7 @@ import t from 'tap'
 import { parseSystemctlShow, stepUnit, UnitWatcher, UNIT_PROPERTIES, type UnitStatus, type UnitTrack } from '../collectors/system-units.js'
 import type { EventInput } from '../src/pipeline.js'
 import { validateData } from '../src/events/index.js'
+import { fakeAccepted } from './helpers/store.js'
 
 const st = (o: Partial<UnitStatus>): UnitStatus => ({
   unit: 'xvfb.service', loadState: 'loaded', activeState: 'active', subState: 'running', mainPid: 100, execMainPid: 100,
@@ -97,7 +98,7 @@ t.test('UnitWatcher: one systemctl call per poll, events with source, failures s
   const unitA = (o: Record<string, string | number> = {}) => block({ LoadState: 'loaded', ActiveState: 'active', SubState: 'running', MainPID: 500, ExecMainPID: 500, Result: 'success', NRestarts: 0, ExecMainStatus: 0, ...o })
   const w = new UnitWatcher({
     units: ['a.service', 'gone.service'],
-    emit: (e) => { emitted.push(e); return undefined },
+    emit: (e) => { emitted.push(e); return fakeAccepted(e) },
     logger,
     intervalMs: 3_600_000,
     run: async (args) => { calls.push(args); const o = outputs.shift()!; if (o instanceof Error) throw o; return o },

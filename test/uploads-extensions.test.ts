@@ -1,7 +1,7 @@
 // The extension group through the real API app and the real client (@onkernel/sdk): upload, list
 // (paged, filters, projects), get, download (exact bytes, last_used_at), delete, manifest validation,
 // duplicate names answered 409 exactly once (no client retries), and the startup sweep.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import Kernel, { toFile } from '@onkernel/sdk'
 import { createHash } from 'node:crypto'
 import { readdir, writeFile } from 'node:fs/promises'
@@ -21,7 +21,7 @@ const READ_ONLY = 'tok-read'
 const MAX = 512 * 1024
 const LIMITS = { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 }
 
-async function setup(tt: typeof t) {
+async function setup(tt: Test) {
   const { log, pipeline } = await openStore(tt)
   const dir = join(await tempDir(tt, 'bt-ext-'), 'extensions')
   const store = await ExtensionStore.open({ dir, db: log.sublevel<ExtensionRecord>('extensions') })
@@ -50,8 +50,8 @@ const manifest = (fields: Record<string, unknown> = {}) => JSON.stringify({ mani
 const extZip = (m = manifest(), prefix = '') => yazlZip([{ name: `${prefix}manifest.json`, data: m }, { name: `${prefix}background.js`, data: 'console.log(1)' }])
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex')
 
-async function expectUploadError(tt: typeof t, s: Awaited<ReturnType<typeof setup>>, zip: Buffer, status: number, code: string, detail: RegExp) {
-  const err = await s.client.extensions.upload({ file: await toFile(zip, 'ext.zip') }).catch((e: unknown) => e) as Kernel.APIError
+async function expectUploadError(tt: Test, s: Awaited<ReturnType<typeof setup>>, zip: Buffer, status: number, code: string, detail: RegExp) {
+  const err = await s.client.extensions.upload({ file: await toFile(zip, 'ext.zip') }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   tt.equal(err.status, status, `${status} ${code}`)
   const body = err.error as { code: string; details?: { code: string; message: string }[] }
   tt.equal(body.code, code)
@@ -83,10 +83,10 @@ t.test('upload, get, list, download, delete with the real client', async (t) => 
   t.same(all, [up.id, anon.id], 'oldest first')
 
   await s.client.extensions.delete(up.id)
-  const gone = await s.client.extensions.get(up.id).catch((e: unknown) => e) as Kernel.APIError
+  const gone = await s.client.extensions.get(up.id).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.equal(gone.status, 404)
   t.same((await readdir(s.dir)).sort(), [`${anon.id}.zip`], 'archive removed, nothing else in the store dir')
-  const again = await s.client.extensions.delete(up.id).catch((e: unknown) => e) as Kernel.APIError
+  const again = await s.client.extensions.delete(up.id).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.equal(again.status, 404)
 })
 
@@ -94,7 +94,7 @@ t.test('duplicate name: 409 conflict answered once, no retries; projects are sep
   const s = await setup(t)
   await s.client.extensions.upload({ file: await toFile(await extZip(), 'a.zip'), name: 'dup' })
   const before = s.requests.length
-  const err = await s.client.extensions.upload({ file: await toFile(await extZip(), 'b.zip'), name: 'DUP' }).catch((e: unknown) => e) as Kernel.APIError
+  const err = await s.client.extensions.upload({ file: await toFile(await extZip(), 'b.zip'), name: 'DUP' }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.ok(err instanceof Kernel.ConflictError, '409')
   t.equal(err.headers?.get('x-should-retry'), 'false')
   t.equal((err.error as { code: string }).code, 'conflict')
@@ -106,7 +106,7 @@ t.test('duplicate name: 409 conflict answered once, no retries; projects are sep
   const inDefault = []
   for await (const e of s.client.extensions.list()) inDefault.push(e.id)
   t.equal(inDefault.length, 1, 'lists are per project')
-  const cross = await s.client.extensions.get(other.id).catch((e: unknown) => e) as Kernel.APIError
+  const cross = await s.client.extensions.get(other.id).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.equal(cross.status, 404, 'another project\'s extension is not visible by id')
 })
 
@@ -115,7 +115,7 @@ t.test('concurrent uploads of one name: exactly one wins', async (t) => {
   const results = await Promise.allSettled(Array.from({ length: 4 }, async () =>
     s.client.extensions.upload({ file: await toFile(await extZip(), 'e.zip'), name: 'race' })))
   t.equal(results.filter((r) => r.status === 'fulfilled').length, 1, 'one 201')
-  t.same(results.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as Kernel.APIError).status), [409, 409, 409])
+  t.same(results.filter((r) => r.status === 'rejected').map((r) => ((r as PromiseRejectedResult).reason as InstanceType<typeof Kernel.APIError>).status), [409, 409, 409])
   t.equal((await readdir(s.dir)).length, 1, 'one archive stored')
 })
 
@@ -166,16 +166,16 @@ t.test('validation: manifest, zip, name, size, scope', async (t) => {
   await expectUploadError(t, s, rawZip([{ name: 'manifest.json', data: manifest() }, { name: '../evil.js', data: 'x' }]), 400, 'unsafe_entry', /"\.\.\/evil\.js"/)
 
   for (const name of ['', 'has space', 'slash/name', 'x'.repeat(256), 'ünï']) {
-    const err = await s.client.extensions.upload({ file: await toFile(await extZip(), 'e.zip'), name }).catch((e: unknown) => e) as Kernel.APIError
+    const err = await s.client.extensions.upload({ file: await toFile(await extZip(), 'e.zip'), name }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
     t.equal(err.status, 400, `400 for name ${JSON.stringify(name.slice(0, 20))}`)
   }
   const ok255 = await s.client.extensions.upload({ file: await toFile(await extZip(), 'e.zip'), name: 'x'.repeat(255) })
   t.equal(ok255.name?.length, 255)
 
-  const big = await s.client.extensions.upload({ file: await toFile(Buffer.alloc(MAX + 1), 'big.zip') }).catch((e: unknown) => e) as Kernel.APIError
+  const big = await s.client.extensions.upload({ file: await toFile(Buffer.alloc(MAX + 1), 'big.zip') }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.equal(big.status, 413)
   const form = new FormData()
-  form.append('file', new Blob([await extZip()]), 'e.zip')
+  form.append('file', new Blob([new Uint8Array(await extZip())]), 'e.zip')
   const ro = await s.fetchApi('/extensions', { method: 'POST', body: form, headers: { authorization: `Bearer ${READ_ONLY}` } })
   t.equal(ro.status, 403)
   const textPart = new FormData()

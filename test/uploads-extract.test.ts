@@ -1,6 +1,6 @@
 // extractZip against a generated corpus of hostile archives (each refused with the right code, the
 // entry named, and the destination byte-for-byte untouched) and a round trip of a real tree.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createHash, randomBytes } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
 import { chmod, lstat, mkdir, readdir, readFile, readlink, symlink, writeFile } from 'node:fs/promises'
@@ -32,7 +32,7 @@ async function snapshot(dir: string): Promise<Record<string, string>> {
 }
 
 /** A populated destination inside a parent that must also stay clean (no staging leftovers). */
-async function populatedDest(tt: typeof t) {
+async function populatedDest(tt: Test) {
   const parent = await tempDir(tt, 'bt-uploads-')
   const dest = join(parent, 'dest')
   await mkdir(join(dest, 'sub'), { recursive: true })
@@ -41,7 +41,7 @@ async function populatedDest(tt: typeof t) {
   return { parent, dest }
 }
 
-async function expectRejected(tt: typeof t, archive: Buffer, code: 'invalid_zip' | 'unsafe_entry', entry: string | RegExp | null, opts: {
+async function expectRejected(tt: Test, archive: Buffer, code: 'invalid_zip' | 'unsafe_entry', entry: string | RegExp | null, opts: {
   limits?: ZipLimits; prepare?: (dest: string, parent: string) => Promise<void>
 } = {}) {
   const { parent, dest } = await populatedDest(tt)
@@ -220,7 +220,7 @@ t.test('a failure while moving into place is rolled back', async (t) => {
   const { parent, dest } = await populatedDest(t)
   await mkdir(join(dest, 'zz'))
   // an immutable directory makes the rename into it fail even for root, after earlier moves succeeded
-  try { execFileSync('chattr', ['+i', join(dest, 'zz')], { stdio: 'ignore' }) } catch { t.skip('chattr +i not available'); return }
+  try { execFileSync('chattr', ['+i', join(dest, 'zz')], { stdio: 'ignore' }) } catch { t.skip('chattr +i not available', () => {}); return }
   t.teardown(() => { try { execFileSync('chattr', ['-i', join(dest, 'zz')], { stdio: 'ignore' }) } catch { /* already gone */ } })
   await writeFile(join(parent, 'in.zip'), rawZip([
     { name: 'existing.txt', data: 'replaced?' }, { name: 'new-top.txt', data: 'new' },

@@ -1,7 +1,7 @@
 // POST /browsers/{id}/fs/upload_zip through the real API app and the real client (@onkernel/sdk):
 // 201 with an empty body, part order, malformed parts, dest_path rules (400/403), hostile archives
 // (400, nothing written), 413 without reading the rest, scopes, api_call.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import Kernel, { toFile } from '@onkernel/sdk'
 import { request } from 'node:http'
 import { mkdir, readdir, readFile, symlink } from 'node:fs/promises'
@@ -20,7 +20,7 @@ const TOKEN = 'tok-all'
 const READ_ONLY = 'tok-read'
 const MAX = 256 * 1024
 
-async function setup(tt: typeof t) {
+async function setup(tt: Test) {
   const { log, pipeline } = await openStore(tt)
   const base = await tempDir(tt, 'bt-upload-route-')
   const root = join(base, 'root')
@@ -54,7 +54,7 @@ const form = (parts: [string, string | Blob, string?][]) => {
   return f
 }
 
-async function expectError(tt: typeof t, res: Response, status: number, code: string, detail?: RegExp) {
+async function expectError(tt: Test, res: Response, status: number, code: string, detail?: RegExp) {
   tt.equal(res.status, status, `status ${status}`)
   const body = await res.json() as { code: string; message: string; details?: { code: string; message: string }[] }
   tt.equal(body.code, code)
@@ -69,7 +69,7 @@ t.test('the real client uploads and extracts; 201 with an empty body', async (t)
   t.equal(await readFile(join(dest, 'dir', 'hello.txt'), 'utf8'), 'hello')
   t.ok(await s.spoolEmpty(), 'spool file removed')
 
-  const res = await s.post(form([['dest_path', dest], ['zip_file', new Blob([await goodZip()])]]))
+  const res = await s.post(form([['dest_path', dest], ['zip_file', new Blob([new Uint8Array(await goodZip())])]]))
   t.equal(res.status, 201)
   t.equal(res.headers.get('content-length'), '0')
   t.equal(res.headers.get('content-type'), null)
@@ -84,14 +84,14 @@ t.test('the real client uploads and extracts; 201 with an empty body', async (t)
 t.test('zip_file before dest_path works too', async (t) => {
   const s = await setup(t)
   const dest = join(s.root, 'order')
-  const res = await s.post(form([['zip_file', new Blob([await goodZip()])], ['dest_path', dest]]))
+  const res = await s.post(form([['zip_file', new Blob([new Uint8Array(await goodZip())])], ['dest_path', dest]]))
   t.equal(res.status, 201)
   t.equal(await readFile(join(dest, 'dir', 'hello.txt'), 'utf8'), 'hello')
 })
 
 t.test('malformed parts and bad dest_path', async (t) => {
   const s = await setup(t)
-  const zip = new Blob([await goodZip()])
+  const zip = new Blob([new Uint8Array(await goodZip())])
   const dest = join(s.root, 'x')
   await expectError(t, await s.post(form([['dest_path', dest], ['zip_file', 'not a file part']])), 400, 'bad_request', /zip_file: must be a file part/)
   await expectError(t, await s.post(form([['dest_path', dest]])), 400, 'bad_request', /zip_file: missing/)
@@ -124,7 +124,7 @@ t.test('hostile archives: 400 naming the entry, destination untouched (real clie
     ['../evil.txt', rawZip([{ name: 'fine.txt', data: 'x' }, { name: '../evil.txt', data: 'x' }]), 'unsafe_entry'],
     ['bad.txt', rawZip([{ name: 'fine.txt', data: 'x' }, { name: 'bad.txt', data: 'payload', crc: 1 }]), 'invalid_zip'],
   ] as const) {
-    const err = await s.client.browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(zip, 'h.zip') }).catch((e: unknown) => e) as Kernel.APIError
+    const err = await s.client.browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(zip, 'h.zip') }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
     t.ok(err instanceof Kernel.BadRequestError, `400 for ${name}`)
     const body = err.error as { code: string; details: { message: string }[] }
     t.equal(body.code, code)
@@ -179,6 +179,6 @@ t.test('413 payload_too_large without reading the rest', async (t) => {
 
   // the real client gets the 413 as an error, not a hang
   const big = Buffer.alloc(MAX + 1024, 7)
-  const err = await s.client.browsers.fs.uploadZip(BROWSER, { dest_path: join(s.root, 'big'), zip_file: await toFile(big, 'big.zip') }).catch((e: unknown) => e) as Kernel.APIError
+  const err = await s.client.browsers.fs.uploadZip(BROWSER, { dest_path: join(s.root, 'big'), zip_file: await toFile(big, 'big.zip') }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.equal(err.status, 413)
 })

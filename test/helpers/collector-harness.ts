@@ -19,7 +19,7 @@ export async function startCollecting(t: Test, collectors: Collector[], opts: Ha
   const events: Recorded[] = []
   const emit: Emit = (input) => {
     const r = pipeline.emit(input)
-    if (r) events.push({ ...input, seq: r.envelope.seq, at: performance.now() } as Recorded)
+    if (r.accepted !== undefined) events.push({ ...input, seq: r.envelope.seq, at: performance.now() } as Recorded)
     return r
   }
   const sessions: TargetSession[] = []

@@ -46,7 +46,7 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
   switch (kind) {
     case 'Object': {
       const out: Record<string, unknown> = {}
-      for (const [k, s] of Object.entries((schema as { properties: Record<string, TSchema> }).properties)) {
+      for (const [k, s] of Object.entries((schema as TSchema & { properties: Record<string, TSchema> }).properties)) {
         const optional = (s as { [OptionalKind]?: string })[OptionalKind] === 'Optional'
         if (optional && (r() > shape.optional || ((s as { [Kind]: string })[Kind] === 'This' && depth > 3))) continue
         out[k] = gen(s, r, shape, root, depth + 1)
@@ -54,14 +54,14 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
       return out
     }
     case 'Record': {
-      const valueSchema = Object.values((schema as { patternProperties: Record<string, TSchema> }).patternProperties)[0]!
+      const valueSchema = Object.values((schema as TSchema & { patternProperties: Record<string, TSchema> }).patternProperties)[0]!
       const out: Record<string, unknown> = {}
       const n = Math.floor(r() * shape.maxItems)
       for (let i = 0; i < n; i++) out[`h${i}-${genString(r, Math.floor(r() * 16), true)}`] = gen(valueSchema, r, shape, root, depth + 1)
       return out
     }
     case 'Array': {
-      const s = schema as { items: TSchema; maxItems?: number }
+      const s = schema as TSchema & { items: TSchema; maxItems?: number }
       const n = Math.min(Math.floor(r() * shape.maxItems), s.maxItems ?? Infinity)
       return Array.from({ length: n }, () => gen(s.items, r, shape, root, depth + 1))
     }
@@ -78,9 +78,9 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
     }
     case 'Number': return ((schema as { minimum?: number }).minimum ?? -1000) + r() * 100000
     case 'Boolean': return r() < 0.5
-    case 'Literal': return (schema as { const: unknown }).const
+    case 'Literal': return (schema as TSchema & { const: unknown }).const
     case 'Union': {
-      const anyOf = (schema as { anyOf: TSchema[] }).anyOf
+      const anyOf = (schema as TSchema & { anyOf: TSchema[] }).anyOf
       return gen(anyOf[Math.floor(r() * anyOf.length)]!, r, shape, root, depth + 1)
     }
     case 'This': return gen(root, r, shape, root, depth + 1)
@@ -102,7 +102,7 @@ function genData(schema: TSchema, r: () => number, shape: GenShape): unknown {
     const kind = (s as { [Kind]: string })[Kind]
     if (kind === 'Object') {
       const out: Record<string, unknown> = {}
-      for (const [k, p] of Object.entries((s as { properties: Record<string, TSchema> }).properties)) {
+      for (const [k, p] of Object.entries((s as TSchema & { properties: Record<string, TSchema> }).properties)) {
         const optional = (p as { [OptionalKind]?: string })[OptionalKind] === 'Optional'
         if (optional && r() > shape.optional) continue
         out[k] = walk(p, depth + 1)

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { EventLog, type EventLogOptions } from '../../src/store/event-log.js'
-import { Pipeline, type PipelineOptions } from '../../src/pipeline.js'
+import { Pipeline, type EmitAccepted, type EmitResult, type EventInput, type PipelineOptions } from '../../src/pipeline.js'
+import { categoryOf, type TelemetryEvent } from '../../src/events/index.js'
 
 export async function tempDir(t: Test, prefix = 'bt-test-'): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix))
@@ -18,4 +19,18 @@ export async function openStore(t: Test, logOpts: Partial<EventLogOptions> = {},
   const pipeline = new Pipeline({ log, ...pipeOpts })
   t.teardown(() => log.close())
   return { dir, log, pipeline }
+}
+
+/** The accepted branch of an emit() result; fails the test (throws) when the event was dropped. */
+export function accepted(r: EmitResult): EmitAccepted {
+  if (r.dropped !== undefined) throw new Error(`event dropped: ${r.dropped}${r.issues ? ' ' + JSON.stringify(r.issues) : ''}`)
+  return r
+}
+
+let fakeSeq = 0
+/** What a stand-in Emit (no store behind it) returns: accepted, with a made-up seq. */
+export function fakeAccepted(input: EventInput): EmitAccepted {
+  const seq = ++fakeSeq
+  const event = { ts: 0, category: categoryOf(input.type), source: input.source ?? { kind: 'local_process' }, ...input } as TelemetryEvent
+  return { accepted: seq, envelope: { seq, event }, committed: Promise.resolve(true) }
 }

@@ -16,7 +16,7 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { koaBody } from 'koa-body'
 import {
-  EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType, validateData,
+  EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType,
   type EventData, type EventType, type Source,
 } from '../../events/index.js'
 import type { EventInput, Pipeline } from '../../pipeline.js'
@@ -66,15 +66,12 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
     },
     middleware: [jsonBody],
     handler: async (ctx) => {
-      const input = parseIngestBody(ctx.request.body)
-      const category = categoryOf(input.type)
-      if (!deps.pipeline.isEnabled(category)) { ctx.status = 204; return }
-      const emitted = deps.pipeline.emit(input)
-      if (!emitted) {
-        // Disabled between the check and emit, or rejected by the pipeline's own validation.
-        if (!deps.pipeline.isEnabled(category)) { ctx.status = 204; return }
-        const issue = deps.pipeline.check(input)[0]
-        throw invalidInput(issue ? fieldOf(issue.path) : 'body', issue?.message ?? 'rejected by the event pipeline')
+      // The route checks what only a producer can get wrong; the event model is checked once, by emit().
+      const emitted = deps.pipeline.emit(parseIngestBody(ctx.request.body))
+      if (emitted.dropped === 'category_disabled') { ctx.status = 204; return }
+      if (emitted.dropped !== undefined) {
+        const issue = emitted.issues?.[0]
+        throw invalidInput(issue ? fieldOf(issue.path) : 'body', issue?.message ?? `rejected by the event pipeline (${emitted.dropped})`)
       }
       if (!(await emitted.committed)) {
         throw new ApiError(503, 'unavailable', 'the event log could not store the event; retry later')
@@ -85,7 +82,11 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
   })
 }
 
-/** Validates a publish body into an EventInput, or throws a 400 naming the offending field. */
+/**
+ * Checks a publish body's producer rules (known fields, type, category, source, producer ts, no "",
+ * captcha rules) and shapes it into an EventInput, or throws a 400 naming the offending field. The
+ * data object's schema is checked by emit(), which reports it as `invalid` with its issues.
+ */
 export function parseIngestBody(body: unknown): EventInput {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidInput('body', 'expected a JSON object {type, category?, source, data, ts?}')
@@ -126,8 +127,6 @@ function checkData(type: EventType, data: unknown): void {
     }
     if (type === 'captcha_solve_result') checkCaptcha(data as Partial<EventData<'captcha_solve_result'>>)
   }
-  const issue = validateData(type, data)[0]
-  if (issue) throw invalidInput(fieldOf(issue.path), issue.message)
 }
 
 function checkCaptcha(d: Partial<EventData<'captcha_solve_result'>>): void {
