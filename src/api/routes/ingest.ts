@@ -16,7 +16,7 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { koaBody } from 'koa-body'
 import {
-  EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType,
+  EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType, validateData,
   type EventData, type EventType, type Source,
 } from '../../events/index.js'
 import type { EventInput, Pipeline } from '../../pipeline.js'
@@ -67,8 +67,15 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
     middleware: [jsonBody],
     handler: async (ctx) => {
       // The route checks what only a producer can get wrong; the event model is checked once, by emit().
-      const emitted = deps.pipeline.emit(parseIngestBody(ctx.request.body))
-      if (emitted.dropped === 'category_disabled') { ctx.status = 204; return }
+      const input = parseIngestBody(ctx.request.body)
+      const emitted = deps.pipeline.emit(input)
+      if (emitted.dropped === 'category_disabled') {
+        // emit() gates before it validates; bad input is still a 400 when the category is off.
+        const issue = validateData(input.type, input.data)[0]
+        if (issue) throw invalidInput(fieldOf(issue.path), issue.message)
+        ctx.status = 204
+        return
+      }
       if (emitted.dropped !== undefined) {
         const issue = emitted.issues?.[0]
         throw invalidInput(issue ? fieldOf(issue.path) : 'body', issue?.message ?? `rejected by the event pipeline (${emitted.dropped})`)
