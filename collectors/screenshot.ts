@@ -133,7 +133,7 @@ export function createScreenshotCollector(opts: ScreenshotCollectorOptions): Scr
       // Checked again: the category may have been switched off while the capture ran.
       if (!enabled || !pages.has(page.session.sessionId)) return
       lastHash = hash
-      if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE })) stats.emitted++
+      if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE }).accepted !== undefined) stats.emitted++
     } catch (err) {
       stats.failed++
       if (!page.session.signal.aborted) logger.debug({ err, targetId: page.session.targetId }, 'screenshot failed')

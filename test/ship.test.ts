@@ -60,7 +60,7 @@ async function emitMany(pipeline: Pipeline, from: number, n: number): Promise<vo
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = from; i < from + n; i++) {
     const r = pipeline.emit(input(i))
-    if (!r) throw new Error(`event ${i} was not accepted`)
+    if (r.dropped !== undefined) throw new Error(`event ${i} was not accepted: ${r.dropped}`)
     last = r.committed
     if (i % 500 === 499) await new Promise((r) => setImmediate(r))
   }
