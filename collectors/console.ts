@@ -2,6 +2,7 @@
 // -> console_error. Context is stamped from the session at the moment the CDP event arrives.
 import type { Protocol } from 'devtools-protocol'
 import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import { Disposer } from '../src/util/disposer.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
 import { exceptionText, renderRemoteObject, stackTraceOf } from './console-format.js'
@@ -10,13 +11,12 @@ export function createConsoleCollector(): Collector {
   return {
     name: 'console',
     async attach(session: TargetSession, emit: Emit): Promise<Detach> {
-      const offs = [
-        session.on('Runtime.consoleAPICalled', (p) => onConsoleCall(session, emit, p)),
-        session.on('Runtime.exceptionThrown', (p) => onException(session, emit, p)),
-      ]
+      const listeners = new Disposer()
+      listeners.add(session.on('Runtime.consoleAPICalled', (p) => onConsoleCall(session, emit, p)))
+      listeners.add(session.on('Runtime.exceptionThrown', (p) => onException(session, emit, p)))
       // Best effort: a target that cannot run Runtime (rare "other" targets) still attaches.
-      await session.send('Runtime.enable').catch(() => undefined)
-      return () => { for (const off of offs.splice(0)) off() }
+      await session.sendMayFail('Runtime.enable')
+      return () => listeners.dispose()
     },
   }
 }

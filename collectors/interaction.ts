@@ -134,48 +134,51 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
       off()
       if (session.signal.aborted) return
       // Best effort (the session may be going away): stop injecting into future documents.
-      if (scriptId) session.send('Page.removeScriptToEvaluateOnNewDocument', { identifier: scriptId }).catch(() => undefined)
-      session.send('Runtime.removeBinding', { name: bindingName }).catch(() => undefined)
+      if (scriptId) void session.sendMayFail('Page.removeScriptToEvaluateOnNewDocument', { identifier: scriptId })
+      void session.sendMayFail('Runtime.removeBinding', { name: bindingName })
     }
-    try {
-      // Runtime must be enabled for bindingCalled to be delivered, Page for the new-document
-      // script to run in later documents (both verified against Chromium 156).
-      await session.send('Runtime.enable')
-      await session.send('Page.enable')
-      // The binding exists only in our world's contexts, present and future.
-      await session.send('Runtime.addBinding', { name: bindingName, executionContextName: worldName })
-      // Every future document of every frame of this target. runImmediately also covers the
-      // current documents where Chromium supports it; injectCurrentDocuments below does it
-      // explicitly for older browsers (the agent's guard makes the second run a no-op).
-      const added = await session.send('Page.addScriptToEvaluateOnNewDocument', { source, worldName, runImmediately: true })
-      scriptId = added.identifier
-      await injectCurrentDocuments(session, worldName, source, logger)
-    } catch (err) {
-      if (!session.signal.aborted) logger.warn({ err, targetId: session.targetId }, 'interaction injection failed')
-    }
+    scriptId = await inject(session, bindingName, worldName, source)
     return detach
   }
 
   return { name: 'interaction', attach, stats, bindingName, worldName }
 }
 
+/**
+ * Sets up the binding and the script for every current and future document of the target; returns
+ * the new-document script's id. Each step is best effort: a failure (counted and logged by the
+ * session, quietly when the tab went away) ends the injection, and detach() undoes what was done.
+ */
+async function inject(session: TargetSession, bindingName: string, worldName: string, source: string): Promise<string | undefined> {
+  // Runtime must be enabled for bindingCalled to be delivered, Page for the new-document
+  // script to run in later documents (both verified against Chromium 156).
+  if (!await session.sendMayFail('Runtime.enable')) return undefined
+  if (!await session.sendMayFail('Page.enable')) return undefined
+  // The binding exists only in our world's contexts, present and future.
+  if (!await session.sendMayFail('Runtime.addBinding', { name: bindingName, executionContextName: worldName })) return undefined
+  // Every future document of every frame of this target. runImmediately also covers the
+  // current documents where Chromium supports it; injectCurrentDocuments below does it
+  // explicitly for older browsers (the agent's guard makes the second run a no-op).
+  const added = await session.sendMayFail('Page.addScriptToEvaluateOnNewDocument', { source, worldName, runImmediately: true })
+  if (!added) return undefined
+  await injectCurrentDocuments(session, worldName, source)
+  return added.identifier
+}
+
 /** Runs the script in our isolated world of every frame the target has now (loaded before we attached). */
-async function injectCurrentDocuments(session: TargetSession, worldName: string, source: string, logger: Logger): Promise<void> {
-  const { frameTree } = await session.send('Page.getFrameTree')
+async function injectCurrentDocuments(session: TargetSession, worldName: string, source: string): Promise<void> {
+  const tree = await session.sendMayFail('Page.getFrameTree')
+  if (!tree) return
   const frames: string[] = []
-  const walk = (node: typeof frameTree): void => {
+  const walk = (node: typeof tree.frameTree): void => {
     frames.push(node.frame.id)
     for (const child of node.childFrames ?? []) walk(child)
   }
-  walk(frameTree)
+  walk(tree.frameTree)
   await Promise.all(frames.map(async (frameId) => {
-    try {
-      // Same world name -> Chromium returns the world the new-document script already uses.
-      const { executionContextId } = await session.send('Page.createIsolatedWorld', { frameId, worldName })
-      await session.send('Runtime.evaluate', { expression: source, contextId: executionContextId })
-    } catch (err) {
-      // A frame that navigated or detached meanwhile gets the new-document script instead.
-      if (!session.signal.aborted) logger.debug({ err, frameId }, 'interaction script not run in current document')
-    }
+    // Same world name -> Chromium returns the world the new-document script already uses. A frame
+    // that navigated or detached meanwhile gets the new-document script instead.
+    const world = await session.sendMayFail('Page.createIsolatedWorld', { frameId, worldName })
+    if (world) await session.sendMayFail('Runtime.evaluate', { expression: source, contextId: world.executionContextId })
   }))
 }

@@ -10,6 +10,7 @@ import type { Context, EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS, realTimers, type Timers } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
+import { Disposer } from '../src/util/disposer.js'
 
 export interface NetworkCollectorOptions {
   /** Cap of a response body in UTF-8 bytes (default 64 KiB); longer bodies are cut and flagged truncated. */
@@ -142,11 +143,10 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
           run: () => new Promise<void>((release) => {
             // The slot is freed when the fetch settles or times out, whichever is first.
             const timer = timers.set(() => { send(undefined); release() }, bodyTimeoutMs)
-            session.send('Network.getResponseBody', { requestId: p.requestId }).then(
-              (r) => send(cutBody(r.body, r.base64Encoded, bodyMaxBytes)),
-              // Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost.
-              () => send(undefined),
-            ).finally(() => { timers.clear(timer); release() })
+            // Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost.
+            session.sendMayFail('Network.getResponseBody', { requestId: p.requestId })
+              .then((r) => send(r && cutBody(r.body, r.base64Encoded, bodyMaxBytes)))
+              .finally(() => { timers.clear(timer); release() })
           }),
         })
       }
@@ -162,33 +162,24 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
         idle?.done(p.requestId)
       }
 
-      const offs = [
-        session.on('Network.requestWillBeSent', onRequest),
-        session.on('Network.responseReceived', onResponse),
-        session.on('Network.loadingFinished', onFinished),
-        session.on('Network.loadingFailed', onFailed),
-      ]
+      const bag = new Disposer()
+      bag.add(() => { detached = true; idle?.dispose(); requests.clear(); bodies.cancelOwner(owner) })
+      bag.add(session.on('Network.requestWillBeSent', onRequest))
+      bag.add(session.on('Network.responseReceived', onResponse))
+      bag.add(session.on('Network.loadingFinished', onFinished))
+      bag.add(session.on('Network.loadingFailed', onFailed))
       if (idle) {
-        offs.push(session.on('Page.frameNavigated', (p) => {
+        bag.add(session.on('Page.frameNavigated', (p) => {
           // The monitor bumped nav_seq for this top-level navigation before we are called.
           if (!p.frame.parentId) idle.navigate(session.context().nav_seq ?? 0)
         }))
       }
       // maxPostDataSize makes Chromium inline request bodies up to the cap into requestWillBeSent.
-      const enables: Promise<unknown>[] = [
-        session.send('Network.enable', { maxPostDataSize: Math.max(0, bodyMaxBytes) }).catch(() => undefined),
-      ]
-      if (isPage) enables.push(session.send('Page.enable').catch(() => undefined))
-      await Promise.all(enables)
-
-      return () => {
-        if (detached) return
-        detached = true
-        for (const off of offs.splice(0)) off()
-        idle?.dispose()
-        requests.clear()
-        bodies.cancelOwner(owner)
-      }
+      await Promise.all([
+        session.sendMayFail('Network.enable', { maxPostDataSize: Math.max(0, bodyMaxBytes) }),
+        isPage ? session.sendMayFail('Page.enable') : undefined,
+      ])
+      return () => bag.dispose()
     },
   }
 }

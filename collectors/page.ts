@@ -5,6 +5,7 @@ import type { Protocol } from 'devtools-protocol'
 import type { BrowserScope, Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
+import { Disposer } from '../src/util/disposer.js'
 import { NavigationSettleRule, LAYOUT_STABLE_MS, type SettleTimers } from './page-settle.js'
 
 export interface PageCollectorOptions {
@@ -85,22 +86,18 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         }
       }
 
-      const offs = [
-        session.on('Page.frameNavigated', onNavigated),
-        session.on('Page.domContentEventFired', onDomContent),
-        session.on('Page.loadEventFired', onLoad),
-        session.on('PerformanceTimeline.timelineEventAdded', onTimeline),
-      ]
+      const bag = new Disposer()
+      bag.add(() => { detached = true })
+      if (settle) bag.add(() => settle.dispose())
+      bag.add(session.on('Page.frameNavigated', onNavigated))
+      bag.add(session.on('Page.domContentEventFired', onDomContent))
+      bag.add(session.on('Page.loadEventFired', onLoad))
+      bag.add(session.on('PerformanceTimeline.timelineEventAdded', onTimeline))
       await Promise.all([
-        session.send('Page.enable').catch(() => undefined),
-        session.send('PerformanceTimeline.enable', { eventTypes: TIMELINE_EVENT_TYPES }).catch(() => undefined),
+        session.sendMayFail('Page.enable'),
+        session.sendMayFail('PerformanceTimeline.enable', { eventTypes: TIMELINE_EVENT_TYPES }),
       ])
-      return () => {
-        if (detached) return
-        detached = true
-        for (const off of offs.splice(0)) off()
-        settle?.dispose()
-      }
+      return () => bag.dispose()
     },
 
     async attachBrowser(browser: BrowserScope, emit: Emit): Promise<Detach> {
@@ -118,19 +115,18 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         if (t.openerId) data.opener_id = t.openerId
         emit({ type: 'page_tab_opened', data, source: { kind: 'cdp', event: 'Target.targetCreated' } })
       }
-      const offs = [
-        browser.on('Target.targetCreated', ({ targetInfo }) => { if (buffered) buffered.push(targetInfo); else report(targetInfo) }),
-        // Both sets stay bounded by the number of live targets.
-        browser.on('Target.targetDestroyed', ({ targetId }) => { existing.delete(targetId); reported.delete(targetId) }),
-      ]
-      try {
-        const { targetInfos } = await browser.send('Target.getTargets')
-        for (const t of targetInfos) existing.add(t.targetId)
-      } catch { /* best effort: without the list every page counts as new */ }
+      const bag = new Disposer()
+      bag.add(() => { existing.clear(); reported.clear() })
+      bag.add(browser.on('Target.targetCreated', ({ targetInfo }) => { if (buffered) buffered.push(targetInfo); else report(targetInfo) }))
+      // Both sets stay bounded by the number of live targets.
+      bag.add(browser.on('Target.targetDestroyed', ({ targetId }) => { existing.delete(targetId); reported.delete(targetId) }))
+      // Best effort: without the list every page counts as new.
+      const listed = await browser.sendMayFail('Target.getTargets')
+      for (const t of listed?.targetInfos ?? []) existing.add(t.targetId)
       const early = buffered
       buffered = undefined
       for (const t of early) report(t)
-      return () => { for (const off of offs.splice(0)) off(); existing.clear(); reported.clear() }
+      return () => bag.dispose()
     },
   }
 }

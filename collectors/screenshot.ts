@@ -184,7 +184,7 @@ export function createScreenshotCollector(opts: ScreenshotCollectorOptions): Scr
       session.on('Page.loadEventFired', () => { touch(session.sessionId); request() }),
     ]
     // Page events need the domain; the page collector may enable it too (harmless twice).
-    session.send('Page.enable').catch(() => undefined)
+    void session.sendMayFail('Page.enable')
     if (pages.size === 1 && opts.onEnabledChange) unsubscribe = opts.onEnabledChange(() => reconcile(true))
     reconcile(false)
     let detached = false

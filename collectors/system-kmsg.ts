@@ -7,6 +7,8 @@ import { open, type FileHandle } from 'node:fs/promises'
 import { constants } from 'node:fs'
 import type { Emit } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
+import { systemClock, type Timers } from '../src/util/clock.js'
+import { withDefaults } from '../src/util/defaults.js'
 import { OomReportAssembler, parseKmsgRecord } from './system-oom.js'
 
 export interface KmsgStatus {
@@ -24,6 +26,8 @@ export interface OomWatcherOptions {
   pollMs?: number
   /** Only kernel-facility records (default true: anything can write user-facility lines to /dev/kmsg). */
   kernelOnly?: boolean
+  /** The poll timer's clock (injectable for tests). */
+  timers?: Timers
 }
 
 /** Larger than any kmsg record (the kernel answers EINVAL to a read buffer smaller than the record). */
@@ -31,9 +35,9 @@ const READ_BUFFER = 64 * 1024
 const SOURCE = { kind: 'local_process', event: 'kmsg' } as const
 
 export class OomWatcher {
-  private readonly opts: Required<Omit<OomWatcherOptions, 'logger'>> & { logger: Logger }
+  private readonly opts: Required<OomWatcherOptions>
   private fh: FileHandle | undefined
-  private timer: NodeJS.Timeout | undefined
+  private timer: unknown
   private stopped = false
   private readonly assembler = new OomReportAssembler()
   private partial = ''
@@ -44,7 +48,9 @@ export class OomWatcher {
   kills = 0
 
   constructor(opts: OomWatcherOptions) {
-    this.opts = { kmsgPath: '/dev/kmsg', pollMs: 500, kernelOnly: true, ...opts, logger: opts.logger ?? silentLogger }
+    // Not a spread: startSystemCollectors passes `pollMs: undefined` when unset, which a spread
+    // would keep, and setTimeout(fn, undefined) polls every millisecond.
+    this.opts = withDefaults<Required<OomWatcherOptions>>({ kmsgPath: '/dev/kmsg', pollMs: 500, kernelOnly: true, logger: silentLogger, timers: systemClock, emit: opts.emit }, opts)
   }
 
   /** For /healthz. */
@@ -71,7 +77,7 @@ export class OomWatcher {
 
   async stop(): Promise<void> {
     this.stopped = true
-    if (this.timer) clearTimeout(this.timer)
+    if (this.timer !== undefined) this.opts.timers.clear(this.timer)
     await this.reading
     await this.fh?.close().catch(() => undefined)
     this.fh = undefined
@@ -85,10 +91,9 @@ export class OomWatcher {
 
   private schedule(): void {
     if (this.stopped) return
-    this.timer = setTimeout(() => {
+    this.timer = this.opts.timers.set(() => {
       this.poll().catch((err) => this.opts.logger.warn({ err: describe(err) }, 'kernel log read failed')).finally(() => this.schedule())
-    }, this.opts.pollMs)
-    this.timer.unref()
+    }, this.opts.pollMs, { unref: true })
   }
 
   /** Reads until nothing more is available; `deliver` false discards (the backlog at start). */

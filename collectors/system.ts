@@ -16,6 +16,7 @@ import type { EventEmitter } from 'node:events'
 import type { EventData } from '../src/events/index.js'
 import type { Emit } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
+import type { Timers } from '../src/util/clock.js'
 import { OomWatcher, type KmsgStatus } from './system-kmsg.js'
 import { UnitWatcher, type SystemctlRunner } from './system-units.js'
 
@@ -86,6 +87,8 @@ export interface SystemCollectorsOptions {
   unitPollMs?: number
   kmsgPollMs?: number
   systemctl?: SystemctlRunner
+  /** Clock of the kernel-log poll timer (injectable for tests). */
+  timers?: Timers
 }
 
 export interface SystemCollectors {
@@ -99,7 +102,7 @@ export async function startSystemCollectors(opts: SystemCollectorsOptions): Prom
   const logger = opts.logger ?? silentLogger
   if (opts.log) reportPreviousUncleanStop(opts.log, opts.emit)
   const unwatchBrowser = opts.monitorEvents ? watchLaunchedBrowser(opts.monitorEvents, opts.emit, logger) : undefined
-  const oom = new OomWatcher({ kmsgPath: opts.kmsgPath, emit: opts.emit, logger, pollMs: opts.kmsgPollMs })
+  const oom = new OomWatcher({ kmsgPath: opts.kmsgPath, emit: opts.emit, logger, pollMs: opts.kmsgPollMs, timers: opts.timers })
   await oom.start()
   const units = new UnitWatcher({ units: opts.watchUnits ?? [], emit: opts.emit, logger, intervalMs: opts.unitPollMs, run: opts.systemctl })
   await units.start()

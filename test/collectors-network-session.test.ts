@@ -19,6 +19,7 @@ function fakeSession(targetType: TargetType = 'page', respond: (method: string, 
     sessionId: 'S1', targetId: 'T1', targetType, signal: abort.signal,
     context: () => ({ ...ctx }),
     send: (method: string, params?: unknown) => { sent.push(method); return respond(method, params) },
+    sendMayFail: (method: string, params?: unknown) => { sent.push(method); return respond(method, params).catch(() => undefined) },
     on: (event: string, h: (p: unknown) => void) => {
       let s = handlers.get(event)
       if (!s) handlers.set(event, s = new Set())

@@ -3,10 +3,10 @@
 // the kernel-log follower (backlog skipped, new records followed, unreadable log reported once).
 import t from 'tap'
 import { EventEmitter } from 'node:events'
-import { appendFile, mkdir, readFile, rmdir, writeFile, access } from 'node:fs/promises'
+import { appendFile, mkdir, open, readFile, rmdir, writeFile, access } from 'node:fs/promises'
 import { constants } from 'node:fs'
 import { join } from 'node:path'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { WebSocket } from 'ws'
 import { Monitor } from '../src/monitor/index.js'
 import { CdpProxy } from '../src/proxy/cdp-proxy.js'
@@ -16,6 +16,7 @@ import { OomWatcher, reportPreviousUncleanStop, startSystemCollectors, watchLaun
 import { stripLogPrefix } from '../collectors/system-oom.js'
 import { fakeAccepted, openStore, tempDir } from './helpers/store.js'
 import { waitFor } from './helpers/http.js'
+import { FakeTimers } from './helpers/fake-timers.js'
 
 const recorder = () => {
   const events: EventInput[] = []
@@ -142,23 +143,62 @@ t.test('unreadable kernel log: status for /healthz, said once in the log', async
   t.same(rec.events.map((e) => e.type), ['service_crashed'], 'the unclean-stop report')
 })
 
-const kmsgReadable = await access('/dev/kmsg', constants.R_OK).then(() => true, () => false)
+/** A Timers that records every delay it is asked for, over a manual clock. */
+function recordingTimers() {
+  const clock = new FakeTimers()
+  const delays: number[] = []
+  return { clock, delays, timers: { set: (fn: () => void, ms: number) => { delays.push(ms); return clock.set(fn, ms) }, clear: clock.clear } }
+}
 
-t.test('real /dev/kmsg: only records written after start are followed', { skip: kmsgReadable ? false : '/dev/kmsg is not readable here' }, async (t) => {
+t.test('kernel log poll interval: 500 ms when unset, also when passed through as undefined (not every 1 ms)', async (t) => {
+  const dir = await tempDir(t)
+  const path = join(dir, 'kmsg')
+  await writeFile(path, '')
   const rec = recorder()
-  const marker = `bt-test-${process.pid}-${Date.now()}`
-  const line = (n: string) => `<4>Killed process 4242 (${n}) total-vm:1kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n`
-  const canWrite = await appendFile('/dev/kmsg', line('before')).then(() => true, () => false)
-  if (!canWrite) { t.skip('cannot write to /dev/kmsg', () => {}); return }
-  // kernelOnly off: what a process writes is user facility, and that is all a test can write.
-  const w = new OomWatcher({ emit: rec.emit, kernelOnly: false, pollMs: 3_600_000 })
-  t.same(await w.start(), { kmsgReadable: true })
+  const r = recordingTimers()
+  // What main.ts does: kmsgPollMs is not set, so the option is present with the value undefined.
+  const sys = await startSystemCollectors({ emit: rec.emit, kmsgPath: path, kmsgPollMs: undefined, watchUnits: [], timers: r.timers })
+  t.teardown(() => sys.stop())
+  t.same(r.delays, [500], 'first poll scheduled 500 ms out')
+  await appendFile(path, '4,1,1,-;Killed process 4242 (victim) total-vm:1kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n')
+  r.clock.advance(499)
+  t.same(rec.events, [], 'nothing read before 500 ms')
+  r.clock.advance(1)
+  await waitFor(() => r.delays.length === 2, 5000, 'the next poll scheduled')
+  t.same(r.delays, [500, 500], 'and every 500 ms after it')
+  t.same(rec.events.map((e) => (e.data as { process_name: string }).process_name), ['victim'])
+
+  const direct = recordingTimers()
+  const w = new OomWatcher({ kmsgPath: path, emit: rec.emit, pollMs: undefined, timers: direct.timers })
+  await w.start()
   t.teardown(() => w.stop())
-  await appendFile('/dev/kmsg', line(marker.slice(0, 15)))
-  await waitFor(async () => { await w.poll(); return rec.events.length > 0 }, 5000, 'the new record')
-  t.same(rec.events.map((e) => (e.data as { process_name: string }).process_name), [marker.slice(0, 15)], 'the record from before start was skipped')
+  t.same(direct.delays, [500], 'OomWatcher itself ignores an undefined pollMs')
 })
 
+t.test('kernel log follower on a FIFO (non-blocking reads like /dev/kmsg): only records written after start are followed', async (t) => {
+  // A FIFO behaves like /dev/kmsg for a non-blocking reader (EAGAIN when empty, several records per
+  // read) without writing fake lines into the machine's real kernel log.
+  const dir = await tempDir(t)
+  const path = join(dir, 'kmsg')
+  execFileSync('mkfifo', [path])
+  // O_RDWR opens a FIFO without waiting for a reader and keeps it from reporting end of file.
+  const writer = await open(path, constants.O_RDWR | constants.O_NONBLOCK)
+  t.teardown(() => writer.close())
+  const record = (seq: number, name: string, facility = 0) => `${facility * 8 + 4},${seq},${seq * 1000},-;Killed process 4242 (${name}) total-vm:1kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n`
+  await writer.write(record(1, 'before'))
+  const rec = recorder()
+  const w = new OomWatcher({ kmsgPath: path, emit: rec.emit, pollMs: 3_600_000 })
+  t.same(await w.start(), { kmsgReadable: true })
+  t.teardown(() => w.stop())
+  await w.poll()
+  t.same(rec.events, [], 'the backlog at start is skipped')
+  await writer.write(record(2, 'user-written', 1) + record(3, 'after'))
+  await w.poll()
+  t.same(rec.events.map((e) => (e.data as { process_name: string }).process_name), ['after'], 'new kernel record followed, user-facility record ignored')
+})
+
+// The opt-in real OOM test only reads the kernel log (the kernel writes the report).
+const kmsgReadable = await access('/dev/kmsg', constants.R_OK).then(() => true, () => false)
 const realOom = process.env.BT_TEST_REAL_OOM === '1'
 const memcgRoot = '/sys/fs/cgroup/memory'
 const memcgV1 = await access(join(memcgRoot, 'memory.limit_in_bytes'), constants.W_OK).then(() => true, () => false)

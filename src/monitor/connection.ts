@@ -2,22 +2,31 @@
 // a BrowserConnection: the monitor closes the old one (dropping all per-target state) and opens a new one.
 import CDP from 'chrome-remote-interface'
 import type { EventEmitter } from 'node:events'
-import type { Protocol } from 'devtools-protocol'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
-import { HandlerRegistry, type Handler } from './handlers.js'
+import { withTimeout } from '../util/with-timeout.js'
+import { CdpSessionCore, type RawSend } from './cdp-session.js'
+import type { ProtocolErrorLog } from './protocol-error.js'
 import { AttachedTarget, type TargetInfo } from './target-session.js'
-import type { BrowserScope, CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, Detach, EventParams } from './types.js'
+import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
-interface CdpMessage { method: string; params: unknown; sessionId?: string }
+type CdpMessage = CDP.EventMessage
 
-/** The slice of chrome-remote-interface's client we use (flattened sessions via the sessionId argument). */
+/**
+ * The slice of chrome-remote-interface's client we use (flattened sessions via the sessionId
+ * argument). Untyped on purpose: @types/chrome-remote-interface pins an older devtools-protocol
+ * than ours; the typing happens once, in RawSend.
+ */
 interface CdpClient {
   send(method: string, params?: object, sessionId?: string): Promise<unknown>
-  on(event: 'event', handler: (message: CdpMessage) => void): unknown
-  on(event: 'disconnect', handler: () => void): unknown
-  removeAllListeners(): unknown
+  on(event: 'event', handler: (message: CdpMessage) => void): void
+  on(event: 'disconnect', handler: () => void): void
   close(): Promise<void>
+}
+
+/** Narrows a raw message to one event, typing its params from the protocol mapping. */
+function isEvent<E extends CdpEvent>(m: CdpMessage, event: E): m is CdpMessage & { params: EventParams<E> } {
+  return m.method === event
 }
 
 /** A CDP command of the connection setup failed; `step` names it (monitor_init_failed.step). */
@@ -57,6 +66,8 @@ export interface ConnectionOptions {
   attachTimeoutMs: number
   /** Receives 'target-attached' / 'target-detached' (TargetInfo). */
   events: EventEmitter
+  /** Where failed best-effort commands are classified, counted and logged (shared across reconnects). */
+  errors: ProtocolErrorLog
   /** Called once when the WebSocket closes without close() having been called. */
   onLost: (conn: BrowserConnection) => void
   connectTimeoutMs?: number
@@ -70,15 +81,19 @@ export class BrowserConnection {
   private readonly sessionByTarget = new Map<string, string>()
   /** Setup in flight per session id (own domains + collectors' attach). */
   private readonly pending = new Map<string, Promise<void>>()
-  private readonly timers = new Set<NodeJS.Timeout>()
-  private readonly browserHandlers = new HandlerRegistry()
-  private readonly browserDetaches: Detach[] = []
+  /** attachTimeoutMs timeouts running (leak checks). */
+  private timeouts = 0
+  /** The browser-level session collectors' attachBrowser gets; closed with the connection. */
+  readonly browser: CdpSessionCore
   private readonly abort = new AbortController()
+  private readonly raw: RawSend = <M extends CdpCommand>(method: M, params: CommandParams<M> | undefined, sessionId: string | undefined) =>
+    this.client.send(method, params, sessionId) as Promise<CommandResult<M>>
 
   private constructor(client: CdpClient, opts: ConnectionOptions) {
     this.client = client
     this.opts = opts
     this.wsUrl = opts.wsUrl
+    this.browser = new CdpSessionCore(this.raw, undefined, opts.errors, opts.logger, 'browser connection')
     client.on('event', (m) => this.onMessage(m))
     client.on('disconnect', () => {
       if (this.closed) return
@@ -118,10 +133,10 @@ export class BrowserConnection {
       sessionDetaches += c.detaches
       inFlightCommands += c.inFlight
     }
-    const browserListeners = this.browserHandlers.size
+    const browserListeners = this.browser.counts().listeners
     return {
       sessions: this.sessions.size, targetsById: this.sessionByTarget.size, pendingAttaches: this.pending.size,
-      timers: this.timers.size, sessionListeners, sessionDetaches, inFlightCommands, browserListeners,
+      timers: this.timeouts, sessionListeners, sessionDetaches, inFlightCommands, browserListeners,
     }
   }
 
@@ -129,94 +144,63 @@ export class BrowserConnection {
   async close(): Promise<void> {
     this.dispose()
     await this.client.close().catch(() => undefined)
-    this.client.removeAllListeners()
   }
 
   /** Discards all per-connection state: targets (collectors' detach), browser hooks, timers. */
   private dispose(): void {
     if (this.closed) return
+    // Aborting also ends every attachTimeoutMs wait.
     this.abort.abort()
-    for (const t of this.timers) clearTimeout(t)
-    this.timers.clear()
     for (const sessionId of [...this.sessions.keys()]) this.dropTarget(sessionId)
-    for (const d of this.browserDetaches.splice(0)) {
-      try { d() } catch (err) { this.opts.logger.warn({ err }, 'collector browser detach threw') }
-    }
-    this.browserHandlers.clear()
+    this.browser.close()
     this.pending.clear()
   }
 
-  send(method: string, params?: object, sessionId?: string): Promise<unknown> {
-    return this.client.send(method, params ?? {}, sessionId)
-  }
-
-  /** Best-effort command: the target may already be gone; failure is expected and only logged at debug. */
-  private sendMayFail(method: string, params?: object, sessionId?: string): Promise<unknown> {
-    return this.send(method, params, sessionId).catch((err: unknown) => {
-      this.opts.logger.debug({ err, method, sessionId }, 'best-effort CDP command failed')
+  /** Best-effort command of the monitor itself on a session (undefined = browser); see CdpSession.sendMayFail. */
+  private sendMayFail<M extends CdpCommand>(method: M, params: CommandParams<M> | undefined, sessionId: string | undefined) {
+    return this.raw(method, params, sessionId).catch((err: unknown) => {
+      this.opts.errors.report(method, err, { sessionId })
       return undefined
     })
   }
 
   private async init(): Promise<void> {
     const { collectors, emit, logger } = this.opts
-    const scope = this.browserScope()
     // Browser hooks first, so a collector sees the targetCreated events discovery replays for existing targets.
     for (const c of collectors) {
       if (!c.attachBrowser) continue
       try {
-        const d = await this.withTimeout(Promise.resolve(c.attachBrowser(scope, emit)))
-        if (d) { if (this.closed) d(); else this.browserDetaches.push(d) }
+        const d = await this.bounded(Promise.resolve(c.attachBrowser(this.browser, emit)))
+        if (d) this.browser.addDetach(d)
       } catch (err) {
-        logger.warn({ err, collector: c.name }, 'collector attachBrowser failed')
+        if (!this.closed) logger.warn({ err, collector: c.name }, 'collector attachBrowser failed')
       }
     }
-    const step = async (method: string, params?: object) => {
-      try { return await this.send(method, params) } catch (err) { throw new InitStepError(method, err) }
+    const step = async <M extends CdpCommand>(method: M, params?: CommandParams<M>) => {
+      try { return await this.raw(method, params, undefined) } catch (err) { throw new InitStepError(method, err) }
     }
     await step('Target.setDiscoverTargets', { discover: true })
     // Attaches every existing page/worker too (attachedToTarget arrives before the reply).
     await step('Target.setAutoAttach', AUTO_ATTACH)
-    const { targetInfos } = await step('Target.getTargets') as Protocol.Target.GetTargetsResponse
+    const { targetInfos } = await step('Target.getTargets')
     await Promise.all(targetInfos
       .filter((i) => TOP_LEVEL_TYPES.has(i.type) && !this.sessionByTarget.has(i.targetId))
-      .map((i) => this.sendMayFail('Target.attachToTarget', { targetId: i.targetId, flatten: true })))
+      .map((i) => this.sendMayFail('Target.attachToTarget', { targetId: i.targetId, flatten: true }, undefined)))
     // Settle setups, including children that attached while their parent was being set up.
     while (this.pending.size > 0 && !this.closed) await Promise.allSettled([...this.pending.values()])
-  }
-
-  private browserScope(): BrowserScope {
-    const conn = this
-    return {
-      send<M extends CdpCommand>(method: M, params?: CommandParams<M>) {
-        if (conn.closed) return Promise.reject(new Error(`${method}: browser connection closed`))
-        return conn.send(method, params as object | undefined) as Promise<CommandResult<M>>
-      },
-      on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void) {
-        if (conn.closed) return () => undefined
-        return conn.browserHandlers.add(event, handler as Handler)
-      },
-      signal: this.abort.signal,
-    }
   }
 
   private onMessage(m: CdpMessage): void {
     if (this.closed) return
     // Own bookkeeping first, then collectors' handlers.
-    switch (m.method) {
-      case 'Target.attachedToTarget': this.onAttached(m.params as Protocol.Target.AttachedToTargetEvent, m.sessionId); break
-      case 'Target.detachedFromTarget': this.dropTarget((m.params as Protocol.Target.DetachedFromTargetEvent).sessionId); break
-      case 'Target.targetDestroyed': {
-        const sid = this.sessionByTarget.get((m.params as Protocol.Target.TargetDestroyedEvent).targetId)
-        if (sid && !m.sessionId) this.dropTarget(sid)
-        break
-      }
-      case 'Target.targetInfoChanged': {
-        const info = (m.params as Protocol.Target.TargetInfoChangedEvent).targetInfo
-        const sid = this.sessionByTarget.get(info.targetId)
-        if (sid && !m.sessionId) this.sessions.get(sid)?.updateInfo(info)
-        break
-      }
+    if (isEvent(m, 'Target.attachedToTarget')) this.onAttached(m.params, m.sessionId)
+    else if (isEvent(m, 'Target.detachedFromTarget')) this.dropTarget(m.params.sessionId)
+    else if (isEvent(m, 'Target.targetDestroyed')) {
+      const sid = this.sessionByTarget.get(m.params.targetId)
+      if (sid && !m.sessionId) this.dropTarget(sid)
+    } else if (isEvent(m, 'Target.targetInfoChanged')) {
+      const sid = this.sessionByTarget.get(m.params.targetInfo.targetId)
+      if (sid && !m.sessionId) this.sessions.get(sid)?.updateInfo(m.params.targetInfo)
     }
     if (m.sessionId) {
       const target = this.sessions.get(m.sessionId)
@@ -225,21 +209,21 @@ export class BrowserConnection {
       // Collectors heard about the crash above; now their per-target state goes.
       if (m.method === 'Inspector.targetCrashed') this.onCrashed(target)
     } else {
-      this.browserHandlers.dispatch(m.method, m.params, this.opts.logger, { scope: 'browser' })
+      this.browser.dispatch(m.method, m.params)
     }
   }
 
-  private onAttached(ev: Protocol.Target.AttachedToTargetEvent, parentSessionId: string | undefined): void {
+  private onAttached(ev: EventParams<'Target.attachedToTarget'>, parentSessionId: string | undefined): void {
     const { sessionId, targetInfo } = ev
     if (this.sessionByTarget.has(targetInfo.targetId) || IGNORED_TYPES.has(targetInfo.type)) {
       // Already tracked through another session (explicit attach racing auto-attach), or not a
       // browsing target: resume it and drop the session.
-      void this.sendMayFail('Runtime.runIfWaitingForDebugger', {}, sessionId)
+      void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
       return
     }
     const parent = parentSessionId ? this.sessions.get(parentSessionId) : undefined
-    const target = new AttachedTarget((method, params, sid) => this.send(method, params, sid), this.opts.logger, targetInfo, sessionId, parent?.sessionId)
+    const target = new AttachedTarget(this.raw, this.opts.errors, this.opts.logger, targetInfo, sessionId, parent?.sessionId)
     this.sessions.set(sessionId, target)
     this.sessionByTarget.set(target.targetId, sessionId)
     parent?.children.add(sessionId)
@@ -251,12 +235,12 @@ export class BrowserConnection {
   private async setUp(target: AttachedTarget, cdpType: string): Promise<void> {
     const { sessionId } = target
     try {
-      await this.withTimeout(this.prepare(target, cdpType))
+      await this.bounded(this.prepare(target, cdpType))
     } catch (err) {
-      this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete; resuming it anyway')
+      if (!target.closed) this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete; resuming it anyway')
     } finally {
       if (!target.closed) {
-        void this.sendMayFail('Runtime.runIfWaitingForDebugger', {}, sessionId)
+        void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
         target.announced = true
         this.opts.events.emit('target-attached', target.info())
       }
@@ -268,20 +252,19 @@ export class BrowserConnection {
     // Our commands go on the wire before any collector's, so Page events are tracked from the start.
     const own: Promise<unknown>[] = []
     if (target.hasFrames) {
-      own.push(this.sendMayFail('Page.enable', {}, sessionId))
-      own.push(this.sendMayFail('Page.getFrameTree', {}, sessionId).then((r) => {
-        const frame = (r as Protocol.Page.GetFrameTreeResponse | undefined)?.frameTree.frame
-        if (frame) target.seedFrame(frame)
+      own.push(target.sendMayFail('Page.enable'))
+      own.push(target.sendMayFail('Page.getFrameTree').then((r) => {
+        if (r) target.seedFrame(r.frameTree.frame)
       }))
     }
-    if (PARENT_TYPES.has(cdpType)) own.push(this.sendMayFail('Target.setAutoAttach', AUTO_ATTACH, sessionId))
+    if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', AUTO_ATTACH))
     const collectorSetups = this.opts.collectors.map(async (c) => {
       if (!c.attach) return
       try {
         const d = await c.attach(target, this.opts.emit)
         if (typeof d === 'function') target.addDetach(d)
       } catch (err) {
-        this.opts.logger.warn({ err, collector: c.name, targetId: target.targetId }, 'collector attach failed')
+        if (!target.closed) this.opts.logger.warn({ err, collector: c.name, targetId: target.targetId }, 'collector attach failed')
       }
     })
     await Promise.all([...own, ...collectorSetups])
@@ -311,36 +294,25 @@ export class BrowserConnection {
     if (target.announced) this.opts.events.emit('target-detached', info)
   }
 
-  /** Races p against attachTimeoutMs; the timer is tracked so a closed connection leaves none behind. */
-  private withTimeout<T>(p: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.timers.delete(timer)
-        reject(new Error(`timed out after ${this.opts.attachTimeoutMs} ms`))
-      }, this.opts.attachTimeoutMs)
-      this.timers.add(timer)
-      p.then(
-        (v) => { clearTimeout(timer); this.timers.delete(timer); resolve(v) },
-        (e: unknown) => { clearTimeout(timer); this.timers.delete(timer); reject(e) },
-      )
-    })
+  /** Bounds p by attachTimeoutMs; a closing connection stops the wait at once (no timer outlives it). */
+  private async bounded<T>(p: Promise<T>): Promise<T> {
+    this.timeouts++
+    try {
+      return await withTimeout(p, this.opts.attachTimeoutMs, { signal: this.abort.signal })
+    } finally {
+      this.timeouts--
+    }
   }
 }
 
 async function connectClient(wsUrl: string, timeoutMs: number): Promise<CdpClient> {
   // local: the bundled protocol descriptor, so only the WebSocket is needed (no /json/protocol fetch).
-  const connecting = CDP({ target: wsUrl, local: true }) as unknown as Promise<CdpClient>
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
-  })
+  const connecting: Promise<CdpClient> = CDP({ target: wsUrl, local: true })
   try {
-    return await Promise.race([connecting, timeout])
+    return await withTimeout(connecting, timeoutMs, { message: `no answer within ${timeoutMs} ms` })
   } catch (err) {
     // A client that connects after the timeout must not linger.
     connecting.then((c) => c.close(), () => undefined)
     throw new ConnectError(wsUrl, err)
-  } finally {
-    clearTimeout(timer)
   }
 }

@@ -4,6 +4,8 @@ export type { MonitorOptions, MonitorState, MonitorLaunchOptions, ReconnectOptio
 export type { TargetInfo } from './target-session.js'
 export { targetTypeOf } from './target-session.js'
 export { InitStepError, ConnectError } from './connection.js'
+export { ProtocolError, ProtocolErrorLog, classifyProtocolError, isSessionClosedError, toProtocolError } from './protocol-error.js'
+export type { ProtocolErrorKind } from './protocol-error.js'
 export { backoffDelay, resolveBrowserWsUrl, fetchBrowserWsUrl } from './discover.js'
 export { launchChromium, ChromiumNotFoundError, ChromiumExitedError, CHROMIUM_FLAGS } from './launch.js'
 export type { LaunchedBrowser, LaunchOptions } from './launch.js'

@@ -3,9 +3,11 @@
 import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
+import { withDefaults } from '../util/defaults.js'
 import { BrowserConnection } from './connection.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
+import { ProtocolErrorLog } from './protocol-error.js'
 import type { TargetInfo } from './target-session.js'
 import type { Collector } from './types.js'
 
@@ -58,6 +60,8 @@ export class Monitor {
   private readonly opts: MonitorOptions
   private readonly reconnect: ReconnectOptions
   private readonly logger: Logger
+  /** Failed best-effort CDP commands by method, over every connection of this monitor. */
+  private readonly errors: ProtocolErrorLog
   private currentState: MonitorState = 'starting'
   private conn: BrowserConnection | undefined
   private browser: LaunchedBrowser | undefined
@@ -70,8 +74,9 @@ export class Monitor {
 
   constructor(opts: MonitorOptions) {
     this.opts = opts
-    this.reconnect = { ...DEFAULT_RECONNECT, ...opts.reconnect }
+    this.reconnect = withDefaults(DEFAULT_RECONNECT, opts.reconnect)
     this.logger = opts.logger ?? silentLogger
+    this.errors = new ProtocolErrorLog({ logger: this.logger })
     this.launchPort = opts.launch?.port
     // main.ts, /healthz, metrics and collectors may all listen; the default cap of 10 would warn.
     this.events.setMaxListeners(50)
@@ -83,6 +88,9 @@ export class Monitor {
   get launched(): LaunchedBrowser | undefined { return this.browser }
 
   targets(): TargetInfo[] { return this.conn?.targets() ?? [] }
+
+  /** Failed CDP commands of kind 'error' (not session-closed) since start, by method. */
+  cdpErrors(): Record<string, number> { return this.errors.counts() }
 
   /** Attached targets by target_type (metrics: browser_telemetry_attached_targets). */
   targetCounts(): Record<string, number> {
@@ -140,7 +148,7 @@ export class Monitor {
   async openPage(url: string, timeoutMs = 15_000): Promise<string> {
     const conn = this.conn
     if (!conn) throw new Error('no browser connection')
-    const { targetId } = await conn.send('Target.createTarget', { url: 'about:blank' }) as { targetId: string }
+    const { targetId } = await conn.browser.send('Target.createTarget', { url: 'about:blank' })
     const info = await new Promise<TargetInfo>((resolve, reject) => {
       const found = this.targets().find((t) => t.targetId === targetId)
       if (found) { resolve(found); return }
@@ -153,7 +161,9 @@ export class Monitor {
       }
       this.events.on('target-attached', onAttached)
     })
-    await conn.send('Page.navigate', { url }, info.sessionId)
+    const session = conn.session(info.sessionId)
+    if (!session) throw new Error(`tab ${targetId} went away before it was navigated`)
+    await session.send('Page.navigate', { url })
     return targetId
   }
 
@@ -191,6 +201,7 @@ export class Monitor {
       logger: this.logger,
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
       events: this.events,
+      errors: this.errors,
       onLost: (c) => this.onConnectionLost(c),
     })
   }

@@ -4,12 +4,9 @@
 import type { Protocol } from 'devtools-protocol'
 import type { Context, TargetType } from '../events/index.js'
 import type { Logger } from '../log.js'
-import { HandlerRegistry, type Handler } from './handlers.js'
-import type { CdpCommand, CdpEvent, CommandParams, CommandResult, Detach, EventParams, TargetSession } from './types.js'
-
-/** The part of the CDP connection a session needs: send on a session id. */
-export type SessionSend = (method: string, params: object | undefined, sessionId: string | undefined) => Promise<unknown>
-
+import { CdpSessionCore, type RawSend } from './cdp-session.js'
+import type { ProtocolErrorLog } from './protocol-error.js'
+import type { TargetSession } from './types.js'
 
 /** CDP TargetInfo.type -> the spec's target_type. */
 export function targetTypeOf(cdpType: string): TargetType {
@@ -32,7 +29,7 @@ export interface TargetInfo {
   context: Context
 }
 
-export class AttachedTarget implements TargetSession {
+export class AttachedTarget extends CdpSessionCore implements TargetSession {
   readonly sessionId: string
   readonly targetId: string
   readonly targetType: TargetType
@@ -47,19 +44,16 @@ export class AttachedTarget implements TargetSession {
   private navSeq = 0
   /** Set once a frameNavigated was seen, so a late Page.getFrameTree answer cannot overwrite newer values. */
   private navigated = false
-  private readonly handlers = new HandlerRegistry()
-  private readonly detaches: Detach[] = []
-  /** Rejecters of commands awaiting an answer. */
-  private readonly inFlight = new Set<() => void>()
-  private readonly abort = new AbortController()
 
   constructor(
-    private readonly sendRaw: SessionSend,
-    private readonly logger: Logger,
+    raw: RawSend,
+    errors: ProtocolErrorLog,
+    logger: Logger,
     readonly targetInfo: Protocol.Target.TargetInfo,
     sessionId: string,
     parentSessionId: string | undefined,
   ) {
+    super(raw, sessionId, errors, logger, `target ${targetInfo.targetId}`)
     this.sessionId = sessionId
     this.targetId = targetInfo.targetId
     this.targetType = targetTypeOf(targetInfo.type)
@@ -69,8 +63,6 @@ export class AttachedTarget implements TargetSession {
     if (this.hasFrames) this.frameId = targetInfo.targetId
   }
 
-  get signal(): AbortSignal { return this.abort.signal }
-  get closed(): boolean { return this.abort.signal.aborted }
   get hasFrames(): boolean { return this.targetType === 'page' || this.targetType === 'iframe' || this.targetType === 'background_page' }
 
   context(): Context {
@@ -86,34 +78,10 @@ export class AttachedTarget implements TargetSession {
     return { sessionId: this.sessionId, targetId: this.targetId, targetType: this.targetType, context: this.context() }
   }
 
-  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>> {
-    if (this.closed) return Promise.reject(this.detachedError(method))
-    // Chromium never answers commands of a session that went away; settle them ourselves on close,
-    // or a collector awaiting one in attach() would never hand back its detach().
-    return new Promise<CommandResult<M>>((resolve, reject) => {
-      const fail = () => reject(this.detachedError(method))
-      this.inFlight.add(fail)
-      this.sendRaw(method, params as object | undefined, this.sessionId).then(
-        (r) => { this.inFlight.delete(fail); resolve(r as CommandResult<M>) },
-        (e: unknown) => { this.inFlight.delete(fail); reject(e) },
-      )
-    })
-  }
-
-  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void {
-    if (this.closed) return () => undefined
-    return this.handlers.add(event, handler as Handler)
-  }
-
-  /** Records a collector's detach; if the target already went away, runs it at once. */
-  addDetach(detach: Detach): void {
-    if (this.closed) this.runDetach(detach)
-    else this.detaches.push(detach)
-  }
-
-  dispatch(method: string, params: unknown): void {
+  /** The monitor's own bookkeeping runs before any collector handler of the same event. */
+  override dispatch(method: string, params: unknown): void {
     this.track(method, params)
-    this.handlers.dispatch(method, params, this.logger, { targetId: this.targetId })
+    super.dispatch(method, params)
   }
 
   /** Seeds url/frame/loader from Page.getFrameTree when no navigation has been seen yet. */
@@ -130,29 +98,6 @@ export class AttachedTarget implements TargetSession {
   /** Keeps the url of frameless targets (workers) current from Target.targetInfoChanged. */
   updateInfo(info: Protocol.Target.TargetInfo): void {
     if (!this.hasFrames && info.url) this.url = info.url
-  }
-
-  /** Aborts the signal, runs every collector's detach and drops all listeners. Idempotent. */
-  close(): void {
-    if (this.closed) return
-    this.abort.abort()
-    for (const fail of this.inFlight) fail()
-    this.inFlight.clear()
-    const detaches = this.detaches.splice(0)
-    for (const d of detaches) this.runDetach(d)
-    this.handlers.clear()
-  }
-
-  counts(): { listeners: number; detaches: number; inFlight: number } {
-    return { listeners: this.handlers.size, detaches: this.detaches.length, inFlight: this.inFlight.size }
-  }
-
-  private detachedError(method: string): Error {
-    return new Error(`${method}: target ${this.targetId} is detached`)
-  }
-
-  private runDetach(d: Detach): void {
-    try { d() } catch (err) { this.logger.warn({ err, targetId: this.targetId }, 'collector detach threw') }
   }
 
   private isRootFrame(frame: Protocol.Page.Frame): boolean {

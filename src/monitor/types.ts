@@ -13,27 +13,36 @@ export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
 /** Removes what attach() set up: listeners, timers, per-target state. Must be idempotent. */
 export type Detach = () => void
 
+/** A CDP session (a target's, or the browser's): commands and events typed by devtools-protocol's ProtocolMapping. */
+export interface CdpSession {
+  /**
+   * Sends a command; the result type follows from the method. Rejects with a ProtocolError whose
+   * kind is 'closed' when the session, its target or its document went away (always after detach).
+   */
+  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>>
+  /**
+   * A best-effort command: resolves undefined instead of rejecting. 'closed' failures are ignored
+   * quietly; any other failure is counted by method (browser_telemetry_cdp_errors_total) and
+   * logged at warn at most once per method per minute.
+   */
+  sendMayFail<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M> | undefined>
+  /** Subscribes to an event; the payload type follows from the event name. Returns the unsubscribe. */
+  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void
+  /** Aborted when the session goes away (target detached or crashed, connection replaced). */
+  readonly signal: AbortSignal
+}
+
 /** One attached target (flattened CDP session) as collectors see it. */
-export interface TargetSession {
+export interface TargetSession extends CdpSession {
   readonly sessionId: string
   readonly targetId: string
   readonly targetType: TargetType
   /** Context at this moment: url, frame_id, loader_id, session_id, target_id, target_type, nav_seq. Absent values omitted. */
   context(): Context
-  /** Sends a command on this target's session. Rejects after detach. */
-  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>>
-  /** Subscribes to an event of this session; the monitor's own context bookkeeping runs first. Returns the unsubscribe. */
-  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void
-  /** Aborted when the target detaches, crashes or the connection is replaced. */
-  readonly signal: AbortSignal
 }
 
 /** Browser-level scope (no target session): Target.* events, e.g. for page_tab_opened. */
-export interface BrowserScope {
-  send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>>
-  on<E extends CdpEvent>(event: E, handler: (params: EventParams<E>) => void): () => void
-  readonly signal: AbortSignal
-}
+export type BrowserScope = CdpSession
 
 export interface Collector {
   readonly name: string
