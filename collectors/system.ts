@@ -10,26 +10,18 @@
 // | OOM-report parser (pure) | system-oom.ts |
 //
 // Lifetimes (all from startSystemCollectors() to its stop()): one 'browser-exit'/'state' listener
-// pair on the monitor's emitter; one kmsg poll timer (500 ms) holding one open fd; one systemctl
+// pair on the monitor's typed events; one kmsg poll timer (500 ms) holding one open fd; one systemctl
 // poll timer (2 s) when units are watched. The unclean-stop report is emitted once at start.
-import type { EventEmitter } from 'node:events'
 import type { EventData } from '../src/events/index.js'
 import type { Emit } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import type { Timers } from '../src/util/clock.js'
+import type { BrowserExit, MonitorState, MonitorView } from '../src/monitor/types.js'
 import { OomWatcher, type KmsgStatus } from './system-kmsg.js'
 import { UnitWatcher, type SystemctlRunner } from './system-units.js'
 
 export { OomWatcher, type KmsgStatus } from './system-kmsg.js'
 export { UnitWatcher, stepUnit, parseSystemctlShow, type SystemctlRunner } from './system-units.js'
-
-/** What the monitor reports on its events emitter as 'browser-exit' (src/monitor/monitor.ts BrowserExit). */
-export interface BrowserExitEvent {
-  pid: number | undefined
-  code: number | null
-  signal: NodeJS.Signals | null
-  phase: 'startup' | 'running'
-}
 
 export const CHROMIUM_SERVICE = 'chromium'
 export const DAEMON_SERVICE = 'browser-telemetry'
@@ -37,14 +29,13 @@ export const DAEMON_SERVICE = 'browser-telemetry'
 /**
  * service_crashed for the Chromium the daemon launched: one event per 'browser-exit' of the monitor
  * (phase as the monitor saw it: died before DevTools answered = startup, afterwards = running), and
- * gave_up once when the monitor reaches state 'failed' after such a death (it stopped relaunching).
+ * gave_up once when the monitor reaches state 'failed' after such a death (it stopped relaunching;
+ * the monitor's status knows whether the browser died since it was last collecting).
  * Returns the unsubscribe.
  */
-export function watchLaunchedBrowser(events: EventEmitter, emit: Emit, logger: Logger = silentLogger): () => void {
-  let diedSinceCollecting = false
+export function watchLaunchedBrowser(monitor: MonitorView, emit: Emit, logger: Logger = silentLogger): () => void {
   let gaveUpReported = false
-  const onExit = (exit: BrowserExitEvent) => {
-    diedSinceCollecting = true
+  const onExit = (exit: BrowserExit) => {
     const data: EventData<'service_crashed'> = { service_name: CHROMIUM_SERVICE, phase: exit.phase }
     if (exit.pid !== undefined) data.pid = exit.pid
     const metadata: Record<string, string> = {}
@@ -53,17 +44,16 @@ export function watchLaunchedBrowser(events: EventEmitter, emit: Emit, logger: L
     logger.warn({ pid: exit.pid, code: exit.code, signal: exit.signal, phase: exit.phase }, 'launched Chromium exited')
     emit({ type: 'service_crashed', data, source: { kind: 'local_process', event: 'browser-exit', ...(Object.keys(metadata).length ? { metadata } : {}) } })
   }
-  const onState = (state: unknown) => {
-    const s = typeof state === 'string' ? state : (state as { state?: unknown } | null)?.state
-    if (s === 'collecting') { diedSinceCollecting = false; gaveUpReported = false }
-    if (s === 'failed' && diedSinceCollecting && !gaveUpReported) {
+  const onState = (state: MonitorState) => {
+    if (state === 'collecting') gaveUpReported = false
+    if (state === 'failed' && monitor.status().lastBrowserExit && !gaveUpReported) {
       gaveUpReported = true
       emit({ type: 'service_crashed', data: { service_name: CHROMIUM_SERVICE, phase: 'gave_up' }, source: { kind: 'local_process', event: 'monitor-state' } })
     }
   }
-  events.on('browser-exit', onExit)
-  events.on('state', onState)
-  return () => { events.off('browser-exit', onExit); events.off('state', onState) }
+  monitor.events.on('browser-exit', onExit)
+  monitor.events.on('state', onState)
+  return () => { monitor.events.off('browser-exit', onExit); monitor.events.off('state', onState) }
 }
 
 /** service_crashed {browser-telemetry, running} when the event log says the previous run did not stop cleanly. */
@@ -82,8 +72,8 @@ export interface SystemCollectorsOptions {
   watchUnits?: readonly string[]
   /** The event log (for the previous-unclean-stop report). */
   log?: { readonly previousStopWasUnclean: boolean }
-  /** The monitor's events emitter, when the daemon launched Chromium. */
-  monitorEvents?: EventEmitter
+  /** The monitor, when the daemon launched Chromium (its crashes become service_crashed). */
+  monitor?: MonitorView
   unitPollMs?: number
   kmsgPollMs?: number
   systemctl?: SystemctlRunner
@@ -101,7 +91,7 @@ export interface SystemCollectors {
 export async function startSystemCollectors(opts: SystemCollectorsOptions): Promise<SystemCollectors> {
   const logger = opts.logger ?? silentLogger
   if (opts.log) reportPreviousUncleanStop(opts.log, opts.emit)
-  const unwatchBrowser = opts.monitorEvents ? watchLaunchedBrowser(opts.monitorEvents, opts.emit, logger) : undefined
+  const unwatchBrowser = opts.monitor ? watchLaunchedBrowser(opts.monitor, opts.emit, logger) : undefined
   const oom = new OomWatcher({ kmsgPath: opts.kmsgPath, emit: opts.emit, logger, pollMs: opts.kmsgPollMs, timers: opts.timers })
   await oom.start()
   const units = new UnitWatcher({ units: opts.watchUnits ?? [], emit: opts.emit, logger, intervalMs: opts.unitPollMs, run: opts.systemctl })

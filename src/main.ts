@@ -200,7 +200,7 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
 async function startSystem(d: Daemon): Promise<StopStep> {
   const system = await startSystemCollectors({
     emit: d.pipeline.emit, logger: d.logger.child({ module: 'system' }), kmsgPath: d.config.kmsgPath,
-    watchUnits: d.config.watchUnits, log: d.log, monitorEvents: d.monitor?.events,
+    watchUnits: d.config.watchUnits, log: d.log, monitor: d.monitor,
   })
   d.system = system
   return () => system.stop()
@@ -271,7 +271,7 @@ function attachMetrics(d: Daemon): StopStep {
   const { monitor, proxy } = d
   return d.metrics.attach({
     pipeline: d.pipeline, log: d.log,
-    monitor: monitor ? { state: () => monitor.state, attachedTargets: () => monitor.targetCounts() } : undefined,
+    monitor,
     sseClients: () => d.api.streams.stats.open,
     proxyConnections: proxy ? () => proxy.connectionCount : undefined,
     ship: d.shipper,

@@ -5,15 +5,13 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { EmitObservation, Pipeline } from './pipeline.js'
 import type { EventLog } from './store/event-log.js'
+import type { MonitorStatus } from './monitor/index.js'
 
 export type { Registry }
 
-/** What the monitor can tell at scrape time (all optional: a daemon without a browser has none). */
+/** What metrics read of the monitor at scrape time: its status (Monitor implements this). */
 export interface MonitorProbe {
-  /** Current state name (Monitor.state: starting, collecting, disconnected, failed, stopped). */
-  state?: () => string
-  /** Attached targets, as a total or by target_type. */
-  attachedTargets?: () => number | Record<string, number>
+  status(): Pick<MonitorStatus, 'state' | 'targets' | 'reconnects' | 'cdpErrors'>
 }
 
 /** What the fleet shipper reports at scrape time (src/ship Shipper fits it). */
@@ -40,16 +38,8 @@ export interface MetricsDeps {
   ship?: ShipProbe
 }
 
-/** Monitor states derived from monitor_* events when no MonitorProbe.state is wired. */
-const STATE_AFTER_EVENT: Record<string, string> = {
-  monitor_disconnected: 'disconnected',
-  monitor_reconnected: 'collecting',
-  monitor_reconnect_failed: 'failed',
-  monitor_init_failed: 'init_failed',
-}
-
-/** Monitor states (src/monitor MonitorState) plus init_failed (derived) and none (no browser). */
-export const MONITOR_STATES = ['starting', 'collecting', 'disconnected', 'failed', 'stopped', 'init_failed', 'none'] as const
+/** Monitor states (src/monitor MonitorState) plus none (no browser). */
+export const MONITOR_STATES = ['starting', 'collecting', 'disconnected', 'failed', 'stopped', 'none'] as const
 
 export interface Metrics {
   readonly registry: Registry
@@ -64,6 +54,7 @@ export interface Metrics {
   readonly storeWritable: Gauge
   readonly monitorState: Gauge<'state'>
   readonly monitorReconnects: Counter
+  readonly cdpErrors: Counter<'method'>
   readonly attachedTargets: Gauge<'target_type'>
   readonly sseClients: Gauge
   readonly proxyConnections: Gauge
@@ -86,7 +77,6 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const registry = new Registry()
   const registers = [registry]
   let deps: MetricsDeps | undefined
-  let derivedMonitorState: string | undefined
 
   const eventsEmitted = new Counter({ name: 'browser_telemetry_events_emitted_total', help: 'Events accepted by the pipeline, by category', labelNames: ['category'] as const, registers })
   const eventsStored = new Counter({ name: 'browser_telemetry_events_stored_total', help: 'Events committed to the event log, by category', labelNames: ['category'] as const, registers })
@@ -121,21 +111,39 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const monitorState = new Gauge({
     name: 'browser_telemetry_monitor_state', help: 'CDP monitor state: 1 for the current state, 0 for the others', labelNames: ['state'] as const, registers,
     collect() {
-      const current = deps?.monitor?.state?.() ?? derivedMonitorState ?? (deps?.monitor ? 'collecting' : 'none')
+      const current = deps?.monitor?.status().state ?? 'none'
       this.reset()
       for (const s of MONITOR_STATES) this.set({ state: s }, s === current ? 1 : 0)
       if (!(MONITOR_STATES as readonly string[]).includes(current)) this.set({ state: current }, 1)
     },
   })
-  const monitorReconnects = new Counter({ name: 'browser_telemetry_monitor_reconnects_total', help: 'Successful CDP reconnects (monitor_reconnected)', registers })
+  // Counters read from the monitor's own tallies at scrape time (it counts; metrics only report).
+  const monitorReconnects = new Counter({
+    name: 'browser_telemetry_monitor_reconnects_total', help: 'Successful CDP reconnects (monitor_reconnected)', registers,
+    collect() {
+      const n = deps?.monitor?.status().reconnects
+      if (n === undefined) return
+      this.reset()
+      this.inc(n)
+    },
+  })
+  const cdpErrors = new Counter({
+    name: 'browser_telemetry_cdp_errors_total', help: 'Failed CDP commands, by method (not those whose session, target or document was gone)',
+    labelNames: ['method'] as const, registers,
+    collect() {
+      const byMethod = deps?.monitor?.status().cdpErrors
+      if (!byMethod) return
+      this.reset()
+      for (const [method, n] of Object.entries(byMethod)) this.inc({ method }, n)
+    },
+  })
   const attachedTargets = new Gauge({
     name: 'browser_telemetry_attached_targets', help: 'CDP targets the monitor is attached to, by target_type', labelNames: ['target_type'] as const, registers,
     collect() {
-      const v = deps?.monitor?.attachedTargets?.()
-      if (v === undefined) return
+      const byType = deps?.monitor?.status().targets
+      if (!byType) return
       this.reset()
-      if (typeof v === 'number') this.set({ target_type: 'all' }, v)
-      else for (const [type, n] of Object.entries(v)) this.set({ target_type: type }, n)
+      for (const [type, n] of Object.entries(byType)) this.set({ target_type: type }, n)
     },
   })
   const sseClients = new Gauge({
@@ -197,16 +205,12 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
       eventsEmitted.inc({ category })
       if (o.truncated) eventsTruncated.inc({ category })
     }
-    // Monitor events count whether or not the monitor category flows (the gate is about storage).
-    const next = STATE_AFTER_EVENT[o.type]
-    if (next !== undefined) derivedMonitorState = next
-    if (o.type === 'monitor_reconnected') monitorReconnects.inc()
   }
 
   return {
     registry, eventsEmitted, eventsStored, eventsDropped, eventsTruncated,
     storeBytes, storeOldestSeq, storeNewestSeq, storePendingEvents, storeWritable,
-    monitorState, monitorReconnects, attachedTargets, sseClients, proxyConnections,
+    monitorState, monitorReconnects, cdpErrors, attachedTargets, sseClients, proxyConnections,
     httpRequests, httpRequestDuration,
     observeHttp(operation, status, seconds) {
       httpRequests.inc({ operation, status: String(status) })
@@ -225,7 +229,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
       const offDrop = d.log.onDrop((records) => {
         for (const r of records) eventsDropped.inc({ category: r.category, reason: 'store' })
       })
-      return () => { offEmit(); offCommit(); offDrop(); if (deps === d) { deps = undefined; derivedMonitorState = undefined } }
+      return () => { offEmit(); offCommit(); offDrop(); if (deps === d) deps = undefined }
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }

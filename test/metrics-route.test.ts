@@ -3,7 +3,7 @@ import Koa from 'koa'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { openStore } from './helpers/store.js'
-import { createMetrics } from '../src/metrics.js'
+import { createMetrics, type MonitorProbe } from '../src/metrics.js'
 import { registerMetricsRoute, httpMetrics } from '../src/api/routes/metrics.js'
 import { ApiRouter } from '../src/api/route-table.js'
 import { TokenSet, bearerAuth } from '../src/api/auth.js'
@@ -27,7 +27,9 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
   const { log, pipeline } = await openStore(t)
   const metrics = createMetrics({ processMetrics: false })
   let sse = 3
-  const detach = metrics.attach({ pipeline, log, sseClients: () => sse, proxyConnections: () => 1, monitor: { attachedTargets: () => ({ page: 2, worker: 1 }) } })
+  // The monitor's own status (Monitor.status()): metrics report it, they do not re-derive it.
+  const status: ReturnType<MonitorProbe['status']> = { state: 'collecting', targets: { page: 2, worker: 1 }, reconnects: 1, cdpErrors: { 'Network.getResponseBody': 3 } }
+  const detach = metrics.attach({ pipeline, log, sseClients: () => sse, proxyConnections: () => 1, monitor: { status: () => status } })
   t.teardown(detach)
 
   for (let i = 0; i < 3; i++) pipeline.emit({ type: 'console_log', data: { ...ctx, level: 'log', text: `m${i}`, args: [`m${i}`] } })
@@ -80,6 +82,7 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
   t.equal(s.get('browser_telemetry_monitor_state{state="disconnected"}'), 0)
   t.equal(s.get('browser_telemetry_attached_targets{target_type="page"}'), 2)
   t.equal(s.get('browser_telemetry_attached_targets{target_type="worker"}'), 1)
+  t.equal(s.get('browser_telemetry_cdp_errors_total{method="Network.getResponseBody"}'), 3)
   t.equal(s.get('browser_telemetry_sse_clients'), 3)
   t.equal(s.get('browser_telemetry_cdp_proxy_connections'), 1)
   t.equal(s.get('browser_telemetry_http_requests_total{operation="getMetrics",status="401"}'), 1)
@@ -89,21 +92,24 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
 
   // Gauges are read at scrape time; counters keep counting.
   sse = 0
-  pipeline.emit({ type: 'monitor_reconnect_failed', data: { reason: 'reconnect_exhausted' } })
+  status.state = 'failed'
+  status.cdpErrors = { 'Network.getResponseBody': 4, 'Page.enable': 1 }
   const again = samples(await (await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer reader' } })).text())
   t.equal(again.get('browser_telemetry_sse_clients'), 0)
   t.equal(again.get('browser_telemetry_monitor_state{state="failed"}'), 1)
   t.equal(again.get('browser_telemetry_monitor_state{state="collecting"}'), 0)
+  t.equal(again.get('browser_telemetry_cdp_errors_total{method="Network.getResponseBody"}'), 4)
+  t.equal(again.get('browser_telemetry_cdp_errors_total{method="Page.enable"}'), 1)
   t.equal(again.get('browser_telemetry_http_requests_total{operation="getMetrics",status="200"}'), 1)
 })
 
-t.test('a monitor probe wins over states derived from events; detach stops counting', async (t) => {
+t.test('monitor state comes from the monitor, not from monitor_* events; detach stops reading it', async (t) => {
   const { log, pipeline } = await openStore(t)
   const metrics = createMetrics({ processMetrics: false })
-  const detach = metrics.attach({ pipeline, log, monitor: { state: () => 'connecting' } })
+  const detach = metrics.attach({ pipeline, log, monitor: { status: () => ({ state: 'starting', targets: {}, reconnects: 1, cdpErrors: {} }) } })
   pipeline.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: 1 } })
   let s = samples((await metrics.render()).body)
-  t.equal(s.get('browser_telemetry_monitor_state{state="connecting"}'), 1)
+  t.equal(s.get('browser_telemetry_monitor_state{state="starting"}'), 1)
   t.equal(s.get('browser_telemetry_monitor_state{state="collecting"}'), 0)
   detach()
   pipeline.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: 1 } })

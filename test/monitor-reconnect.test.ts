@@ -51,6 +51,8 @@ t.test('browser killed and restarted on the same port: disconnected, then reconn
   t.ok(duration > 0 && duration <= elapsed + 50, `duration ${duration} ms within the observed gap ${elapsed} ms`)
   const order = rec.inputs.filter((e) => e.type.startsWith('monitor_')).map((e) => e.type)
   t.same(order, ['monitor_disconnected', 'monitor_reconnected'])
+  const status = monitor.status()
+  t.same([status.state, status.reconnects, status.reconnectAttempt], ['collecting', 1, 0], 'status: one reconnect, none in progress')
 
   await waitFor(() => monitor.targets().some((x) => x.context.url === `${server.url}p`), 10000, 'page re-attached')
   const page = monitor.targets().find((x) => x.context.url === `${server.url}p`)!
@@ -84,6 +86,7 @@ t.test('browser killed and never restarted: failed after the configured attempts
     ['monitor_reconnect_failed', { reason: 'reconnect_exhausted' }],
   ])
   t.same(monitor.targets(), [])
+  t.same(monitor.status(), { state: 'failed', targets: {}, reconnectAttempt: 3, reconnects: 0, cdpErrors: {} }, 'status: attempts used, no reconnect')
   t.equal(monitor.debugCounts().timers, 0)
   await monitor.stop()
   t.equal(monitor.state, 'stopped')

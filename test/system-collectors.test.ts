@@ -8,7 +8,7 @@ import { constants } from 'node:fs'
 import { join } from 'node:path'
 import { execFileSync, spawn } from 'node:child_process'
 import { WebSocket } from 'ws'
-import { Monitor } from '../src/monitor/index.js'
+import { Monitor, type BrowserExit, type MonitorEventMap, type MonitorState, type MonitorView } from '../src/monitor/index.js'
 import { CdpProxy } from '../src/proxy/cdp-proxy.js'
 import type { Envelope } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline.js'
@@ -27,7 +27,7 @@ t.test('launched Chromium killed with SIGKILL: service_crashed, monitor_disconne
   const { log, pipeline } = await openStore(t)
   const monitor = new Monitor({ emit: pipeline.emit, reconnect: { attempts: 5, initialBackoffMs: 50, maxBackoffMs: 200 } })
   t.teardown(() => monitor.stop())
-  const unwatch = watchLaunchedBrowser(monitor.events, pipeline.emit)
+  const unwatch = watchLaunchedBrowser(monitor, pipeline.emit)
   t.teardown(unwatch)
   await monitor.start()
   const proxy = new CdpProxy({
@@ -70,16 +70,23 @@ t.test('launched Chromium killed with SIGKILL: service_crashed, monitor_disconne
 })
 
 t.test('gave_up once when the monitor fails after a launched browser died', async (t) => {
-  const ev = new EventEmitter()
+  // A stand-in monitor that keeps its status the way Monitor does: the last browser exit is
+  // recorded before 'browser-exit' is emitted and forgotten once collecting again.
+  const events = new EventEmitter<MonitorEventMap>()
+  let state: MonitorState = 'collecting'
+  let lastBrowserExit: BrowserExit | undefined
+  const monitor: MonitorView = { events, status: () => ({ state, targets: {}, reconnectAttempt: 0, reconnects: 0, cdpErrors: {}, ...(lastBrowserExit ? { lastBrowserExit } : {}) }) }
+  const setState = (s: MonitorState) => { state = s; if (s === 'collecting') lastBrowserExit = undefined; events.emit('state', s) }
+  const exit = (e: BrowserExit) => { lastBrowserExit = e; events.emit('browser-exit', e) }
   const rec = recorder()
-  const stop = watchLaunchedBrowser(ev, rec.emit)
-  ev.emit('state', 'failed') // no browser death: not a crash of ours
-  ev.emit('browser-exit', { pid: undefined, code: 1, signal: null, phase: 'startup' })
-  ev.emit('state', 'disconnected')
-  ev.emit('state', 'failed')
-  ev.emit('state', 'failed')
+  const stop = watchLaunchedBrowser(monitor, rec.emit)
+  setState('failed') // no browser death: not a crash of ours
+  exit({ pid: undefined, code: 1, signal: null, phase: 'startup' })
+  setState('disconnected')
+  setState('failed')
+  setState('failed')
   stop()
-  ev.emit('browser-exit', { pid: 9, code: null, signal: 'SIGKILL', phase: 'running' })
+  exit({ pid: 9, code: null, signal: 'SIGKILL', phase: 'running' })
   t.same(rec.events, [
     { type: 'service_crashed', data: { service_name: 'chromium', phase: 'startup' }, source: { kind: 'local_process', event: 'browser-exit', metadata: { exit_code: '1' } } },
     { type: 'service_crashed', data: { service_name: 'chromium', phase: 'gave_up' }, source: { kind: 'local_process', event: 'monitor-state' } },

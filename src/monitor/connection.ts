@@ -1,12 +1,13 @@
 // One browser-level CDP connection and every target attached through it. A reconnect never reuses
 // a BrowserConnection: the monitor closes the old one (dropping all per-target state) and opens a new one.
 import CDP from 'chrome-remote-interface'
-import type { EventEmitter } from 'node:events'
+import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { CdpSessionCore, type RawSend } from './cdp-session.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
+import type { MonitorEvents } from './status.js'
 import { AttachedTarget, type TargetInfo } from './target-session.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
@@ -64,8 +65,8 @@ export interface ConnectionOptions {
   logger: Logger
   /** Bound on each target's setup (own domains + collectors' attach) before it is resumed anyway. */
   attachTimeoutMs: number
-  /** Receives 'target-attached' / 'target-detached' (TargetInfo). */
-  events: EventEmitter
+  /** Receives 'target-attached' / 'target-detached'. */
+  events: MonitorEvents
   /** Where failed best-effort commands are classified, counted and logged (shared across reconnects). */
   errors: ProtocolErrorLog
   /** Called once when the WebSocket closes without close() having been called. */
@@ -122,6 +123,12 @@ export class BrowserConnection {
   }
 
   session(sessionId: string): AttachedTarget | undefined { return this.sessions.get(sessionId) }
+
+  targetCounts(): Partial<Record<TargetType, number>> {
+    const counts: Partial<Record<TargetType, number>> = {}
+    for (const t of this.sessions.values()) counts[t.targetType] = (counts[t.targetType] ?? 0) + 1
+    return counts
+  }
 
   counts() {
     let sessionListeners = 0

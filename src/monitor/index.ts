@@ -1,6 +1,7 @@
 // Public surface of the monitor: main.ts and collectors import from here (collectors: types only).
 export { Monitor, DEFAULT_RECONNECT } from './monitor.js'
-export type { MonitorOptions, MonitorState, MonitorLaunchOptions, ReconnectOptions, BrowserExit } from './monitor.js'
+export type { MonitorOptions, MonitorLaunchOptions, ReconnectOptions } from './monitor.js'
+export type { MonitorState, BrowserExit, MonitorEventMap, MonitorEvents, MonitorEventSource, MonitorStatus, MonitorView } from './status.js'
 export type { TargetInfo } from './target-session.js'
 export { targetTypeOf } from './target-session.js'
 export { InitStepError, ConnectError } from './connection.js'

@@ -4,14 +4,16 @@ import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import { withDefaults } from '../util/defaults.js'
+import { withTimeout } from '../util/with-timeout.js'
 import { BrowserConnection } from './connection.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
 import { ProtocolErrorLog } from './protocol-error.js'
+import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
 import type { TargetInfo } from './target-session.js'
 import type { Collector } from './types.js'
 
-export type MonitorState = 'starting' | 'collecting' | 'disconnected' | 'failed' | 'stopped'
+export type { BrowserExit, MonitorState } from './status.js'
 
 export interface ReconnectOptions {
   /** Attempts before giving up (default 10). */
@@ -45,24 +47,21 @@ export interface MonitorOptions {
   attachTimeoutMs?: number
 }
 
-export interface BrowserExit {
-  pid: number | undefined
-  code: number | null
-  signal: NodeJS.Signals | null
-  phase: 'startup' | 'running'
-}
-
 export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
 
-export class Monitor {
-  /** 'state' (MonitorState), 'upstream' (ws URL | undefined), 'target-attached'/'target-detached' (TargetInfo), 'browser-exit' (BrowserExit). */
-  readonly events = new EventEmitter()
+export class Monitor implements MonitorView {
+  /** Typed by MonitorEventMap: state, upstream, target-attached/-detached, browser-exit. */
+  readonly events = new EventEmitter<MonitorEventMap>()
   private readonly opts: MonitorOptions
   private readonly reconnect: ReconnectOptions
   private readonly logger: Logger
   /** Failed best-effort CDP commands by method, over every connection of this monitor. */
   private readonly errors: ProtocolErrorLog
   private currentState: MonitorState = 'starting'
+  /** Attempt number of the reconnect in progress (0 = none). */
+  private reconnectAttempt = 0
+  private reconnects = 0
+  private lastBrowserExit: BrowserExit | undefined
   private conn: BrowserConnection | undefined
   private browser: LaunchedBrowser | undefined
   /** Fixed after the first launch so a relaunched browser is found on the same port. */
@@ -93,16 +92,26 @@ export class Monitor {
   cdpErrors(): Record<string, number> { return this.errors.counts() }
 
   /** Attached targets by target_type (metrics: browser_telemetry_attached_targets). */
-  targetCounts(): Record<string, number> {
-    const counts: Record<string, number> = {}
-    for (const t of this.targets()) counts[t.targetType] = (counts[t.targetType] ?? 0) + 1
-    return counts
+  targetCounts(): MonitorStatus['targets'] {
+    return this.conn?.targetCounts() ?? {}
+  }
+
+  /** Everything the monitor knows about itself now: metrics, /healthz and the system collector read this. */
+  status(): MonitorStatus {
+    const s: MonitorStatus = {
+      state: this.currentState, targets: this.targetCounts(), reconnectAttempt: this.reconnectAttempt,
+      reconnects: this.reconnects, cdpErrors: this.errors.counts(),
+    }
+    if (this.browser) s.browserPid = this.browser.pid
+    if (this.lastBrowserExit) s.lastBrowserExit = this.lastBrowserExit
+    return s
   }
 
   /** What /healthz reports for the monitor. */
   health(): { state: MonitorState; targets: number; browser_pid?: number } {
-    const h: { state: MonitorState; targets: number; browser_pid?: number } = { state: this.currentState, targets: this.targets().length }
-    if (this.browser) h.browser_pid = this.browser.pid
+    const s = this.status()
+    const h: { state: MonitorState; targets: number; browser_pid?: number } = { state: s.state, targets: Object.values(s.targets).reduce((a, b) => a + b, 0) }
+    if (s.browserPid !== undefined) h.browser_pid = s.browserPid
     return h
   }
 
@@ -149,22 +158,25 @@ export class Monitor {
     const conn = this.conn
     if (!conn) throw new Error('no browser connection')
     const { targetId } = await conn.browser.send('Target.createTarget', { url: 'about:blank' })
-    const info = await new Promise<TargetInfo>((resolve, reject) => {
-      const found = this.targets().find((t) => t.targetId === targetId)
-      if (found) { resolve(found); return }
-      const timer = setTimeout(() => { this.events.off('target-attached', onAttached); reject(new Error(`tab ${targetId} was not attached within ${timeoutMs} ms`)) }, timeoutMs)
-      const onAttached = (t: TargetInfo) => {
-        if (t.targetId !== targetId) return
-        clearTimeout(timer)
-        this.events.off('target-attached', onAttached)
-        resolve(t)
-      }
-      this.events.on('target-attached', onAttached)
-    })
+    const info = this.targets().find((t) => t.targetId === targetId) ?? await this.attachedTarget(targetId, timeoutMs)
     const session = conn.session(info.sessionId)
     if (!session) throw new Error(`tab ${targetId} went away before it was navigated`)
     await session.send('Page.navigate', { url })
     return targetId
+  }
+
+  /** Resolves when targetId is announced as attached (rejects after timeoutMs). */
+  private async attachedTarget(targetId: string, timeoutMs: number): Promise<TargetInfo> {
+    let onAttached: ((t: TargetInfo) => void) | undefined
+    const attached = new Promise<TargetInfo>((resolve) => {
+      onAttached = (t) => { if (t.targetId === targetId) resolve(t) }
+      this.events.on('target-attached', onAttached)
+    })
+    try {
+      return await withTimeout(attached, timeoutMs, { message: `tab ${targetId} was not attached within ${timeoutMs} ms` })
+    } finally {
+      this.events.off('target-attached', onAttached!)
+    }
   }
 
   /** Detaches collectors, closes the connection and stops a launched browser. */
@@ -186,6 +198,7 @@ export class Monitor {
   private setState(s: MonitorState): void {
     if (this.currentState === s) return
     this.currentState = s
+    if (s === 'collecting') { this.reconnectAttempt = 0; this.lastBrowserExit = undefined }
     this.logger.info({ state: s }, 'monitor state')
     this.events.emit('state', s)
   }
@@ -233,12 +246,14 @@ export class Monitor {
     const { attempts } = this.reconnect
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (!await sleep(backoffDelay(attempt, this.reconnect), this.stopping.signal)) return
+      this.reconnectAttempt = attempt
       try {
         if (!this.opts.cdpUrl && this.browserGone()) await this.launch('running')
         if (this.stopping.signal.aborted) return
         const conn = await this.connect()
         if (this.stopping.signal.aborted) { await conn.close(); return }
         this.adopt(conn)
+        this.reconnects++
         this.setState('collecting')
         this.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: Math.round(performance.now() - lostAt) } })
         this.logger.info({ attempt, wsUrl: conn.wsUrl }, 'reconnected to the browser')
@@ -271,9 +286,7 @@ export class Monitor {
         chromiumPath: l.chromiumPath, extraArgs: l.extraArgs, startUrl: l.startUrl, userDataDir: l.userDataDir, port: this.launchPort ?? 0,
       })
     } catch (err) {
-      if (err instanceof ChromiumExitedError) {
-        this.events.emit('browser-exit', { pid: err.pid, code: err.code, signal: err.signal, phase: 'startup' } satisfies BrowserExit)
-      }
+      if (err instanceof ChromiumExitedError) this.browserExited({ pid: err.pid, code: err.code, signal: err.signal, phase: 'startup' })
       throw err
     }
     if (this.stopping.signal.aborted) { await b.close(); return }
@@ -283,8 +296,13 @@ export class Monitor {
     void b.exited.then(({ code, signal }) => {
       if (this.browser !== b || this.stopping.signal.aborted) return
       this.logger.warn({ pid: b.pid, code, signal }, 'launched Chromium exited')
-      this.events.emit('browser-exit', { pid: b.pid, code, signal, phase: 'running' } satisfies BrowserExit)
+      this.browserExited({ pid: b.pid, code, signal, phase: 'running' })
     })
+  }
+
+  private browserExited(exit: BrowserExit): void {
+    this.lastBrowserExit = exit
+    this.events.emit('browser-exit', exit)
   }
 
   private async closeBrowser(): Promise<void> {

@@ -10,6 +10,9 @@ export type CommandParams<M extends CdpCommand> = ProtocolMapping.Commands[M]['p
 export type CommandResult<M extends CdpCommand> = ProtocolMapping.Commands[M]['returnType']
 export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
 
+// What non-CDP collectors (collectors/system.ts) read of the monitor.
+export type { BrowserExit, MonitorEventSource, MonitorState, MonitorStatus, MonitorView } from './status.js'
+
 /** Removes what attach() set up: listeners, timers, per-target state. Must be idempotent. */
 export type Detach = () => void
 
