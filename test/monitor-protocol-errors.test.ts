@@ -9,6 +9,7 @@ import { Monitor, type Collector, type TargetSession } from '../src/monitor/inde
 import { ProtocolError, ProtocolErrorLog, classifyProtocolError, toProtocolError } from '../src/monitor/protocol-error.js'
 import { startBrowser } from './helpers/browser.js'
 import { waitFor } from './helpers/http.js'
+import { fakeAccepted } from './helpers/store.js'
 
 /** A real pino logger whose records (parsed) land in arrays by level. */
 function recordingLogger() {
@@ -83,7 +84,7 @@ t.test('real Chromium: a failing best-effort command is counted by method; one o
   const browser = await startBrowser(t)
   const sessions: TargetSession[] = []
   const probe: Collector = { name: 'probe', attach(s) { sessions.push(s); return () => undefined } }
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: () => undefined, collectors: [probe] })
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: fakeAccepted, collectors: [probe] })
   t.teardown(() => monitor.stop())
   await monitor.start()
   const page = sessions.find((s) => s.targetType === 'page')!
