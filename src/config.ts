@@ -2,7 +2,8 @@
 // env twin, defaults, validated once. Pure: parseServeConfig(argv, env) throws ConfigError.
 import { parseArgs } from 'node:util'
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
-import { DEFAULT_CATEGORIES, DEFAULT_REDACTED_HEADERS, type ConfigurableCategory } from './pipeline.js'
+import { DEFAULT_CATEGORIES, type ConfigurableCategory } from './pipeline.js'
+import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
 import type { BudgetOptions } from './budget.js'
 import { parseDuration } from './util/duration.js'
@@ -40,7 +41,10 @@ export interface ServeConfig {
   logLevel: string
   maxEnvelopeBytes: number
   budget: BudgetOptions
+  /** Extra header names to mask (the built-in list is always on). */
   redactHeaders: string[]
+  /** Extra secret-looking parameter / body field names (the built-in list is always on). */
+  redactParams: string[]
   retentionBytes: number
   retentionAgeMs: number
   networkBodyMaxBytes: number
@@ -105,7 +109,8 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'budget-events-burst': { type: 'string', default: '2000', help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies' },
   'budget-bytes-per-sec': { type: 'string', default: '4MiB', help: 'Per-page budget: sustained envelope bytes per second per target and category' },
   'budget-bytes-burst': { type: 'string', default: '32MiB', help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)' },
-  'redact-headers': { type: 'string', default: DEFAULT_REDACTED_HEADERS.join(','), help: 'Header names whose values are masked' },
+  'redact-headers': { type: 'string', help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})` },
+  'redact-params': { type: 'string', help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter((p) => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter((p) => p.length < 5).join(', ')})` },
   'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
   'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
   'network-body-max-bytes': { type: 'string', default: '64KiB', help: 'Cap on captured text response bodies' },
@@ -250,7 +255,8 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     logLevel,
     maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
     budget: budgetConfig(get),
-    redactHeaders: get('redact-headers')!.split(',').map((s) => s.trim()).filter(Boolean),
+    redactHeaders: (get('redact-headers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    redactParams: (get('redact-params') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     retentionBytes: size('retention-bytes', get('retention-bytes')!),
     retentionAgeMs: duration('retention-age', get('retention-age')!),
     networkBodyMaxBytes: size('network-body-max-bytes', get('network-body-max-bytes')!),

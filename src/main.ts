@@ -7,6 +7,7 @@ import { chmod, mkdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { ServeConfig } from './config.js'
 import { createLogger, type Logger } from './log.js'
+import { Redactor } from './redact.js'
 import { Pipeline } from './pipeline.js'
 import { EventLog } from './store/event-log.js'
 import { createApiApp, type ApiApp } from './api/app.js'
@@ -134,6 +135,11 @@ async function openStore(d: Daemon): Promise<StopStep> {
   return () => log.close()
 }
 
+/** One masking policy for events and logs (built-in lists plus --redact-headers / --redact-params). */
+function redactorOf(config: ServeConfig): Redactor {
+  return new Redactor({ headers: config.redactHeaders, params: config.redactParams })
+}
+
 function buildPipeline(d: Daemon): void {
   d.pipeline = new Pipeline({
     log: d.log,
@@ -141,7 +147,7 @@ function buildPipeline(d: Daemon): void {
     categories: d.config.categories,
     maxEnvelopeBytes: d.config.maxEnvelopeBytes,
     budget: d.config.budget,
-    redactHeaders: d.config.redactHeaders,
+    redactor: redactorOf(d.config),
   })
   d.metrics = createMetrics()
 }
@@ -312,7 +318,7 @@ export const DAEMON_STEPS: readonly DaemonStep[] = [
 ]
 
 export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {}): Promise<DaemonHandle> {
-  const logger = opts.logger ?? createLogger(config.logLevel)
+  const logger = opts.logger ?? createLogger(config.logLevel, redactorOf(config))
   const d = new Daemon(config, logger, opts)
   const stops: { name: string; stop: StopStep }[] = []
   const stopAll = async () => {

@@ -10,6 +10,7 @@ import type { EventLog } from './store/event-log.js'
 import { silentLogger, type Logger } from './log.js'
 import { fitEvent, ENVELOPE_OVERHEAD } from './envelope-fit.js'
 import { PageBudgets, DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
+import { Redactor } from './redact.js'
 
 export type ConfigurableCategory = Exclude<Category, 'monitor'>
 
@@ -47,9 +48,7 @@ export type EmitResult = EmitAccepted | EmitDropped
 export type Emit = (input: EventInput) => EmitResult
 
 export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter((c) => c !== 'screenshot')
-export const DEFAULT_REDACTED_HEADERS = ['authorization', 'cookie', 'set-cookie', 'proxy-authorization']
 export const DEFAULT_MAX_ENVELOPE_BYTES = 1024 * 1024
-export const REDACTED = '[REDACTED]'
 
 export interface PipelineOptions {
   log: EventLog
@@ -57,8 +56,8 @@ export interface PipelineOptions {
   categories?: Iterable<ConfigurableCategory>
   /** Envelope size cap in UTF-8 bytes (default 1 MiB). */
   maxEnvelopeBytes?: number
-  /** Header names (case-insensitive) whose values are masked everywhere (default: Authorization, Cookie, Set-Cookie, Proxy-Authorization). */
-  redactHeaders?: Iterable<string>
+  /** Secret masking (src/redact.ts); default: the built-in header and parameter lists. */
+  redactor?: Redactor
   /** Unix microseconds; injectable so tests can step the clock back. */
   clock?: () => number
   /** Per-page budgets (per target_id and category); defaults DEFAULT_BUDGET, false disables. */
@@ -92,7 +91,7 @@ export class Pipeline {
   readonly log: EventLog
   private enabled: Set<ConfigurableCategory>
   private monitorOn = false
-  private readonly redact: Set<string>
+  private readonly redactor: Redactor
   private readonly maxBytes: number
   private readonly clock: () => number
   private readonly logger: Logger
@@ -109,7 +108,7 @@ export class Pipeline {
     this.logger = opts.logger ?? silentLogger
     this.enabled = new Set(opts.categories ?? DEFAULT_CATEGORIES)
     this.updateMonitor()
-    this.redact = new Set([...(opts.redactHeaders ?? DEFAULT_REDACTED_HEADERS)].map((h) => h.toLowerCase()))
+    this.redactor = opts.redactor ?? new Redactor()
     this.maxBytes = opts.maxEnvelopeBytes ?? DEFAULT_MAX_ENVELOPE_BYTES
     this.clock = opts.clock ?? (() => Date.now() * 1000)
     this.lastTs = opts.log.lastStoredTs
@@ -184,7 +183,7 @@ export class Pipeline {
       return { dropped: 'invalid', issues }
     }
     this.lastTs = ts
-    this.redactHeaders(event)
+    this.redactor.event(event) // before the cap and the log: nothing downstream ever sees a secret
     const json = this.fit(event) // serialised once: the log stores exactly this
     if (typeof target === 'string' && !this.budgets!.takeBytes(target, category, Buffer.byteLength(json) + ENVELOPE_OVERHEAD)) {
       return this.overBudget(input.type, category, target)
@@ -221,19 +220,6 @@ export class Pipeline {
     this.stats.invalid++
     // A buggy producer could flood the log; say it a few times, then only count.
     if (this.invalidLogged++ < 20) this.logger.warn({ type: input.type, issues }, 'dropped invalid event')
-  }
-
-  private redactHeaders(event: TelemetryEvent): void {
-    const data = event.data as { headers?: Record<string, string> }
-    if (!data.headers) return
-    let copy: Record<string, string> | undefined
-    for (const name of Object.keys(data.headers)) {
-      if (this.redact.has(name.toLowerCase())) {
-        copy ??= { ...data.headers }
-        copy[name] = REDACTED
-      }
-    }
-    if (copy) (event.data as { headers?: Record<string, string> }) = { ...data, headers: copy }
   }
 
   /** Cuts the event to the envelope cap (src/envelope-fit.ts); returns the event JSON. */

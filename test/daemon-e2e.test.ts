@@ -49,7 +49,8 @@ t.test('README start command in a fresh clone: launched Chromium, real events, c
   t.teardown(() => { if (d.child.exitCode === null) d.child.kill('SIGKILL') })
   const token = (await readFile(join(dataDir, 'token'), 'utf8')).trim()
   const browserId = (await readFile(join(dataDir, 'browser-id'), 'utf8')).trim()
-  t.match(d.lines().join('\n'), new RegExp(`curl -H 'Authorization: Bearer ${token}' '${d.url}/browsers/${browserId}/telemetry/events`), 'prints a ready-to-paste curl line')
+  t.ok(d.lines().join('\n').includes(`curl -H "Authorization: Bearer $(cat ${join(dataDir, 'token')})" '${d.url}/browsers/${browserId}/telemetry/events`), 'prints a ready-to-paste curl line')
+  t.notOk(d.lines().join('\n').includes(token), 'stderr is not a terminal: the token is in no output line')
 
   const events = await waitFor(async () => {
     const evs = await getEvents(d, token, browserId)

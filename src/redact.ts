@@ -1,0 +1,247 @@
+// Secret masking: one Redactor, applied by the pipeline to every event before it is stored (so the
+// log, SSE, HAR export and shipping only ever see masked data) and by the logger to log objects.
+//
+// What is masked (built-in lists are always on; configuration only adds names):
+// - header values by name (authorization, cookie, set-cookie, proxy-authorization, x-api-key, ...);
+// - in URLs: the userinfo (user:pass@), query and fragment parameters whose names look secret;
+// - form-encoded and JSON bodies (post_data, response bodies): fields whose names look secret.
+// A masked value becomes `[redacted:<n>]`, n its length class (the next power of two >= its length,
+// at least 8), so a reader still sees that a field was there and roughly how big it was. The field
+// itself always stays.
+import type { TelemetryEvent } from './events/index.js'
+
+export const DEFAULT_REDACTED_HEADERS = [
+  'authorization', 'cookie', 'set-cookie', 'proxy-authorization', 'x-api-key', 'x-auth-token', 'x-csrf-token',
+] as const
+/** Parameter / field names that look secret. Terms under 5 characters match whole words only (key, sig, code, ...). */
+export const DEFAULT_REDACTED_PARAMS = [
+  'token', 'key', 'secret', 'password', 'sig', 'signature', 'code', 'access_token', 'refresh_token', 'session',
+  'passwd', 'pwd', 'apikey', 'auth', 'credential',
+] as const
+/** Header values that are URLs: their query and userinfo are masked like any URL. */
+const URL_HEADERS = new Set(['referer', 'location', 'content-location', 'origin'])
+
+/** `[redacted:<n>]`: n is the length class (power of two >= length, min 8). */
+export function maskValue(value: string): string {
+  let n = 8
+  while (n < value.length) n *= 2
+  return `[redacted:${n}]`
+}
+export const REDACTED_PATTERN = /^\[redacted:\d+\]$/
+
+export interface RedactionOptions {
+  /** Extra header names to mask (case-insensitive), added to DEFAULT_REDACTED_HEADERS. */
+  headers?: Iterable<string>
+  /** Extra parameter/field names that look secret, added to DEFAULT_REDACTED_PARAMS. */
+  params?: Iterable<string>
+}
+
+export class Redactor {
+  private readonly headerNames: Set<string>
+  private readonly wordTerms: Set<string>
+  private readonly substringTerms: string[]
+  private readonly nameCache = new Map<string, boolean>()
+
+  constructor(opts: RedactionOptions = {}) {
+    this.headerNames = new Set([...DEFAULT_REDACTED_HEADERS, ...(opts.headers ?? [])].map((h) => h.trim().toLowerCase()).filter(Boolean))
+    const terms = [...DEFAULT_REDACTED_PARAMS, ...(opts.params ?? [])].map((p) => p.trim().toLowerCase()).filter(Boolean)
+    this.wordTerms = new Set(terms.filter((p) => p.length < 5))
+    this.substringTerms = terms.filter((p) => p.length >= 5)
+  }
+
+  /** True when a parameter or field name looks like it holds a secret. */
+  isSecretName(name: string): boolean {
+    let hit = this.nameCache.get(name)
+    if (hit !== undefined) return hit
+    const lower = name.toLowerCase()
+    hit = this.substringTerms.some((t) => lower.includes(t))
+    if (!hit) {
+      // Words: split on non-alphanumerics and camelCase boundaries (apiKey, X-Amz-Signature, client_code).
+      const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/)
+      hit = words.some((w) => this.wordTerms.has(w))
+    }
+    if (this.nameCache.size < 4096) this.nameCache.set(name, hit) // bounded: names come from pages
+    return hit
+  }
+
+  isSecretHeader(name: string): boolean {
+    return this.headerNames.has(name.toLowerCase())
+  }
+
+  /** Masks secret header values (and secrets inside URL-valued headers); returns the same object when nothing changed. */
+  headers(headers: Record<string, string>): Record<string, string> {
+    let copy: Record<string, string> | undefined
+    for (const [name, value] of Object.entries(headers)) {
+      const lower = name.toLowerCase()
+      let masked: string | undefined
+      if (this.headerNames.has(lower)) masked = maskValue(value)
+      else if (URL_HEADERS.has(lower)) { const u = this.url(value); if (u !== value) masked = u }
+      if (masked !== undefined) {
+        copy ??= { ...headers }
+        copy[name] = masked
+      }
+    }
+    return copy ?? headers
+  }
+
+  /** Masks userinfo and secret-looking query/fragment parameters; other text is left byte for byte. */
+  url(url: string): string {
+    // Fast path: nothing that can hold a secret.
+    if (url.indexOf('?') < 0 && url.indexOf('#') < 0 && url.indexOf('@') < 0) return url
+    let out = url
+    const userinfo = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^/?#@]*)@/.exec(out)
+    if (userinfo && userinfo[2] !== '') out = userinfo[1] + maskValue(userinfo[2]!) + '@' + out.slice(userinfo[0].length)
+    const hash = out.indexOf('#')
+    const q = out.indexOf('?')
+    if (q >= 0 && (hash < 0 || q < hash)) {
+      const end = hash < 0 ? out.length : hash
+      out = out.slice(0, q + 1) + this.params(out.slice(q + 1, end)) + out.slice(end)
+    }
+    const h = out.indexOf('#')
+    // OAuth implicit flow and friends: #access_token=...&token_type=...
+    if (h >= 0 && out.indexOf('=', h) > 0) out = out.slice(0, h + 1) + this.params(out.slice(h + 1))
+    return out
+  }
+
+  /** `a=1&token=x` -> `a=1&token=[redacted:8]` (names compared decoded; text otherwise unchanged). */
+  params(query: string): string {
+    if (query.indexOf('=') < 0) return query
+    let changed = false
+    const parts = query.split('&').map((pair) => {
+      const eq = pair.indexOf('=')
+      if (eq <= 0) return pair
+      const rawName = pair.slice(0, eq)
+      let name = rawName
+      try { name = decodeURIComponent(rawName.replace(/\+/g, ' ')) } catch { /* keep raw */ }
+      if (!this.isSecretName(name)) return pair
+      changed = true
+      return rawName + '=' + maskValue(pair.slice(eq + 1))
+    })
+    return changed ? parts.join('&') : query
+  }
+
+  /** A request or response body: JSON or form-encoded fields with secret-looking names are masked. */
+  body(text: string, contentType?: string): string {
+    const ct = (contentType ?? '').toLowerCase()
+    const trimmed = text.trimStart()
+    if (ct.includes('json') || trimmed.startsWith('{') || trimmed.startsWith('[')) {
+      const masked = this.json(text)
+      if (masked !== undefined) return masked
+    }
+    if (ct.includes('x-www-form-urlencoded') || (ct === '' && /^[^\s=&]+=[^\s]*$/.test(text))) return this.params(text)
+    return text
+  }
+
+  /** JSON text with secret-looking fields masked, or undefined when it is not JSON (e.g. cut by truncation). */
+  private json(text: string): string | undefined {
+    let value: unknown
+    try { value = JSON.parse(text) } catch { return this.jsonText(text) }
+    let changed = false
+    const visit = (node: unknown, depth: number): unknown => {
+      if (depth > 64 || node === null || typeof node !== 'object') return node
+      if (Array.isArray(node)) return node.map((v) => visit(v, depth + 1))
+      const out: Record<string, unknown> = {}
+      for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
+        if (this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number')) {
+          out[k] = maskValue(String(v)); changed = true
+        } else out[k] = visit(v, depth + 1)
+      }
+      return out
+    }
+    const masked = visit(value, 0)
+    return changed ? JSON.stringify(masked) : text
+  }
+
+  /** JSON that does not parse (cut by a body cap): mask `"name": "value"` / `"name": 123` pairs textually. */
+  private jsonText(text: string): string | undefined {
+    if (!text.includes('"')) return undefined
+    let changed = false
+    const out = text.replace(/"((?:[^"\\\n]|\\.){1,256})"(\s*:\s*)(?:"((?:[^"\\]|\\.)*)("?)|(-?\d[\d.eE+-]*))/g,
+      (whole, name: string, colon: string, str: string | undefined, close: string, num: string | undefined) => {
+        if (!this.isSecretName(name)) return whole
+        changed = true
+        return str !== undefined ? `"${name}"${colon}"${maskValue(str)}${close}` : `"${name}"${colon}"${maskValue(num ?? '')}"`
+      })
+    return changed ? out : undefined
+  }
+
+  /** Masks an event's data in place (copy-on-write per field: producers' objects are never mutated). */
+  event(event: TelemetryEvent): void {
+    const data = event.data as Record<string, unknown>
+    let out: Record<string, unknown> | undefined
+    const set = (k: string, v: unknown) => { out ??= { ...data }; out[k] = v }
+    for (const k of URL_FIELDS) {
+      const v = data[k]
+      if (typeof v === 'string') { const m = this.url(v); if (m !== v) set(k, m) }
+    }
+    const headers = data.headers as Record<string, string> | undefined
+    let maskedHeaders = headers
+    if (headers && typeof headers === 'object') {
+      maskedHeaders = this.headers(headers)
+      if (maskedHeaders !== headers) set('headers', maskedHeaders)
+    }
+    const contentType = headers ? headerValue(headers, 'content-type') : undefined
+    if (typeof data.post_data === 'string') {
+      const m = this.body(data.post_data, contentType)
+      if (m !== data.post_data) set('post_data', m)
+    }
+    if (typeof data.body === 'string') {
+      const m = this.body(data.body, (data.mime_type as string | undefined) ?? contentType)
+      if (m !== data.body) set('body', m)
+    }
+    const lcp = data.lcp_details as { url?: string } | undefined
+    if (lcp && typeof lcp.url === 'string') { const m = this.url(lcp.url); if (m !== lcp.url) set('lcp_details', { ...lcp, url: m }) }
+    if (data.stack_trace && typeof data.stack_trace === 'object') {
+      const st = this.stackTrace(data.stack_trace as StackLike)
+      if (st !== data.stack_trace) set('stack_trace', st)
+    }
+    if (out) (event as { data: unknown }).data = out
+  }
+
+  private stackTrace(st: StackLike, depth = 0): StackLike {
+    if (depth > 32) return st
+    let frames = st.callFrames
+    if (Array.isArray(frames) && frames.some((f) => typeof f.url === 'string' && this.url(f.url) !== f.url)) {
+      frames = frames.map((f) => (typeof f.url === 'string' ? { ...f, url: this.url(f.url) } : f))
+    }
+    const parent = st.parent ? this.stackTrace(st.parent, depth + 1) : undefined
+    if (frames === st.callFrames && parent === st.parent) return st
+    return { ...st, callFrames: frames, ...(parent ? { parent } : {}) }
+  }
+
+  /**
+   * For log objects (pino formatter): header maps, URL-ish fields and token-ish keys masked, at any
+   * depth (bounded). Returns the same object when nothing changed.
+   */
+  logObject(obj: Record<string, unknown>): Record<string, unknown> {
+    const visit = (node: unknown, key: string, depth: number): unknown => {
+      if (typeof node === 'string') {
+        if (key === 'headers') return node
+        if (this.headerNames.has(key.toLowerCase()) || (LOG_SECRET_KEY.test(key) && !/(name|id|path|file)$/i.test(key))) return maskValue(node)
+        if (key === 'url' || key.endsWith('_url') || key.endsWith('Url') || key === 'href' || key === 'referer') return this.url(node)
+        return node
+      }
+      if (depth > 8 || node === null || typeof node !== 'object' || node instanceof Error || Array.isArray(node)) return node
+      let copy: Record<string, unknown> | undefined
+      for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
+        const m = visit(v, k, depth + 1)
+        if (m !== v) { copy ??= { ...(node as Record<string, unknown>) }; copy[k] = m }
+      }
+      return copy ?? node
+    }
+    return visit(obj, '', 0) as Record<string, unknown>
+  }
+}
+
+/** Log keys whose string values are secrets. Narrower than isSecretName: logs carry `code`, `sessionId`, `key`. */
+const LOG_SECRET_KEY = /token|secret|passw|authorization|cookie|api_?key|credential/i
+
+type StackLike = { callFrames?: { url?: string }[]; parent?: StackLike }
+
+/** Top-level data fields that hold URLs (context url, request document/redirect, console source, tab url). */
+const URL_FIELDS = ['url', 'document_url', 'redirect_url', 'source_url'] as const
+
+function headerValue(headers: Record<string, string>, name: string): string | undefined {
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return v
+  return undefined
+}
