@@ -345,7 +345,7 @@ export class EventLog {
         // reservation and is synced, so the reservation is on disk before any reader sees those seqs.
         // Between reservations writes are synced at least every syncIntervalMs. Nothing else is synced.
         const now = performance.now()
-        if (last.seq > this.reservedSeq) {
+        if (Math.max(last.seq, this.skippedSeq) > this.reservedSeq) { // skipped seqs were seen as gaps: never reused either
           newReserved = Math.max(last.seq, this.nextSeq - 1) + this.opts.seqReserveBlock
           batch.put(RESERVE_META, u64(newReserved))
         }
