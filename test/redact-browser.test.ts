@@ -103,7 +103,7 @@ t.test('every secret case through a real page: nothing in events, SSE, HAR or lo
   const req = (path: string) => events.find((e) => e.event.type === 'network_request' && ((e.event.data as { url?: string }).url ?? '').includes(path))!.event.data as Record<string, unknown>
   t.match(req('/api?').url, /access_token=\[redacted:16\]&sig=\[redacted:16\]&page=2&otp=\[redacted:16\]$/)
   t.match(req('/api?').headers, { 'x-api-key': '[redacted:16]', 'x-auth-token': '[redacted:16]', 'x-csrf-token': '[redacted:16]', 'x-custom-secret': '[redacted:16]' })
-  t.equal(events.find((e) => e.event.type === 'network_request' && (e.event.data as { url: string }).url.endsWith('/login'))!.event.data.post_data, 'user=bob&password=[redacted:16]')
+  t.equal((events.find((e) => e.event.type === 'network_request' && (e.event.data as { url: string }).url.endsWith('/login'))!.event.data as { post_data?: string }).post_data, 'user=bob&password=[redacted:16]')
   t.equal(req('/login.json').post_data, '{"user":"bob","password":"[redacted:16]","token":"[redacted:16]"}')
   t.ok(events.some((e) => e.event.type === 'page_navigation' && (e.event.data as { url: string }).url.endsWith('/cb#access_token=[redacted:16]&token_type=[redacted:8]')), 'fragment masked')
 })

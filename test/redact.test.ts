@@ -2,7 +2,7 @@
 import t from 'tap'
 import { Redactor, maskValue } from '../src/redact.js'
 import { Pipeline } from '../src/pipeline.js'
-import { openStore } from './helpers/store.js'
+import { accepted as ok, openStore } from './helpers/store.js'
 
 const r = new Redactor({ headers: ['X-Custom-Secret'], params: ['otp'] })
 
@@ -57,10 +57,10 @@ t.test('the pipeline masks every place before storage; the producer object is un
     request_id: '1', method: 'POST', url: 'https://u:p@h/x?token=T1', document_url: 'https://h/?sig=S1', redirect_url: 'https://h/#access_token=A1',
     headers: { 'content-type': 'application/json', 'x-api-key': 'K1' }, post_data: '{"password":"P1"}',
   }
-  await pipeline.emit({ type: 'network_request', source: { kind: 'cdp' }, data })!.committed
-  await pipeline.emit({ type: 'network_response', source: { kind: 'cdp' }, data: { request_id: '1', status: 200, status_text: 'OK', headers: { 'set-cookie': 'sid=SC1' }, mime_type: 'application/json', body: '{"access_token":"AT1","refresh_token":"RT1"}' } })!.committed
-  await pipeline.emit({ type: 'console_error', source: { kind: 'cdp' }, data: { text: 'x', source_url: 'https://h/a.js?key=CK1', stack_trace: { callFrames: [{ functionName: 'f', url: 'https://h/a.js?key=CK2', lineNumber: 1, columnNumber: 1 }] } } })!.committed
-  await pipeline.emit({ type: 'page_lcp', source: { kind: 'cdp' }, data: { time: 1, lcp_details: { render_time: 1, load_time: 1, size: 1, url: 'https://h/i.png?signature=LS1' } } })!.committed
+  await ok(pipeline.emit({ type: 'network_request', source: { kind: 'cdp' }, data })).committed
+  await ok(pipeline.emit({ type: 'network_response', source: { kind: 'cdp' }, data: { request_id: '1', status: 200, status_text: 'OK', headers: { 'set-cookie': 'sid=SC1' }, mime_type: 'application/json', body: '{"access_token":"AT1","refresh_token":"RT1"}' } })).committed
+  await ok(pipeline.emit({ type: 'console_error', source: { kind: 'cdp' }, data: { text: 'x', source_url: 'https://h/a.js?key=CK1', stack_trace: { callFrames: [{ functionName: 'f', url: 'https://h/a.js?key=CK2', lineNumber: 1, columnNumber: 1 }] } } })).committed
+  await ok(pipeline.emit({ type: 'page_lcp', source: { kind: 'cdp' }, data: { time: 1, lcp_details: { render_time: 1, load_time: 1, size: 1, url: 'https://h/i.png?signature=LS1' } } })).committed
   const stored = (await log.read({ order: 'asc', limit: 10, cursor: 1 })).records.map((x) => x.json).join('\n')
   for (const secret of ['T1', 'S1', 'A1', 'K1', 'P1', 'SC1', 'AT1', 'RT1', 'CK1', 'CK2', 'LS1', 'u:p']) t.notOk(stored.includes(secret), `${secret} not stored`)
   t.match(stored, '"post_data":"{\\"password\\":\\"[redacted:8]\\"}"')
@@ -75,6 +75,6 @@ t.test('log objects: headers, URL fields and token-ish keys masked at depth; cod
 t.test('Pipeline default redactor is the built-in policy', async (t) => {
   const { log } = await openStore(t)
   const p = new Pipeline({ log })
-  const e = p.emit({ type: 'network_request', source: { kind: 'cdp' }, data: { request_id: '1', method: 'GET', url: 'https://h/?password=pw', headers: { 'X-Auth-Token': 'tt' } } })!
+  const e = ok(p.emit({ type: 'network_request', source: { kind: 'cdp' }, data: { request_id: '1', method: 'GET', url: 'https://h/?password=pw', headers: { 'X-Auth-Token': 'tt' } } }))
   t.equal((e.envelope.event.data as { url: string }).url, 'https://h/?password=[redacted:8]')
 })
