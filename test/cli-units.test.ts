@@ -34,7 +34,9 @@ t.test('connection options: flag, then env, then the generated token file', asyn
   await mkdir(join(dir, 'd'))
   await writeFile(join(dir, 'd', 'token'), 'from-file\n')
   const parsed = (argv: string[]) => parseCommand(readCommand.spec, argv).values
-  t.same(connectionOf(parsed([]), {}), { url: 'http://127.0.0.1:10222', token: undefined, browserId: undefined })
+  // The no-token case points the data dir at an empty temp dir: the default ./data is the checkout's,
+  // where `bash scripts/start.sh` leaves a real token (the test must not depend on it).
+  t.same(connectionOf(parsed([]), { BROWSER_TELEMETRY_DATA_DIR: join(dir, 'empty') }), { url: 'http://127.0.0.1:10222', token: undefined, browserId: undefined })
   t.same(connectionOf(parsed([]), { BROWSER_TELEMETRY_URL: 'http://h:1/', BROWSER_TELEMETRY_TOKEN: 'e', BROWSER_TELEMETRY_BROWSER_ID: 'b' }),
     { url: 'http://h:1', token: 'e', browserId: 'b' })
   t.same(connectionOf(parsed(['--url', 'http://x:2', '--token', 'f', '--browser-id', 'c']), { BROWSER_TELEMETRY_URL: 'http://h:1', BROWSER_TELEMETRY_TOKEN: 'e' }),
