@@ -23,6 +23,7 @@ import { createMetrics, type Metrics } from './metrics.js'
 import { Monitor } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
 import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
+import { ExtensionMetaStore } from './uploads/extension-meta.js'
 import { prepareUploadRoots } from './uploads/upload-roots.js'
 import { sweepSpool } from './uploads/multipart-spool.js'
 import type { ZipLimits } from './uploads/zip-entries.js'
@@ -213,18 +214,28 @@ async function startSystem(d: Daemon): Promise<StopStep> {
 }
 
 /** Uploads and extensions live under the data dir; leftovers of an interrupted upload are swept first. */
-async function prepareUploads(d: Daemon): Promise<void> {
+async function prepareUploads(d: Daemon): Promise<StopStep> {
   const { config } = d
   const spoolDir = join(config.dataDir, 'tmp')
   await mkdir(spoolDir, { recursive: true })
   await sweepSpool(spoolDir)
   const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
   const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
-  const extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: d.log.sublevel<ExtensionRecord>('extensions') })
+  // Extension metadata has its own database, so nothing done to the telemetry log can touch it.
+  const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'),
+    (into) => d.log.moveOutLegacySublevel<ExtensionRecord>('extensions', into))
+  let extensions: ExtensionStore
+  try {
+    extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: meta })
+  } catch (err) {
+    await meta.close()
+    throw err
+  }
   d.routes.push(
     (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
     (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
   )
+  return () => meta.close()
 }
 
 async function startApi(d: Daemon): Promise<StopStep> {
@@ -299,7 +310,7 @@ function announceReady(d: Daemon): void {
 }
 
 /**
- * Startup order. Shutdown is the reverse: metrics, proxy, API (streams end), system, monitor, the
+ * Startup order. Shutdown is the reverse: metrics, proxy, API (streams end), extension metadata, system, monitor, the
  * shipper (last acks, watermark saved), then the log (flushed and closed last, so every producer's
  * final events are stored).
  */

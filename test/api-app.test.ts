@@ -2,6 +2,7 @@
 import t, { type Test } from 'tap'
 import { BROWSER_ID, TOKEN, startApi, type TestApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
+import { keepLevel } from './helpers/store.js'
 import type { Envelope } from '../src/events/index.js'
 
 const EVENTS = `/browsers/${BROWSER_ID}/telemetry/events`
@@ -193,7 +194,8 @@ t.test('capture config: GET, PATCH merges, PUT layers onto the defaults, monitor
 })
 
 t.test('healthz: 200 with store + monitor state; 503 when the store cannot write', async (t) => {
-  const api = await startApi(t, { deps: { monitorState: () => ({ state: 'collecting', targets: 2 }) } })
+  const raw = keepLevel()
+  const api = await startApi(t, { deps: { monitorState: () => ({ state: 'collecting', targets: 2 }) }, logOpts: { level: raw.level } })
   let res = await fetch(api.url + '/healthz')
   t.equal(res.status, 200)
   let body = await json(res)
@@ -203,7 +205,7 @@ t.test('healthz: 200 with store + monitor state; 503 when the store cannot write
   t.match(body.store, { writable: true, writeFailures: 0 })
 
   type Chained = { write(): Promise<void>; close(): Promise<void> }
-  const db = api.log.db as unknown as { batch: () => Chained }
+  const db = raw.db() as unknown as { batch: () => Chained }
   const realBatch = db.batch
   db.batch = () => {
     const b = realBatch.call(db)

@@ -6,14 +6,13 @@ import { join } from 'node:path'
 import { startDaemon } from '../src/main.js'
 import { parseServeConfig } from '../src/config.js'
 import { silentLogger } from '../src/log.js'
-import { EventLog } from '../src/store/event-log.js'
 import { ExtensionStore } from '../src/uploads/extension-store.js'
 import { DEFAULT_ZIP_LIMITS } from '../src/uploads/zip-entries.js'
 import { registerUploadRoutes } from '../src/api/routes/uploads.js'
 import { registerExtensionRoutes } from '../src/api/routes/extensions.js'
 import type { ApiRouter } from '../src/api/route-table.js'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
-import { tempDir } from './helpers/store.js'
+import { openExtensionMeta, tempDir } from './helpers/store.js'
 import { yazlZip } from './helpers/zip.js'
 
 const TOKEN = 'cli-upload-token'
@@ -34,10 +33,8 @@ t.test('upload-zip and extension upload|list|get|download|delete', async (t) => 
   const dataDir = join(dir, 'data')
   const uploadRoot = join(dir, 'uploads')
   await mkdir(uploadRoot)
-  // Extension metadata in its own small log (the daemon's log is opened inside startDaemon).
-  const metaLog = await EventLog.open({ path: join(dir, 'extmeta'), retentionIntervalMs: 0 })
-  t.teardown(() => metaLog.close())
-  const store = await ExtensionStore.open({ dir: join(dir, 'extensions'), db: metaLog.sublevel('extensions') as never })
+  // Extension metadata in its own database (the daemon's is opened inside startDaemon).
+  const store = await ExtensionStore.open({ dir: join(dir, 'extensions'), db: await openExtensionMeta(t) })
   // Mounted only when src/main.ts does not wire them itself yet.
   const wire = (r: ApiRouter) => {
     if (!r.routes.some((x) => x.operationId === 'uploadZip')) {

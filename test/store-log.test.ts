@@ -1,10 +1,11 @@
 import t from 'tap'
+import type { ClassicLevel } from 'classic-level'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { EventLog, DataDirLockedError } from '../src/store/event-log.js'
 import { Pipeline } from '../src/pipeline.js'
 import type { EventInput } from '../src/pipeline.js'
-import { accepted, openStore, tempDir } from './helpers/store.js'
+import { accepted, keepLevel, openStore, tempDir } from './helpers/store.js'
 
 const call = (i: number): EventInput => ({ type: 'api_call', data: { request_id: `r${i}`, operation_id: 'op', status: 200, duration_ms: i } })
 const consoleLog = (text: string): EventInput => ({ type: 'console_log', source: { kind: 'cdp' }, data: { level: 'log', text, args: [text] } })
@@ -16,9 +17,9 @@ async function emitAll(p: Pipeline, inputs: EventInput[]) {
 }
 
 /** Makes LevelDB writes fail with the returned message while it returns one (fault injection). */
-function failWrites(log: EventLog, failure: () => string | undefined) {
-  const realBatch = log.db.batch.bind(log.db) as () => { write(): Promise<void>; close(): Promise<void> }
-  ;(log.db as { batch: unknown }).batch = () => {
+function failWrites(db: ClassicLevel<Buffer, Buffer>, failure: () => string | undefined) {
+  const realBatch = db.batch.bind(db) as () => { write(): Promise<void>; close(): Promise<void> }
+  ;(db as { batch: unknown }).batch = () => {
     const batch = realBatch()
     const message = failure()
     if (message) batch.write = () => { void batch.close(); return Promise.reject(new Error(message)) }
@@ -191,12 +192,13 @@ t.test('retention by age and by bytes; a cursor below retention continues at the
   t.same(cats.records.map((x) => x.seq), [45, 46, 47], 'category index trimmed too')
 
   const dir2 = join(await tempDir(t), 'bytes')
-  const small = await EventLog.open({ path: dir2, retentionIntervalMs: 0, maxBytes: 200_000 })
+  const raw = keepLevel()
+  const small = await EventLog.open({ path: dir2, retentionIntervalMs: 0, maxBytes: 200_000, level: raw.level })
   t.teardown(() => small.close())
   const p2 = new Pipeline({ log: small })
   for (let i = 0; i < 3000; i++) p2.emit(consoleLog('y'.repeat(400) + i))
   await small.flush()
-  await small.db.compactRange(Buffer.of(0x00) as never, Buffer.of(0xff) as never)
+  await raw.db().compactRange(Buffer.of(0x00) as never, Buffer.of(0xff) as never)
   t.ok(await small.storedBytes() > 200_000, 'over the cap before retention')
   const gone = await small.runRetention()
   t.ok(gone > 0, `removed ${gone}`)
@@ -236,11 +238,13 @@ t.test('kill -9 leaves a visible seq gap and loses nothing committed', async (t)
 })
 
 t.test('durable seq: every write that commits a seq above the synced reservation is itself synced and carries a new reservation', async (t) => {
-  const { log, pipeline } = await openStore(t, { seqReserveBlock: 1000, syncIntervalMs: 1e9, commitMaxEvents: 100 })
+  const raw = keepLevel()
+  const { log, pipeline } = await openStore(t, { seqReserveBlock: 1000, syncIntervalMs: 1e9, commitMaxEvents: 100, level: raw.level })
+  const db = raw.db()
   const RSV = Buffer.from('mrsv')
   const writes: { maxSeq: number; reservation?: number; sync: boolean }[] = []
-  const realBatch = log.db.batch.bind(log.db) as () => { put(k: Buffer, v: Buffer): unknown; write(o?: { sync?: boolean }): Promise<void> }
-  ;(log.db as { batch: unknown }).batch = () => {
+  const realBatch = db.batch.bind(db) as () => { put(k: Buffer, v: Buffer): unknown; write(o?: { sync?: boolean }): Promise<void> }
+  ;(db as { batch: unknown }).batch = () => {
     const b = realBatch()
     const w = { maxSeq: 0, reservation: undefined as number | undefined, sync: false }
     const put = b.put.bind(b)
@@ -328,9 +332,10 @@ t.test('a data dir held by another running daemon fails clearly', async (t) => {
 })
 
 t.test('failed writes are counted and surfaced, then the pipeline recovers without loss', async (t) => {
-  const { log, pipeline } = await openStore(t)
+  const raw = keepLevel()
+  const { log, pipeline } = await openStore(t, { level: raw.level })
   let failures = 2
-  failWrites(log, () => failures-- > 0 ? 'IO error: No space left on device' : undefined)
+  failWrites(raw.db(), () => failures-- > 0 ? 'IO error: No space left on device' : undefined)
   const results = Array.from({ length: 5 }, (_, i) => accepted(pipeline.emit(call(i))))
   await new Promise((r) => setTimeout(r, 30))
   const h = log.health()
@@ -343,9 +348,10 @@ t.test('failed writes are counted and surfaced, then the pipeline recovers witho
 })
 
 t.test('while writes keep failing the buffer is bounded: oldest batches dropped, counted, a gap', async (t) => {
-  const { log, pipeline } = await openStore(t, { maxPendingEvents: 600, commitMaxEvents: 100 })
+  const raw = keepLevel()
+  const { log, pipeline } = await openStore(t, { maxPendingEvents: 600, commitMaxEvents: 100, level: raw.level })
   let failing = true
-  failWrites(log, () => failing ? 'disk full' : undefined)
+  failWrites(raw.db(), () => failing ? 'disk full' : undefined)
   const reported: string[] = []
   log.onDrop((records) => { for (const r of records) reported.push(`${r.category}:${r.seq}`) })
   const results = Array.from({ length: 1000 }, (_, i) => accepted(pipeline.emit(call(i))))

@@ -12,8 +12,8 @@ import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
 import type { ApiState } from '../src/api/operation.js'
 import { startApiServer } from '../src/api/server.js'
 import { registerExtensionRoutes } from '../src/api/routes/extensions.js'
-import { ExtensionStore, type ExtensionRecord } from '../src/uploads/extension-store.js'
-import { openStore, tempDir } from './helpers/store.js'
+import { ExtensionStore } from '../src/uploads/extension-store.js'
+import { openExtensionMeta, openStore, tempDir } from './helpers/store.js'
 import { rawZip, yazlZip } from './helpers/zip.js'
 
 const TOKEN = 'tok-all'
@@ -24,7 +24,7 @@ const LIMITS = { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 }
 async function setup(tt: Test) {
   const { log, pipeline } = await openStore(tt)
   const dir = join(await tempDir(tt, 'bt-ext-'), 'extensions')
-  const store = await ExtensionStore.open({ dir, db: log.sublevel<ExtensionRecord>('extensions') })
+  const store = await ExtensionStore.open({ dir, db: await openExtensionMeta(tt) })
   const tokens = new TokenSet()
   tokens.add(TOKEN, ALL_SCOPES)
   tokens.add(READ_ONLY, ['read'])
@@ -185,9 +185,8 @@ t.test('validation: manifest, zip, name, size, scope', async (t) => {
 })
 
 t.test('startup sweep: orphan archives and spool files removed, records without archives dropped', async (t) => {
-  const { log } = await openStore(t)
   const dir = join(await tempDir(t, 'bt-ext-'), 'extensions')
-  const db = log.sublevel<ExtensionRecord>('extensions')
+  const db = await openExtensionMeta(t)
   const first = await ExtensionStore.open({ dir, db })
   const zip = await extZip()
   const spool = join(dir, `${first.spoolPrefix}abc`)

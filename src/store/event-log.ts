@@ -26,6 +26,11 @@ export interface EventLogOptions {
   /** Events buffered while writes fail before the oldest are dropped (default 100,000). */
   maxPendingEvents?: number
   /**
+   * Creates the LevelDB at `path` (default: a ClassicLevel with buffer keys and values). Only tests
+   * pass it, to wrap writes with faults; the log never hands its database to anyone.
+   */
+  level?: (path: string) => ClassicLevel<Buffer, Buffer>
+  /**
    * Durable seq: a write whose seqs pass the synced reservation reserves this many more, in a
    * `sync: true` write (default 4096). Larger means fewer fsyncs and a wider gap after power loss.
    */
@@ -109,11 +114,11 @@ const MODULE_META_PREFIX = 'x:'
 
 export class EventLog {
   readonly path: string
-  readonly db: ClassicLevel<Buffer, Buffer>
+  private readonly db: ClassicLevel<Buffer, Buffer>
   /** True when the previous process using this data dir stopped without closing the log. */
   readonly previousStopWasUnclean: boolean
   private readonly log: Logger
-  private readonly opts: Required<Omit<EventLogOptions, 'logger' | 'path'>>
+  private readonly opts: Required<Omit<EventLogOptions, 'logger' | 'path' | 'level'>>
   private nextSeq: number
   private lastTs: number
   private committedSeq: number
@@ -162,7 +167,7 @@ export class EventLog {
   }
 
   static async open(opts: EventLogOptions): Promise<EventLog> {
-    const db = new ClassicLevel<Buffer, Buffer>(opts.path, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+    const db = opts.level ? opts.level(opts.path) : new ClassicLevel<Buffer, Buffer>(opts.path, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
     try {
       await db.open()
     } catch (err) {
@@ -560,9 +565,18 @@ export class EventLog {
     await this.db.put(metaKey(MODULE_META_PREFIX + name), value, { sync: true } as never)
   }
 
-  /** A sublevel for other modules' records (extension metadata, ...). */
-  sublevel<V>(name: string) {
-    return this.db.sublevel<string, V>(name, { keyEncoding: 'utf8', valueEncoding: 'json' })
+  /**
+   * Moves the records an older version kept in a sublevel of this database (extension metadata
+   * lived in '!extensions!') out: `into` stores them elsewhere, then they are deleted here. Safe to
+   * repeat after a crash in between (`into` sees the same records again).
+   */
+  async moveOutLegacySublevel<V>(name: string, into: (entries: [string, V][]) => Promise<void>): Promise<number> {
+    const sub = this.db.sublevel<string, V>(name, { keyEncoding: 'utf8', valueEncoding: 'json' })
+    const entries = await sub.iterator().all()
+    if (entries.length === 0) return 0
+    await into(entries)
+    await sub.clear()
+    return entries.length
   }
 
   /** Flushes, writes the clean-shutdown marker and closes. Appends after this are dropped. */

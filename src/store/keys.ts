@@ -4,7 +4,8 @@
 //                                       category in one committed write (a per-write block keeps the
 //                                       index to one key per category per write, not one per event)
 //   'm' + name                       -> metadata (next seq, clean-shutdown marker)
-// Other modules get sublevels ('!name!...'), which sort before all of these and never collide.
+// Older versions kept extension metadata in a '!extensions!' sublevel here (sorts before all of
+// these); EventLog.moveOutLegacySublevel moves it to its own database at startup.
 import { CATEGORIES, type Category } from '../events/index.js'
 
 export const PREFIX_EVENT = 0x65 // 'e'

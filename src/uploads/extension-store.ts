@@ -34,7 +34,7 @@ export interface ExtensionView {
   last_used_at?: string
 }
 
-/** The metadata store: EventLog.sublevel<ExtensionRecord>('extensions') satisfies it. */
+/** The metadata store: ExtensionMetaStore (extension-meta.ts, its own LevelDB) in the daemon. */
 export interface ExtensionMetaDb {
   put(key: string, value: ExtensionRecord): Promise<void>
   del(key: string): Promise<void>

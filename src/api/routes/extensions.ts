@@ -13,7 +13,7 @@ import type { ZipLimits } from '../../uploads/zip-entries.js'
 import { translateUploadErrors } from './uploads.js'
 
 export interface ExtensionRouteDeps {
-  /** ExtensionStore.open({dir: `<dataDir>/extensions`, db: log.sublevel('extensions')}) */
+  /** ExtensionStore.open({dir: `<dataDir>/extensions`, db: ExtensionMetaStore at `<dataDir>/extensions-meta`}) */
   store: ExtensionStore
   /** Largest accepted archive (413 above). */
   uploadMaxBytes: number
