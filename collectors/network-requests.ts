@@ -4,6 +4,9 @@
 export interface RequestTableOptions<V> {
   ttlMs: number
   maxSize: number
+  /** Estimated bytes of all entries at most (with sizeOf); oldest evicted first. */
+  maxBytes?: number
+  sizeOf?: (value: V) => number
   now?: () => number
   /** Told about every entry dropped by TTL or cap (not about delete()). */
   onEvict?: (id: string, value: V) => void
@@ -11,30 +14,44 @@ export interface RequestTableOptions<V> {
 
 export class RequestTable<V> {
   // Map iteration is insertion order, and entries are inserted when first seen, so the oldest come first.
-  private readonly entries = new Map<string, { value: V; addedAt: number }>()
+  private readonly entries = new Map<string, { value: V; addedAt: number; bytes: number }>()
   private readonly now: () => number
+  private bytes_ = 0
 
   constructor(private readonly opts: RequestTableOptions<V>) {
     this.now = opts.now ?? Date.now
   }
 
   get size(): number { return this.entries.size }
+  /** Estimated bytes held (0 without sizeOf). */
+  get bytes(): number { return this.bytes_ }
 
   get(id: string): V | undefined { return this.entries.get(id)?.value }
 
   /** Adds a new entry (sweeping expired and over-cap ones first) or replaces the value of an existing one. */
   set(id: string, value: V): void {
+    const bytes = this.opts.sizeOf?.(value) ?? 0
     const existing = this.entries.get(id)
-    if (existing) { existing.value = value; return }
-    this.sweep()
-    while (this.entries.size >= this.opts.maxSize) this.evictOldest()
-    this.entries.set(id, { value, addedAt: this.now() })
+    if (existing) {
+      existing.value = value
+      this.bytes_ += bytes - existing.bytes
+      existing.bytes = bytes
+    } else {
+      this.sweep()
+      while (this.entries.size >= this.opts.maxSize) this.evictOldest()
+      this.entries.set(id, { value, addedAt: this.now(), bytes })
+      this.bytes_ += bytes
+    }
+    // Over the byte bound: oldest first, but never the entry just written.
+    const maxBytes = this.opts.maxBytes ?? Infinity
+    while (this.bytes_ > maxBytes && this.entries.size > 1 && this.entries.keys().next().value !== id) this.evictOldest()
   }
 
   delete(id: string): V | undefined {
     const e = this.entries.get(id)
     if (!e) return undefined
     this.entries.delete(id)
+    this.bytes_ -= e.bytes
     return e.value
   }
 
@@ -44,17 +61,19 @@ export class RequestTable<V> {
     for (const [id, e] of this.entries) {
       if (e.addedAt > cutoff) break
       this.entries.delete(id)
+      this.bytes_ -= e.bytes
       this.opts.onEvict?.(id, e.value)
     }
   }
 
-  clear(): void { this.entries.clear() }
+  clear(): void { this.entries.clear(); this.bytes_ = 0 }
 
   private evictOldest(): void {
     const first = this.entries.entries().next()
     if (first.done) return
     const [id, e] = first.value
     this.entries.delete(id)
+    this.bytes_ -= e.bytes
     this.opts.onEvict?.(id, e.value)
   }
 }

@@ -11,6 +11,7 @@ import { BodyFetchQueue, cutBody, isTextMime, type CutBody } from './network-bod
 import { NetworkIdleRule, NETWORK_QUIET_MS, realTimers, type Timers } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
 import { Disposer } from '../src/util/disposer.js'
+import { bounds, capHeaders, capUrl, countEviction } from '../src/bounds.js'
 
 export interface NetworkCollectorOptions {
   /** Cap of a response body in UTF-8 bytes (default 64 KiB); longer bodies are cut and flagged truncated. */
@@ -39,7 +40,20 @@ interface TrackedRequest {
   frameId?: string
   loaderId?: string
   resourceType?: string
-  response?: Protocol.Network.Response
+  /** Only what the response event needs (a full Protocol Response carries certificates, timings, ...). */
+  response?: { url: string; status: number; statusText: string; headers: Record<string, string>; mimeType: string; cut: boolean }
+  /** The URL or header set was cut to its bound: the events of this request are flagged truncated. */
+  cut?: boolean
+}
+
+/** Estimated bytes of one table entry (strings dominate; 200 for the object and small fields). */
+function entryBytes(r: TrackedRequest): number {
+  let n = 200 + r.url.length + (r.method?.length ?? 0) + (r.frameId?.length ?? 0) + (r.loaderId?.length ?? 0)
+  if (r.response) {
+    n += r.response.url.length + r.response.statusText.length + r.response.mimeType.length
+    for (const [k, v] of Object.entries(r.response.headers)) n += k.length + v.length
+  }
+  return n
 }
 
 export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
@@ -71,46 +85,59 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
       const requests = new RequestTable<TrackedRequest>({
         ttlMs: opts.requestTtlMs ?? 5 * 60_000,
         maxSize: opts.maxTrackedRequests ?? 2000,
+        maxBytes: bounds.maxRequestTableBytes,
+        sizeOf: entryBytes,
         now: opts.now,
-        onEvict: (id) => idle?.done(id),
+        onEvict: (id) => { countEviction('network_requests'); idle?.done(id) },
       })
 
       const onRequest = (p: Protocol.Network.RequestWillBeSentEvent) => {
         const ctx = session.context()
         const previous = requests.get(p.requestId)
-        const req: TrackedRequest = { url: p.request.url + (p.request.urlFragment ?? ''), method: p.request.method }
+        let cut = false
+        const onCut = () => { cut = true }
+        const req: TrackedRequest = { url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut), method: p.request.method }
         if (p.frameId) req.frameId = p.frameId
         if (p.loaderId) req.loaderId = p.loaderId
         if (p.type) req.resourceType = p.type
         requests.set(p.requestId, req)
         idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
         const data: EventData<'network_request'> = {
-          ...withRequest(ctx, req), request_id: p.requestId, method: p.request.method, headers: headersOf(p.request.headers),
+          ...withRequest(ctx, req), request_id: p.requestId, method: p.request.method, headers: capHeaders(p.request.headers, onCut),
         }
-        if (p.documentURL) data.document_url = p.documentURL
+        if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
         if (p.type) data.resource_type = p.type
         if (p.initiator?.type) data.initiator_type = p.initiator.type
         if (p.request.postData !== undefined) data.post_data = p.request.postData
         if (p.redirectResponse) {
           data.is_redirect = true
-          data.redirect_url = p.redirectResponse.url || previous?.url || ''
+          data.redirect_url = capUrl(p.redirectResponse.url || previous?.url || '', onCut)
           if (!data.redirect_url) delete data.redirect_url
         }
-        emit({ type: 'network_request', data, source: { kind: 'cdp', event: 'Network.requestWillBeSent' } })
+        if (cut) req.cut = true
+        requests.set(p.requestId, req) // again: the table's byte estimate sees the final entry
+        emit({ type: 'network_request', data, source: { kind: 'cdp', event: 'Network.requestWillBeSent' }, ...(cut ? { truncated: true } : {}) })
       }
 
       const onResponse = (p: Protocol.Network.ResponseReceivedEvent) => {
         let req = requests.get(p.requestId)
         if (!req) {
           // Started before we attached: we missed requestWillBeSent, but the response tells enough.
-          req = { url: p.response.url }
+          req = { url: capUrl(p.response.url) }
           if (p.frameId) req.frameId = p.frameId
           if (p.loaderId) req.loaderId = p.loaderId
           requests.set(p.requestId, req)
           idle?.start(p.requestId)
         }
-        req.response = p.response
+        let cut = false
+        const onCut = () => { cut = true }
+        req.response = {
+          url: capUrl(p.response.url, onCut), status: p.response.status, statusText: p.response.statusText,
+          headers: capHeaders(p.response.headers, onCut), mimeType: p.response.mimeType, cut: false,
+        }
+        req.response.cut = cut
         req.resourceType ??= p.type
+        requests.set(p.requestId, req) // re-measured with its response
       }
 
       const onFinished = (p: Protocol.Network.LoadingFinishedEvent) => {
@@ -125,14 +152,14 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
           const data: EventData<'network_response'> = {
             ...ctx, request_id: p.requestId, status: Math.trunc(response.status),
             status_text: response.statusText || STATUS_CODES[response.status] || '',
-            headers: headersOf(response.headers), mime_type: response.mimeType,
+            headers: response.headers, mime_type: response.mimeType,
           }
           if (req.method) data.method = req.method
           if (req.resourceType) data.resource_type = req.resourceType
           if (body) data.body = body.body
           emit({
             type: 'network_response', data, source: { kind: 'cdp', event: 'Network.loadingFinished' },
-            ...(body?.truncated ? { truncated: true } : {}),
+            ...(body?.truncated || response.cut || req.cut ? { truncated: true } : {}),
           })
           idle?.done(p.requestId)
         }
@@ -158,7 +185,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
           ...withRequest(session.context(), req), request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
         }
         if (req?.resourceType) data.resource_type = req.resourceType
-        emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' } })
+        emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' }, ...(req?.cut ? { truncated: true } : {}) })
         idle?.done(p.requestId)
       }
 
@@ -191,11 +218,5 @@ function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
   if (req?.url) out.url = req.url
   if (req?.frameId) out.frame_id = req.frameId
   if (req?.loaderId) out.loader_id = req.loaderId
-  return out
-}
-
-function headersOf(h: Protocol.Network.Headers | undefined): Record<string, string> {
-  const out: Record<string, string> = {}
-  if (h) for (const [k, v] of Object.entries(h)) out[k] = typeof v === 'string' ? v : String(v)
   return out
 }

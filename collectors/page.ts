@@ -2,6 +2,7 @@
 // frame-bearing session (page, iframe), page_tab_opened at browser level, and the computed
 // page_layout_settled / page_navigation_settled for page targets.
 import type { Protocol } from 'devtools-protocol'
+import { capUrl } from '../src/bounds.js'
 import type { BrowserScope, Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
@@ -47,7 +48,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         const { nav_seq, url: _url, frame_id: _f, loader_id: _l, ...ids } = session.context()
         const f = p.frame
         // page_navigation describes the navigated frame, not the page; it carries no nav_seq.
-        const data: EventData<'page_navigation'> = { ...ids, url: f.url + (f.urlFragment ?? ''), frame_id: f.id, loader_id: f.loaderId }
+        const data: EventData<'page_navigation'> = { ...ids, url: capUrl(f.url + (f.urlFragment ?? '')), frame_id: f.id, loader_id: f.loaderId }
         if (f.parentId) data.parent_frame_id = f.parentId
         emit({ type: 'page_navigation', data, source: { kind: 'cdp', event: 'Page.frameNavigated' } })
         if (!f.parentId) settle?.navigate(nav_seq ?? 0)
@@ -78,7 +79,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
           const l = ev.lcpDetails
           const lcp: EventData<'page_lcp'>['lcp_details'] = { render_time: l.renderTime * 1000, load_time: l.loadTime * 1000, size: l.size }
           if (l.elementId) lcp.element_id = l.elementId
-          if (l.url) lcp.url = l.url
+          if (l.url) lcp.url = capUrl(l.url)
           if (l.nodeId !== undefined) lcp.node_id = l.nodeId
           const data: EventData<'page_lcp'> = { ...ctx, time: ev.time * 1000, lcp_details: lcp }
           if (ev.frameId) data.source_frame_id = ev.frameId
@@ -110,7 +111,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         if (t.type !== 'page' || existing.has(t.targetId) || reported.has(t.targetId)) return
         reported.add(t.targetId)
         const data: EventData<'page_tab_opened'> = { target_id: t.targetId, target_type: 'page' }
-        if (t.url) data.url = t.url
+        if (t.url) data.url = capUrl(t.url)
         if (t.title) data.title = t.title
         if (t.openerId) data.opener_id = t.openerId
         emit({ type: 'page_tab_opened', data, source: { kind: 'cdp', event: 'Target.targetCreated' } })

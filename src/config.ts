@@ -6,6 +6,7 @@ import { DEFAULT_CATEGORIES, type ConfigurableCategory } from './pipeline.js'
 import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
 import type { BudgetOptions } from './budget.js'
+import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
 import { parseNatsServers } from './ship/connect.js'
@@ -38,6 +39,11 @@ export interface ServeConfig {
   reconnectMaxBackoffMs: number
   streamKeepaliveMs: number
   streamBufferEvents: number
+  streamBufferBytes: number
+  maxStreamClients: number
+  proxyMaxConnections: number
+  maxTargets: number
+  bounds: StateBounds
   logLevel: string
   maxEnvelopeBytes: number
   budget: BudgetOptions
@@ -103,6 +109,13 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'reconnect-max-backoff': { type: 'string', default: '2s', help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)' },
   'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
   'stream-buffer-events': { type: 'string', default: '10000', help: 'Per-SSE-client buffer before a slow client is disconnected' },
+  'stream-buffer-bytes': { type: 'string', default: '8MiB', help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID' },
+  'max-stream-clients': { type: 'string', default: '64', help: 'Open SSE streams at most (429 too_many_streams beyond)' },
+  'proxy-max-connections': { type: 'string', default: '32', help: 'Open CDP proxy connections at most (503 too_many_connections beyond)' },
+  'max-targets': { type: 'string', default: '500', help: 'Attached CDP targets at most; more are left unwatched, counted and logged' },
+  'max-url-bytes': { type: 'string', default: '8KiB', help: 'URLs in events and per-target state are cut to this (event marked truncated)' },
+  'max-header-bytes': { type: 'string', default: '32KiB', help: 'One header set in an event (names + values); further headers are dropped (event marked truncated)' },
+  'request-table-bytes': { type: 'string', default: '4MiB', help: 'Per-target table of in-flight requests; oldest evicted first (counted)' },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
   'max-envelope-bytes': { type: 'string', default: '1MiB', help: 'Envelope size cap; larger events are cut and marked truncated' },
   'budget-events-per-sec': { type: 'string', default: '200', help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted' },
@@ -252,6 +265,15 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     reconnectMaxBackoffMs: max,
     streamKeepaliveMs: duration('stream-keepalive', get('stream-keepalive')!),
     streamBufferEvents: int('stream-buffer-events', get('stream-buffer-events')!, 1),
+    streamBufferBytes: size('stream-buffer-bytes', get('stream-buffer-bytes')!),
+    maxStreamClients: int('max-stream-clients', get('max-stream-clients')!, 1),
+    proxyMaxConnections: int('proxy-max-connections', get('proxy-max-connections')!, 1),
+    maxTargets: int('max-targets', get('max-targets')!, 1),
+    bounds: {
+      maxUrlBytes: minSize('max-url-bytes', get('max-url-bytes')!, 256),
+      maxHeaderBytes: minSize('max-header-bytes', get('max-header-bytes')!, 1024),
+      maxRequestTableBytes: minSize('request-table-bytes', get('request-table-bytes')!, 64 * 1024),
+    },
     logLevel,
     maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
     budget: budgetConfig(get),

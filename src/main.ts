@@ -9,6 +9,7 @@ import type { ServeConfig } from './config.js'
 import { createLogger, type Logger } from './log.js'
 import { Redactor } from './redact.js'
 import { Pipeline } from './pipeline.js'
+import { configureBounds } from './bounds.js'
 import { EventLog } from './store/event-log.js'
 import { createApiApp, type ApiApp } from './api/app.js'
 import { loadTokens, type LoadedTokens } from './api/auth.js'
@@ -142,6 +143,8 @@ function redactorOf(config: ServeConfig): Redactor {
 }
 
 function buildPipeline(d: Daemon): void {
+  // Per-target byte bounds (URLs, header sets, request tables) read by the monitor and collectors.
+  configureBounds(d.config.bounds)
   d.pipeline = new Pipeline({
     log: d.log,
     logger: d.logger.child({ module: 'pipeline' }),
@@ -185,6 +188,7 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
     ],
     logger: logger.child({ module: 'monitor' }),
     reconnect: { attempts: config.reconnectAttempts, initialBackoffMs: config.reconnectInitialBackoffMs, maxBackoffMs: config.reconnectMaxBackoffMs },
+    maxTargets: config.maxTargets,
   })
   d.monitor = monitor
   const stop = () => monitor.stop()
@@ -249,6 +253,8 @@ async function startApi(d: Daemon): Promise<StopStep> {
     logger: d.logger.child({ module: 'api' }),
     streamKeepaliveMs: config.streamKeepaliveMs,
     streamBufferEvents: config.streamBufferEvents,
+    streamBufferBytes: config.streamBufferBytes,
+    maxStreamClients: config.maxStreamClients,
     defaultCategories: config.categories,
     monitorState,
     shippingState: d.shipper ? () => d.shipper!.health() : undefined,
@@ -277,6 +283,7 @@ async function startProxy(d: Daemon): Promise<StopStep | void> {
     emit: d.pipeline.emit,
     auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth) ? { verify: (t) => tokens.tokens.lookup(t) } : undefined,
     logger: d.logger.child({ module: 'proxy' }),
+    maxConnections: config.proxyMaxConnections,
   })
   await proxy.start()
   d.proxy = proxy
@@ -292,6 +299,8 @@ function attachMetrics(d: Daemon): StopStep {
     sseClients: () => d.api.streams.stats.open,
     proxyConnections: proxy ? () => proxy.connectionCount : undefined,
     ship: d.shipper,
+    refusedConnections: () => ({ sse: d.api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
+    sseLagDisconnects: () => d.api.streams.stats.slowDisconnects,
   })
 }
 

@@ -6,12 +6,13 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { EmitObservation, Pipeline } from './pipeline.js'
 import type { EventLog } from './store/event-log.js'
 import type { MonitorStatus } from './monitor/index.js'
+import { evictions } from './bounds.js'
 
 export type { Registry }
 
 /** What metrics read of the monitor at scrape time: its status (Monitor implements this). */
 export interface MonitorProbe {
-  status(): Pick<MonitorStatus, 'state' | 'targets' | 'reconnects' | 'cdpErrors'>
+  status(): Pick<MonitorStatus, 'state' | 'targets' | 'reconnects' | 'cdpErrors' | 'refusedTargets'>
 }
 
 /** What the fleet shipper reports at scrape time (src/ship Shipper fits it). */
@@ -36,6 +37,10 @@ export interface MetricsDeps {
   proxyConnections?: () => number
   /** The fleet shipper, when --nats-url is set. */
   ship?: ShipProbe
+  /** Connections refused by a cap, by kind (sse: 429, cdp_proxy: 503). */
+  refusedConnections?: () => Record<string, number>
+  /** SSE clients closed for lagging behind their buffer. */
+  sseLagDisconnects?: () => number
 }
 
 /** Monitor states (src/monitor MonitorState) plus none (no browser). */
@@ -187,6 +192,34 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     collect() {
       const current = deps?.ship?.state() ?? 'off'
       for (const s of SHIP_STATES) this.set({ state: s }, s === current ? 1 : 0)
+    },
+  })
+  // Counters kept by the modules themselves (monitor, streams, proxy, bounds), read at scrape time.
+  const setCounter = (c: Counter<string>, n: number) => { c.reset(); c.inc(n) }
+  new Counter({
+    name: 'browser_telemetry_targets_refused_total', help: 'CDP targets left unwatched because --max-targets were attached', registers,
+    collect() { const n = deps?.monitor?.status().refusedTargets; if (n !== undefined) setCounter(this, n) },
+  })
+  new Counter({
+    name: 'browser_telemetry_connections_refused_total', help: 'Connections refused by a cap, by kind (sse: 429 too_many_streams, cdp_proxy: 503 too_many_connections)',
+    labelNames: ['kind'] as const, registers,
+    collect() {
+      const v = deps?.refusedConnections?.()
+      if (!v) return
+      this.reset()
+      for (const [kind, n] of Object.entries(v)) this.inc({ kind }, n)
+    },
+  })
+  new Counter({
+    name: 'browser_telemetry_sse_lag_disconnects_total', help: 'SSE clients closed because they fell behind their buffer (they resume with Last-Event-ID)', registers,
+    collect() { const n = deps?.sseLagDisconnects?.(); if (n !== undefined) setCounter(this, n) },
+  })
+  new Counter({
+    name: 'browser_telemetry_state_evictions_total', help: 'Per-target state cut or evicted to stay within its byte bound, by table (network_requests, url_cut, headers_cut)',
+    labelNames: ['table'] as const, registers,
+    collect() {
+      this.reset()
+      for (const [table, n] of evictions) this.inc({ table }, n)
     },
   })
 

@@ -5,6 +5,7 @@ import { connect } from 'node:net'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { BROWSER_ID, TOKEN, startApi, type TestApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
+import { dechunk } from './helpers/sse.js'
 import type { Envelope } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline.js'
 
@@ -216,23 +217,6 @@ t.test('a slow client is disconnected past its buffer, others and ingest are una
   fast.close()
   again.close()
 })
-
-/** Undoes HTTP/1.1 chunked encoding of a (possibly truncated) body. */
-function dechunk(body: string): string {
-  let out = ''
-  let pos = 0
-  const buf = Buffer.from(body, 'utf8')
-  while (pos < buf.length) {
-    const eol = buf.indexOf('\r\n', pos)
-    if (eol < 0) break
-    const size = parseInt(buf.toString('latin1', pos, eol), 16)
-    if (!Number.isFinite(size) || size === 0) break
-    const start = eol + 2
-    out += buf.toString('utf8', start, Math.min(start + size, buf.length))
-    pos = start + size + 2
-  }
-  return out
-}
 
 t.test('streams end cleanly on shutdown', async (t) => {
   const api = await startApi(t)

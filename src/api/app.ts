@@ -24,6 +24,10 @@ export interface ApiDeps {
   streamKeepaliveMs?: number
   /** Per-SSE-client queued events before a slow client is disconnected (default 10,000). */
   streamBufferEvents?: number
+  /** Per-SSE-client queued bytes before a slow client is disconnected (default 8 MiB). */
+  streamBufferBytes?: number
+  /** Open SSE streams at most; beyond, 429 too_many_streams (default 64). */
+  maxStreamClients?: number
   /** Backlog page size of a resuming stream (default 500). */
   streamPageSize?: number
   /** What PUT /browsers/{id}/telemetry layers its body onto (default: the pipeline's categories at creation). */
@@ -57,6 +61,8 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   const streams = new TelemetryStreams(deps.log, {
     keepaliveMs: deps.streamKeepaliveMs ?? 15_000,
     bufferEvents: deps.streamBufferEvents ?? 10_000,
+    bufferBytes: deps.streamBufferBytes,
+    maxClients: deps.maxStreamClients,
     pageSize: deps.streamPageSize,
     logger,
   })

@@ -6,9 +6,10 @@
 // every record is sent once, in seq order, with no hole (see README.md for the argument).
 //
 // Slow clients never block ingest or other clients: when the socket stops draining, frames queue
-// per client; once the undrained write plus the queue hold more than `bufferEvents` events the
-// client is disconnected and resumes later with Last-Event-ID. Memory per client is therefore
-// bounded by bufferEvents plus one commit batch.
+// per client; once the undrained write plus the queue hold more than `bufferEvents` events or
+// `bufferBytes` bytes the queue is dropped, a final `: lagging` comment ends the response and the
+// client resumes with Last-Event-ID. Memory per client is therefore bounded by bufferBytes plus one
+// commit batch; replay reads the store page by page (never the whole backlog at once).
 import type { ServerResponse } from 'node:http'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
@@ -23,12 +24,21 @@ export interface TelemetryStreamsOptions {
   keepaliveMs: number
   /** Queued events per client (socket not draining) before it is disconnected. */
   bufferEvents: number
+  /** Queued bytes per client (undrained write + queue) before it is disconnected (default 8 MiB). */
+  bufferBytes?: number
+  /** Open streams at most; the route answers 429 beyond (default 64). */
+  maxClients?: number
+  /** How long a lagging client's final comment may take to drain before the socket is destroyed (default 5 s). */
+  lagCloseGraceMs?: number
   /** Backlog page size. */
   pageSize?: number
   logger?: Logger
 }
 
-export interface StreamStats { open: number; slowDisconnects: number }
+export interface StreamStats { open: number; slowDisconnects: number; refused: number }
+
+export const DEFAULT_STREAM_BUFFER_BYTES = 8 * 1024 * 1024
+export const DEFAULT_MAX_STREAM_CLIENTS = 64
 
 /** SSE frames of records, encoded once (the same bytes go to every live client). */
 const frames = (records: readonly StoredRecord[]): Buffer => {
@@ -37,19 +47,28 @@ const frames = (records: readonly StoredRecord[]): Buffer => {
   return Buffer.from(s, 'utf8')
 }
 const KEEPALIVE = Buffer.from(': keepalive\n\n')
+/** Last words to a client that fell behind (an SSE comment: EventSource ignores it, then reconnects). */
+const LAGGING = Buffer.from(': lagging: client too slow, closing; reconnect with Last-Event-ID to resume\n\n')
 
 /** Every open stream of the daemon; one commit listener fans each batch out to all of them. */
 export class TelemetryStreams {
   private readonly sessions = new Set<StreamSession>()
   private readonly unsubscribe: () => void
   private closing = false
-  readonly stats: StreamStats = { open: 0, slowDisconnects: 0 }
+  readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0 }
 
   constructor(readonly log: EventLog, readonly opts: TelemetryStreamsOptions) {
     this.unsubscribe = log.onCommit(this.onCommit)
   }
 
   get size(): number { return this.sessions.size }
+
+  /** True when another stream would exceed maxClients (the route answers 429 and counts it). */
+  full(): boolean {
+    if (this.sessions.size < (this.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS)) return false
+    this.stats.refused++
+    return true
+  }
 
   /** Takes over `res` (headers, body, end) and streams from `start`. Returns the session's end. */
   open(res: ServerResponse, start: StreamStart): Promise<void> {
@@ -88,12 +107,15 @@ class StreamSession {
   private lastSent = 0
   /** Commits heard while paging the backlog. */
   private held: StoredRecord[] = []
+  private heldBytes = 0
   private heldOverflowed = false
   /** Frames waiting for the socket to drain, and how many events they hold. */
   private queued: Buffer[] = []
   private queuedEvents = 0
-  /** Events of the write the socket has not drained yet (Node buffers it). */
+  private queuedBytes = 0
+  /** Events and bytes of the write the socket has not drained yet (Node buffers it). */
   private undrained = 0
+  private undrainedBytes = 0
   private blocked = false
   private wroteSinceTick = false
   private keepalive: NodeJS.Timeout | undefined
@@ -156,6 +178,7 @@ class StreamSession {
     }
     const rest = this.held.filter((r) => r.seq > this.lastSent)
     this.held = []
+    this.heldBytes = 0
     if (rest.length > 0) this.write(frames(rest), rest.length, rest[rest.length - 1]!.seq)
     this.mode = 'live'
   }
@@ -169,12 +192,17 @@ class StreamSession {
 
   /** Backlog mode: keep commits until the backlog is read; past the cap drop them and re-read the store instead. */
   hold(records: readonly StoredRecord[]): void {
-    if (this.held.length + records.length > this.hub.opts.bufferEvents) {
+    let bytes = 0
+    for (const r of records) bytes += r.json.length
+    if (this.held.length + records.length > this.hub.opts.bufferEvents ||
+      this.heldBytes + bytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
       this.held = []
+      this.heldBytes = 0
       this.heldOverflowed = true
       return
     }
     for (const r of records) this.held.push(r)
+    this.heldBytes += bytes
   }
 
   /** Live mode: one committed batch; `chunk` is its frames, shared by every client. */
@@ -198,11 +226,10 @@ class StreamSession {
       // The socket has not drained since the last write: more data means the client is falling behind.
       this.queued.push(chunk)
       this.queuedEvents += events
-      if (this.undrained + this.queuedEvents > this.hub.opts.bufferEvents) {
-        this.hub.stats.slowDisconnects++
-        this.logger.info({ bufferedEvents: this.undrained + this.queuedEvents, lastSent: this.lastSent }, 'telemetry stream client too slow; disconnecting')
-        this.res.destroy()
-        this.close()
+      this.queuedBytes += chunk.length
+      if (this.undrained + this.queuedEvents > this.hub.opts.bufferEvents ||
+        this.undrainedBytes + this.queuedBytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
+        this.lagClose()
       }
       return
     }
@@ -213,23 +240,50 @@ class StreamSession {
     if (this.res.write(chunk)) return
     this.blocked = true
     this.undrained = events
+    this.undrainedBytes = chunk.length
+  }
+
+  /**
+   * The client fell behind by more than its buffer: the queue is dropped (never sent), a final
+   * comment follows what the socket already holds, and the response ends. The client has every
+   * frame up to the last id it parsed and resumes losslessly with Last-Event-ID.
+   */
+  private lagClose(): void {
+    this.hub.stats.slowDisconnects++
+    const buffered = { events: this.undrained + this.queuedEvents, bytes: this.undrainedBytes + this.queuedBytes }
+    this.logger.info({ buffered, lastSent: this.lastSent }, 'telemetry stream client too slow; disconnecting')
+    this.queued = []
+    this.queuedEvents = 0
+    this.queuedBytes = 0
+    const res = this.res
+    if (!res.writableEnded && !res.destroyed) {
+      res.end(LAGGING)
+      // A client that does not read at all never drains the comment: the socket goes after a grace period.
+      const t = setTimeout(() => res.destroy(), this.hub.opts.lagCloseGraceMs ?? 5000)
+      t.unref()
+      res.once('close', () => clearTimeout(t))
+    }
+    this.close()
   }
 
   private readonly onDrain = (): void => {
     this.blocked = false
     this.undrained = 0
+    this.undrainedBytes = 0
     if (this.queued.length === 0) return
     const chunks = this.queued
     const events = this.queuedEvents
+    const bytes = this.queuedBytes
     this.queued = []
     this.queuedEvents = 0
+    this.queuedBytes = 0
     // Written one by one (corked into one syscall), not concatenated: the chunks are the Buffers
     // shared by every client, so a lagging client holds references, not copies.
     this.res.cork()
     let ok = true
     for (const c of chunks) ok = this.res.write(c)
     this.res.uncork()
-    if (!ok) { this.blocked = true; this.undrained = events }
+    if (!ok) { this.blocked = true; this.undrained = events; this.undrainedBytes = bytes }
   }
 
   /** Clean end on shutdown: flush what is queued, end the response, destroy it if it does not finish in time. */
@@ -256,7 +310,9 @@ class StreamSession {
   close(): void {
     this.stopTimers()
     this.held = []
+    this.heldBytes = 0
     this.queued = []
+    this.queuedBytes = 0
     if (this.mode !== 'closed') {
       this.mode = 'closed'
       if (!this.res.writableEnded) this.res.end()

@@ -72,7 +72,12 @@ export interface ConnectionOptions {
   /** Called once when the WebSocket closes without close() having been called. */
   onLost: (conn: BrowserConnection) => void
   connectTimeoutMs?: number
+  /** Attached targets at most; beyond it a target is resumed and detached (a page opening tabs in a loop). */
+  maxTargets?: number
+  onTargetRefused?: (info: EventParams<'Target.attachedToTarget'>['targetInfo']) => void
 }
+
+export const DEFAULT_MAX_TARGETS = 500
 
 export class BrowserConnection {
   readonly wsUrl: string
@@ -89,6 +94,7 @@ export class BrowserConnection {
   private readonly abort = new AbortController()
   private readonly raw: RawSend = <M extends CdpCommand>(method: M, params: CommandParams<M> | undefined, sessionId: string | undefined) =>
     this.client.send(method, params, sessionId) as Promise<CommandResult<M>>
+  private refusedLogged = 0
 
   private constructor(client: CdpClient, opts: ConnectionOptions) {
     this.client = client
@@ -227,6 +233,17 @@ export class BrowserConnection {
       // browsing target: resume it and drop the session.
       void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
+      return
+    }
+    if (this.sessions.size >= (this.opts.maxTargets ?? DEFAULT_MAX_TARGETS)) {
+      // Every attached target costs per-target state and CDP traffic: past the cap, leave it unwatched.
+      void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
+      void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
+      this.opts.onTargetRefused?.(targetInfo)
+      if (this.refusedLogged++ < 20 || this.refusedLogged % 1000 === 0) {
+        this.opts.logger.warn({ targetId: targetInfo.targetId, type: targetInfo.type, attached: this.sessions.size, refused: this.refusedLogged },
+          'attached target cap reached; target not watched')
+      }
       return
     }
     const parent = parentSessionId ? this.sessions.get(parentSessionId) : undefined

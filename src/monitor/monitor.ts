@@ -5,7 +5,7 @@ import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
-import { BrowserConnection } from './connection.js'
+import { BrowserConnection, DEFAULT_MAX_TARGETS } from './connection.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
 import { ProtocolErrorLog } from './protocol-error.js'
@@ -45,6 +45,8 @@ export interface MonitorOptions {
   reconnect?: Partial<ReconnectOptions>
   /** Bound on one target's setup before it is resumed regardless (default 5 s). */
   attachTimeoutMs?: number
+  /** Attached targets at most (default 500); more are resumed and left unwatched, counted and logged. */
+  maxTargets?: number
 }
 
 export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
@@ -90,6 +92,8 @@ export class Monitor implements MonitorView {
 
   /** Failed CDP commands of kind 'error' (not session-closed) since start, by method. */
   cdpErrors(): Record<string, number> { return this.errors.counts() }
+  /** Targets not watched because --max-targets were attached (metrics: browser_telemetry_targets_refused_total). */
+  refusedTargets = 0
 
   /** Attached targets by target_type (metrics: browser_telemetry_attached_targets). */
   targetCounts(): MonitorStatus['targets'] {
@@ -100,7 +104,7 @@ export class Monitor implements MonitorView {
   status(): MonitorStatus {
     const s: MonitorStatus = {
       state: this.currentState, targets: this.targetCounts(), reconnectAttempt: this.reconnectAttempt,
-      reconnects: this.reconnects, cdpErrors: this.errors.counts(),
+      reconnects: this.reconnects, cdpErrors: this.errors.counts(), refusedTargets: this.refusedTargets,
     }
     if (this.browser) s.browserPid = this.browser.pid
     if (this.lastBrowserExit) s.lastBrowserExit = this.lastBrowserExit
@@ -213,6 +217,8 @@ export class Monitor implements MonitorView {
       emit: this.opts.emit,
       logger: this.logger,
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
+      maxTargets: this.opts.maxTargets ?? DEFAULT_MAX_TARGETS,
+      onTargetRefused: () => { this.refusedTargets++ },
       events: this.events,
       errors: this.errors,
       onLost: (c) => this.onConnectionLost(c),

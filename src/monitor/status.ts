@@ -40,6 +40,8 @@ export interface MonitorStatus {
   reconnects: number
   /** Failed CDP commands (not session-closed ones) since start, by method. */
   cdpErrors: Record<string, number>
+  /** Targets left unwatched because --max-targets were attached (browser_telemetry_targets_refused_total). */
+  refusedTargets?: number
   /** The launched browser's pid (launch mode). */
   browserPid?: number
   /** The launched browser's last unexpected exit since the monitor was last collecting. */

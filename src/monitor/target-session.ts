@@ -1,6 +1,7 @@
 // One attached target (a flattened CDP session): its context bookkeeping and its collectors' listeners.
 // The connection routes every message carrying this sessionId to dispatch(); the monitor's own
 // bookkeeping (track) runs before any collector handler of the same event.
+import { capUrl } from '../bounds.js'
 import type { Protocol } from 'devtools-protocol'
 import type { Context, TargetType } from '../events/index.js'
 import type { Logger } from '../log.js'
@@ -58,7 +59,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.targetId = targetInfo.targetId
     this.targetType = targetTypeOf(targetInfo.type)
     this.parentSessionId = parentSessionId
-    this.url = targetInfo.url || undefined
+    this.url = targetInfo.url ? capUrl(targetInfo.url) : undefined
     // A page's and an OOPIF's root frame id equals its target id.
     if (this.hasFrames) this.frameId = targetInfo.targetId
   }
@@ -97,7 +98,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
 
   /** Keeps the url of frameless targets (workers) current from Target.targetInfoChanged. */
   updateInfo(info: Protocol.Target.TargetInfo): void {
-    if (!this.hasFrames && info.url) this.url = info.url
+    if (!this.hasFrames && info.url) this.url = capUrl(info.url)
   }
 
   private isRootFrame(frame: Protocol.Page.Frame): boolean {
@@ -108,7 +109,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.frameId = frame.id
     this.loaderId = frame.loaderId || undefined
     // An uncommitted initial document reports url ""; keep the target's pending URL then.
-    this.url = (frame.url ?? '') + (frame.urlFragment ?? '') || this.url
+    this.url = capUrl((frame.url ?? '') + (frame.urlFragment ?? '')) || this.url
   }
 
   private track(method: string, params: unknown): void {
@@ -121,7 +122,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
       if (this.targetType === 'page' && !frame.parentId) this.navSeq++
     } else if (method === 'Page.navigatedWithinDocument') {
       const p = params as Protocol.Page.NavigatedWithinDocumentEvent
-      if (p.frameId === this.frameId && p.url) this.url = p.url
+      if (p.frameId === this.frameId && p.url) this.url = capUrl(p.url)
     }
   }
 }

@@ -39,6 +39,8 @@ export interface CdpProxyOptions {
   allowOrigins?: readonly string[]
   /** Largest frame accepted from either side (default 256 MiB: screenshots and heap snapshots are big). */
   maxPayloadBytes?: number
+  /** Client connections at most; beyond, the upgrade is answered 503 too_many_connections (default 32). */
+  maxConnections?: number
 }
 
 /**
@@ -56,6 +58,8 @@ const HIGH_WATER_BYTES = 8 * 1024 * 1024
 const SOURCE = { kind: 'local_process' } as const
 
 type ConnState = 'dialing' | 'open' | 'lost' | 'ended'
+
+export const DEFAULT_MAX_PROXY_CONNECTIONS = 32
 
 /** One client connection and its upstream twin. */
 interface Relay {
@@ -112,6 +116,8 @@ export class CdpProxy {
 
   /** Live client connections (for /healthz and metrics). */
   get connectionCount(): number { return this.relays.size }
+  /** Upgrades refused by the connection cap (metrics). */
+  refusedConnections = 0
 
   /** Stops accepting, closes every session (cdp_disconnect reason context_cancelled) and the listener. */
   close(message = 'proxy shutting down'): Promise<void> {
@@ -139,6 +145,11 @@ export class CdpProxy {
   private handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy())
     if (this.closing) return rejectUpgrade(socket, 503, 'unavailable', 'the CDP proxy is shutting down')
+    const max = this.opts.maxConnections ?? DEFAULT_MAX_PROXY_CONNECTIONS
+    if (this.relays.size >= max) {
+      this.refusedConnections++
+      return rejectUpgrade(socket, 503, 'too_many_connections', `at most ${max} CDP proxy connections may be open at once; retry later`, { 'Retry-After': '5' })
+    }
     const url = requestUrl(req)
     if (!url) return rejectUpgrade(socket, 400, 'bad_request', 'malformed request target')
     const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)

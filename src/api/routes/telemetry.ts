@@ -7,9 +7,9 @@ import type { ConfigurableCategory, Pipeline } from '../../pipeline.js'
 import type { EventLog } from '../../store/event-log.js'
 import { ApiError, invalidInput } from '../errors.js'
 import type { ApiMiddleware, ApiRouter } from '../route-table.js'
-import { TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
+import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
 import { parseTelemetryQuery, type RawQuery } from '../telemetry-query.js'
-import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
+import { DEFAULT_MAX_STREAM_CLIENTS, type StreamStart, type TelemetryStreams } from '../telemetry-stream.js'
 
 export interface TelemetryRouteDeps {
   log: EventLog
@@ -85,9 +85,15 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     skipApiCall: true,
     query: { replay: { schema: Type.Literal('all'), description: 'all: start from the oldest retained event' } },
     headers: { 'Last-Event-ID': { schema: Type.String({ pattern: '^\\d+$' }), description: 'Resume after this seq' } },
-    responses: { 200: { description: 'An SSE stream of envelopes', contentType: 'text/event-stream', schema: EnvelopeSchema } },
+    responses: {
+      200: { description: 'An SSE stream of envelopes', contentType: 'text/event-stream', schema: EnvelopeSchema },
+      429: { description: 'Too many open streams (--max-stream-clients); retry later', schema: ErrorBodySchema },
+    },
     handler: async (ctx) => {
       const start = streamStart(ctx.get('last-event-id'), ctx.query.replay)
+      if (deps.streams.full()) {
+        throw new ApiError(429, 'too_many_streams', `at most ${deps.streams.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS} telemetry streams may be open at once; retry later`, undefined, { 'Retry-After': '5' })
+      }
       ctx.status = 200
       ctx.respond = false // the stream writes the raw response from here on
       void deps.streams.open(ctx.res, start)

@@ -1,0 +1,69 @@
+// Byte bounds on what a page can make the daemon hold per target (URLs, header sets, request
+// tables) and the counters of what was cut or evicted to stay within them. Read by collectors and
+// the monitor (imports nothing), set once at startup from the config, reported by /metrics.
+
+export interface StateBounds {
+  /** URLs kept in events and per-target state, UTF-8 bytes. */
+  maxUrlBytes: number
+  /** One header set (names + values), UTF-8 bytes; further headers are dropped, long values cut. */
+  maxHeaderBytes: number
+  /** Per-target table of in-flight requests, estimated bytes; oldest evicted first. */
+  maxRequestTableBytes: number
+}
+
+export const DEFAULT_BOUNDS: StateBounds = {
+  maxUrlBytes: 8 * 1024,
+  maxHeaderBytes: 32 * 1024,
+  maxRequestTableBytes: 4 * 1024 * 1024,
+}
+
+export const bounds: StateBounds = { ...DEFAULT_BOUNDS }
+
+/** Called once at startup (and by tests, which restore DEFAULT_BOUNDS). */
+export function configureBounds(b: Partial<StateBounds>): void {
+  Object.assign(bounds, b)
+}
+
+/** Counted evictions and cuts by table/field, for browser_telemetry_state_evictions_total. */
+export const evictions = new Map<string, number>()
+
+export function countEviction(table: string, n = 1): void {
+  evictions.set(table, (evictions.get(table) ?? 0) + n)
+}
+
+/** s cut to at most `bytes` UTF-8 bytes on a character boundary (undefined stays undefined). */
+export function cutUtf8(s: string, bytes: number): string {
+  if (s.length <= bytes / 3) return s
+  const buf = Buffer.from(s, 'utf8')
+  if (buf.length <= bytes) return s
+  let end = bytes
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end-- // never split a multi-byte character
+  return buf.toString('utf8', 0, end)
+}
+
+/** A URL within maxUrlBytes; `onCut` hears about a cut (the event is then flagged truncated). */
+export function capUrl(url: string, onCut?: () => void): string {
+  if (url.length <= bounds.maxUrlBytes / 3) return url
+  const cut = cutUtf8(url, bounds.maxUrlBytes)
+  if (cut !== url) { countEviction('url_cut'); onCut?.() }
+  return cut
+}
+
+/** A header map within maxHeaderBytes: values cut, then further headers dropped. */
+export function capHeaders(h: Record<string, unknown> | undefined, onCut?: () => void): Record<string, string> {
+  const out: Record<string, string> = {}
+  if (!h) return out
+  let left = bounds.maxHeaderBytes
+  let cut = false
+  for (const [k, raw] of Object.entries(h)) {
+    const v = typeof raw === 'string' ? raw : String(raw)
+    const need = Buffer.byteLength(k) + Buffer.byteLength(v)
+    if (need <= left) { out[k] = v; left -= need; continue }
+    cut = true
+    const keyBytes = Buffer.byteLength(k)
+    if (keyBytes < left) { out[k] = cutUtf8(v, left - keyBytes); left = 0 }
+    break
+  }
+  if (cut) { countEviction('headers_cut'); onCut?.() }
+  return out
+}
