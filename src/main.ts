@@ -20,6 +20,7 @@ import { registerUploadRoutes } from './api/routes/uploads.js'
 import { registerExtensionRoutes } from './api/routes/extensions.js'
 import { registerIngestRoutes } from './api/routes/ingest.js'
 import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
+import { registerViewerRoutes } from './api/routes/viewer.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { Monitor } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
@@ -264,6 +265,7 @@ async function startApi(d: Daemon): Promise<StopStep> {
       ...d.routes,
       (r) => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),
       (r) => registerMetricsRoute(r, { metrics: d.metrics }),
+      (r) => registerViewerRoutes(r),
       ...(d.opts.routes ?? []),
     ],
   })

@@ -2,6 +2,7 @@
 import type { ClientCommand } from './command.js'
 import { extensionCommand } from './extension.js'
 import { harCommand } from './har.js'
+import { openCommand } from './open.js'
 import { readCommand } from './read.js'
 import { tailCommand } from './tail.js'
 import { uploadZipCommand } from './upload-zip.js'
@@ -15,4 +16,5 @@ export const clientCommands: Record<string, ClientCommand> = {
   'har': harCommand,
   'upload-zip': uploadZipCommand,
   'extension': extensionCommand,
+  'open': openCommand,
 }

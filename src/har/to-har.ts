@@ -153,7 +153,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
   const resHeaders = headerList(res?.headers)
   const body = res?.body
   const declaredLength = Number(headerValue(res?.headers, 'content-length'))
-  const capturedBytes = body !== undefined ? Buffer.byteLength(body) : undefined
+  const capturedBytes = body !== undefined ? utf8ByteLength(body) : undefined
 
   const comments: string[] = []
   if (!ex.request) comments.push('request not captured (in flight before the window or the debugger attached)')
@@ -178,7 +178,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
       queryString: queryOf(url),
       ...(postData !== undefined ? { postData: { mimeType: reqContentType ?? '', text: postData } } : {}),
       headersSize: -1,
-      bodySize: postData !== undefined ? Buffer.byteLength(postData) : 0,
+      bodySize: postData !== undefined ? utf8ByteLength(postData) : 0,
     },
     response: {
       status: res?.status ?? 0,
@@ -253,4 +253,20 @@ function round3(n: number): number {
 /** Narrowing helper for callers that filter a mixed stream before converting. */
 export function isHarRelevant(event: TelemetryEvent): boolean {
   return event.category === 'network' || event.type === 'page_navigation' || event.type === 'page_load' || event.type === 'page_dom_content_loaded'
+}
+
+/**
+ * UTF-8 byte length of a string without Buffer, so this converter also runs in the browser
+ * (the session viewer's HAR export bundles it). Lone surrogates count 3 bytes, as TextEncoder writes U+FFFD.
+ */
+export function utf8ByteLength(s: string): number {
+  let n = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) n += 1
+    else if (c < 0x800) n += 2
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { n += 4; i++ }
+    else n += 3
+  }
+  return n
 }

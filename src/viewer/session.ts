@@ -1,0 +1,258 @@
+// The data side of the viewer: the token, paged history through the events API (never the whole
+// log), and live follow over the SSE stream (fetch-based so the Authorization header is sent;
+// resumes with Last-Event-ID after a blip). Holds one contiguous window of envelopes in seq order.
+import { createParser } from 'eventsource-parser'
+import type { Envelope } from './model.js'
+
+const TOKEN_KEY = 'browser-telemetry.token'
+export const PAGE_LIMIT = 100
+/** Pages of history loaded without asking (the rest on scroll or "load older"). */
+export const INITIAL_EVENTS = 2000
+/** Oldest envelopes are let go beyond this many, so a long live session stays bounded. */
+export const MAX_EVENTS = 200_000
+
+export class AuthError extends Error {}
+
+export function readToken(): string | undefined {
+  try { return sessionStorage.getItem(TOKEN_KEY) ?? undefined } catch { return undefined }
+}
+export function saveToken(token: string): void { sessionStorage.setItem(TOKEN_KEY, token) }
+export function forgetToken(): void { sessionStorage.removeItem(TOKEN_KEY) }
+
+/**
+ * Moves `token` (and `browser`) out of the URL fragment: the token into sessionStorage, the fragment
+ * rewritten without it (history.replaceState, so it is not left in the address bar or history).
+ */
+export function takeTokenFromFragment(): { browser?: string } {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ''))
+  const token = params.get('token')
+  const browser = params.get('browser') ?? undefined
+  if (token === null && browser === undefined) return {}
+  if (token) saveToken(token)
+  params.delete('token')
+  params.delete('browser')
+  const rest = params.toString()
+  history.replaceState(null, '', location.pathname + location.search + (rest ? `#${rest}` : ''))
+  return { browser }
+}
+
+export type LiveState = 'off' | 'connecting' | 'live' | 'retrying'
+
+export class Session {
+  events: Envelope[] = []
+  hasOlder = false
+  hasNewer = false
+  loading = false
+  error = ''
+  live: LiveState = 'off'
+  /** Bumped on every change; the UI re-derives rows when it moves. */
+  version = 0
+  private listeners = new Set<() => void>()
+  private liveAbort?: AbortController
+  private generation = 0
+
+  constructor(readonly base: string, public browserId: string, private token: string) {}
+
+  subscribe(l: () => void): () => void { this.listeners.add(l); return () => { this.listeners.delete(l) } }
+  private changed(): void { this.version++; for (const l of this.listeners) l() }
+
+  get firstSeq(): number { return this.events[0]?.seq ?? 0 }
+  get lastSeq(): number { return this.events.at(-1)?.seq ?? 0 }
+
+  private async page(query: string, signal?: AbortSignal): Promise<{ items: Envelope[]; hasMore: boolean; next: number }> {
+    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/events?${query}`, {
+      headers: { authorization: `Bearer ${this.token}` }, signal, cache: 'no-store',
+    })
+    if (res.status === 401 || res.status === 403) throw new AuthError(await errorText(res))
+    if (!res.ok) throw new Error(await errorText(res))
+    const items = await res.json() as Envelope[]
+    return { items, hasMore: res.headers.get('x-has-more') === 'true', next: Number(res.headers.get('x-next-offset') ?? 0) }
+  }
+
+  /** Newest page first, then older pages in the background up to INITIAL_EVENTS. */
+  async loadLatest(): Promise<void> {
+    const gen = this.reset()
+    await this.guard(async () => {
+      const p = await this.page(`order=desc&limit=${PAGE_LIMIT}`)
+      if (gen !== this.generation) return
+      this.events = p.items.reverse()
+      this.hasOlder = p.hasMore
+      this.hasNewer = false
+    })
+    await this.fillOlder(gen)
+  }
+
+  /** A window starting at seq (deep link / jump), with one page before it for context. */
+  async loadAroundSeq(seq: number): Promise<void> {
+    const gen = this.reset()
+    await this.guard(async () => {
+      const p = await this.page(`offset=${seq}&limit=${PAGE_LIMIT}`)
+      if (gen !== this.generation) return
+      this.events = p.items
+      this.hasNewer = p.hasMore
+      this.hasOlder = true
+    })
+    await this.loadOlder()
+  }
+
+  /** A window starting at an RFC-3339 time. Returns the first seq at or after it (0 when none). */
+  async loadAroundTime(iso: string): Promise<number> {
+    const gen = this.reset()
+    let first = 0
+    await this.guard(async () => {
+      const p = await this.page(`since=${encodeURIComponent(iso)}&limit=${PAGE_LIMIT}`)
+      if (gen !== this.generation) return
+      this.events = p.items
+      this.hasNewer = p.hasMore
+      this.hasOlder = true
+      first = p.items[0]?.seq ?? 0
+    })
+    if (this.events.length === 0) { await this.loadLatest(); return this.lastSeq }
+    await this.loadOlder()
+    return first
+  }
+
+  async loadOlder(): Promise<void> {
+    if (!this.hasOlder || this.loading) return
+    const gen = this.generation
+    await this.guard(async () => {
+      const offset = this.firstSeq
+      const p = await this.page(`order=desc&limit=${PAGE_LIMIT}${offset > 0 ? `&offset=${offset}` : ''}`)
+      if (gen !== this.generation) return
+      const older = p.items.filter((e) => e.seq < this.firstSeq || this.events.length === 0).reverse()
+      this.events = older.concat(this.events)
+      this.hasOlder = p.hasMore && older.length > 0
+    })
+  }
+
+  async loadNewer(): Promise<void> {
+    if (!this.hasNewer || this.loading) return
+    const gen = this.generation
+    await this.guard(async () => {
+      const p = await this.page(`offset=${this.lastSeq + 1}&limit=${PAGE_LIMIT}`)
+      if (gen !== this.generation) return
+      this.append(p.items)
+      this.hasNewer = p.hasMore
+    })
+  }
+
+  private async fillOlder(gen: number): Promise<void> {
+    while (gen === this.generation && this.hasOlder && this.events.length < INITIAL_EVENTS && !this.error) {
+      await this.loadOlder()
+    }
+  }
+
+  private reset(): number {
+    this.stopLive()
+    this.events = []
+    this.hasOlder = false
+    this.hasNewer = false
+    this.error = ''
+    this.loading = false
+    this.changed()
+    return ++this.generation
+  }
+
+  private async guard(fn: () => Promise<void>): Promise<void> {
+    this.loading = true
+    this.changed()
+    try {
+      await fn()
+      this.error = ''
+    } catch (err) {
+      if (err instanceof AuthError) { this.loading = false; this.changed(); throw err }
+      this.error = (err as Error).message
+    } finally {
+      this.loading = false
+      this.changed()
+    }
+  }
+
+  private append(items: readonly Envelope[]): void {
+    const last = this.lastSeq
+    const fresh = items.filter((e) => e.seq > last)
+    if (fresh.length === 0) return
+    this.events = this.events.concat(fresh)
+    if (this.events.length > MAX_EVENTS) { this.events = this.events.slice(this.events.length - MAX_EVENTS); this.hasOlder = true }
+  }
+
+  /**
+   * Follows the stream from the last loaded seq. A dropped connection is retried (250 ms doubling to
+   * 5 s) with Last-Event-ID = the last seq received, so nothing is missed or repeated.
+   */
+  startLive(onAuthError: (e: AuthError) => void): void {
+    if (this.liveAbort || this.hasNewer) return
+    const abort = new AbortController()
+    this.liveAbort = abort
+    void (async () => {
+      let backoff = 250
+      while (!abort.signal.aborted) {
+        this.live = 'connecting'
+        this.changed()
+        try {
+          await this.streamOnce(abort.signal, () => { backoff = 250 })
+        } catch (err) {
+          if (abort.signal.aborted) break
+          if (err instanceof AuthError) { this.stopLive(); onAuthError(err); return }
+        }
+        if (abort.signal.aborted) break
+        this.live = 'retrying'
+        this.changed()
+        await new Promise((r) => setTimeout(r, backoff))
+        backoff = Math.min(backoff * 2, 5000)
+      }
+    })()
+  }
+
+  stopLive(): void {
+    this.liveAbort?.abort()
+    this.liveAbort = undefined
+    if (this.live !== 'off') { this.live = 'off'; this.changed() }
+  }
+
+  private async streamOnce(signal: AbortSignal, onOpen: () => void): Promise<void> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: 'text/event-stream' }
+    // Resume right after what is loaded; an empty log starts at the live edge.
+    if (this.lastSeq > 0) headers['last-event-id'] = String(this.lastSeq)
+    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/stream`, { headers, signal, cache: 'no-store' })
+    if (res.status === 401 || res.status === 403) throw new AuthError(await errorText(res))
+    if (!res.ok || !res.body) throw new Error(await errorText(res))
+    this.live = 'live'
+    this.changed()
+    onOpen()
+    let batch: Envelope[] = []
+    let scheduled = false
+    // Many events can arrive per frame: apply them once per ~frame (a timer: rAF stops in a background tab).
+    const flush = () => { scheduled = false; if (batch.length > 0) { this.append(batch); batch = []; this.changed() } }
+    const parser = createParser({
+      onEvent: (msg) => {
+        if (!msg.data) return
+        try {
+          const env = JSON.parse(msg.data) as Envelope
+          if (typeof env.seq === 'number') batch.push(env)
+        } catch { /* a malformed frame is skipped */ }
+        if (!scheduled) { scheduled = true; setTimeout(flush, 16) }
+      },
+    })
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+    try {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) break
+        parser.feed(value)
+      }
+    } finally {
+      flush()
+      reader.releaseLock()
+    }
+  }
+}
+
+async function errorText(res: Response): Promise<string> {
+  try {
+    const body = await res.json() as { code?: string; message?: string }
+    return `${res.status} ${body.code ?? ''}: ${body.message ?? res.statusText}`
+  } catch {
+    return `${res.status} ${res.statusText}`
+  }
+}
