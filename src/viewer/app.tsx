@@ -209,7 +209,8 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
         </span>
       </div>
 
-      <nav class="tabs" role="tablist" aria-label="Panels" onKeyDown={(e) => {
+      <main class="content">
+      <div class="tabs" role="tablist" aria-label="Panels" onKeyDown={(e) => {
         const i = PANELS.indexOf(view.panel)
         const to = e.key === 'ArrowRight' ? i + 1 : e.key === 'ArrowLeft' ? i - 1 : -2
         if (to === -2) return
@@ -221,11 +222,11 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
           <button type="button" role="tab" id={`tab-${p}`} key={p} aria-selected={view.panel === p} aria-controls="panel" tabIndex={view.panel === p ? 0 : -1}
             onClick={() => update({ panel: p, type: '' })}>{PANEL_TITLES[p]}</button>
         ))}
-      </nav>
+      </div>
 
       {session.error || jumpError ? <p role="alert" class="err banner">{jumpError || session.error}</p> : null}
 
-      <main class="main" id="panel" role="tabpanel" aria-labelledby={`tab-${view.panel}`}>
+      <div class="main" id="panel" role="tabpanel" aria-labelledby={`tab-${view.panel}`}>
         <section class="list">
           <div class="list-head">
             <span id="row-count" data-count={dataRows}>{dataRows} {view.panel === 'timeline' ? 'navigations' : view.panel === 'filmstrip' ? 'frames' : view.panel === 'network' ? 'requests' : 'events'}</span>
@@ -235,24 +236,26 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
             key={view.panel} id={`list-${view.panel}`} label={`${PANEL_TITLES[view.panel]} rows`} count={rows.length} rowHeight={ROW_HEIGHT[view.panel]}
             selected={selected} onSelect={selectRow} scrollTo={scrollTo} onRange={onRange}
             rowId={(i) => `row-${view.panel}-${i}`} rowClass={(i) => `kind-${rows[i]!.kind}`}
-            renderRow={(i) => <RowView row={rows[i]!} scale={scale} onNav={(key) => update({ nav: key === view.nav ? '' : key })} activeNav={view.nav} />}
+            renderRow={(i) => <RowView row={rows[i]!} scale={scale} activeNav={view.nav} />}
           />
         </section>
         <aside class="detail" aria-label="Details">
-          <Details row={selected >= 0 ? rows[selected] : undefined} />
+          <Details row={selected >= 0 ? rows[selected] : undefined} activeNav={view.nav} onNav={(key) => update({ nav: key })} />
         </aside>
+      </div>
       </main>
     </div>
   )
 }
 
 function levelOf(e: Envelope): string {
-  if (e.event.type === 'console_error') return 'exception'
+  // console.error() calls carry level + args; uncaught exceptions (Runtime.exceptionThrown) do not.
+  if (e.event.type === 'console_error' && (e.event.source.event === 'Runtime.exceptionThrown' || dataOf(e).args === undefined)) return 'exception'
   const l = dataOf(e).level
   return typeof l === 'string' ? l : 'log'
 }
 
-function RowView({ row, onNav, activeNav, scale }: { row: Row; onNav(key: string): void; activeNav: string; scale(r: NetRow): { left: number; width: number } }) {
+function RowView({ row, activeNav, scale }: { row: Row; activeNav: string; scale(r: NetRow): { left: number; width: number } }) {
   switch (row.kind) {
     case 'gap':
       return <div class="gap" data-gap={row.gap.count}>{gapLabel(row.gap)}</div>
@@ -260,10 +263,10 @@ function RowView({ row, onNav, activeNav, scale }: { row: Row; onNav(key: string
       const n = row.nav
       const span = Math.max(1, ...MARKERS.map((m) => n.markers[m] ?? 0))
       return (
-        <div class="nav">
+        <div class="nav" data-started={String(n.started)}>
           <div class="nav-line">
             <span class="mono">#{n.nav_seq}</span> <span class="url">{n.url || '(unknown url)'}</span>
-            <button type="button" class="small" tabIndex={-1} onClick={(e) => { e.stopPropagation(); onNav(n.key) }}>{activeNav === n.key ? 'show all' : 'only this'}</button>
+            {activeNav === n.key ? <span class="pill">filtering all panels</span> : null}
           </div>
           <div class="markers" aria-hidden="true">
             {MARKERS.map((m) => n.markers[m] !== undefined

@@ -28,7 +28,7 @@ function Block({ title, text, truncated }: { title: string; text: unknown; trunc
   return (
     <section>
       <h3>{title}{truncated ? ' (truncated)' : ''}</h3>
-      {isRedacted(text) && typeof text === 'string' && text.length < 40 ? <p><Value v={text} /></p> : <pre class="body">{String(text)}</pre>}
+      {isRedacted(text) && typeof text === 'string' && text.length < 40 ? <p><Value v={text} /></p> : <pre class="body" tabIndex={0}>{String(text)}</pre>}
     </section>
   )
 }
@@ -59,12 +59,12 @@ function Raw({ envs }: { envs: Envelope[] }) {
   return (
     <details>
       <summary>Raw event{envs.length > 1 ? 's' : ''} (JSON)</summary>
-      <pre class="body">{envs.map((e) => JSON.stringify(e, (k, v) => (k === 'png' && typeof v === 'string' ? `<${v.length} base64 chars>` : v), 2)).join('\n')}</pre>
+      <pre class="body" tabIndex={0}>{envs.map((e) => JSON.stringify(e, (k, v) => (k === 'png' && typeof v === 'string' ? `<${v.length} base64 chars>` : v), 2)).join('\n')}</pre>
     </details>
   )
 }
 
-export function Details({ row }: { row: Row | undefined }) {
+export function Details({ row, activeNav, onNav }: { row: Row | undefined; activeNav: string; onNav(key: string): void }) {
   if (!row) return <p class="muted">Select a row (click, or arrow keys in the list) to see its details.</p>
   switch (row.kind) {
     case 'gap':
@@ -75,6 +75,11 @@ export function Details({ row }: { row: Row | undefined }) {
         <div>
           <h2>Navigation {n.nav_seq} of target {n.target_id}</h2>
           <p class="url">{n.url}</p>
+          <p>
+            <button type="button" id="nav-only" onClick={() => onNav(activeNav === n.key ? '' : n.key)}>
+              {activeNav === n.key ? 'Show the whole window' : 'Show only this navigation in every panel'}
+            </button>
+          </p>
           <table class="kv"><tbody>
             <tr><th scope="row">started</th><td>{fmtTime(n.ts)} (seq {n.seq}){n.started ? '' : ' — began before the loaded window'}</td></tr>
             {MARKERS.map((m) => <tr key={m}><th scope="row">{MARKER_LABEL[m]}</th><td>{n.markers[m] !== undefined ? `${n.markers[m]!.toFixed(0)} ms` : '—'}</td></tr>)}
@@ -127,7 +132,7 @@ export function Details({ row }: { row: Row | undefined }) {
         <div>
           <h2>{e.event.type} <span class="muted">seq {e.seq} · {fmtTime(e.event.ts)}</span></h2>
           {typeof d.url === 'string' ? <p class="url">{d.url}</p> : null}
-          {typeof d.text === 'string' ? <pre class="body">{d.text}</pre> : null}
+          {typeof d.text === 'string' ? <pre class="body" tabIndex={0}>{d.text}</pre> : null}
           {Array.isArray(d.args) && d.args.length > 0 ? (
             <section><h3>Arguments</h3><ol class="args">{(d.args as string[]).map((a, i) => <li key={i}><code>{a}</code></li>)}</ol></section>
           ) : null}
