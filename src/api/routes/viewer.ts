@@ -71,8 +71,9 @@ function serve(ctx: ApiContext, assets: ViewerAssets | undefined, name: string):
   ctx.set('Cache-Control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
   ctx.set('ETag', asset.etag)
   ctx.type = asset.contentType
+  const inm = ctx.get('If-None-Match')
+  if (inm && inm.split(',').some((tag) => tag.trim().replace(/^W\//, '') === asset.etag)) { ctx.status = 304; return }
   ctx.status = 200
-  if (ctx.fresh) { ctx.status = 304; return }
   ctx.body = asset.body
 }
 
