@@ -1,7 +1,7 @@
 // The session viewer: login, toolbar (follow/pause, jump, exports), filters, panel tabs, a
 // virtualised list per panel and the detail pane. State that matters for sharing (panel, filters,
 // navigation, position) lives in the URL fragment; the token lives only in sessionStorage.
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { toHar } from '../har/index.js'
 import { Details } from './details.js'
 import {
@@ -67,7 +67,8 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
   const [scrollTo, setScrollTo] = useState<{ index: number; align: 'start' | 'center' | 'end' | 'auto'; nonce: number }>()
   const [jump, setJump] = useState('')
   const [jumpError, setJumpError] = useState('')
-  const anchor = useRef<number>(0)
+  /** The row on top before older rows were prepended: its seq and index then. */
+  const anchor = useRef<{ seq: number; index: number } | undefined>(undefined)
 
   const authFail = (e: unknown) => { if (e instanceof AuthError) onAuthError(`The daemon refused the token (${e.message}).`); else setFatal((e as Error).message) }
 
@@ -104,9 +105,14 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
   useEffect(() => {
     if (view.seq > 0 && rows.length > 0 && !follow) setScrollTo({ index: rowIndexAtSeq(rows, view.seq), align: 'center', nonce: Date.now() })
   }, [view.panel, view.nav])
-  // After older rows were prepended, keep the row that was on top where it was.
-  useEffect(() => {
-    if (anchor.current > 0) { setScrollTo({ index: rowIndexAtSeq(rows, anchor.current), align: 'start', nonce: Date.now() }); anchor.current = 0 }
+  // After older rows were prepended, shift the scroll offset by their height: what is on screen stays put, mid-scroll too.
+  useLayoutEffect(() => {
+    const a = anchor.current
+    const el = document.getElementById(`list-${view.panel}`)
+    if (!a || !el) return
+    anchor.current = undefined
+    const moved = rowIndexAtSeq(rows, a.seq) - a.index
+    if (moved > 0) el.scrollTop += moved * ROW_HEIGHT[view.panel]
   }, [events.length])
 
   if (fatal) return <main class="login"><h1>Session viewer</h1><p role="alert" class="err">{fatal}</p></main>
@@ -114,11 +120,12 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
 
   const update = (patch: Partial<ViewState>) => setView((v) => ({ ...v, ...patch }))
   const onRange = (first: number, last: number) => {
-    if (first <= 2 && session.hasOlder && !session.loading && !follow) {
-      anchor.current = rows[first]?.seq ?? 0
+    // Page older history in well before the top is reached (a page is 100 rows), so scrolling never waits at the edge.
+    if (first <= 150 && session.hasOlder && !session.loading && !follow) {
+      anchor.current = rows[first] ? { seq: rows[first]!.seq, index: first } : undefined
       session.loadOlder().catch(authFail)
     }
-    if (last >= rows.length - 3 && session.hasNewer && !session.loading) session.loadNewer().catch(authFail)
+    if (last >= rows.length - 150 && session.hasNewer && !session.loading) session.loadNewer().catch(authFail)
   }
   const toggleFollow = () => {
     if (follow) { setFollow(false); session.stopLive(); return }
@@ -229,8 +236,8 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
       <div class="main" id="panel" role="tabpanel" aria-labelledby={`tab-${view.panel}`}>
         <section class="list">
           <div class="list-head">
-            <span id="row-count" data-count={dataRows}>{dataRows} {view.panel === 'timeline' ? 'navigations' : view.panel === 'filmstrip' ? 'frames' : view.panel === 'network' ? 'requests' : 'events'}</span>
-            {session.hasOlder ? <button type="button" id="load-older" onClick={() => { anchor.current = rows[0]?.seq ?? 0; session.loadOlder().catch(authFail) }}>Load older</button> : null}
+            <span id="row-count" data-count={dataRows}>{dataRows} {(view.panel === 'timeline' ? 'navigation' : view.panel === 'filmstrip' ? 'frame' : view.panel === 'network' ? 'request' : 'event') + (dataRows === 1 ? '' : 's')}</span>
+            {session.hasOlder ? <button type="button" id="load-older" onClick={() => { anchor.current = rows[0] ? { seq: rows[0].seq, index: 0 } : undefined; session.loadOlder().catch(authFail) }}>Load older</button> : null}
           </div>
           <VirtualList
             key={view.panel} id={`list-${view.panel}`} label={`${PANEL_TITLES[view.panel]} rows`} count={rows.length} rowHeight={ROW_HEIGHT[view.panel]}
