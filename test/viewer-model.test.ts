@@ -76,21 +76,12 @@ t.test('navigations: one section per (target, nav_seq) with markers and summary'
 t.test('frames: size from the PNG header, clicks on the nearest frame', async (t) => {
   t.same(pngSize(PNG), { width: 2, height: 1 })
   t.equal(pngSize('not a png at all, not a png at all'), undefined)
-  const frames = buildFrames(
-    [env(100, 'monitor_screenshot', 'screenshot', { png: PNG }), env(101, 'monitor_screenshot', 'screenshot', { png: PNG })],
-    [],
-  )
-  const [a, b] = frames as [{ ts: number }, { ts: number }]
-  const near = (dt: number) => ({ seq: 200, event: { ts: a.ts + dt, type: 'interaction_click', category: 'interaction', source: { kind: 'cdp' }, data: { x: 5, y: 6, selector: 's', tag: 'b', text: '' } } }) as unknown as Envelope
-  t.equal(b.ts - a.ts, 1000)
-  const f1 = buildFrames([env(1, 'monitor_screenshot', 'screenshot', { png: PNG })], [])
-  t.equal(f1[0]!.clicks.length, 0)
-  const withClicks = buildFrames(
-    [{ ...frames[0]!, seq: 100, event: { ts: a.ts, type: 'monitor_screenshot', category: 'screenshot', source: { kind: 'cdp' }, data: { png: PNG } } } as unknown as Envelope,
-      { seq: 101, event: { ts: b.ts, type: 'monitor_screenshot', category: 'screenshot', source: { kind: 'cdp' }, data: { png: PNG } } } as unknown as Envelope],
-    [near(300), near(700)],
-  )
-  t.same(withClicks.map((f) => f.clicks.map((c) => [c.x, c.y])), [[[5, 6]], [[5, 6]]], '300 µs after frame 1 -> frame 1; 700 -> frame 2')
+  const shot = (seq: number, at: number) => ({ seq, event: { ts: at, type: 'monitor_screenshot', category: 'screenshot', source: { kind: 'cdp' }, data: { png: PNG } } }) as unknown as Envelope
+  const click = (seq: number, at: number, x: number) => ({ seq, event: { ts: at, type: 'interaction_click', category: 'interaction', source: { kind: 'cdp' }, data: { x, y: 6, selector: 's', tag: 'b', text: '' } } }) as unknown as Envelope
+  const frames = buildFrames([shot(1, 1000), shot(3, 2000)], [click(2, 1300, 1), click(4, 1700, 2), click(5, 9000, 3), click(0, 0, 4)])
+  t.same(frames.map((f) => [f.seq, f.width, f.height, f.clicks.map((c) => c.x)]), [[1, 2, 1, [1, 4]], [3, 2, 1, [2, 3]]],
+    '300 after frame 1 -> frame 1; 700 after -> frame 2; after the last -> the last; before the first -> the first')
+  t.same(buildFrames([], [click(1, 1, 1)]), [])
 })
 
 t.test('panel rows: filters narrow exactly; gaps placed by seq', async (t) => {
