@@ -2,7 +2,7 @@
 // summaries, click-to-frame matching, filters and the deep-link round trip.
 import t from 'tap'
 import {
-  buildFrames, buildNavigations, decodeView, derive, encodeView, findGaps, gapLabel, joinNetwork, netSummary, panelRows, pngSize, rowIndexAtSeq,
+  buildFrames, buildNavigations, hasRedaction, isRedacted, decodeView, derive, encodeView, findGaps, gapLabel, joinNetwork, netSummary, panelRows, pngSize, rowIndexAtSeq,
   type Envelope, type ViewState,
 } from '../src/viewer/model.js'
 
@@ -113,4 +113,9 @@ t.test('deep link round trip; hostile fragments are bounded', async (t) => {
   t.same(decodeView('#' + encodeView(v)), v)
   t.same(decodeView('#panel=evil&seq=-1&q=' + 'x'.repeat(10_000)), { panel: 'timeline', q: 'x'.repeat(500), type: '', target: '', nav: '', seq: 0 })
   t.notMatch(encodeView(v), /token/)
+})
+
+t.test('redactions are recognised whole or inside a value', async (t) => {
+  t.same(['[redacted:8]', '[redacted:1024]', '[REDACTED]', 'x[redacted:8]', 'redacted', '[redacted:]'].map(isRedacted), [true, true, true, false, false, false])
+  t.same(['a=1&token=[redacted:8]', 'plain', '{"password":"[redacted:16]"}'].map(hasRedaction), [true, false, true])
 })

@@ -2,11 +2,17 @@
 // stack, click position, raw JSON). Redacted values are shown as redactions, never as data.
 import type { ComponentChildren } from 'preact'
 import type { StackTrace } from '../events/index.js'
-import { dataOf, fmtBytes, fmtTime, gapLabel, isRedacted, netSummary, MARKER_LABEL, MARKERS, type Envelope, type Row } from './model.js'
+import { dataOf, fmtBytes, fmtTime, gapLabel, hasRedaction, isRedacted, netSummary, MARKER_LABEL, MARKERS, type Envelope, type Row } from './model.js'
 
+const MASK = /\[redacted(?::\d+)?\]/gi
+
+/** A value with every masked part drawn as a "redacted" badge (whole values, URL params, form fields). */
 function Value({ v }: { v: unknown }) {
-  if (isRedacted(v)) return <span class="redacted" title="masked by the daemon before it was stored">redacted</span>
-  return <>{typeof v === 'string' ? v : JSON.stringify(v)}</>
+  if (typeof v !== 'string') return <>{JSON.stringify(v)}</>
+  if (!hasRedaction(v)) return <>{v}</>
+  const parts = v.split(MASK)
+  const masks = v.match(MASK) ?? []
+  return <>{parts.map((p, i) => <span key={i}>{p}{i < masks.length ? <span class="redacted" title={`masked by the daemon before it was stored ${masks[i]}`}>redacted</span> : null}</span>)}</>
 }
 
 function Headers({ title, headers }: { title: string; headers: unknown }) {
@@ -28,7 +34,7 @@ function Block({ title, text, truncated }: { title: string; text: unknown; trunc
   return (
     <section>
       <h3>{title}{truncated ? ' (truncated)' : ''}</h3>
-      {isRedacted(text) && typeof text === 'string' && text.length < 40 ? <p><Value v={text} /></p> : <pre class="body" tabIndex={0}>{String(text)}</pre>}
+      {isRedacted(text) ? <p><Value v={text} /></p> : <pre class="body" tabIndex={0}><Value v={String(text)} /></pre>}
     </section>
   )
 }
@@ -108,7 +114,7 @@ export function Details({ row, activeNav, onNav }: { row: Row | undefined; activ
       return (
         <div>
           <h2>{s.method} {s.status ?? (s.error ? 'failed' : 'pending')}</h2>
-          <p class="url">{s.url}</p>
+          <p class="url"><Value v={s.url} /></p>
           <table class="kv"><tbody>
             <tr><th scope="row">type</th><td>{s.resourceType ?? '—'}</td></tr>
             <tr><th scope="row">MIME</th><td>{s.mime ?? '—'}</td></tr>

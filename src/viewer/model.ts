@@ -116,8 +116,10 @@ export function netSummary(r: NetRow): NetSummary {
   }
 }
 
-/** True for a header/field value the daemon masked before storing it. */
-export const isRedacted = (v: unknown): boolean => typeof v === 'string' && v.includes('[REDACTED]')
+/** True for a value the daemon masked before storing it (`[redacted:<length class>]`, older logs `[REDACTED]`). */
+export const isRedacted = (v: unknown): boolean => typeof v === 'string' && /^\[redacted(:\d+)?\]$/i.test(v)
+/** True when a value contains masked parts (a URL with a masked parameter, a form body). */
+export const hasRedaction = (v: unknown): boolean => typeof v === 'string' && /\[redacted(:\d+)?\]/i.test(v)
 
 // ---------------------------------------------------------------------------------------------
 // Navigations: one section per (target, nav_seq) of a page target.
