@@ -99,7 +99,7 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'chromium-arg': { type: 'string', multiple: true, help: 'Extra Chromium flag for --launch (repeatable)' },
   'open': { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
   'token': { type: 'string', help: 'API bearer token with every scope' },
-  'token-file': { type: 'string', help: 'File of tokens, one per line: "<token> <scope>[,<scope>...]" (scopes: read, write, publish, cdp)' },
+  'token-file': { type: 'string', help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)' },
   'categories': { type: 'string', default: DEFAULT_CATEGORIES.join(','), help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)' },
   'proxy-listen': { type: 'string', default: '127.0.0.1:9222', help: 'CDP WebSocket proxy listen address ("off" disables)' },
   'proxy-auth': { type: 'boolean', help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)' },

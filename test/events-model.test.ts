@@ -12,6 +12,7 @@ const SPEC_TABLE: Record<string, string> = {
   monitor_disconnected: 'monitor', monitor_reconnected: 'monitor', monitor_reconnect_failed: 'monitor', monitor_init_failed: 'monitor',
   api_call: 'control', cdp_connect: 'connection', cdp_disconnect: 'connection', live_view_connect: 'connection',
   live_view_disconnect: 'connection', captcha_solve_result: 'captcha', system_oom_kill: 'system', service_crashed: 'system',
+  capture_config_changed: 'control', // issue 16: audit of capture-config changes
 }
 
 t.test('every type of the spec table is defined with its category, and nothing else', async (t) => {

@@ -2,7 +2,7 @@
 // 200 with the committed envelope, 204 for a disabled category, auth and scope.
 import t, { type Test } from 'tap'
 import { createApiApp } from '../src/api/app.js'
-import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
+import { ALL_SCOPES, TokenSet, tokenId } from '../src/api/auth.js'
 import { startApiServer } from '../src/api/server.js'
 import { registerIngestRoutes, parseIngestBody } from '../src/api/routes/ingest.js'
 import type { Envelope } from '../src/events/index.js'
@@ -41,6 +41,10 @@ async function expect400(tt: Test, res: Response, field: string, message?: RegEx
   if (message) tt.match(body.message, message)
 }
 
+
+/** The publish token has no name: published events carry its hash-derived id. */
+const PUBLISHER = tokenId(PUBLISH)
+
 t.test('live view and captcha events: 200 with the committed envelope', async (t) => {
   const s = await setup(t)
   const res = await s.post({ type: 'live_view_connect', source: { kind: 'local_process', event: 'live-view' }, data: { session_id: 'lv-1' } })
@@ -48,7 +52,7 @@ t.test('live view and captcha events: 200 with the committed envelope', async (t
   const env = await res.json() as Envelope
   t.same(env, {
     seq: env.seq,
-    event: { ts: 1_700_000_000_000_000, type: 'live_view_connect', category: 'connection', source: { kind: 'local_process', event: 'live-view' }, data: { session_id: 'lv-1' } },
+    event: { ts: 1_700_000_000_000_000, type: 'live_view_connect', category: 'connection', source: { kind: 'local_process', event: 'live-view', metadata: { published_by: PUBLISHER } }, data: { session_id: 'lv-1' } },
   })
   t.ok(env.seq >= 1)
   // Committed = readable right away, byte-identical to the answer.
@@ -82,11 +86,11 @@ t.test('producer ts: kept as source.metadata.producer_ts, envelope ts stays non-
   s.setClock(2_000_000)
   const a = await (await s.post({ type: 'live_view_connect', source: { kind: 'local_process', metadata: { host: 'vm' } }, data: { session_id: 'x' }, ts: 9_999_999_999 })).json() as Envelope
   t.equal(a.event.ts, 2_000_000, 'the daemon stamps ts')
-  t.same(a.event.source, { kind: 'local_process', metadata: { host: 'vm', producer_ts: '9999999999' } })
+  t.same(a.event.source, { kind: 'local_process', metadata: { host: 'vm', producer_ts: '9999999999', published_by: PUBLISHER } })
   s.setClock(1_000_000) // wall clock steps back
   const b = await (await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: 1 })).json() as Envelope
   t.equal(b.event.ts, 2_000_000, 'never below the previous ts')
-  t.same(b.event.source, { kind: 'local_process', metadata: { producer_ts: '1' } })
+  t.same(b.event.source, { kind: 'local_process', metadata: { producer_ts: '1', published_by: PUBLISHER } })
   await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: -5 }), 'ts')
   await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: '2024' }), 'ts')
   await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process' }, data: { session_id: 'x' }, ts: 1.5 }), 'ts')
@@ -111,6 +115,7 @@ t.test('invalid input: 400 naming the field, nothing stored', async (t) => {
   await expect400(t, await s.post({ type: 'api_call', source: src, data: { request_id: 'r', operation_id: 'o', status: 200, duration_ms: 1 } }), 'type')
   await expect400(t, await s.post({ type: 'live_view_connect', category: 'control', source: src, data: { session_id: 'a' } }), 'category', /"connection"/)
   await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'kernel_api' }, data: { session_id: 'a' } }), 'source.kind', /reserved/)
+  await expect400(t, await s.post({ type: 'console_log', source: { kind: 'cdp' }, data: { level: 'log', text: 'x', args: [] } }), 'source.kind', /reserved for events the daemon captures/)
   await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'satellite' }, data: { session_id: 'a' } }), 'source.kind')
   await expect400(t, await s.post({ type: 'live_view_connect', source: { kind: 'local_process', extra: 1 } , data: { session_id: 'a' } }), 'source.extra')
   await expect400(t, await s.post({ type: 'live_view_connect', data: { session_id: 'a' } }), 'source')

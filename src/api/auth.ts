@@ -156,6 +156,7 @@ function unauthorized(message: string, error?: 'invalid_request' | 'invalid_toke
 /** Koa middleware: sets ctx.state.scopes from `Authorization: Bearer <token>`, or answers 401. */
 export function bearerAuth(tokens: TokenSet): ApiMiddleware {
   return async (ctx, next) => {
+    ctx.state.authRejected = true // until a token is accepted below
     const header = ctx.get('authorization')
     if (header === '') throw unauthorized('missing bearer token: send "Authorization: Bearer <token>"')
     const m = /^Bearer +(\S+) *$/i.exec(header)
@@ -164,6 +165,7 @@ export function bearerAuth(tokens: TokenSet): ApiMiddleware {
     if (!identity) throw unauthorized('unknown bearer token', 'invalid_token')
     ctx.state.scopes = identity.scopes
     ctx.state.tokenName = identity.name
+    ctx.state.authRejected = false
     await next()
   }
 }

@@ -31,8 +31,10 @@ export function apiCallEvents(emit: Emit): Middleware<ApiState> {
     try {
       await next()
     } finally {
-      const { operationId, skipApiCall, requestId } = ctx.state
-      if (operationId && !skipApiCall) {
+      const { operationId, skipApiCall, requestId, authRejected } = ctx.state
+      // Refused by auth: not written to the log (anyone who reaches the port could fill it);
+      // /metrics counts these requests by operation and status instead.
+      if (operationId && !skipApiCall && !authRejected) {
         emit({
           type: 'api_call',
           source: { kind: 'kernel_api' },

@@ -12,6 +12,8 @@ export interface ApiState {
   scopes?: ReadonlySet<Scope>
   /** Loggable name of the authenticated token (never the token itself). */
   tokenName?: string
+  /** Set when auth refused the request (401/403 by the token check): no api_call, only metrics. */
+  authRejected?: boolean
   /** Telemetry reads and streams set this so they never emit api_call (a poller must not feed itself). */
   skipApiCall?: boolean
 }
@@ -20,6 +22,7 @@ export function operation(operationId: string, scope: Scope | null): Middleware<
   return async (ctx, next) => {
     ctx.state.operationId = operationId
     if (scope !== null && !ctx.state.scopes?.has(scope)) {
+      ctx.state.authRejected = true
       throw new ApiError(403, 'forbidden', `this token lacks the "${scope}" scope needed for ${operationId}`)
     }
     await next()

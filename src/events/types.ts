@@ -87,6 +87,14 @@ export const EVENT_DEFS = {
   api_call: def('api_call', 'control', plain({
     request_id: Str(), operation_id: Str(), status: Int(), duration_ms: Num(),
   })),
+  // Audit: who changed the capture configuration, from what to what. Emitted (and committed) before
+  // the change takes effect, so switching control itself off is never silent.
+  capture_config_changed: def('capture_config_changed', 'control', plain({
+    request_id: Str(), operation_id: Str(),
+    token_name: Str({ description: 'Name of the token that made the change (token-file name or sha256:<id>; never the token)' }),
+    token_scopes: Type.Array(Str()),
+    old_categories: Type.Array(Str()), new_categories: Type.Array(Str()),
+  })),
   // connection
   // connection_id joins a disconnect to its connect when clients overlap (optional: events ingested
   // from older producers have none; the daemon's proxy always sets it).

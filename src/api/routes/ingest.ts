@@ -6,7 +6,8 @@
 //   non-decreasing in seq order (a time window seeks by position). The producer's value is kept as
 //   `source.metadata.producer_ts` (decimal string, as the producer meant it: Unix microseconds).
 // - The monitor category and api_call are emitted only by the daemon itself (monitor state machine,
-//   API middleware); a producer cannot inject them. `source.kind` may not be `kernel_api`.
+//   API middleware); a producer cannot inject them. `source.kind` may not be `kernel_api` or `cdp` (kinds the
+//   daemon owns); `source.metadata.published_by` records the publishing token's name.
 // - captcha_solve_result: `error_code` is required when status is `failure` (the spec: "an error_code
 //   accompanies it") and rejected when status is `success`; `website_path` is a path only (no `?`/`#`).
 // - Optional string fields may not be "": absent means absent.
@@ -31,7 +32,9 @@ export interface IngestRouteDeps {
 
 const FIELDS = ['type', 'category', 'source', 'data', 'ts'] as const
 /** Types only the daemon itself emits. */
-const DAEMON_ONLY = new Set<EventType>(EVENT_TYPES.filter((t) => categoryOf(t) === 'monitor' || t === 'api_call'))
+const DAEMON_ONLY = new Set<EventType>(EVENT_TYPES.filter((t) => categoryOf(t) === 'monitor' || categoryOf(t) === 'control'))
+/** Source kinds only the daemon itself produces: a published event can never pass for a captured one. */
+const DAEMON_SOURCE_KINDS = new Set(['kernel_api', 'cdp'])
 const INGESTIBLE = EVENT_TYPES.filter((t) => !DAEMON_ONLY.has(t))
 
 export const IngestBodySchema = Type.Object(
@@ -55,7 +58,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
     summary: 'Publish one telemetry event from an in-VM producer',
     description: 'Validates one event against the event model and passes it through the pipeline. 200 with the committed envelope; ' +
       '204 when the category is disabled (nothing stored). The envelope ts is stamped by the daemon (non-decreasing); a producer ts is kept ' +
-      'as source.metadata.producer_ts. monitor_* and api_call cannot be published; source.kind may not be kernel_api. captcha_solve_result: ' +
+      'as source.metadata.producer_ts. monitor_* and control events (api_call, capture_config_changed) cannot be published; source.kind may not be kernel_api or cdp (daemon-owned); source.metadata.published_by is set to the publishing token\'s name. captcha_solve_result: ' +
       'error_code required on failure, rejected on success; website_path without query string.',
     scope: 'publish',
     skipApiCall: true,
@@ -67,7 +70,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
     middleware: [jsonBody],
     handler: async (ctx) => {
       // The route checks what only a producer can get wrong; the event model is checked once, by emit().
-      const input = parseIngestBody(ctx.request.body)
+      const input = parseIngestBody(ctx.request.body, ctx.state.tokenName)
       const emitted = deps.pipeline.emit(input)
       if (emitted.dropped === 'category_disabled') {
         // emit() gates before it validates; bad input is still a 400 when the category is off.
@@ -94,7 +97,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
  * captcha rules) and shapes it into an EventInput, or throws a 400 naming the offending field. The
  * data object's schema is checked by emit(), which reports it as `invalid` with its issues.
  */
-export function parseIngestBody(body: unknown): EventInput {
+export function parseIngestBody(body: unknown, publishedBy?: string): EventInput {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidInput('body', 'expected a JSON object {type, category?, source, data, ts?}')
   }
@@ -115,7 +118,12 @@ export function parseIngestBody(body: unknown): EventInput {
     throw invalidInput(fieldOf('/source' + e.path), e.message)
   }
   let source = b.source as Source
-  if (source.kind === 'kernel_api') throw invalidInput('source.kind', 'kernel_api is reserved for the daemon\'s own API events')
+  if (DAEMON_SOURCE_KINDS.has(source.kind)) {
+    throw invalidInput('source.kind', `${source.kind} is reserved for events the daemon captures itself (publish as extension or local_process)`)
+  }
+  if (source.metadata?.published_by !== undefined) throw invalidInput('source.metadata.published_by', 'set by the daemon (the publishing token\'s name)')
+  // Which token published it: stored with the event, so an audit can tell producers apart.
+  if (publishedBy !== undefined) source = { ...source, metadata: { ...source.metadata, published_by: publishedBy } }
   if (b.ts !== undefined) {
     if (typeof b.ts !== 'number' || !Number.isSafeInteger(b.ts) || b.ts < 0) {
       throw invalidInput('ts', 'expected Unix time in microseconds (a non-negative integer)')

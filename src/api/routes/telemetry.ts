@@ -125,7 +125,7 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     middleware: [jsonBody],
     ...configDoc,
     handler: async (ctx) => {
-      deps.pipeline.setCategories(applyConfig(deps.defaultCategories, parseConfigBody(ctx.request.body)))
+      await changeCategories(ctx, deps.pipeline, applyConfig(deps.defaultCategories, parseConfigBody(ctx.request.body)))
       ctx.body = currentConfig(deps.pipeline)
     },
   })
@@ -141,10 +141,35 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     ...configDoc,
     handler: async (ctx) => {
       const current = CONFIGURABLE_CATEGORIES.filter((c) => deps.pipeline.isEnabled(c))
-      deps.pipeline.setCategories(applyConfig(current, parseConfigBody(ctx.request.body)))
+      await changeCategories(ctx, deps.pipeline, applyConfig(current, parseConfigBody(ctx.request.body)))
       ctx.body = currentConfig(deps.pipeline)
     },
   })
+}
+
+/**
+ * Audit, then switch: capture_config_changed (who, old, new) is emitted while the old set is still in
+ * effect and must be committed before the switch, so turning control off is recorded. When control is
+ * already off there is nothing to record it in (the operator chose that); the change still applies.
+ */
+async function changeCategories(ctx: Parameters<ApiMiddleware>[0], pipeline: Pipeline, next: ConfigurableCategory[]): Promise<void> {
+  const old = CONFIGURABLE_CATEGORIES.filter((c) => pipeline.isEnabled(c))
+  const changed = old.length !== next.length || old.some((c) => !next.includes(c))
+  if (changed) {
+    const r = pipeline.emit({
+      type: 'capture_config_changed',
+      source: { kind: 'kernel_api' },
+      data: {
+        request_id: ctx.state.requestId, operation_id: ctx.state.operationId ?? 'unknown',
+        token_name: ctx.state.tokenName ?? 'unknown', token_scopes: [...(ctx.state.scopes ?? [])].sort(),
+        old_categories: old, new_categories: CONFIGURABLE_CATEGORIES.filter((c) => next.includes(c)),
+      },
+    })
+    if (r.dropped === undefined && !(await r.committed)) {
+      throw new ApiError(503, 'unavailable', 'the audit record of this change could not be stored; the configuration is unchanged')
+    }
+  }
+  pipeline.setCategories(next)
 }
 
 /** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
