@@ -218,12 +218,17 @@ async function startSystem(d: Daemon): Promise<StopStep> {
   return () => system.stop()
 }
 
-/** Uploads and extensions live under the data dir; leftovers of an interrupted upload are swept first. */
+/**
+ * Uploads and extensions live under the data dir. Interrupted merges are settled first (rolled back
+ * or forward through their journals) and leftovers of interrupted uploads swept, before the API opens.
+ */
 async function prepareUploads(d: Daemon): Promise<StopStep> {
   const { config } = d
   const spoolDir = join(config.dataDir, 'tmp')
   await mkdir(spoolDir, { recursive: true })
-  await sweepSpool(spoolDir)
+  await sweepSpool(spoolDir, undefined, (r) => {
+    if (r.rolledBack + r.settled + r.failed.length > 0) d.logger.warn({ rolledBack: r.rolledBack, settled: r.settled, failed: r.failed }, 'settled upload merges interrupted by a crash')
+  })
   const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
   const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
   // Extension metadata has its own database, so nothing done to the telemetry log can touch it.

@@ -7,6 +7,7 @@ import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import { bearerAuth, type TokenSet } from './auth.js'
 import { apiCallEvents, renderErrors, requestId } from './middleware.js'
+import { drainRefusedBodies, type DrainLimits } from './body-drain.js'
 import type { ApiState } from './operation.js'
 import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
@@ -41,6 +42,8 @@ export interface ApiDeps {
    * status (e.g. httpMetrics from routes/metrics.ts).
    */
   outerMiddleware?: Koa.Middleware<ApiState>[]
+  /** Bounds on reading and discarding the unread body of a refused request (default 64 MiB, 10 s). */
+  drainLimits?: DrainLimits
   /** Further route groups, e.g. `(r) => registerUploadRoutes(r, uploadDeps)`. */
   routes?: ((router: ApiRouter) => void)[]
   version?: string
@@ -79,6 +82,8 @@ export function createApiApp(deps: ApiDeps): ApiApp {
 
   const koa = new Koa<ApiState>({ proxy: false })
   koa.silent = true // errors are rendered and logged by renderErrors
+  // outermost: drains the body of any refused request once the final status is known
+  koa.use(drainRefusedBodies(deps.drainLimits))
   koa.use(requestId())
   for (const m of deps.outerMiddleware ?? []) koa.use(m)
   koa.use(apiCallEvents(deps.pipeline.emit))

@@ -4,9 +4,11 @@ export interface UploadErrorDetail { code: string; message: string }
 
 export type UploadErrorCode =
   | 'invalid_zip' | 'unsafe_entry' | 'payload_too_large' | 'bad_request' | 'forbidden' | 'conflict' | 'not_found'
+  | 'too_many_requests' | 'insufficient_storage'
 
 const STATUS: Record<UploadErrorCode, number> = {
   invalid_zip: 400, unsafe_entry: 400, bad_request: 400, forbidden: 403, not_found: 404, conflict: 409, payload_too_large: 413,
+  too_many_requests: 429, insufficient_storage: 507,
 }
 
 export class UploadError extends Error {
@@ -33,3 +35,10 @@ export const unsafeEntry = (entry: string, message: string) =>
 
 export const badRequest = (param: string, message: string) =>
   new UploadError('bad_request', `invalid ${param}: ${message}`, [{ code: 'invalid_input', message: `${param}: ${message}` }])
+
+export const insufficientStorage = (message: string) =>
+  new UploadError('insufficient_storage', message, [{ code: 'insufficient_storage', message }])
+
+export const tooManyUploads = (max: number) =>
+  new UploadError('too_many_requests', `${max} uploads are already in progress; retry later`,
+    [{ code: 'too_many_requests', message: `at most ${max} uploads run at once` }], { 'Retry-After': '1' })

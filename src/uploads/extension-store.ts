@@ -203,8 +203,8 @@ const manifestError = (message: string) =>
 export async function validateExtensionArchive(path: string, limits: ZipLimits): Promise<{ name: string; version: string; manifest_version: number }> {
   const zip = await openZip(path)
   try {
-    const entries = await readZipEntries(zip, limits)
-    const manifest = findManifest(entries)
+    const { list } = await readZipEntries(zip, limits)
+    const manifest = findManifest(list)
     if (!manifest) throw manifestError('no manifest.json at the archive root or in its single top-level folder')
     if (manifest.kind !== 'file') throw manifestError(`${manifest.rawName} is not a regular file`)
     if (manifest.entry.uncompressedSize > MAX_MANIFEST_BYTES) throw manifestError(`${manifest.rawName} is larger than ${MAX_MANIFEST_BYTES} bytes`)

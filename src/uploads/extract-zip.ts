@@ -2,7 +2,7 @@
 // filesystem, then move into place with an undo log so a failure at any point leaves the
 // destination exactly as it was. The archive is read with random access (yauzl), never whole.
 import { closeSync, constants as fsc, createWriteStream, fchmodSync, openSync, readSync, writeSync } from 'node:fs'
-import { chmod, lstat, mkdir, open, readdir, realpath, rename, rm, rmdir, stat, symlink, writeFile, type FileHandle } from 'node:fs/promises'
+import { chmod, lstat, mkdir, open, realpath, rm, stat, statfs, symlink, writeFile, type FileHandle } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { posix } from 'node:path'
 import { Readable, Transform, type TransformCallback } from 'node:stream'
@@ -10,12 +10,13 @@ import { pipeline } from 'node:stream/promises'
 import { crc32, createInflateRaw, inflateRawSync } from 'node:zlib'
 import { performance } from 'node:perf_hooks'
 import type yauzl from 'yauzl'
-import { invalidZip, unsafeEntry, UploadError } from './errors.js'
+import { insufficientStorage, invalidZip, unsafeEntry, UploadError } from './errors.js'
 import { isInside, isMissing, resolveDestination, type Destination } from './destination.js'
 import {
-  checkCrc, DEFAULT_ZIP_LIMITS, MAX_LINK_TARGET_BYTES, openZip, readSmallEntry, readZipEntries,
-  type ZipEntryInfo, type ZipLimits,
+  checkCrc, DEFAULT_ZIP_LIMITS, MAX_LINK_TARGET_BYTES, MAX_NAME_DEPTH, openZip, readSmallEntry, readZipEntries,
+  type ZipEntries, type ZipEntryInfo, type ZipLimits,
 } from './zip-entries.js'
+import { applyMerge, finishMerge, planMerge, rollbackMerge, settleJournal, STAGING_PREFIX, writeJournal } from './merge-journal.js'
 
 /** Entries at most this big (compressed and uncompressed) are extracted in one piece, synchronously; bigger ones stream. */
 const WHOLE_MAX_BYTES = 4 * 1024 * 1024
@@ -27,12 +28,21 @@ const UMASK = process.umask()
 export interface ExtractResult { files: number; dirs: number; symlinks: number; bytes: number }
 
 export interface ExtractOptions {
-  /** Directory for a marker naming the staging directory while it exists (sweepSpool removes leftovers after a crash). */
+  /**
+   * Directory for the crash records: a marker naming the staging directory while it exists, and the
+   * merge journal while the tree moves into place (sweepSpool recovers and removes both at startup).
+   * Without it a crash can leave staging behind and a merge half done.
+   */
   markerDir?: string
 }
 
-export const STAGING_PREFIX = '.upload-staging-'
+export { STAGING_PREFIX }
 export const STAGING_MARKER_PREFIX = '.staging-'
+
+/** File modes keep at most rwxr-xr-x: nothing an archive says makes a file group- or world-writable. */
+const FILE_MODE_MASK = 0o755
+const DEFAULT_FILE_MODE = 0o644
+const DIR_MODE = 0o755
 
 /**
  * Extracts archivePath into destPath (absolute; created if missing). Throws UploadError
@@ -45,23 +55,55 @@ export async function extractZip(archivePath: string, destPath: string, limits: 
     const entries = await readZipEntries(zip, limits)
     const existing = new ExistingTree(dest)
     const linkTargets = await checkAgainstDestination(zip, entries, existing)
+    await checkFreeSpace(dest.anchor, entries)
     const staging = posix.join(dest.anchor, `${STAGING_PREFIX}${randomBytes(6).toString('hex')}`)
     // recorded first, so a crash between here and the cleanup below leaves a marker that sweepSpool follows
     const marker = opts.markerDir ? posix.join(opts.markerDir, `${STAGING_MARKER_PREFIX}${posix.basename(staging)}`) : undefined
-    if (marker) await writeFile(marker, staging, { mode: 0o600 })
-    await mkdir(staging, { mode: 0o700 })
     try {
-      const tree = posix.join(staging, 'tree')
-      const result = await writeTree(archivePath, entries, tree, linkTargets)
-      await moveIntoPlace(tree, dest, posix.join(staging, 'backup'))
-      return result
-    } finally {
-      await rm(staging, { recursive: true, force: true })
-      if (marker) await rm(marker, { force: true })
+      if (marker) await writeFile(marker, staging, { mode: 0o600 })
+      await mkdir(staging, { mode: 0o700 })
+      const move = { stuck: false }
+      try {
+        const tree = posix.join(staging, 'tree')
+        const result = await writeTree(archivePath, entries, tree, linkTargets)
+        await moveIntoPlace(tree, staging, dest, opts.markerDir, move)
+        return result
+      } finally {
+        // a merge that could not be undone keeps its staging for the recovery at the next start
+        if (!move.stuck) {
+          await rm(staging, { recursive: true, force: true })
+          if (marker) await rm(marker, { force: true })
+        }
+      }
+    } catch (err) {
+      throw storageError(err) ?? err
     }
   } finally {
     zip.close()
   }
+}
+
+/** A full disk (or quota) is the server's condition, not the archive's: 507 insufficient_storage. */
+function storageError(err: unknown): UploadError | undefined {
+  const code = (err as NodeJS.ErrnoException).code
+  if (code === 'ENOSPC' || code === 'EDQUOT') return insufficientStorage('the disk filled up during extraction; nothing was changed')
+  return undefined
+}
+
+/**
+ * Refuses (507) before writing when the filesystem cannot hold the declared uncompressed size
+ * (rounded up to whole blocks, plus a block per directory) or has fewer free inodes than paths.
+ */
+async function checkFreeSpace(anchor: string, entries: ZipEntries): Promise<void> {
+  const fs = await statfs(anchor)
+  const block = fs.bsize > 0 ? fs.bsize : 4096
+  let need = entries.dirs.length * block
+  for (const e of entries.list) if (e.kind === 'file') need += Math.ceil(e.entry.uncompressedSize / block) * block
+  const free = fs.bavail * block
+  if (need > free) throw insufficientStorage(`the archive needs ${need} bytes; the destination filesystem has ${free} free`)
+  const inodes = entries.list.length + entries.dirs.length
+  // filesystems without inode accounting (some report 0 files in total) are not held to it
+  if (fs.files > 0 && inodes > fs.ffree) throw insufficientStorage(`the archive creates ${inodes} paths; the destination filesystem has ${fs.ffree} free inodes`)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -106,28 +148,28 @@ class ExistingTree {
   }
 }
 
-/** Checks every entry against the existing destination and returns the validated symlink targets. */
-async function checkAgainstDestination(zip: yauzl.ZipFile, entries: ZipEntryInfo[], existing: ExistingTree): Promise<Map<string, string>> {
-  const checkedDirs = new Set<string>()
-  const archiveLinks = new Set(entries.filter((e) => e.kind === 'symlink').map((e) => e.path))
-  const targets = new Map<string, string>()
-  for (const info of entries) {
-    // every ancestor must be (or resolve to) a directory inside the destination
-    const parts = info.path.split('/')
-    for (let i = 1; i < parts.length; i++) {
-      const prefix = parts.slice(0, i).join('/')
-      if (checkedDirs.has(prefix)) continue
-      const st = await existing.lookup(prefix)
-      if (st.kind === 'missing') break
-      if (st.kind === 'symlink' && !st.inside) throw unsafeEntry(info.rawName, `lies under the existing symlink ${JSON.stringify(prefix)}, which leaves the destination`)
-      if (st.kind !== 'dir' && !(st.kind === 'symlink' && st.toDir)) throw unsafeEntry(info.rawName, `${JSON.stringify(prefix)} exists in the destination and is not a directory`)
-      checkedDirs.add(prefix)
+/**
+ * Checks every entry against the existing destination and returns the validated symlink targets.
+ * Directories first, parents before children (each looked up once, and nothing below a missing one),
+ * then each non-directory entry once: linear in the number of paths.
+ */
+async function checkAgainstDestination(zip: yauzl.ZipFile, entries: ZipEntries, existing: ExistingTree): Promise<Map<string, string>> {
+  for (const dir of entries.dirs) {
+    const st = await existing.lookup(dir.path)
+    if (st.kind === 'missing' || st.kind === 'dir' || (st.kind === 'symlink' && st.inside && st.toDir)) continue
+    if (dir.info) {
+      if (st.kind === 'symlink' && !st.inside) throw unsafeEntry(dir.info.rawName, 'the destination has a symlink here that leaves the destination')
+      throw unsafeEntry(dir.info.rawName, 'a non-directory with this name exists in the destination')
     }
+    if (st.kind === 'symlink' && !st.inside) throw unsafeEntry(dir.via.rawName, `lies under the existing symlink ${JSON.stringify(dir.path)}, which leaves the destination`)
+    throw unsafeEntry(dir.via.rawName, `${JSON.stringify(dir.path)} exists in the destination and is not a directory`)
+  }
+  const archiveLinks = new Set(entries.list.filter((e) => e.kind === 'symlink').map((e) => e.path))
+  const targets = new Map<string, string>()
+  for (const info of entries.list) {
+    if (info.kind === 'dir') continue
     const self = await existing.lookup(info.path)
-    if (info.kind === 'dir') {
-      if (self.kind === 'symlink' && !self.inside) throw unsafeEntry(info.rawName, 'the destination has a symlink here that leaves the destination')
-      if (self.kind === 'file' || self.kind === 'other' || (self.kind === 'symlink' && !self.toDir)) throw unsafeEntry(info.rawName, 'a non-directory with this name exists in the destination')
-    } else if (self.kind === 'dir' || self.kind === 'other') {
+    if (self.kind === 'dir' || self.kind === 'other') {
       throw unsafeEntry(info.rawName, `would replace an existing ${self.kind === 'dir' ? 'directory' : 'special file'} in the destination`)
     }
     if (info.kind === 'symlink') {
@@ -158,6 +200,7 @@ async function checkLinkTarget(info: ZipEntryInfo, target: string, archiveLinks:
     stack = info.path.split('/').slice(0, -1)
     parts = target.split('/')
   }
+  if (parts.length > 2 * MAX_NAME_DEPTH) throw unsafeEntry(info.rawName, `symlink target with more than ${2 * MAX_NAME_DEPTH} path components`)
   for (const part of parts) {
     if (part === '' || part === '.') continue
     if (part === '..') {
@@ -180,19 +223,12 @@ async function checkLinkTarget(info: ZipEntryInfo, target: string, archiveLinks:
 // ---------------------------------------------------------------------------------------------
 // Extraction into staging
 
-async function writeTree(archivePath: string, entries: ZipEntryInfo[], tree: string, linkTargets: Map<string, string>): Promise<ExtractResult> {
-  await mkdir(tree)
+async function writeTree(archivePath: string, entries: ZipEntries, tree: string, linkTargets: Map<string, string>): Promise<ExtractResult> {
+  await mkdir(tree, { mode: DIR_MODE })
   // every directory, explicit or implied by a deeper entry, parents first
-  const dirs = new Set<string>()
-  for (const e of entries) {
-    const parts = e.path.split('/')
-    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join('/'))
-    if (e.kind === 'dir') dirs.add(e.path)
-  }
-  const dirList = [...dirs].sort((a, b) => a.split('/').length - b.split('/').length)
-  for (const d of dirList) await mkdir(posix.join(tree, d))
+  for (const d of entries.dirs) await mkdir(posix.join(tree, d.path), { mode: DIR_MODE })
 
-  const files = entries.filter((e) => e.kind === 'file')
+  const files = entries.list.filter((e) => e.kind === 'file')
   const archive = await open(archivePath, 'r')
   const scratch = new Scratch()
   let bytes = 0
@@ -208,16 +244,19 @@ async function writeTree(archivePath: string, entries: ZipEntryInfo[], tree: str
   } finally {
     await archive.close()
   }
-  for (const e of entries) if (e.kind === 'symlink') await symlink(linkTargets.get(e.path)!, posix.join(tree, e.path))
-  // explicit directory modes last (deepest first), keeping owner rwx so the tree stays movable and removable
-  for (const e of [...entries].reverse()) if (e.kind === 'dir' && e.mode !== undefined) await chmod(posix.join(tree, e.path), e.mode | 0o700)
-  return { files: files.length, dirs: dirs.size, symlinks: linkTargets.size, bytes }
+  for (const e of entries.list) if (e.kind === 'symlink') await symlink(linkTargets.get(e.path)!, posix.join(tree, e.path))
+  // explicit directory modes last (deepest first), never group/world-writable, always owner rwx so the tree stays movable and removable
+  for (let i = entries.dirs.length - 1; i >= 0; i--) {
+    const { path, info } = entries.dirs[i]!
+    if (info?.mode !== undefined) await chmod(posix.join(tree, path), (info.mode & FILE_MODE_MASK) | 0o700)
+  }
+  return { files: files.length, dirs: entries.dirs.length, symlinks: linkTargets.size, bytes }
 }
 
 /** Writes one file entry, verifying CRC-32 and exact size; returns the bytes written. */
 async function extractFile(archive: FileHandle, info: ZipEntryInfo, target: string, scratch: Scratch): Promise<number> {
   const { entry } = info
-  const mode = info.mode ?? 0o666
+  const mode = (info.mode ?? DEFAULT_FILE_MODE) & FILE_MODE_MASK
   try {
     if (entry.compressedSize <= WHOLE_MAX_BYTES && entry.uncompressedSize <= WHOLE_MAX_BYTES) {
       extractSmallSync(archive.fd, info, target, mode, scratch)
@@ -234,8 +273,8 @@ async function extractFile(archive: FileHandle, info: ZipEntryInfo, target: stri
     if (typeof code === 'string' && code.startsWith('E') && !code.startsWith('ERR_')) throw err // filesystem trouble: not the archive's fault
     throw invalidZip(`corrupt data: ${(err as Error).message}`, info.rawName)
   }
-  // umask may have cleared bits the archive asks for; the archive's bits win (setuid/setgid/sticky never present)
-  if (info.mode !== undefined && (info.mode & UMASK) !== 0) await chmod(target, info.mode)
+  // umask may have cleared bits the archive asks for; the archive's bits win (within FILE_MODE_MASK)
+  if (info.mode !== undefined && (mode & UMASK) !== 0) await chmod(target, mode)
   return entry.uncompressedSize
 }
 
@@ -290,8 +329,8 @@ function extractSmallSync(fd: number, info: ZipEntryInfo, target: string, mode: 
   try {
     let off = 0
     while (off < out.length) off += writeSync(wfd, out, off, out.length - off)
-    // umask may have cleared bits the archive asks for; the archive's bits win (setuid/setgid/sticky never present)
-    if (info.mode !== undefined && (info.mode & UMASK) !== 0) fchmodSync(wfd, info.mode)
+    // umask may have cleared bits the archive asks for; the archive's bits win (within FILE_MODE_MASK)
+    if (info.mode !== undefined && (mode & UMASK) !== 0) fchmodSync(wfd, mode)
   } finally {
     closeSync(wfd)
   }
@@ -349,55 +388,30 @@ class CrcCheck extends Transform {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Move into place, all or nothing
+// Move into place, all or nothing (merge-journal.ts)
 
-type Undo = () => Promise<void>
-
-async function moveIntoPlace(tree: string, dest: Destination, backupDir: string): Promise<void> {
-  const undo: Undo[] = []
+/**
+ * Plans the moves, journals them durably in journalDir (when given), performs them, and commits; on
+ * any failure the moves done so far are undone. A crash anywhere in between is settled by
+ * recoverMerges at the next start. Replaced files sit in a backup directory until the commit.
+ */
+async function moveIntoPlace(tree: string, staging: string, dest: Destination, journalDir: string | undefined, state: { stuck: boolean }): Promise<void> {
+  const plan = await planMerge(tree, staging, dest)
+  let journal = journalDir ? await writeJournal(journalDir, plan) : undefined
   try {
-    if (!dest.exists) {
-      // create the missing parents, then one atomic rename of the whole tree
-      const missing = posix.relative(dest.anchor, dest.path).split('/')
-      let cur = dest.anchor
-      for (const part of missing.slice(0, -1)) {
-        cur = posix.join(cur, part)
-        await mkdir(cur)
-        const made = cur
-        undo.push(() => rmdir(made))
-      }
-      await rename(tree, dest.path)
-      return
-    }
-    await mkdir(backupDir)
-    let backups = 0
-    const merge = async (from: string, to: string): Promise<void> => {
-      for (const name of (await readdir(from)).sort()) { // sorted: a deterministic order of moves
-        const src = posix.join(from, name)
-        const dst = posix.join(to, name)
-        const srcIsDir = (await lstat(src)).isDirectory()
-        let dstSt
-        try { dstSt = await lstat(dst) } catch (err) { if (!isMissing(err)) throw err }
-        if (!dstSt) {
-          await rename(src, dst)
-          undo.push(() => rename(dst, src))
-        } else if (srcIsDir) {
-          const dstIsDir = dstSt.isDirectory() || (dstSt.isSymbolicLink() && (await stat(dst)).isDirectory())
-          if (!dstIsDir) throw new Error(`${dst} changed during extraction: it is no longer a directory`)
-          await merge(src, dst)
-        } else {
-          if (dstSt.isDirectory()) throw new Error(`${dst} changed during extraction: it is now a directory`)
-          const saved = posix.join(backupDir, String(backups++))
-          await rename(dst, saved)
-          undo.push(() => rename(saved, dst))
-          await rename(src, dst)
-          undo.push(() => rename(dst, src))
-        }
-      }
-    }
-    await merge(tree, dest.path)
+    await applyMerge(plan)
   } catch (err) {
-    for (const step of undo.reverse()) await step().catch(() => undefined)
+    try {
+      await rollbackMerge(plan)
+      if (journal) journal = await settleJournal(journal)
+    } catch {
+      // the journal stays pending and staging stays: the next start rolls the merge back
+      state.stuck = journal !== undefined
+      throw err
+    }
+    await finishMerge(plan, journal)
     throw err
   }
+  if (journal) journal = await settleJournal(journal)
+  await finishMerge(plan, journal)
 }

@@ -10,8 +10,9 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { basename, isAbsolute, join } from 'node:path'
 import { Transform, type Readable, type TransformCallback } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { badRequest, UploadError } from './errors.js'
+import { badRequest, insufficientStorage, UploadError } from './errors.js'
 import { STAGING_MARKER_PREFIX, STAGING_PREFIX } from './extract-zip.js'
+import { recoverMerges, type RecoveryReport } from './merge-journal.js'
 
 export interface SpoolOptions {
   /** Name of the one file part. */
@@ -36,22 +37,26 @@ export const DEFAULT_SPOOL_PREFIX = '.spool-'
 const ENVELOPE_SLACK_BYTES = 1024 * 1024
 const MAX_FIELD_BYTES = 64 * 1024
 
-/** Headers that make the server close the connection after answering instead of reading the unread body. */
-export const CLOSE_CONNECTION = { Connection: 'close' }
-
 export const tooLarge = (max: number) =>
-  new UploadError('payload_too_large', `upload exceeds the limit of ${max} bytes`, [{ code: 'payload_too_large', message: `the limit is ${max} bytes` }], CLOSE_CONNECTION)
+  new UploadError('payload_too_large', `upload exceeds the limit of ${max} bytes`, [{ code: 'payload_too_large', message: `the limit is ${max} bytes` }])
 
 /**
- * Removes what a crash left: spool files, and extraction staging directories named by the markers
- * extractZip writes here (see ExtractOptions.markerDir).
+ * Settles what a crash left, before the API opens: first every journaled merge is rolled back (or,
+ * once committed, forward) so the destination is exactly its old or its new tree; then spool files
+ * and the extraction staging directories named by the markers extractZip writes here are removed
+ * (except the staging of a merge that could not be rolled back). Returns the count of removed
+ * leftovers; onRecovery gets the merge recovery report (for a log line).
  */
-export async function sweepSpool(dir: string, prefix = DEFAULT_SPOOL_PREFIX): Promise<number> {
+export async function sweepSpool(dir: string, prefix = DEFAULT_SPOOL_PREFIX, onRecovery?: (report: RecoveryReport) => void): Promise<number> {
   await mkdir(dir, { recursive: true })
+  const recovery = await recoverMerges(dir)
+  onRecovery?.(recovery)
+  const keep = new Set(recovery.failed.map((f) => f.staging))
   let n = 0
   for (const name of await readdir(dir)) {
     if (name.startsWith(STAGING_MARKER_PREFIX)) {
       const staging = (await readFile(join(dir, name), 'utf8').catch(() => '')).trim()
+      if (keep.has(staging)) continue
       // only ever a staging directory: the marker's content is not trusted beyond that shape
       if (isAbsolute(staging) && basename(staging).startsWith(STAGING_PREFIX)) await rm(staging, { recursive: true, force: true })
     } else if (!name.startsWith(prefix)) {
@@ -90,7 +95,7 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
       const fail = (err: unknown) => {
         if (failed) return
         failed = true
-        // stop reading: the caller answers with Connection: close, so the unread body is never consumed
+        // stop parsing; the API drains the rest of the body after answering (src/api/body-drain.ts)
         req.unpipe(parser)
         req.pause()
         parser.removeAllListeners('file').removeAllListeners('field')
@@ -141,8 +146,8 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
     // otherwise create the file after the rm below, leaving an orphan behind the error response.
     if (spoolStream && !spoolStream.closed) await once(spoolStream, 'close').catch(() => undefined)
     await rm(spoolPath, { force: true })
-    // the rest of the body is left unread, so this connection cannot carry another request
-    if (err instanceof UploadError) throw new UploadError(err.code, err.message, err.details, { ...err.headers, ...CLOSE_CONNECTION })
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOSPC' || code === 'EDQUOT') throw insufficientStorage('the disk is full: the upload could not be stored')
     throw err
   }
   return { fields, file }

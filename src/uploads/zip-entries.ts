@@ -9,18 +9,22 @@ import yauzl from 'yauzl'
 import { invalidZip, unsafeEntry, UploadError } from './errors.js'
 
 export interface ZipLimits {
-  /** Most entries in one archive. */
+  /** Most paths one archive may create: its entries plus the directories they imply. */
   maxEntries: number
   /** Largest sum of declared uncompressed sizes. */
   maxTotalBytes: number
-  /** Largest uncompressed/compressed ratio of one entry (applied to entries above RATIO_FLOOR_BYTES). */
+  /** Largest uncompressed/compressed ratio, of every entry (any size) and of the whole archive. */
   maxRatio: number
 }
 
 export const DEFAULT_ZIP_LIMITS: ZipLimits = { maxEntries: 100_000, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 200 }
 
-/** Below this size an entry cannot be a bomb, and tiny highly-repetitive files legitimately compress far beyond any sane ratio. */
-export const RATIO_FLOOR_BYTES = 64 * 1024
+/** Longest entry name in bytes (PATH_MAX). */
+export const MAX_NAME_BYTES = 4096
+/** Most path components of one entry name. */
+export const MAX_NAME_DEPTH = 64
+/** Largest sum of all entry name lengths (the central directory cannot make us hold more than this in names). */
+export const MAX_NAMES_TOTAL_BYTES = 64 * 1024 * 1024
 /** Longest symlink target accepted (PATH_MAX). */
 export const MAX_LINK_TARGET_BYTES = 4096
 
@@ -137,19 +141,23 @@ export async function openZip(archivePath: string): Promise<yauzl.ZipFile> {
 
 /** Splits and checks one entry name; returns the normalised path ('' for the root itself). */
 export function normaliseEntryName(name: string): string {
-  if (name.length === 0) throw unsafeEntry(name, 'empty name')
-  if (name.includes('\0')) throw unsafeEntry(name, 'NUL character in name')
-  if (name.includes('\\')) throw unsafeEntry(name, 'backslash in name (Windows path separators are not accepted)')
-  if (name.startsWith('/')) throw unsafeEntry(name, 'absolute path')
-  if (/^[A-Za-z]:/.test(name)) throw unsafeEntry(name, 'drive-letter path')
+  return normalisedParts(checkedName(name)).join('/')
+}
+
+/** The components of a checked name, without "." and empty ones; refuses ".." and more than MAX_NAME_DEPTH. */
+function normalisedParts(name: string): string[] {
   const parts: string[] = []
   for (const part of name.split('/')) {
     if (part === '' || part === '.') continue
     if (part === '..') throw unsafeEntry(name, '".." path component leaves the destination')
+    if (parts.length === MAX_NAME_DEPTH) throw unsafeEntry(shortName(name), `more than ${MAX_NAME_DEPTH} path components`)
     parts.push(part)
   }
-  return parts.join('/')
+  return parts
 }
+
+/** Names in errors are cut, so a refusal of a 60 KiB name is not itself 60 KiB. */
+const shortName = (name: string) => (name.length > 256 ? `${name.slice(0, 256)}...` : name)
 
 function classify(entry: yauzl.Entry, rawName: string): { kind: ZipEntryKind; mode?: number } {
   const host = entry.versionMadeBy >>> 8
@@ -164,34 +172,67 @@ function classify(entry: yauzl.Entry, rawName: string): { kind: ZipEntryKind; mo
   throw unsafeEntry(rawName, `special file type 0o${type.toString(8)} (devices, FIFOs and sockets are not extracted)`)
 }
 
+/** A directory in the archive's path tree: explicit (an entry of its own) or implied by deeper entries. */
+interface DirNode {
+  children: Map<string, DirNode | ZipEntryInfo>
+  /** The directory entry itself, when the archive has one. */
+  info?: ZipEntryInfo
+  /** The first entry that lies under it (named in errors about it). */
+  via: ZipEntryInfo
+}
+
+export interface ZipEntries {
+  /** Every entry except the root itself, in archive order. */
+  list: ZipEntryInfo[]
+  /** Every directory to create (explicit or implied), parents before children, with the entry that names or implies it. */
+  dirs: { path: string; info?: ZipEntryInfo; via: ZipEntryInfo }[]
+}
+
+const isDirNode = (n: DirNode | ZipEntryInfo): n is DirNode => (n as DirNode).children !== undefined
+
 /**
  * Reads the whole central directory and validates every entry against the limits and the rules that
  * need no destination. Throws UploadError (invalid_zip / unsafe_entry) naming the first bad entry.
+ * Linear in the size of the central directory: names are bounded (MAX_NAME_BYTES, MAX_NAME_DEPTH,
+ * MAX_NAMES_TOTAL_BYTES) and structure is checked through one tree of path components (hash maps),
+ * never by comparing entries pairwise or re-slicing each name for each of its ancestors.
  */
-export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntryInfo[]> {
+export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Promise<ZipEntries> {
   if (zip.entryCount > limits.maxEntries) {
     throw invalidZip(`archive has ${zip.entryCount} entries; the limit is ${limits.maxEntries}`)
   }
   const raw = await new Promise<yauzl.Entry[]>((resolve, reject) => {
     const list: yauzl.Entry[] = []
-    zip.on('entry', (e: yauzl.Entry) => { list.push(e); zip.readEntry() })
+    let nameBytes = 0
+    zip.on('entry', (e: yauzl.Entry) => {
+      nameBytes += e.fileNameLength
+      if (nameBytes > MAX_NAMES_TOTAL_BYTES) {
+        zip.removeAllListeners('entry')
+        return reject(invalidZip(`entry names add up to more than ${MAX_NAMES_TOTAL_BYTES} bytes`))
+      }
+      list.push(e)
+      zip.readEntry()
+    })
     zip.once('end', () => resolve(list))
     zip.once('error', (err: Error) => reject(invalidZip(`corrupt central directory: ${err.message}`)))
     zip.readEntry()
   })
 
-  const infos: ZipEntryInfo[] = []
-  const byPath = new Map<string, ZipEntryInfo>()
+  const list: ZipEntryInfo[] = []
+  const root: DirNode = { children: new Map(), via: undefined as unknown as ZipEntryInfo }
+  let paths = 0
   let total = 0
   for (const entry of raw) {
-    const rawName = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileName as unknown as Buffer, entry.extraFields, true)
-    const path = normaliseEntryName(rawName)
+    const nameBuf = entry.fileName as unknown as Buffer
+    if (nameBuf.length > MAX_NAME_BYTES) throw unsafeEntry(shortName(nameBuf.subarray(0, 257).toString('utf8')), `name longer than ${MAX_NAME_BYTES} bytes`)
+    const rawName = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, nameBuf, entry.extraFields, true)
+    const parts = normalisedParts(checkedName(rawName))
     if (entry.isEncrypted()) throw invalidZip('encrypted entries are not supported', rawName)
     if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
       throw invalidZip(`unsupported compression method ${entry.compressionMethod} (only stored and deflate)`, rawName)
     }
     const { kind, mode } = classify(entry, rawName)
-    if (path === '') {
+    if (parts.length === 0) {
       if (kind !== 'dir') throw unsafeEntry(rawName, 'a non-directory entry naming the destination itself')
       continue
     }
@@ -199,33 +240,84 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
     if (kind === 'dir' && size !== 0) throw invalidZip(`directory entry with ${size} bytes of data`, rawName)
     if (kind === 'symlink' && (size === 0 || size > MAX_LINK_TARGET_BYTES)) throw unsafeEntry(rawName, `symlink target of ${size} bytes`)
     if (size > 0 && entry.compressedSize === 0) throw invalidZip('declares data but has no compressed bytes', rawName)
-    if (size > RATIO_FLOOR_BYTES && size / entry.compressedSize > limits.maxRatio) {
+    // every size: a bomb made of many small entries is as bad as one big one (and the archive total is checked below)
+    if (size > limits.maxRatio * entry.compressedSize) {
       throw unsafeEntry(rawName, `compression ratio ${Math.round(size / entry.compressedSize)}:1 exceeds the limit of ${limits.maxRatio}:1`)
     }
     total += size
     if (total > limits.maxTotalBytes) {
       throw invalidZip(`total uncompressed size exceeds the limit of ${limits.maxTotalBytes} bytes`, rawName)
     }
-    if (byPath.has(path)) throw unsafeEntry(rawName, `duplicate of entry ${JSON.stringify(byPath.get(path)!.rawName)}`)
-    const info: ZipEntryInfo = { entry, path, rawName, kind, mode }
-    byPath.set(path, info)
-    infos.push(info)
+    const info: ZipEntryInfo = { entry, path: parts.join('/'), rawName, kind, mode }
+
+    // place it in the path tree: ancestors must be directories, the leaf must be new
+    let node = root
+    for (let i = 0; i < parts.length - 1; i++) {
+      const next = node.children.get(parts[i]!)
+      if (next === undefined) {
+        const dir: DirNode = { children: new Map(), via: info }
+        node.children.set(parts[i]!, dir)
+        if (++paths > limits.maxEntries) throw tooManyPaths(limits)
+        node = dir
+      } else if (isDirNode(next)) {
+        node = next
+      } else {
+        throw unsafeEntry(rawName, next.kind === 'symlink'
+          ? `lies under the symlink entry ${JSON.stringify(next.rawName)}`
+          : `lies under the file entry ${JSON.stringify(next.rawName)}`)
+      }
+    }
+    const leaf = parts[parts.length - 1]!
+    const existing = node.children.get(leaf)
+    if (existing === undefined) {
+      node.children.set(leaf, kind === 'dir' ? { children: new Map(), info, via: info } : info)
+      if (++paths > limits.maxEntries) throw tooManyPaths(limits)
+    } else if (!isDirNode(existing)) {
+      throw unsafeEntry(rawName, `duplicate of entry ${JSON.stringify(existing.rawName)}`)
+    } else if (existing.info) {
+      throw unsafeEntry(rawName, `duplicate of entry ${JSON.stringify(existing.info.rawName)}`)
+    } else if (kind === 'dir') {
+      existing.info = info
+    } else {
+      throw unsafeEntry(rawName, `other entries lie under it (${JSON.stringify(existing.via.rawName)})`)
+    }
+    list.push(info)
+  }
+  // the whole archive as one bomb: many entries, each under the per-entry ratio, can still add up
+  if (total > limits.maxRatio * zip.fileSize) {
+    throw invalidZip(`total compression ratio ${Math.round(total / zip.fileSize)}:1 exceeds the limit of ${limits.maxRatio}:1`)
   }
 
-  // Structural conflicts: a file or symlink that other entries live under.
-  for (const info of infos) {
-    let slash = info.path.lastIndexOf('/')
-    while (slash > 0) {
-      const parent = byPath.get(info.path.slice(0, slash))
-      if (parent && parent.kind !== 'dir') {
-        throw unsafeEntry(info.rawName, parent.kind === 'symlink'
-          ? `lies under the symlink entry ${JSON.stringify(parent.rawName)}`
-          : `lies under the file entry ${JSON.stringify(parent.rawName)}`)
+  // directories parents-first (breadth-first over the tree); path strings are built once per directory
+  const dirs: ZipEntries['dirs'] = []
+  let level: { node: DirNode; path: string }[] = [{ node: root, path: '' }]
+  while (level.length > 0) {
+    const next: typeof level = []
+    for (const { node, path } of level) {
+      for (const [name, child] of node.children) {
+        if (!isDirNode(child)) continue
+        const p = path === '' ? name : `${path}/${name}`
+        dirs.push({ path: p, info: child.info, via: child.via })
+        next.push({ node: child, path: p })
       }
-      slash = info.path.lastIndexOf('/', slash - 1)
     }
+    level = next
   }
-  return infos
+  return { list, dirs }
+}
+
+const tooManyPaths = (limits: ZipLimits) =>
+  invalidZip(`archive creates more than ${limits.maxEntries} paths (entries plus the directories they imply); the limit is ${limits.maxEntries}`)
+
+/** The name checks of normaliseEntryName that do not split it (normalisedParts does that once). */
+function checkedName(name: string): string {
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) throw unsafeEntry(shortName(name), `name longer than ${MAX_NAME_BYTES} bytes`)
+  if (name.length === 0) throw unsafeEntry(name, 'empty name')
+  if (name.includes('\0')) throw unsafeEntry(name, 'NUL character in name')
+  if (name.includes('\\')) throw unsafeEntry(name, 'backslash in name (Windows path separators are not accepted)')
+  if (name.startsWith('/')) throw unsafeEntry(name, 'absolute path')
+  if (/^[A-Za-z]:/.test(name)) throw unsafeEntry(name, 'drive-letter path')
+  return name
 }
 
 /** Reads a small entry (symlink target, manifest) fully into memory, bounded by maxBytes. */
