@@ -59,6 +59,9 @@ export interface ServeConfig {
   zipMaxEntries: number
   zipMaxTotalBytes: number
   zipMaxRatio: number
+  uploadMaxConcurrent: number
+  drainMaxBytes: number
+  drainTimeoutMs: number
   watchUnits: string[]
   kmsgPath: string
   /** Values adjusted rather than refused (e.g. the backoff clamp); startDaemon logs each as a warning. */
@@ -129,9 +132,12 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'network-body-max-bytes': { type: 'string', default: '64KiB', help: 'Cap on captured text response bodies' },
   'screenshot-interval': { type: 'string', default: '5s', help: 'Periodic screenshot cadence (screenshot category)' },
   'upload-max-bytes': { type: 'string', default: '1GiB', help: 'Largest accepted upload (413 above)' },
-  'zip-max-entries': { type: 'string', default: '100000', help: 'Most entries in an uploaded zip' },
+  'zip-max-entries': { type: 'string', default: '100000', help: 'Most paths an uploaded zip may create (entries plus the directories they imply)' },
   'zip-max-total-bytes': { type: 'string', default: '4GiB', help: 'Largest total uncompressed size of an uploaded zip' },
-  'zip-max-ratio': { type: 'string', default: '200', help: 'Largest compression ratio of one zip entry (zip-bomb guard)' },
+  'zip-max-ratio': { type: 'string', default: '200', help: 'Largest compression ratio of any zip entry and of the whole archive (zip-bomb guard)' },
+  'upload-max-concurrent': { type: 'string', default: '4', help: 'Uploads (upload_zip, extensions) in progress at once; 429 above' },
+  'drain-max-bytes': { type: 'string', default: '64MiB', help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond' },
+  'drain-timeout': { type: 'string', default: '10s', help: 'How long a refused request body is drained before the connection is closed' },
   'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
   'kmsg-path': { type: 'string', default: '/dev/kmsg', help: 'Kernel log to read OOM-kill reports from' },
   'nats-url': { type: 'string', help: 'Ship every committed event to NATS JetStream: nats://host:port, comma-separated for a cluster (shipping is off when unset)' },
@@ -287,6 +293,9 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     zipMaxEntries: int('zip-max-entries', get('zip-max-entries')!, 1),
     zipMaxTotalBytes: size('zip-max-total-bytes', get('zip-max-total-bytes')!),
     zipMaxRatio: int('zip-max-ratio', get('zip-max-ratio')!, 1),
+    uploadMaxConcurrent: int('upload-max-concurrent', get('upload-max-concurrent')!, 1),
+    drainMaxBytes: size('drain-max-bytes', get('drain-max-bytes')!),
+    drainTimeoutMs: duration('drain-timeout', get('drain-timeout')!),
     watchUnits: list('watch-unit'),
     kmsgPath: get('kmsg-path')!,
     warnings,

@@ -28,6 +28,7 @@ import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.
 import { ExtensionMetaStore } from './uploads/extension-meta.js'
 import { prepareUploadRoots } from './uploads/upload-roots.js'
 import { sweepSpool } from './uploads/multipart-spool.js'
+import { UploadSlots } from './uploads/upload-slots.js'
 import type { ZipLimits } from './uploads/zip-entries.js'
 import { createConsoleCollector } from '../collectors/console.js'
 import { createNetworkCollector } from '../collectors/network.js'
@@ -241,9 +242,10 @@ async function prepareUploads(d: Daemon): Promise<StopStep> {
     await meta.close()
     throw err
   }
+  const slots = new UploadSlots(config.uploadMaxConcurrent)
   d.routes.push(
-    (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
-    (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits }),
+    (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots }),
+    (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots }),
   )
   return () => meta.close()
 }
@@ -266,6 +268,7 @@ async function startApi(d: Daemon): Promise<StopStep> {
     shippingState: d.shipper ? () => d.shipper!.health() : undefined,
     version: packageVersion(),
     outerMiddleware: [httpMetrics(d.metrics)],
+    drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
     routes: [
       ...d.routes,
       (r) => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),

@@ -14,13 +14,14 @@ import type { Envelope } from '../src/events/index.js'
 import { openStore, tempDir } from './helpers/store.js'
 import { waitFor } from './helpers/http.js'
 import { rawZip, yazlZip } from './helpers/zip.js'
+import { UploadSlots } from '../src/uploads/upload-slots.js'
 
 const BROWSER = 'br-uploads'
 const TOKEN = 'tok-all'
 const READ_ONLY = 'tok-read'
 const MAX = 256 * 1024
 
-async function setup(tt: Test) {
+async function setup(tt: Test, slots?: UploadSlots) {
   const { log, pipeline } = await openStore(tt)
   const base = await tempDir(tt, 'bt-upload-route-')
   const root = join(base, 'root')
@@ -31,7 +32,7 @@ async function setup(tt: Test) {
   tokens.add(READ_ONLY, ['read'])
   const app = createApiApp({
     browserId: BROWSER, log, pipeline, tokens,
-    routes: [(r) => registerUploadRoutes(r, { uploadRoots: [root], spoolDir, uploadMaxBytes: MAX, zipLimits: { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 } })],
+    routes: [(r) => registerUploadRoutes(r, { uploadRoots: [root], spoolDir, uploadMaxBytes: MAX, zipLimits: { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 }, slots })],
   })
   const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
   tt.teardown(() => server.close(500))
@@ -182,4 +183,27 @@ t.test('413 payload_too_large without reading the rest', async (t) => {
   const big = Buffer.alloc(MAX + 1024, 7)
   const err = await s.client.browsers.fs.uploadZip(BROWSER, { dest_path: join(s.root, 'big'), zip_file: await toFile(big, 'big.zip') }).catch((e: unknown) => e) as InstanceType<typeof Kernel.APIError>
   t.equal(err.status, 413)
+})
+
+t.test('429 too_many_requests past the concurrent-upload cap; the slot is free again once the upload ends', async (t) => {
+  const slots = new UploadSlots(1)
+  const s = await setup(t, slots)
+  const port = Number(new URL(s.server.url).port)
+  const boundary = 'h0ld'
+  const dest = join(s.root, 'held')
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="dest_path"\r\n\r\n${dest}\r\n` +
+    `--${boundary}\r\nContent-Disposition: form-data; name="zip_file"; filename="a.zip"\r\nContent-Type: application/zip\r\n\r\n`
+  let held: ReturnType<typeof request> | undefined
+  const first = rawUpload(port, { 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' }, (req) => { req.write(head); held = req })
+  await waitFor(() => slots.active === 1, 5000, 'the first upload holds the slot')
+
+  const second = await s.post(form([['dest_path', join(s.root, 'second')], ['zip_file', new Blob([await goodZip()])]]))
+  t.equal(second.headers.get('retry-after'), '1')
+  await expectError(t, second, 429, 'too_many_requests', /at most 1 uploads run at once/)
+
+  held!.end(Buffer.concat([await goodZip(), Buffer.from(`\r\n--${boundary}--\r\n`)]))
+  t.equal((await first).status, 201)
+  t.equal(slots.active, 0, 'slot released')
+  t.equal((await s.post(form([['dest_path', join(s.root, 'third')], ['zip_file', new Blob([await goodZip()])]]))).status, 201)
+  t.same((await readdir(s.root)).sort(), ['held', 'third'])
 })

@@ -24,8 +24,11 @@ export class UploadError extends Error {
   }
 }
 
-/** Entry names are shown JSON-quoted so control characters and odd bytes stay visible and harmless. */
-export const quoteEntry = (name: string) => JSON.stringify(name)
+/**
+ * Entry names are shown JSON-quoted so control characters and odd bytes stay visible and harmless,
+ * and cut to 256 characters so refusing a huge name does not answer with a huge error.
+ */
+export const quoteEntry = (name: string) => JSON.stringify(name.length > 256 ? `${name.slice(0, 256)}...` : name)
 
 export const invalidZip = (message: string, entry?: string) =>
   new UploadError('invalid_zip', message, [{ code: 'invalid_zip', message: entry === undefined ? message : `entry ${quoteEntry(entry)}: ${message}` }])

@@ -87,6 +87,11 @@ export async function extractZip(archivePath: string, destPath: string, limits: 
 function storageError(err: unknown): UploadError | undefined {
   const code = (err as NodeJS.ErrnoException).code
   if (code === 'ENOSPC' || code === 'EDQUOT') return insufficientStorage('the disk filled up during extraction; nothing was changed')
+  // names are capped per component and in total, but the destination's own path adds to them
+  if (code === 'ENAMETOOLONG') {
+    const message = 'an entry path is too long at this destination (PATH_MAX); nothing was changed'
+    return new UploadError('unsafe_entry', message, [{ code: 'unsafe_entry', message }])
+  }
   return undefined
 }
 

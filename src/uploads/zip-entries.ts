@@ -21,6 +21,8 @@ export const DEFAULT_ZIP_LIMITS: ZipLimits = { maxEntries: 100_000, maxTotalByte
 
 /** Longest entry name in bytes (PATH_MAX). */
 export const MAX_NAME_BYTES = 4096
+/** Longest path component in bytes (NAME_MAX). */
+export const MAX_COMPONENT_BYTES = 255
 /** Most path components of one entry name. */
 export const MAX_NAME_DEPTH = 64
 /** Largest sum of all entry name lengths (the central directory cannot make us hold more than this in names). */
@@ -150,14 +152,12 @@ function normalisedParts(name: string): string[] {
   for (const part of name.split('/')) {
     if (part === '' || part === '.') continue
     if (part === '..') throw unsafeEntry(name, '".." path component leaves the destination')
-    if (parts.length === MAX_NAME_DEPTH) throw unsafeEntry(shortName(name), `more than ${MAX_NAME_DEPTH} path components`)
+    if (parts.length === MAX_NAME_DEPTH) throw unsafeEntry(name, `more than ${MAX_NAME_DEPTH} path components`)
+    if (part.length > MAX_COMPONENT_BYTES / 3 && Buffer.byteLength(part) > MAX_COMPONENT_BYTES) throw unsafeEntry(name, `a path component longer than ${MAX_COMPONENT_BYTES} bytes`)
     parts.push(part)
   }
   return parts
 }
-
-/** Names in errors are cut, so a refusal of a 60 KiB name is not itself 60 KiB. */
-const shortName = (name: string) => (name.length > 256 ? `${name.slice(0, 256)}...` : name)
 
 function classify(entry: yauzl.Entry, rawName: string): { kind: ZipEntryKind; mode?: number } {
   const host = entry.versionMadeBy >>> 8
@@ -201,30 +201,14 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
   if (zip.entryCount > limits.maxEntries) {
     throw invalidZip(`archive has ${zip.entryCount} entries; the limit is ${limits.maxEntries}`)
   }
-  const raw = await new Promise<yauzl.Entry[]>((resolve, reject) => {
-    const list: yauzl.Entry[] = []
-    let nameBytes = 0
-    zip.on('entry', (e: yauzl.Entry) => {
-      nameBytes += e.fileNameLength
-      if (nameBytes > MAX_NAMES_TOTAL_BYTES) {
-        zip.removeAllListeners('entry')
-        return reject(invalidZip(`entry names add up to more than ${MAX_NAMES_TOTAL_BYTES} bytes`))
-      }
-      list.push(e)
-      zip.readEntry()
-    })
-    zip.once('end', () => resolve(list))
-    zip.once('error', (err: Error) => reject(invalidZip(`corrupt central directory: ${err.message}`)))
-    zip.readEntry()
-  })
-
   const list: ZipEntryInfo[] = []
   const root: DirNode = { children: new Map(), via: undefined as unknown as ZipEntryInfo }
   let paths = 0
   let total = 0
-  for (const entry of raw) {
+  // each entry is checked as it is read, so a bad one stops the read there
+  const place = (entry: yauzl.Entry): void => {
     const nameBuf = entry.fileName as unknown as Buffer
-    if (nameBuf.length > MAX_NAME_BYTES) throw unsafeEntry(shortName(nameBuf.subarray(0, 257).toString('utf8')), `name longer than ${MAX_NAME_BYTES} bytes`)
+    if (nameBuf.length > MAX_NAME_BYTES) throw unsafeEntry(nameBuf.subarray(0, 257).toString('utf8'), `name longer than ${MAX_NAME_BYTES} bytes`)
     const rawName = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, nameBuf, entry.extraFields, true)
     const parts = normalisedParts(checkedName(rawName))
     if (entry.isEncrypted()) throw invalidZip('encrypted entries are not supported', rawName)
@@ -234,7 +218,7 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
     const { kind, mode } = classify(entry, rawName)
     if (parts.length === 0) {
       if (kind !== 'dir') throw unsafeEntry(rawName, 'a non-directory entry naming the destination itself')
-      continue
+      return
     }
     const size = entry.uncompressedSize
     if (kind === 'dir' && size !== 0) throw invalidZip(`directory entry with ${size} bytes of data`, rawName)
@@ -283,6 +267,23 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
     }
     list.push(info)
   }
+  await new Promise<void>((resolve, reject) => {
+    let nameBytes = 0
+    zip.on('entry', (e: yauzl.Entry) => {
+      try {
+        nameBytes += e.fileNameLength
+        if (nameBytes > MAX_NAMES_TOTAL_BYTES) throw invalidZip(`entry names add up to more than ${MAX_NAMES_TOTAL_BYTES} bytes`)
+        place(e)
+      } catch (err) {
+        zip.removeAllListeners('entry')
+        return reject(err)
+      }
+      zip.readEntry()
+    })
+    zip.once('end', () => resolve())
+    zip.once('error', (err: Error) => reject(invalidZip(`corrupt central directory: ${err.message}`)))
+    zip.readEntry()
+  })
   // the whole archive as one bomb: many entries, each under the per-entry ratio, can still add up
   if (total > limits.maxRatio * zip.fileSize) {
     throw invalidZip(`total compression ratio ${Math.round(total / zip.fileSize)}:1 exceeds the limit of ${limits.maxRatio}:1`)
@@ -311,7 +312,7 @@ const tooManyPaths = (limits: ZipLimits) =>
 
 /** The name checks of normaliseEntryName that do not split it (normalisedParts does that once). */
 function checkedName(name: string): string {
-  if (Buffer.byteLength(name) > MAX_NAME_BYTES) throw unsafeEntry(shortName(name), `name longer than ${MAX_NAME_BYTES} bytes`)
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) throw unsafeEntry(name, `name longer than ${MAX_NAME_BYTES} bytes`)
   if (name.length === 0) throw unsafeEntry(name, 'empty name')
   if (name.includes('\0')) throw unsafeEntry(name, 'NUL character in name')
   if (name.includes('\\')) throw unsafeEntry(name, 'backslash in name (Windows path separators are not accepted)')

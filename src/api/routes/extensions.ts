@@ -10,6 +10,7 @@ import {
 } from '../../uploads/extension-store.js'
 import { spoolMultipart } from '../../uploads/multipart-spool.js'
 import type { ZipLimits } from '../../uploads/zip-entries.js'
+import type { UploadSlots } from '../../uploads/upload-slots.js'
 import { translateUploadErrors } from './uploads.js'
 
 export interface ExtensionRouteDeps {
@@ -18,6 +19,8 @@ export interface ExtensionRouteDeps {
   /** Largest accepted archive (413 above). */
   uploadMaxBytes: number
   zipLimits: ZipLimits
+  /** Cap on uploads in progress, shared with upload_zip (429 above); none when absent. */
+  slots?: UploadSlots
 }
 
 const ExtensionSchema = Type.Object({
@@ -69,6 +72,7 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     middleware: [translateUploadErrors],
     handler: async (ctx) => {
       const project = projectOf(ctx)
+      const release = deps.slots?.take()
       let spooledPath: string | undefined
       try {
         const upload = await spoolMultipart(ctx.req, {
@@ -93,6 +97,7 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
         ctx.body = view(record)
       } finally {
         if (spooledPath) await rm(spooledPath, { force: true })
+        release?.()
       }
     },
   })

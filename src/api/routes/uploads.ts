@@ -9,6 +9,7 @@ import { extractZip } from '../../uploads/extract-zip.js'
 import { spoolMultipart } from '../../uploads/multipart-spool.js'
 import { checkDestSyntax, resolveUploadDestination } from '../../uploads/upload-roots.js'
 import type { ZipLimits } from '../../uploads/zip-entries.js'
+import type { UploadSlots } from '../../uploads/upload-slots.js'
 
 export interface UploadRouteDeps {
   /** Directories upload_zip may write under (absolute; main passes `<dataDir>/uploads` when none is configured). */
@@ -18,6 +19,8 @@ export interface UploadRouteDeps {
   /** Largest accepted zip_file (413 above). */
   uploadMaxBytes: number
   zipLimits: ZipLimits
+  /** Cap on uploads in progress, shared with the extension upload (429 above); none when absent. */
+  slots?: UploadSlots
 }
 
 /** UploadError -> ApiError with its code, details and headers (the generic renderer would drop them). */
@@ -61,9 +64,12 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
     responses: {
       201: { description: 'Extracted (empty body)' },
       413: ErrorDoc('zip_file is larger than the upload limit (payload_too_large)'),
+      429: ErrorDoc('too many uploads in progress (too_many_requests, with Retry-After)'),
+      507: ErrorDoc('the destination filesystem cannot hold the archive, or filled up while extracting; nothing was changed (insufficient_storage)'),
     },
     middleware: [translateUploadErrors],
     handler: async (ctx) => {
+      const release = deps.slots?.take()
       let spooledPath: string | undefined
       try {
         const upload = await spoolMultipart(ctx.req, {
@@ -84,6 +90,7 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
         })
       } finally {
         if (spooledPath) await rm(spooledPath, { force: true })
+        release?.()
       }
       // Koa turns `body = null` into 204; setting the status afterwards keeps the explicit empty body.
       ctx.body = null
