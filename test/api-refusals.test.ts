@@ -3,7 +3,7 @@
 // its status, never as EPIPE/ECONNRESET, while the client is still sending a 5 MB body. Also the
 // drain bounds: a client that keeps sending past the byte cap, or stalls past the time cap, has its
 // connection closed; a fully drained connection is reused.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import Kernel, { toFile } from '@onkernel/sdk'
 import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
@@ -25,7 +25,7 @@ const ROUNDS = 50
 const BODY = randomBytes(5 * 1024 * 1024)
 const LIMITS = { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 }
 
-async function setup(tt: typeof t, opts: { drainLimits?: { maxBytes: number; maxMs: number }; uploadMaxBytes?: number } = {}) {
+async function setup(tt: Test, opts: { drainLimits?: { maxBytes: number; maxMs: number }; uploadMaxBytes?: number } = {}) {
   const { drainLimits, uploadMaxBytes = 16 * 1024 * 1024 } = opts
   const { log, pipeline } = await openStore(tt)
   const base = await tempDir(tt, 'bt-refusals-')
@@ -45,7 +45,7 @@ async function setup(tt: typeof t, opts: { drainLimits?: { maxBytes: number; max
   const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
   tt.teardown(() => server.close(500))
   const ext = await yazlZip([{ name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'x', version: '1' }) }])
-  const taken = await fetch(`${server.url}/extensions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: formOf([['name', 'taken'], ['file', new Blob([ext])]]) })
+  const taken = await fetch(`${server.url}/extensions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: formOf([['name', 'taken'], ['file', new Blob([new Uint8Array(ext)])]]) })
   tt.equal(taken.status, 201, 'the name "taken" exists')
   return { server, root, port: Number(new URL(server.url).port) }
 }
@@ -59,7 +59,7 @@ function formOf(parts: [string, string | Blob][]): FormData {
 interface Case { status: number; code: string; small?: boolean; fetch: (url: string) => Promise<Response>; sdk: (url: string) => Promise<unknown> }
 
 const sdk = (url: string, apiKey = TOKEN) => new Kernel({ apiKey, baseURL: url, maxRetries: 0, timeout: 30_000 })
-const uploadForm = (dest: string) => formOf([['dest_path', dest], ['zip_file', new Blob([BODY])]])
+const uploadForm = (dest: string) => formOf([['dest_path', dest], ['zip_file', new Blob([new Uint8Array(BODY)])]])
 const post = (url: string, body: FormData, token = TOKEN) => fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body })
 
 function cases(root: string): Case[] {
@@ -79,7 +79,7 @@ function cases(root: string): Case[] {
       fetch: (u) => post(upload(u, 'other-browser'), uploadForm(dest)),
       sdk: async (u) => sdk(u).browsers.fs.uploadZip('other-browser', { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }) },
     { status: 409, code: 'conflict',
-      fetch: (u) => post(`${u}/extensions`, formOf([['name', 'taken'], ['file', new Blob([BODY])]])),
+      fetch: (u) => post(`${u}/extensions`, formOf([['name', 'taken'], ['file', new Blob([new Uint8Array(BODY)])]])),
       sdk: async (u) => sdk(u).extensions.upload({ name: 'taken', file: await toFile(BODY, 'ext.zip') }) },
     // against a server whose upload cap is 1 MiB
     { status: 413, code: 'payload_too_large', small: true,
@@ -107,7 +107,7 @@ t.test(`every early refusal reaches fetch and the SDK as its status (${ROUNDS} x
         await c.sdk(url)
         bump('sdk no error')
       } catch (err) {
-        const e = err as Kernel.APIError
+        const e = err as InstanceType<typeof Kernel.APIError>
         bump(`sdk ${e.status ?? (e as Error).constructor.name} ${(e.error as { code?: string } | undefined)?.code ?? (e as Error).message}`)
       }
     }

@@ -2,7 +2,7 @@
 // overlapping bombs, modes, free space (statfs, 507) and ENOSPC mid-extraction (507, destination
 // untouched) with injected faults and, when root may mount, on a real tiny tmpfs. Timing is not
 // asserted here: bench/hostile-zip.ts prints time and RSS for each case and its scaling.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { execFileSync } from 'node:child_process'
 import * as fs from 'node:fs'
 import * as fsp from 'node:fs/promises'
@@ -18,7 +18,7 @@ import { rawZip, type RawEntry } from './helpers/zip.js'
 const LIMITS: ZipLimits = { maxEntries: 1000, maxTotalBytes: 64 * 1024 * 1024, maxRatio: 200 }
 
 /** A destination with content, inside a parent that must also stay clean. */
-async function populated(tt: typeof t) {
+async function populated(tt: Test) {
   const parent = await tempDir(tt, 'bt-hostile-')
   const dest = join(parent, 'dest')
   await mkdir(join(dest, 'sub'), { recursive: true })
@@ -27,7 +27,7 @@ async function populated(tt: typeof t) {
   return { parent, dest }
 }
 
-async function refused(tt: typeof t, archive: Buffer, status: number, code: string, detail: RegExp, opts: { limits?: ZipLimits; extract?: typeof extractZip } = {}) {
+async function refused(tt: Test, archive: Buffer, status: number, code: string, detail: RegExp, opts: { limits?: ZipLimits; extract?: typeof extractZip } = {}) {
   const { parent, dest } = await populated(tt)
   await writeFile(join(parent, 'in.zip'), archive)
   const before = await snapshot(parent)
@@ -40,7 +40,7 @@ async function refused(tt: typeof t, archive: Buffer, status: number, code: stri
   tt.same(await snapshot(parent), before, 'nothing written')
 }
 
-async function extracted(tt: typeof t, archive: Buffer, limits = LIMITS) {
+async function extracted(tt: Test, archive: Buffer, limits = LIMITS) {
   const parent = await tempDir(tt, 'bt-hostile-')
   await writeFile(join(parent, 'in.zip'), archive)
   return { dest: join(parent, 'out'), result: await extractZip(join(parent, 'in.zip'), join(parent, 'out'), limits) }
@@ -129,11 +129,11 @@ t.test('ENOSPC mid-extraction (injected): 507, the destination untouched', async
 })
 
 t.test('a real full filesystem (tmpfs, 256 KiB): 507 from statfs, and from ENOSPC with statfs fooled', async (t) => {
-  if (process.getuid?.() !== 0) { t.skip('needs root to mount a tmpfs'); return }
+  if (process.getuid?.() !== 0) { t.skip('needs root to mount a tmpfs', () => {}); return }
   const outside = await tempDir(t, 'bt-tmpfs-archive-')
   const mnt = await tempDir(t, 'bt-tmpfs-')
   try { execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k,mode=0700', 'tmpfs', mnt], { stdio: 'pipe' }) } catch (err) {
-    t.skip(`cannot mount a tmpfs here: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`); return
+    t.skip(`cannot mount a tmpfs here: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`, () => {}); return
   }
   t.teardown(() => { execFileSync('umount', [mnt]) })
   const dest = join(mnt, 'dest')

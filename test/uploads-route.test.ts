@@ -197,13 +197,13 @@ t.test('429 too_many_requests past the concurrent-upload cap; the slot is free a
   const first = rawUpload(port, { 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' }, (req) => { req.write(head); held = req })
   await waitFor(() => slots.active === 1, 5000, 'the first upload holds the slot')
 
-  const second = await s.post(form([['dest_path', join(s.root, 'second')], ['zip_file', new Blob([await goodZip()])]]))
+  const second = await s.post(form([['dest_path', join(s.root, 'second')], ['zip_file', new Blob([new Uint8Array(await goodZip())])]]))
   t.equal(second.headers.get('retry-after'), '1')
   await expectError(t, second, 429, 'too_many_requests', /at most 1 uploads run at once/)
 
   held!.end(Buffer.concat([await goodZip(), Buffer.from(`\r\n--${boundary}--\r\n`)]))
   t.equal((await first).status, 201)
   t.equal(slots.active, 0, 'slot released')
-  t.equal((await s.post(form([['dest_path', join(s.root, 'third')], ['zip_file', new Blob([await goodZip()])]]))).status, 201)
+  t.equal((await s.post(form([['dest_path', join(s.root, 'third')], ['zip_file', new Blob([new Uint8Array(await goodZip())])]]))).status, 201)
   t.same((await readdir(s.root)).sort(), ['held', 'third'])
 })
