@@ -14,8 +14,8 @@ import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
 import { startApiServer } from '../src/api/server.js'
 import { registerUploadRoutes } from '../src/api/routes/uploads.js'
 import { registerExtensionRoutes } from '../src/api/routes/extensions.js'
-import { ExtensionStore, type ExtensionRecord } from '../src/uploads/extension-store.js'
-import { openStore, tempDir } from './helpers/store.js'
+import { ExtensionStore } from '../src/uploads/extension-store.js'
+import { openExtensionMeta, openStore, tempDir } from './helpers/store.js'
 import { yazlZip } from './helpers/zip.js'
 
 const BROWSER = 'br-refusals'
@@ -31,7 +31,7 @@ async function setup(tt: Test, opts: { drainLimits?: { maxBytes: number; maxMs: 
   const base = await tempDir(tt, 'bt-refusals-')
   const root = join(base, 'root')
   await mkdir(root)
-  const store = await ExtensionStore.open({ dir: join(base, 'extensions'), db: log.sublevel<ExtensionRecord>('extensions') })
+  const store = await ExtensionStore.open({ dir: join(base, 'extensions'), db: await openExtensionMeta(tt) })
   const tokens = new TokenSet()
   tokens.add(TOKEN, ALL_SCOPES)
   tokens.add(READ_ONLY, ['read'])
