@@ -18,6 +18,9 @@ import { ExtensionStore } from '../src/uploads/extension-store.js'
 import { openExtensionMeta, openStore, tempDir } from './helpers/store.js'
 import { yazlZip } from './helpers/zip.js'
 
+// Minutes only on a machine shared by many jobs (loopback and small files are fast otherwise).
+t.setTimeout(600_000)
+
 const BROWSER = 'br-refusals'
 const TOKEN = 'tok-all'
 const READ_ONLY = 'tok-read'

@@ -17,6 +17,9 @@ import { tempDir } from './helpers/store.js'
 import { snapshot } from './helpers/tree.js'
 import { yazlZip } from './helpers/zip.js'
 
+// Minutes only on a machine shared by many jobs (loopback and small files are fast otherwise).
+t.setTimeout(600_000)
+
 const CHILD_SOURCE = join(import.meta.dirname, 'fixtures', 'merge-child.ts')
 const RUNS = 30
 
