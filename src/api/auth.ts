@@ -7,11 +7,10 @@ import { ApiError } from './errors.js'
 import type { Scope } from './operation.js'
 import type { ApiMiddleware } from './route-table.js'
 import { writeFileAtomic } from '../util/atomic-file.js'
+import { TOKEN_SYNTAX, bearerChallenge, parseBearer } from '../util/bearer.js'
 
 export const ALL_SCOPES: readonly Scope[] = ['read', 'write', 'publish', 'cdp']
 /** RFC 6750 b64token. */
-const TOKEN_SYNTAX = /^[A-Za-z0-9\-._~+/]+=*$/
-const REALM = 'browser-telemetry'
 
 export class TokenError extends Error {
   constructor(message: string) { super(message); this.name = 'TokenError' }
@@ -149,7 +148,7 @@ export async function loadTokens(opts: { token?: string; tokenFile?: string; dat
 }
 
 function unauthorized(message: string, error?: 'invalid_request' | 'invalid_token'): ApiError {
-  const challenge = error ? `Bearer realm="${REALM}", error="${error}"` : `Bearer realm="${REALM}"`
+  const challenge = bearerChallenge(error)
   return new ApiError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': challenge })
 }
 
@@ -157,11 +156,10 @@ function unauthorized(message: string, error?: 'invalid_request' | 'invalid_toke
 export function bearerAuth(tokens: TokenSet): ApiMiddleware {
   return async (ctx, next) => {
     ctx.state.authRejected = true // until a token is accepted below
-    const header = ctx.get('authorization')
-    if (header === '') throw unauthorized('missing bearer token: send "Authorization: Bearer <token>"')
-    const m = /^Bearer +(\S+) *$/i.exec(header)
-    if (!m || !TOKEN_SYNTAX.test(m[1]!)) throw unauthorized('malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
-    const identity = tokens.identify(m[1]!)
+    const bearer = parseBearer(ctx.get('authorization'))
+    if (bearer.kind === 'missing') throw unauthorized('missing bearer token: send "Authorization: Bearer <token>"')
+    if (bearer.kind === 'malformed') throw unauthorized('malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
+    const identity = tokens.identify(bearer.token)
     if (!identity) throw unauthorized('unknown bearer token', 'invalid_token')
     ctx.state.scopes = identity.scopes
     ctx.state.tokenName = identity.name

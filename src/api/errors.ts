@@ -1,25 +1,13 @@
-// The error object of the spec: {code, message, details?}. Routes throw ApiError; one middleware renders it.
-export interface ErrorDetail { code: string; message: string }
-export interface ErrorBody { code: string; message: string; details?: ErrorDetail[]; inner_error?: ErrorDetail }
+// The error object of the spec: {code, message, details?}. Routes throw ApiError (a ServiceError,
+// src/errors.ts, like the upload domain's UploadError); one middleware renders any ServiceError.
+import { ServiceError, type ErrorBody, type ErrorDetail } from '../errors.js'
 
-export class ApiError extends Error {
-  readonly status: number
-  readonly code: string
-  readonly details?: ErrorDetail[]
-  /** Extra response headers (e.g. X-Should-Retry: false on a final 409). */
-  readonly headers?: Record<string, string>
+export type { ErrorBody, ErrorDetail }
+
+export class ApiError extends ServiceError {
   constructor(status: number, code: string, message: string, details?: ErrorDetail[], headers?: Record<string, string>) {
-    super(message)
+    super(status, code, message, details, headers)
     this.name = 'ApiError'
-    this.status = status
-    this.code = code
-    this.details = details
-    this.headers = headers
-  }
-  body(): ErrorBody {
-    return this.details && this.details.length > 0
-      ? { code: this.code, message: this.message, details: this.details }
-      : { code: this.code, message: this.message }
   }
 }
 

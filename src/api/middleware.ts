@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { Middleware } from 'koa'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
+import { ServiceError } from '../errors.js'
 import { ApiError } from './errors.js'
 import type { ApiState } from './operation.js'
 
@@ -57,11 +58,11 @@ const CODE_BY_STATUS: Record<number, string> = {
 }
 
 /**
- * Any thrown value -> ApiError. Client errors raised by libraries (koa-body/co-body parse errors,
+ * Any thrown value -> the ServiceError to answer (ApiError, UploadError, ... pass through as they are). Client errors raised by libraries (koa-body/co-body parse errors,
  * http-errors with expose=true) keep their status; everything else is a 500 that reveals nothing.
  */
-export function toApiError(err: unknown): ApiError {
-  if (err instanceof ApiError) return err
+export function toApiError(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err
   const e = err as { status?: unknown; statusCode?: unknown; expose?: unknown; message?: unknown; type?: unknown }
   const status = typeof e?.status === 'number' ? e.status : typeof e?.statusCode === 'number' ? e.statusCode : 500
   if (status >= 400 && status < 500) {
@@ -84,7 +85,7 @@ export function renderErrors(logger: Logger): Middleware<ApiState> {
       if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `method ${ctx.method} is not implemented`)
     } catch (err) {
       const apiErr = toApiError(err)
-      if (apiErr.status >= 500 && !(err instanceof ApiError)) {
+      if (apiErr.status >= 500 && !(err instanceof ServiceError)) {
         // The stack goes to the daemon log only, tied to the request id the client saw.
         logger.error({ err, requestId: ctx.state.requestId, operationId: ctx.state.operationId }, 'request failed')
       }

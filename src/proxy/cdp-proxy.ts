@@ -10,6 +10,7 @@ import type { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer, type RawData } from 'ws'
 import type { Emit } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
+import { bearerChallenge, parseBearer } from '../util/bearer.js'
 import { httpBaseOf, rewriteDiscovery, saneHost, upstreamPathFor } from './discovery.js'
 
 export type CdpDisconnectReason = 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled'
@@ -350,12 +351,11 @@ export class CdpProxy {
   private authorize(req: IncomingMessage, url: URL): HttpError | undefined {
     const auth = this.opts.auth
     if (!auth) return undefined
-    const header = req.headers.authorization
+    const bearer = parseBearer(req.headers.authorization)
     let token: string | undefined
-    if (header !== undefined) {
-      const m = /^Bearer +(\S+) *$/i.exec(header)
-      if (!m) return { status: 401, code: 'unauthorized', message: 'malformed Authorization header: expected "Bearer <token>"', headers: challenge('invalid_request') }
-      token = m[1]
+    if (bearer.kind === 'malformed') return { status: 401, code: 'unauthorized', message: 'malformed Authorization header: expected "Bearer <token>"', headers: challenge('invalid_request') }
+    if (bearer.kind === 'token') {
+      token = bearer.token
     } else {
       token = url.searchParams.get('token') ?? undefined
     }
@@ -369,8 +369,7 @@ export class CdpProxy {
 
 interface HttpError { status: number; code: string; message: string; headers?: Record<string, string> }
 
-const challenge = (error?: string): Record<string, string> =>
-  ({ 'WWW-Authenticate': error ? `Bearer realm="browser-telemetry", error="${error}"` : 'Bearer realm="browser-telemetry"' })
+const challenge = (error?: 'invalid_request' | 'invalid_token'): Record<string, string> => ({ 'WWW-Authenticate': bearerChallenge(error) })
 
 function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
   const body = JSON.stringify({ code, message })

@@ -1,6 +1,8 @@
-// Errors of the upload domain. They carry the HTTP status and error code the API answers with, so a
-// route only translates them into ApiError; nothing here depends on Koa.
-export interface UploadErrorDetail { code: string; message: string }
+// Errors of the upload domain: ServiceErrors (src/errors.ts) carrying the HTTP status and error code
+// the API answers with; nothing here depends on Koa.
+import { ServiceError, type ErrorDetail } from '../errors.js'
+
+export type UploadErrorDetail = ErrorDetail
 
 export type UploadErrorCode =
   | 'invalid_zip' | 'unsafe_entry' | 'payload_too_large' | 'bad_request' | 'forbidden' | 'conflict' | 'not_found'
@@ -11,16 +13,12 @@ const STATUS: Record<UploadErrorCode, number> = {
   too_many_requests: 429, insufficient_storage: 507,
 }
 
-export class UploadError extends Error {
-  readonly status: number
-  readonly details: UploadErrorDetail[]
-  readonly headers?: Record<string, string>
-  constructor(readonly code: UploadErrorCode, message: string, details: UploadErrorDetail[] = [], headers?: Record<string, string>) {
-    super(message)
+export class UploadError extends ServiceError {
+  declare readonly code: UploadErrorCode
+  declare readonly details: UploadErrorDetail[]
+  constructor(code: UploadErrorCode, message: string, details: UploadErrorDetail[] = [], headers?: Record<string, string>) {
+    super(STATUS[code], code, message, details, headers)
     this.name = 'UploadError'
-    this.status = STATUS[code]
-    this.details = details
-    this.headers = headers
   }
 }
 

@@ -15,14 +15,14 @@
 //   producer publishing every live-view blip would otherwise double the log with control events.
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { koaBody } from 'koa-body'
 import {
   EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType, validateData,
   type EventData, type EventType, type Source,
 } from '../../events/index.js'
 import type { EventInput, Pipeline } from '../../pipeline.js'
 import { ApiError, invalidInput } from '../errors.js'
-import type { ApiMiddleware, ApiRouter } from '../route-table.js'
+import { jsonBody } from '../json-body.js'
+import type { ApiRouter } from '../route-table.js'
 
 export interface IngestRouteDeps {
   pipeline: Pipeline
@@ -67,7 +67,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
       200: { description: 'The committed envelope', schema: EnvelopeSchema },
       204: { description: 'The category is disabled: nothing stored' },
     },
-    middleware: [jsonBody],
+    middleware: [eventBody],
     handler: async (ctx) => {
       // The route checks what only a producer can get wrong; the event model is checked once, by emit().
       const input = parseIngestBody(ctx.request.body, ctx.state.tokenName)
@@ -163,18 +163,4 @@ function fieldOf(pointer: string): string {
 }
 
 // Bigger than the envelope cap would be pointless: the pipeline truncates to it anyway.
-const parseJson = koaBody({ json: true, text: false, urlencoded: false, multipart: false, jsonLimit: '2mb', jsonStrict: true }) as unknown as ApiMiddleware
-
-const jsonBody: ApiMiddleware = async (ctx, next) => {
-  if (!ctx.is('application/json')) {
-    throw new ApiError(415, 'unsupported_media_type', 'send the event as JSON with Content-Type: application/json')
-  }
-  let parsed = false
-  try {
-    await parseJson(ctx, async () => { parsed = true })
-  } catch (err) {
-    if ((err as { status?: number }).status === 400) throw invalidInput('body', `not valid JSON: ${(err as Error).message}`)
-    throw err
-  }
-  if (parsed) await next()
-}
+const eventBody = jsonBody({ limit: '2mb', requireJsonType: 'send the event as JSON with Content-Type: application/json' })

@@ -1,11 +1,11 @@
 // Telemetry routes: paged read, live SSE stream, capture configuration.
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { koaBody } from 'koa-body'
 import { CATEGORIES, CONFIGURABLE_CATEGORIES, EnvelopeSchema } from '../../events/index.js'
 import type { ConfigurableCategory, Pipeline } from '../../pipeline.js'
 import type { EventLog } from '../../store/event-log.js'
 import { ApiError, invalidInput } from '../errors.js'
+import { jsonBody } from '../json-body.js'
 import type { ApiMiddleware, ApiRouter } from '../route-table.js'
 import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
 import { parseTelemetryQuery, type RawQuery } from '../telemetry-query.js'
@@ -122,7 +122,7 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     description: 'The body is layered onto the daemon default set (--categories); categories not named take their default. Takes effect for the next emitted event.',
     scope: 'write',
     requestBody: body,
-    middleware: [jsonBody],
+    middleware: [configBody],
     ...configDoc,
     handler: async (ctx) => {
       await changeCategories(ctx, deps.pipeline, applyConfig(deps.defaultCategories, parseConfigBody(ctx.request.body)))
@@ -137,7 +137,7 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     description: 'The body is merged onto the current configuration. Takes effect for the next emitted event.',
     scope: 'write',
     requestBody: body,
-    middleware: [jsonBody],
+    middleware: [configBody],
     ...configDoc,
     handler: async (ctx) => {
       const current = CONFIGURABLE_CATEGORIES.filter((c) => deps.pipeline.isEnabled(c))
@@ -184,22 +184,8 @@ export function streamStart(lastEventId: string, replay: string | string[] | und
   return replay === 'all' ? { kind: 'oldest' } : { kind: 'new' }
 }
 
-const parseJson = koaBody({ json: true, text: false, urlencoded: false, multipart: false, jsonLimit: '64kb', jsonStrict: true }) as unknown as ApiMiddleware
-
-/** JSON bodies only, small. A body that is not JSON is a 400 naming `body` (too large stays 413). */
-const jsonBody: ApiMiddleware = async (ctx, next) => {
-  // co-body reads an empty body as {}; for PUT that would silently reset the configuration.
-  if (!((ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '')) throw invalidInput('body', 'a JSON body is required')
-  let parsed = false
-  try {
-    await parseJson(ctx, async () => { parsed = true })
-  } catch (err) {
-    const status = (err as { status?: number }).status
-    if (status === 400) throw invalidInput('body', `not valid JSON: ${(err as Error).message}`)
-    throw err
-  }
-  if (parsed) await next()
-}
+/** Capture configuration bodies: small JSON, never empty (an empty PUT must not reset the configuration). */
+const configBody = jsonBody({ limit: '64kb', requireBody: true })
 
 const configCheck = TypeCompiler.Compile(TelemetryConfigSchema)
 
