@@ -35,7 +35,7 @@ t.test('attaches to a running Chromium with open tabs; events carry the target c
   t.equal(pages.length, 2)
   t.same(pages.map((p) => p.context.url), [`${server.url}one`, `${server.url}two`])
   for (const p of pages) {
-    t.equal(p.context.nav_seq, 0)
+    t.equal(p.context.nav_seq, 1, 'the document loaded before attach is announced from the frame tree: navigation 1')
     t.equal(p.context.session_id, p.sessionId)
     t.equal(p.context.target_id, p.targetId)
     t.equal(p.context.frame_id, p.targetId, 'root frame id is the target id')
@@ -50,7 +50,7 @@ t.test('attaches to a running Chromium with open tabs; events carry the target c
   const two = collector.attached.find((s) => s.context().url?.endsWith('/two'))!
   await two.send('Runtime.evaluate', { expression: 'console.log("hello from two")' })
   const log = await waitFor(() => rec.ofType('console_log').find((e) => (e.data as { text: string }).text === 'hello from two'), 5000, 'console_log')
-  t.match(log.data, { session_id: two.sessionId, target_id: two.targetId, target_type: 'page', url: `${server.url}two`, nav_seq: 0 })
+  t.match(log.data, { session_id: two.sessionId, target_id: two.targetId, target_type: 'page', url: `${server.url}two`, nav_seq: 1 })
 
   // A tab opened after start is auto-attached and resumed (it loads).
   const attached = new Promise((r) => monitor.events.on('target-attached', r))
@@ -97,9 +97,11 @@ t.test('OOPIF and dedicated worker get their target_type; nav_seq counts top-lev
 
   await waitFor(() => frame.context().url === `http://localhost:${other.port}/frame`, 5000, 'frame url')
   t.match(frame.context(), { target_type: 'iframe', target_id: frame.targetId, frame_id: frame.targetId, session_id: frame.sessionId })
-  t.notOk('nav_seq' in frame.context(), 'nav_seq is a page-target counter')
+  t.equal(frame.context().nav_seq, 1, 'an OOPIF carries the nav_seq of the page that owns it')
+  const frameLog = await waitFor(() => rec.ofType('console_log').find((e) => (e.data as { text: string }).text === 'in frame'), 10000, 'frame console')
+  t.match(frameLog.data, { target_type: 'iframe', session_id: frame.sessionId, nav_seq: 1 })
   const workerLog = await waitFor(() => rec.ofType('console_log').find((e) => (e.data as { text: string }).text === 'tick from worker'), 10000, 'worker console')
-  t.match(workerLog.data, { target_type: 'worker', session_id: worker.sessionId, url: `${server.url}worker.js` })
+  t.match(workerLog.data, { target_type: 'worker', session_id: worker.sessionId, url: `${server.url}worker.js`, nav_seq: 1 })
   t.notOk('frame_id' in workerLog.data, 'workers have no frame_id (omitted, not "")')
   t.same(monitor.targets().map((x) => x.targetType).sort(), ['iframe', 'page', 'worker'])
 
@@ -158,17 +160,24 @@ t.test('a service worker and a shared worker are attached with their target_type
   const js = (body: string) => (_req: unknown, res: import('node:http').ServerResponse) => { res.writeHead(200, { 'content-type': 'text/javascript' }); res.end(body) }
   const server = await startServer(t, {
     '/sw-page': `<script>navigator.serviceWorker.register('/sw.js'); window.sw = new SharedWorker('/shared.js')</script>`,
-    '/sw.js': js('self.addEventListener("install", () => self.skipWaiting())'),
-    '/shared.js': js('onconnect = () => {}'),
+    '/sw.js': js('self.addEventListener("install", () => self.skipWaiting()); setInterval(() => console.log("tick from sw"), 100)'),
+    '/shared.js': js('onconnect = () => {}; setInterval(() => console.log("tick from shared"), 100)'),
   })
   const browser = await startBrowser(t)
   const { pipeline } = await openStore(t)
   const collector = consoleCollector()
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: recordingEmit(pipeline).emit, collectors: [collector] })
+  const rec = recordingEmit(pipeline)
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: rec.emit, collectors: [collector] })
   t.teardown(() => monitor.stop())
   await monitor.start()
   const page = collector.attached.find((s) => s.targetType === 'page')!
   await page.send('Page.navigate', { url: `${server.url}sw-page` })
+  // Shared and service workers serve several pages: their output carries no nav_seq (absent, not 0).
+  for (const [text, type] of [['tick from sw', 'service_worker'], ['tick from shared', 'shared_worker']] as const) {
+    const log = await waitFor(() => rec.ofType('console_log').find((e) => (e.data as { text: string }).text === text), 10000, text)
+    t.match(log.data, { target_type: type })
+    t.notOk('nav_seq' in (log.data as object), `${type}: no nav_seq`)
+  }
   const sw = await waitFor(() => monitor.targets().find((x) => x.targetType === 'service_worker'), 10000, 'service worker')
   const shared = await waitFor(() => monitor.targets().find((x) => x.targetType === 'shared_worker'), 10000, 'shared worker')
   t.equal(sw.context.url, `${server.url}sw.js`)

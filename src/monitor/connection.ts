@@ -65,6 +65,8 @@ export interface ConnectionOptions {
   logger: Logger
   /** Bound on each target's setup (own domains + collectors' attach) before it is resumed anyway. */
   attachTimeoutMs: number
+  /** Bound on the monitor's own commands to a paused target (Page.enable, ...) before it is resumed unanswered (default attachTimeoutMs). */
+  pausedMaxMs?: number
   /** Receives 'target-attached' / 'target-detached'. */
   events: MonitorEvents
   /** Where failed best-effort commands are classified, counted and logged (shared across reconnects). */
@@ -248,6 +250,7 @@ export class BrowserConnection {
     }
     const parent = parentSessionId ? this.sessions.get(parentSessionId) : undefined
     const target = new AttachedTarget(this.raw, this.opts.errors, this.opts.logger, targetInfo, sessionId, parent?.sessionId)
+    target.parent = parent
     this.sessions.set(sessionId, target)
     this.sessionByTarget.set(target.targetId, sessionId)
     parent?.children.add(sessionId)
@@ -255,11 +258,27 @@ export class BrowserConnection {
     this.pending.set(sessionId, setup)
   }
 
-  /** Enables what context tracking needs, runs collectors' attach, then always resumes the target. */
+  /**
+   * Enables what context tracking needs, runs collectors' attach, then always resumes the target.
+   * Two bounds. A paused target's first answer waits for its renderer: under many tabs opening at
+   * once that takes seconds (50 tabs on 2 cores: 2-5 s), and a tab opened with noopener (a
+   * target=_blank link) gets no renderer, hence no answer at all, until it is resumed. So the
+   * monitor's own commands get pausedMaxMs, then the target is resumed unanswered; that is safe
+   * because its first document is then read from the frame tree once it answers (adoptFrameTree,
+   * with the events held until then). Once it answered, collectors' attach gets attachTimeoutMs more.
+   */
   private async setUp(target: AttachedTarget, cdpType: string): Promise<void> {
     const { sessionId } = target
+    const { own, collectors } = this.prepare(target, cdpType)
     try {
-      await this.bounded(this.prepare(target, cdpType))
+      try {
+        await this.bounded(own, this.opts.pausedMaxMs)
+      } catch {
+        // Collectors' commands are queued behind ours: no point waiting for them.
+        if (!target.closed) this.opts.logger.debug({ targetId: target.targetId }, 'paused target not answering yet; resuming it')
+        return
+      }
+      await this.bounded(collectors)
     } catch (err) {
       if (!target.closed) this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete; resuming it anyway')
     } finally {
@@ -271,14 +290,16 @@ export class BrowserConnection {
     }
   }
 
-  private async prepare(target: AttachedTarget, cdpType: string): Promise<void> {
-    const { sessionId } = target
+  /** Starts the monitor's own commands first on the wire, then every collector's attach; promises of both halves. */
+  private prepare(target: AttachedTarget, cdpType: string): { own: Promise<unknown>; collectors: Promise<unknown> } {
     // Our commands go on the wire before any collector's, so Page events are tracked from the start.
     const own: Promise<unknown>[] = []
     if (target.hasFrames) {
       own.push(target.sendMayFail('Page.enable'))
       own.push(target.sendMayFail('Page.getFrameTree').then((r) => {
-        if (r) target.seedFrame(r.frameTree.frame)
+        // Held events are released here, also when the tree could not be read.
+        if (r) target.adoptFrameTree(r.frameTree.frame)
+        else target.releaseHeld()
       }))
     }
     if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', AUTO_ATTACH))
@@ -291,7 +312,7 @@ export class BrowserConnection {
         if (!target.closed) this.opts.logger.warn({ err, collector: c.name, targetId: target.targetId }, 'collector attach failed')
       }
     })
-    await Promise.all([...own, ...collectorSetups])
+    return { own: Promise.all(own), collectors: Promise.all(collectorSetups) }
   }
 
   /**
@@ -318,11 +339,11 @@ export class BrowserConnection {
     if (target.announced) this.opts.events.emit('target-detached', info)
   }
 
-  /** Bounds p by attachTimeoutMs; a closing connection stops the wait at once (no timer outlives it). */
-  private async bounded<T>(p: Promise<T>): Promise<T> {
+  /** Bounds p by ms (default attachTimeoutMs); a closing connection stops the wait at once (no timer outlives it). */
+  private async bounded<T>(p: Promise<T>, ms = this.opts.attachTimeoutMs): Promise<T> {
     this.timeouts++
     try {
-      return await withTimeout(p, this.opts.attachTimeoutMs, { signal: this.abort.signal })
+      return await withTimeout(p, ms, { signal: this.abort.signal })
     } finally {
       this.timeouts--
     }

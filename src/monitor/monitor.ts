@@ -47,6 +47,8 @@ export interface MonitorOptions {
   attachTimeoutMs?: number
   /** Attached targets at most (default 500); more are resumed and left unwatched, counted and logged. */
   maxTargets?: number
+  /** Bound on the monitor's own setup commands to a paused target, which wait for its renderer to start (default attachTimeoutMs). */
+  pausedMaxMs?: number
 }
 
 export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
@@ -219,6 +221,7 @@ export class Monitor implements MonitorView {
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
       maxTargets: this.opts.maxTargets ?? DEFAULT_MAX_TARGETS,
       onTargetRefused: () => { this.refusedTargets++ },
+      pausedMaxMs: this.opts.pausedMaxMs,
       events: this.events,
       errors: this.errors,
       onLost: (c) => this.onConnectionLost(c),

@@ -6,11 +6,12 @@ import { waitFor } from './http.js'
 import { openStore } from './store.js'
 import { Monitor, type Collector, type TargetSession } from '../../src/monitor/index.js'
 import type { Emit, EventInput } from '../../src/pipeline.js'
+import type { Logger } from '../../src/log.js'
 import type { Envelope, EventType, EventData } from '../../src/events/index.js'
 
 export type Recorded<T extends EventType = EventType> = { type: T; data: EventData<T>; source?: EventInput['source']; truncated?: boolean; seq: number; at: number }
 
-export interface HarnessOptions { extraArgs?: string[]; startUrl?: string; beforeMonitor?: (httpUrl: string) => Promise<void> }
+export interface HarnessOptions { extraArgs?: string[]; startUrl?: string; beforeMonitor?: (httpUrl: string) => Promise<void>; logger?: Logger }
 
 export async function startCollecting(t: Test, collectors: Collector[], opts: HarnessOptions = {}) {
   const browser = await startBrowser(t, { extraArgs: opts.extraArgs, startUrl: opts.startUrl })
@@ -24,7 +25,7 @@ export async function startCollecting(t: Test, collectors: Collector[], opts: Ha
   }
   const sessions: TargetSession[] = []
   const probe: Collector = { name: 'test-probe', attach(s) { sessions.push(s); return () => undefined } }
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [...collectors, probe] })
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [...collectors, probe], logger: opts.logger })
   t.teardown(() => monitor.stop())
   await monitor.start()
 
