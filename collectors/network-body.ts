@@ -99,3 +99,51 @@ export class BodyFetchQueue {
     })
   }
 }
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** The bytes as text, or undefined when they are not text (invalid UTF-8, or NUL / control bytes). */
+function asText(buf: Buffer): string | undefined {
+  // eslint-disable-next-line no-control-regex
+  try { const s = utf8.decode(buf); return /[\u0000-\u0008\u000e-\u001f]/.test(s) ? undefined : s } catch { return undefined }
+}
+
+/**
+ * A request body for post_data: text stays text, cut to maxBytes UTF-8 bytes; a multipart body
+ * keeps its text parts and replaces each binary part's content by `[binary, N bytes]`; any other
+ * binary body becomes `[binary <content-type>, N bytes]`. Chromium already leaves file contents out
+ * of multipart bodies it hands to Network.getRequestPostData.
+ */
+export function postDataText(raw: string, base64Encoded: boolean, contentType: string | undefined, maxBytes: number): CutBody {
+  if (!base64Encoded) return cutBody(raw, false, maxBytes)
+  const buf = Buffer.from(raw, 'base64')
+  const whole = asText(buf)
+  if (whole !== undefined) return cutBody(whole, false, maxBytes)
+  const boundary = /^multipart\/[^;]+;.*\bboundary="?([^";]+)"?/i.exec(contentType ?? '')?.[1]
+  if (boundary) return cutBody(summariseMultipart(buf, boundary), false, maxBytes)
+  const type = contentType?.split(';', 1)[0]!.trim()
+  return { body: `[binary${type ? ` ${type}` : ''}, ${buf.length} bytes]`, truncated: false }
+}
+
+/** Splits on the boundary delimiter; text parts verbatim, binary part contents summarised. */
+function summariseMultipart(buf: Buffer, boundary: string): string {
+  const delimiter = Buffer.from(`--${boundary}`)
+  const out: string[] = []
+  let at = buf.indexOf(delimiter)
+  if (at < 0) return `[binary multipart, ${buf.length} bytes]`
+  out.push(asText(buf.subarray(0, at)) ?? '')
+  while (at >= 0) {
+    const next = buf.indexOf(delimiter, at + delimiter.length)
+    const part = buf.subarray(at + delimiter.length, next < 0 ? buf.length : next)
+    const headEnd = part.indexOf('\r\n\r\n')
+    const text = asText(part)
+    if (text !== undefined || headEnd < 0) out.push(text ?? `[binary, ${part.length} bytes]`)
+    else {
+      // Keep the part's headers (name, filename, type); the content ends before the CRLF of the next delimiter.
+      const content = part.subarray(headEnd + 4, next < 0 ? part.length : Math.max(headEnd + 4, part.length - 2))
+      out.push(`${asText(part.subarray(0, headEnd + 4)) ?? ''}[binary, ${content.length} bytes]${next < 0 ? '' : '\r\n'}`)
+    }
+    at = next
+  }
+  return out.join(`--${boundary}`)
+}

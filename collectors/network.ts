@@ -7,7 +7,7 @@ import type { Protocol } from 'devtools-protocol'
 import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { Context, EventData } from '../src/events/index.js'
-import { BodyFetchQueue, cutBody, isTextMime, type CutBody } from './network-body.js'
+import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS, realTimers, type Timers } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
 import { Disposer } from '../src/util/disposer.js'
@@ -44,6 +44,8 @@ interface TrackedRequest {
   response?: { url: string; status: number; statusText: string; headers: Record<string, string>; mimeType: string; cut: boolean }
   /** The URL or header set was cut to its bound: the events of this request are flagged truncated. */
   cut?: boolean
+  /** Set while this request's network_request waits for its body (Network.getRequestPostData). */
+  emitted?: Promise<void>
 }
 
 /** Estimated bytes of one table entry (strings dominate; 200 for the object and small fields). */
@@ -108,7 +110,9 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
         if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
         if (p.type) data.resource_type = p.type
         if (p.initiator?.type) data.initiator_type = p.initiator.type
-        if (p.request.postData !== undefined) data.post_data = p.request.postData
+        // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
+        const inline = p.request.postData !== undefined ? cutBody(p.request.postData, false, Math.max(0, bodyMaxBytes)) : undefined
+        if (inline) data.post_data = inline.body
         if (p.redirectResponse) {
           data.is_redirect = true
           data.redirect_url = capUrl(p.redirectResponse.url || previous?.url || '', onCut)
@@ -116,7 +120,39 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
         }
         if (cut) req.cut = true
         requests.set(p.requestId, req) // again: the table's byte estimate sees the final entry
-        emit({ type: 'network_request', data, source: { kind: 'cdp', event: 'Network.requestWillBeSent' }, ...(cut ? { truncated: true } : {}) })
+        const source = { kind: 'cdp' as const, event: 'Network.requestWillBeSent' }
+        // Chromium inlines a body only up to maxPostDataSize and only when it is plain bytes: a big
+        // form, a multipart upload or a long JSON body says hasPostData and must be fetched.
+        const partial = p.request.postDataEntries?.some((e) => e.bytes === undefined) === true
+        const fetchBody = p.request.hasPostData === true && (p.request.postData === undefined || partial) &&
+          bodyMaxBytes > 0 && opts.isEnabled?.() !== false
+        let sent = false
+        const send = (body: CutBody | undefined) => {
+          if (sent) return
+          sent = true
+          if (body) data.post_data = body.body
+          const truncated = cut || (body ? body.truncated : inline?.truncated)
+          emit({ type: 'network_request', data, source, ...(truncated ? { truncated: true } : {}) })
+        }
+        if (!fetchBody && !previous?.emitted) { send(undefined); return }
+        // A redirect hop waits for its previous hop's event; the response waits for this one.
+        req.emitted = (previous?.emitted ?? Promise.resolve()).then(() => {
+          if (!fetchBody || detached) { send(undefined); return }
+          return new Promise<void>((done) => {
+            const contentType = headerValue(p.request.headers, 'content-type')
+            bodies.submit({
+              owner,
+              cancel: () => { send(undefined); done() },
+              run: () => new Promise<void>((release) => {
+                const finish = (body: CutBody | undefined) => { timers.clear(timer); send(body); done(); release() }
+                const timer = timers.set(() => finish(undefined), bodyTimeoutMs)
+                // The request is gone from Chromium's memory or the target went away: best effort.
+                void session.sendMayFail('Network.getRequestPostData', { requestId: p.requestId })
+                  .then((r) => finish(r && postDataText(r.postData, r.base64Encoded, contentType, bodyMaxBytes)))
+              }),
+            })
+          })
+        })
       }
 
       const onResponse = (p: Protocol.Network.ResponseReceivedEvent) => {
@@ -140,7 +176,14 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
         requests.set(p.requestId, req) // re-measured with its response
       }
 
-      const onFinished = (p: Protocol.Network.LoadingFinishedEvent) => {
+      // A request whose network_request still waits for its body is ended after it, in order.
+      const afterRequest = <P extends { requestId: string }>(handle: (p: P) => void) => (p: P) => {
+        const pending = requests.get(p.requestId)?.emitted
+        if (pending) void pending.then(() => { if (!detached) handle(p) })
+        else handle(p)
+      }
+
+      const onFinished = afterRequest((p: Protocol.Network.LoadingFinishedEvent) => {
         const req = requests.delete(p.requestId)
         const response = req?.response
         if (!req || !response) { idle?.done(p.requestId); return }
@@ -176,9 +219,9 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
               .finally(() => { timers.clear(timer); release() })
           }),
         })
-      }
+      })
 
-      const onFailed = (p: Protocol.Network.LoadingFailedEvent) => {
+      const onFailed = afterRequest((p: Protocol.Network.LoadingFailedEvent) => {
         const req = requests.delete(p.requestId)
         // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
         const data: EventData<'network_loading_failed'> = {
@@ -187,7 +230,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
         if (req?.resourceType) data.resource_type = req.resourceType
         emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' }, ...(req?.cut ? { truncated: true } : {}) })
         idle?.done(p.requestId)
-      }
+      })
 
       const bag = new Disposer()
       bag.add(() => { detached = true; idle?.dispose(); requests.clear(); bodies.cancelOwner(owner) })
@@ -219,4 +262,10 @@ function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
   if (req?.frameId) out.frame_id = req.frameId
   if (req?.loaderId) out.loader_id = req.loaderId
   return out
+}
+
+/** A request header's value, whatever the case of its name. */
+function headerValue(h: Protocol.Network.Headers, name: string): string | undefined {
+  for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === name) return typeof v === 'string' ? v : String(v)
+  return undefined
 }

@@ -2,7 +2,7 @@
 // bounded request table and the network_idle rule on a fake clock.
 import t from 'tap'
 import { FakeTimers } from './helpers/fake-timers.js'
-import { BodyFetchQueue, cutBody, cutUtf8, isTextMime } from '../collectors/network-body.js'
+import { BodyFetchQueue, cutBody, cutUtf8, isTextMime, postDataText } from '../collectors/network-body.js'
 import { NetworkIdleRule } from '../collectors/network-idle.js'
 import { RequestTable } from '../collectors/network-requests.js'
 
@@ -149,4 +149,27 @@ t.test('network_idle: a hanging request keeps the page busy', async (t) => {
   timers.advance(60_000)
   t.same(fired, [])
   t.equal(idle.armed, false)
+})
+
+t.test('postDataText: text stays text (capped), binary summarised, multipart per part', async (t) => {
+  const b64 = (b: Buffer | string) => Buffer.from(b).toString('base64')
+  t.same(postDataText('a=1&b=2', false, 'application/x-www-form-urlencoded', 100), { body: 'a=1&b=2', truncated: false })
+  t.same(postDataText('x'.repeat(10), false, 'text/plain', 4), { body: 'xxxx', truncated: true })
+  t.same(postDataText(b64('{"é":1}'), true, 'application/json', 100), { body: '{"é":1}', truncated: false }, 'base64 text decoded')
+  t.same(postDataText(b64('ééé'), true, 'text/plain', 3), { body: 'é', truncated: true }, 'cut on a character boundary')
+  t.same(postDataText(b64(Buffer.from([0, 1, 2, 255])), true, 'application/octet-stream; x=1', 100), { body: '[binary application/octet-stream, 4 bytes]', truncated: false })
+  t.same(postDataText(b64(Buffer.from([0xff, 0xfe])), true, undefined, 100), { body: '[binary, 2 bytes]', truncated: false })
+  const body = Buffer.concat([
+    Buffer.from('--XY\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n'),
+    Buffer.from('--XY\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'),
+    Buffer.from([0, 1, 2, 255, 254]),
+    Buffer.from('\r\n--XY--\r\n'),
+  ])
+  t.same(postDataText(b64(body), true, 'multipart/form-data; boundary=XY', 10_000), {
+    body: '--XY\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n' +
+      '--XY\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n[binary, 5 bytes]\r\n' +
+      '--XY--\r\n',
+    truncated: false,
+  }, 'the text part verbatim, the file part summarised with its headers')
+  t.same(postDataText(b64(body), true, 'multipart/form-data; boundary=XY', 20), { body: '--XY\r\nContent-Dispos', truncated: true }, 'capped after summarising')
 })

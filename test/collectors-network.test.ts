@@ -222,7 +222,8 @@ t.test('OOPIF and worker requests carry their own session and context', async (t
     session_id: frame.sessionId, target_id: frame.targetId, target_type: 'iframe', frame_id: frame.targetId,
     url: `http://localhost:${other.port}/inner-data`, document_url: `http://localhost:${other.port}/inner`, resource_type: 'Fetch',
   })
-  t.notOk('nav_seq' in innerReq.data, 'nav_seq belongs to page targets')
+  t.equal(innerReq.data.nav_seq, page.context().nav_seq, 'an OOPIF request carries its page\'s nav_seq')
+  t.equal(innerReq.data.nav_seq, 1)
   t.equal(innerRes.data.session_id, frame.sessionId)
   t.equal(innerRes.data.body, '{"inner":1}')
 
@@ -232,6 +233,8 @@ t.test('OOPIF and worker requests carry their own session and context', async (t
   const workerReq = h.ofType('network_request', (e) => e.data.url === `${server.url}from-worker`)[0]!
   t.equal(workerReq.data.session_id, worker.sessionId)
   t.equal(workerReq.data.target_type, 'worker')
+  t.equal(workerReq.data.nav_seq, 1, 'a dedicated worker\'s request carries its page\'s nav_seq')
+  t.equal(workerRes.data.nav_seq, 1)
   t.equal(h.ofType('network_idle', (e) => e.data.session_id === frame.sessionId || e.data.session_id === worker.sessionId).length, 0,
     'idle is computed for page targets only')
   t.equal(h.pipeline.stats.invalid, 0)
@@ -269,7 +272,60 @@ t.test('a request in flight before attach fails without url, frame, loader and r
   const failed: Recorded<'network_loading_failed'> = await h.waitEvent('network_loading_failed')
   const { request_id, ...rest } = failed.data
   t.type(request_id, 'string')
-  t.same(rest, { session_id: page.sessionId, target_id: page.targetId, target_type: 'page', nav_seq: 0, error_text: 'net::ERR_ABORTED', canceled: true })
+  t.same(rest, { session_id: page.sessionId, target_id: page.targetId, target_type: 'page', nav_seq: 1, error_text: 'net::ERR_ABORTED', canceled: true },
+    'nav_seq 1: the page loaded before attach was announced from its frame tree')
   // ... and the page was not considered busy by a request we never saw start.
   await h.waitEvent('network_idle', (e) => e.data.target_id === page.targetId)
+})
+
+t.test('post_data fetched when Chromium leaves it out: 200 KB form, multipart with a file, 100 KB JSON fetch', async (t) => {
+  const received: Record<string, number> = {}
+  const sink = (name: string) => (req: IncomingMessage, res: ServerResponse) => {
+    let n = 0
+    req.on('data', (c: Buffer) => { n += c.length })
+    req.on('end', () => { received[name] = n; res.writeHead(200, { 'content-type': 'text/plain' }); res.end('ok') })
+  }
+  const formValue = 'v'.repeat(200 * 1024)
+  const server = await startServer(t, {
+    '/forms': `<form id="f" method="POST" action="/form-sink"><input name="big" value="${formValue}"></form>`,
+    '/form-sink': sink('form'),
+    '/upload': sink('upload'),
+    '/json': sink('json'),
+  })
+  const h = await startCollecting(t, [createNetworkCollector()])
+  const page = h.firstPage()
+  await page.send('Page.navigate', { url: `${server.url}forms` })
+  await h.waitEvent('network_response', (e) => e.data.url === `${server.url}forms`)
+  const jsonBody = JSON.stringify({ items: 'j'.repeat(100 * 1024 - 12) })
+  t.equal(Buffer.byteLength(jsonBody), 100 * 1024)
+  await h.evaluate(page, `(async () => {
+    await fetch('/json', { method: 'POST', headers: { 'content-type': 'application/json' }, body: ${JSON.stringify(jsonBody)} })
+    const fd = new FormData()
+    fd.append('note', 'hello multipart')
+    fd.append('file', new Blob([new Uint8Array([0, 1, 2, 255, 254])], { type: 'application/octet-stream' }), 'a.bin')
+    await fetch('/upload', { method: 'POST', body: fd })
+  })()`)
+
+  const jsonReq = await h.waitEvent('network_request', (e) => e.data.url === `${server.url}json`)
+  t.equal(jsonReq.data.method, 'POST')
+  t.equal(jsonReq.truncated, true, '100 KB body cut to the 64 KiB cap')
+  t.equal(jsonReq.data.post_data, jsonBody.slice(0, 65536), 'the JSON body up to the cap, byte-exact')
+
+  const upload = await h.waitEvent('network_request', (e) => e.data.url === `${server.url}upload`)
+  const multipart = upload.data.post_data ?? ''
+  t.match(upload.data.headers['Content-Type'] ?? upload.data.headers['content-type'], /^multipart\/form-data; boundary=/)
+  t.match(multipart, /Content-Disposition: form-data; name="note"\r\n\r\nhello multipart\r\n/, 'the text field as text')
+  t.notMatch(multipart, /[\u0000-\u0008]/, 'no raw binary in post_data')
+  t.notOk(upload.truncated)
+  const uploadRes = await h.waitEvent('network_response', (e) => e.data.url === `${server.url}upload`)
+  t.ok(upload.seq < uploadRes.seq, 'the request event (waiting for its body) still precedes its response')
+
+  await page.send('Runtime.evaluate', { expression: `document.getElementById('f').submit()` })
+  const formReq = await h.waitEvent('network_request', (e) => e.data.url === `${server.url}form-sink`, 20000)
+  t.equal(formReq.data.method, 'POST')
+  t.equal(formReq.truncated, true)
+  t.equal(formReq.data.post_data, ('big=' + formValue).slice(0, 65536), 'the form body (urlencoded) up to the cap')
+  await waitFor(() => received.form !== undefined, 10000, 'form received')
+  t.equal(received.form, 4 + formValue.length, 'the page really sent 200 KB')
+  t.equal(h.pipeline.stats.invalid, 0)
 })
