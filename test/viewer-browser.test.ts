@@ -375,6 +375,26 @@ t.test('session viewer against a recorded session', async (t) => {
     }
   })
 
+  await t.test('jump to a seq and to a time', async (t) => {
+    await showPanel('all')
+    const target = now.find((e) => e.event.type === 'interaction_click')!
+    await page.fill('#jump', String(target.seq))
+    await page.click('.jump button[type=submit]')
+    await page.waitForSelector('#list-all [aria-selected="true"]')
+    t.equal(await page.textContent('#list-all [aria-selected="true"] .c-seq'), String(target.seq), 'the row of that seq is selected and in view')
+    t.match(page.url(), new RegExp(`seq=${target.seq}`))
+    // A time reloads the window from there (history paged from that point): the first event at or after it.
+    const at = now.find((e) => e.event.type === 'page_navigation')!
+    await page.fill('#jump', new Date(Math.floor(at.event.ts / 1000)).toISOString())
+    await page.click('.jump button[type=submit]')
+    const firstAtOrAfter = now.find((e) => e.event.ts >= Math.floor(at.event.ts / 1000) * 1000)!
+    await page.waitForFunction((seq) => document.querySelector('#list-all [aria-selected="true"] .c-seq')?.textContent === String(seq), firstAtOrAfter.seq, { timeout: 5000 })
+    t.pass(`jumped to seq ${firstAtOrAfter.seq}`)
+    await page.fill('#jump', 'not a time')
+    await page.click('.jump button[type=submit]')
+    await page.waitForSelector('[role=alert]:has-text("Cannot read")')
+  })
+
   await t.test('login form: a pasted token, a wrong one refused', async (t) => {
     const fresh = await context.newPage()
     await fresh.goto(`${daemon.url}/viewer/`)

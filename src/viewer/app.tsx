@@ -67,6 +67,8 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
   const [scrollTo, setScrollTo] = useState<{ index: number; align: 'start' | 'center' | 'end' | 'auto'; nonce: number }>()
   const [jump, setJump] = useState('')
   const [jumpError, setJumpError] = useState('')
+  /** A jump's seq, scrolled to once the rows of the (possibly reloaded) window exist. */
+  const pendingJump = useRef(0)
   /** The row on top before older rows were prepended: its seq and index then. */
   const anchor = useRef<{ seq: number; index: number } | undefined>(undefined)
 
@@ -105,6 +107,13 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
   useEffect(() => {
     if (view.seq > 0 && rows.length > 0 && !follow) setScrollTo({ index: rowIndexAtSeq(rows, view.seq), align: 'center', nonce: Date.now() })
   }, [view.panel, view.nav])
+  useEffect(() => {
+    const seq = pendingJump.current
+    if (seq > 0 && rows.length > 0 && !session?.loading) {
+      pendingJump.current = 0
+      setScrollTo({ index: rowIndexAtSeq(rows, seq), align: 'center', nonce: Date.now() })
+    }
+  }, [rows, session?.loading])
   // After older rows were prepended, shift the scroll offset by their height: what is on screen stays put, mid-scroll too.
   useLayoutEffect(() => {
     const a = anchor.current
@@ -144,12 +153,14 @@ function Viewer({ token, browserHint, onAuthError }: { token: string; browserHin
     if (/^\d+$/.test(text)) {
       const seq = Number(text)
       if (!(seq >= session.firstSeq && seq <= session.lastSeq)) await session.loadAroundSeq(seq).catch(authFail)
+      pendingJump.current = seq
       update({ seq })
       setScrollTo({ index: rowIndexAtSeq(rows, seq), align: 'center', nonce: Date.now() })
     } else {
       const ms = Date.parse(/^\d{2}:\d{2}/.test(text) ? `${new Date().toISOString().slice(0, 10)}T${text}Z` : text)
       if (Number.isNaN(ms)) { setJumpError(`Cannot read ${JSON.stringify(text)}: give a seq, an RFC-3339 time or HH:MM:SS (UTC).`); return }
       const seq = await session.loadAroundTime(new Date(ms).toISOString()).catch((err: unknown) => { authFail(err); return 0 })
+      pendingJump.current = seq
       update({ seq })
     }
   }
