@@ -1,15 +1,7 @@
 // The network_idle rule, pure and clock-injected: fire once per navigation after `quietMs` with no
 // request of the page's session in flight. The collector feeds it; tests drive it with a fake clock.
 
-/** setTimeout/clearTimeout, injectable so rules run on a fake clock in unit tests. */
-export interface Timers {
-  set(fn: () => void, ms: number): unknown
-  clear(handle: unknown): void
-}
-export const realTimers: Timers = {
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-}
+import { systemClock, type Timers } from '../src/util/clock.js'
 
 export const NETWORK_QUIET_MS = 500
 
@@ -30,7 +22,7 @@ export class NetworkIdleRule {
   private disposed = false
 
   constructor(private readonly opts: NetworkIdleOptions, navSeq: number) {
-    this.timers = opts.timers ?? realTimers
+    this.timers = opts.timers ?? systemClock
     this.quietMs = opts.quietMs ?? NETWORK_QUIET_MS
     this.navSeq = navSeq
     this.rearm() // a page with zero requests is idle too

@@ -1,5 +1,5 @@
 // Network collector: network_request / network_response / network_loading_failed per target session,
-// plus the computed network_idle for page targets. Per-session state lives in attach()'s closure and
+// plus the computed network_idle for page targets. Per-session state lives in a SessionRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
 import { STATUS_CODES } from 'node:http'
@@ -8,9 +8,11 @@ import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { Context, EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
-import { NetworkIdleRule, NETWORK_QUIET_MS, realTimers, type Timers } from './network-idle.js'
+import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
+import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
+import { withTimeout } from '../src/util/with-timeout.js'
 import { bounds, capHeaders, capUrl, countEviction } from '../src/bounds.js'
 
 export interface NetworkCollectorOptions {
@@ -30,9 +32,11 @@ export interface NetworkCollectorOptions {
   idleQuietMs?: number
   /** When given and false, responses skip the body fetch (the category is off: emit would drop them anyway). */
   isEnabled?: () => boolean
-  timers?: Timers
-  now?: () => number
+  /** Timers (idle, body timeout) and the request table's TTL clock (injectable for tests). */
+  clock?: Clock
 }
+
+interface ResponseRecord { url: string; status: number; statusText: string; headers: Record<string, string>; mimeType: string; cut: boolean }
 
 interface TrackedRequest {
   url: string
@@ -41,7 +45,7 @@ interface TrackedRequest {
   loaderId?: string
   resourceType?: string
   /** Only what the response event needs (a full Protocol Response carries certificates, timings, ...). */
-  response?: { url: string; status: number; statusText: string; headers: Record<string, string>; mimeType: string; cut: boolean }
+  response?: ResponseRecord
   /** The URL or header set was cut to its bound: the events of this request are flagged truncated. */
   cut?: boolean
   /** Set while this request's network_request waits for its body (Network.getRequestPostData). */
@@ -58,200 +62,280 @@ function entryBytes(r: TrackedRequest): number {
   return n
 }
 
-export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
-  const bodyMaxBytes = opts.bodyMaxBytes ?? 64 * 1024
-  const bodyTimeoutMs = opts.bodyTimeoutMs ?? 10_000
-  const timers = opts.timers ?? realTimers
-  const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
+/** Options with their defaults applied, shared by every session of one collector. */
+interface NetworkSettings {
+  bodyMaxBytes: number
+  bodyTimeoutMs: number
+  requestTtlMs: number
+  maxTrackedRequests: number
+  idleQuietMs: number
+  isEnabled?: () => boolean
+  clock: Clock
+}
 
+export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
+  const settings: NetworkSettings = {
+    bodyMaxBytes: opts.bodyMaxBytes ?? 64 * 1024,
+    bodyTimeoutMs: opts.bodyTimeoutMs ?? 10_000,
+    requestTtlMs: opts.requestTtlMs ?? 5 * 60_000,
+    maxTrackedRequests: opts.maxTrackedRequests ?? 2000,
+    idleQuietMs: opts.idleQuietMs ?? NETWORK_QUIET_MS,
+    isEnabled: opts.isEnabled,
+    clock: opts.clock ?? systemClock,
+  }
+  // One queue for all sessions: the CDP connection sees a bounded number of body fetches in total.
+  const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
   return {
     name: 'network',
     async attach(session: TargetSession, emit: Emit): Promise<Detach> {
-      const owner = {}
-      let detached = false
-      const isPage = session.targetType === 'page'
-      // network_idle is a page-level signal computed from this page session's own requests, which
-      // include same-process iframes. Out-of-process iframes and workers have their own sessions and
-      // do not hold their page's idle back (see README).
-      const idle = isPage
-        ? new NetworkIdleRule({
-          timers, quietMs: opts.idleQuietMs ?? NETWORK_QUIET_MS,
-          onIdle: (navSeq) => {
-            if (detached || session.signal.aborted) return
-            const ctx = session.context()
-            if ((ctx.nav_seq ?? 0) !== navSeq) return
-            emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
-          },
-        }, session.context().nav_seq ?? 0)
-        : undefined
-      const requests = new RequestTable<TrackedRequest>({
-        ttlMs: opts.requestTtlMs ?? 5 * 60_000,
-        maxSize: opts.maxTrackedRequests ?? 2000,
-        maxBytes: bounds.maxRequestTableBytes,
-        sizeOf: entryBytes,
-        now: opts.now,
-        onEvict: (id) => { countEviction('network_requests'); idle?.done(id) },
-      })
-
-      const onRequest = (p: Protocol.Network.RequestWillBeSentEvent) => {
-        const ctx = session.context()
-        const previous = requests.get(p.requestId)
-        let cut = false
-        const onCut = () => { cut = true }
-        const req: TrackedRequest = { url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut), method: p.request.method }
-        if (p.frameId) req.frameId = p.frameId
-        if (p.loaderId) req.loaderId = p.loaderId
-        if (p.type) req.resourceType = p.type
-        requests.set(p.requestId, req)
-        idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
-        const data: EventData<'network_request'> = {
-          ...withRequest(ctx, req), request_id: p.requestId, method: p.request.method, headers: capHeaders(p.request.headers, onCut),
-        }
-        if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
-        if (p.type) data.resource_type = p.type
-        if (p.initiator?.type) data.initiator_type = p.initiator.type
-        // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
-        const inline = p.request.postData !== undefined ? cutBody(p.request.postData, false, Math.max(0, bodyMaxBytes)) : undefined
-        if (inline) data.post_data = inline.body
-        if (p.redirectResponse) {
-          data.is_redirect = true
-          data.redirect_url = capUrl(p.redirectResponse.url || previous?.url || '', onCut)
-          if (!data.redirect_url) delete data.redirect_url
-        }
-        if (cut) req.cut = true
-        requests.set(p.requestId, req) // again: the table's byte estimate sees the final entry
-        const source = { kind: 'cdp' as const, event: 'Network.requestWillBeSent' }
-        // Chromium inlines a body only up to maxPostDataSize and only when it is plain bytes: a big
-        // form, a multipart upload or a long JSON body says hasPostData and must be fetched.
-        const partial = p.request.postDataEntries?.some((e) => e.bytes === undefined) === true
-        const fetchBody = p.request.hasPostData === true && (p.request.postData === undefined || partial) &&
-          bodyMaxBytes > 0 && opts.isEnabled?.() !== false
-        let sent = false
-        const send = (body: CutBody | undefined) => {
-          if (sent) return
-          sent = true
-          if (body) data.post_data = body.body
-          const truncated = cut || (body ? body.truncated : inline?.truncated)
-          emit({ type: 'network_request', data, source, ...(truncated ? { truncated: true } : {}) })
-        }
-        if (!fetchBody && !previous?.emitted) { send(undefined); return }
-        // A redirect hop waits for its previous hop's event; the response waits for this one.
-        req.emitted = (previous?.emitted ?? Promise.resolve()).then(() => {
-          if (!fetchBody || detached) { send(undefined); return }
-          return new Promise<void>((done) => {
-            const contentType = headerValue(p.request.headers, 'content-type')
-            bodies.submit({
-              owner,
-              cancel: () => { send(undefined); done() },
-              run: () => new Promise<void>((release) => {
-                const finish = (body: CutBody | undefined) => { timers.clear(timer); send(body); done(); release() }
-                const timer = timers.set(() => finish(undefined), bodyTimeoutMs)
-                // The request is gone from Chromium's memory or the target went away: best effort.
-                void session.sendMayFail('Network.getRequestPostData', { requestId: p.requestId })
-                  .then((r) => finish(r && postDataText(r.postData, r.base64Encoded, contentType, bodyMaxBytes)))
-              }),
-            })
-          })
-        })
-      }
-
-      const onResponse = (p: Protocol.Network.ResponseReceivedEvent) => {
-        let req = requests.get(p.requestId)
-        if (!req) {
-          // Started before we attached: we missed requestWillBeSent, but the response tells enough.
-          req = { url: capUrl(p.response.url) }
-          if (p.frameId) req.frameId = p.frameId
-          if (p.loaderId) req.loaderId = p.loaderId
-          requests.set(p.requestId, req)
-          idle?.start(p.requestId)
-        }
-        let cut = false
-        const onCut = () => { cut = true }
-        req.response = {
-          url: capUrl(p.response.url, onCut), status: p.response.status, statusText: p.response.statusText,
-          headers: capHeaders(p.response.headers, onCut), mimeType: p.response.mimeType, cut: false,
-        }
-        req.response.cut = cut
-        req.resourceType ??= p.type
-        requests.set(p.requestId, req) // re-measured with its response
-      }
-
-      // A request whose network_request still waits for its body is ended after it, in order.
-      const afterRequest = <P extends { requestId: string }>(handle: (p: P) => void) => (p: P) => {
-        const pending = requests.get(p.requestId)?.emitted
-        if (pending) void pending.then(() => { if (!detached) handle(p) })
-        else handle(p)
-      }
-
-      const onFinished = afterRequest((p: Protocol.Network.LoadingFinishedEvent) => {
-        const req = requests.delete(p.requestId)
-        const response = req?.response
-        if (!req || !response) { idle?.done(p.requestId); return }
-        const ctx = withRequest(session.context(), req)
-        let sent = false
-        const send = (body: CutBody | undefined) => {
-          if (sent) return
-          sent = true
-          const data: EventData<'network_response'> = {
-            ...ctx, request_id: p.requestId, status: Math.trunc(response.status),
-            status_text: response.statusText || STATUS_CODES[response.status] || '',
-            headers: response.headers, mime_type: response.mimeType,
-          }
-          if (req.method) data.method = req.method
-          if (req.resourceType) data.resource_type = req.resourceType
-          if (body) data.body = body.body
-          emit({
-            type: 'network_response', data, source: { kind: 'cdp', event: 'Network.loadingFinished' },
-            ...(body?.truncated || response.cut || req.cut ? { truncated: true } : {}),
-          })
-          idle?.done(p.requestId)
-        }
-        if (bodyMaxBytes <= 0 || !isTextMime(response.mimeType) || detached || opts.isEnabled?.() === false) { send(undefined); return }
-        bodies.submit({
-          owner,
-          cancel: () => send(undefined),
-          run: () => new Promise<void>((release) => {
-            // The slot is freed when the fetch settles or times out, whichever is first.
-            const timer = timers.set(() => { send(undefined); release() }, bodyTimeoutMs)
-            // Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost.
-            session.sendMayFail('Network.getResponseBody', { requestId: p.requestId })
-              .then((r) => send(r && cutBody(r.body, r.base64Encoded, bodyMaxBytes)))
-              .finally(() => { timers.clear(timer); release() })
-          }),
-        })
-      })
-
-      const onFailed = afterRequest((p: Protocol.Network.LoadingFailedEvent) => {
-        const req = requests.delete(p.requestId)
-        // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
-        const data: EventData<'network_loading_failed'> = {
-          ...withRequest(session.context(), req), request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
-        }
-        if (req?.resourceType) data.resource_type = req.resourceType
-        emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' }, ...(req?.cut ? { truncated: true } : {}) })
-        idle?.done(p.requestId)
-      })
-
-      const bag = new Disposer()
-      bag.add(() => { detached = true; idle?.dispose(); requests.clear(); bodies.cancelOwner(owner) })
-      bag.add(session.on('Network.requestWillBeSent', onRequest))
-      bag.add(session.on('Network.responseReceived', onResponse))
-      bag.add(session.on('Network.loadingFinished', onFinished))
-      bag.add(session.on('Network.loadingFailed', onFailed))
-      if (idle) {
-        bag.add(session.on('Page.frameNavigated', (p) => {
-          // The monitor bumped nav_seq for this top-level navigation before we are called.
-          if (!p.frame.parentId) idle.navigate(session.context().nav_seq ?? 0)
-        }))
-      }
+      const tracker = new SessionRequests(session, emit, settings, bodies)
+      const listeners = new Disposer()
+      listeners.add(() => tracker.dispose())
+      listeners.add(session.on('Network.requestWillBeSent', (p) => tracker.onRequest(p)))
+      listeners.add(session.on('Network.responseReceived', (p) => tracker.onResponse(p)))
+      listeners.add(session.on('Network.loadingFinished', (p) => tracker.onFinished(p)))
+      listeners.add(session.on('Network.loadingFailed', (p) => tracker.onFailed(p)))
+      if (tracker.isPage) listeners.add(session.on('Page.frameNavigated', (p) => tracker.onFrameNavigated(p)))
       // maxPostDataSize makes Chromium inline request bodies up to the cap into requestWillBeSent.
       await Promise.all([
-        session.sendMayFail('Network.enable', { maxPostDataSize: Math.max(0, bodyMaxBytes) }),
-        isPage ? session.sendMayFail('Page.enable') : undefined,
+        session.sendMayFail('Network.enable', { maxPostDataSize: Math.max(0, settings.bodyMaxBytes) }),
+        tracker.isPage ? session.sendMayFail('Page.enable') : undefined,
       ])
-      return () => bag.dispose()
+      return () => listeners.dispose()
     },
   }
+}
+
+/**
+ * One session's requests: the bounded request table, the page's network_idle rule, and the
+ * translation of the four Network events into network_request / network_response /
+ * network_loading_failed. Dropped as a whole by dispose().
+ */
+class SessionRequests {
+  readonly isPage: boolean
+  private readonly requests: RequestTable<TrackedRequest>
+  private readonly idle: NetworkIdleRule | undefined
+  /** Groups this session's queued body fetches so dispose() can cancel them. */
+  private readonly owner = {}
+  private disposed = false
+
+  constructor(
+    private readonly session: TargetSession,
+    private readonly emit: Emit,
+    private readonly settings: NetworkSettings,
+    private readonly bodies: BodyFetchQueue,
+  ) {
+    this.isPage = session.targetType === 'page'
+    this.idle = this.isPage ? this.idleRule() : undefined
+    this.requests = new RequestTable<TrackedRequest>({
+      ttlMs: settings.requestTtlMs,
+      maxSize: settings.maxTrackedRequests,
+      maxBytes: bounds.maxRequestTableBytes,
+      sizeOf: entryBytes,
+      now: settings.clock.now,
+      onEvict: (id) => { countEviction('network_requests'); this.idle?.done(id) },
+    })
+  }
+
+  /**
+   * network_idle is a page-level signal computed from this page session's own requests, which
+   * include same-process iframes. Out-of-process iframes and workers have their own sessions and
+   * do not hold their page's idle back (see README).
+   */
+  private idleRule(): NetworkIdleRule {
+    const { session } = this
+    return new NetworkIdleRule({
+      timers: this.settings.clock, quietMs: this.settings.idleQuietMs,
+      onIdle: (navSeq) => {
+        if (this.disposed || session.signal.aborted) return
+        const ctx = session.context()
+        if ((ctx.nav_seq ?? 0) !== navSeq) return
+        this.emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
+      },
+    }, session.context().nav_seq ?? 0)
+  }
+
+  onRequest(p: Protocol.Network.RequestWillBeSentEvent): void {
+    const previous = this.requests.get(p.requestId)
+    let cut = false
+    const onCut = () => { cut = true }
+    const req: TrackedRequest = { url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut), method: p.request.method }
+    if (p.frameId) req.frameId = p.frameId
+    if (p.loaderId) req.loaderId = p.loaderId
+    if (p.type) req.resourceType = p.type
+    this.requests.set(p.requestId, req)
+    this.idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
+    const data = requestData(this.session.context(), p, req, previous, onCut)
+    // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
+    const inline = p.request.postData !== undefined ? cutBody(p.request.postData, false, Math.max(0, this.settings.bodyMaxBytes)) : undefined
+    if (inline) data.post_data = inline.body
+    if (cut) req.cut = true
+    this.requests.set(p.requestId, req) // again: the table's byte estimate sees the final entry
+    let sent = false
+    const send = (body: CutBody | undefined) => {
+      if (sent) return
+      sent = true
+      if (body) data.post_data = body.body
+      const truncated = cut || (body ? body.truncated : inline?.truncated)
+      this.emit({ type: 'network_request', data, source: { kind: 'cdp', event: 'Network.requestWillBeSent' }, ...(truncated ? { truncated: true } : {}) })
+    }
+    const fetch = this.wantsPostData(p)
+    if (!fetch && !previous?.emitted) { send(undefined); return }
+    // A redirect hop waits for its previous hop's event; the response waits for this one.
+    req.emitted = (previous?.emitted ?? Promise.resolve()).then(() => {
+      if (!fetch || this.disposed) { send(undefined); return }
+      return new Promise<void>((done) => this.fetchPostData(p, (body) => { send(body); done() }))
+    })
+  }
+
+  onResponse(p: Protocol.Network.ResponseReceivedEvent): void {
+    let req = this.requests.get(p.requestId)
+    if (!req) {
+      // Started before we attached: we missed requestWillBeSent, but the response tells enough.
+      req = { url: capUrl(p.response.url) }
+      if (p.frameId) req.frameId = p.frameId
+      if (p.loaderId) req.loaderId = p.loaderId
+      this.requests.set(p.requestId, req)
+      this.idle?.start(p.requestId)
+    }
+    let cut = false
+    const onCut = () => { cut = true }
+    req.response = {
+      url: capUrl(p.response.url, onCut), status: p.response.status, statusText: p.response.statusText,
+      headers: capHeaders(p.response.headers, onCut), mimeType: p.response.mimeType, cut: false,
+    }
+    req.response.cut = cut
+    req.resourceType ??= p.type
+    this.requests.set(p.requestId, req) // re-measured with its response
+  }
+
+  onFinished(p: Protocol.Network.LoadingFinishedEvent): void { this.afterRequest(p.requestId, () => this.finished(p)) }
+  onFailed(p: Protocol.Network.LoadingFailedEvent): void { this.afterRequest(p.requestId, () => this.failed(p)) }
+
+  /** A request whose network_request still waits for its body is ended after it, in order. */
+  private afterRequest(requestId: string, handle: () => void): void {
+    const pending = this.requests.get(requestId)?.emitted
+    if (pending) void pending.then(() => { if (!this.disposed) handle() })
+    else handle()
+  }
+
+  /** network_response is emitted here, once, with the body when one is wanted and can be had in time. */
+  private finished(p: Protocol.Network.LoadingFinishedEvent): void {
+    const req = this.requests.delete(p.requestId)
+    const response = req?.response
+    if (!req || !response) { this.idle?.done(p.requestId); return }
+    const ctx = withRequest(this.session.context(), req)
+    let sent = false
+    const respond = (body: CutBody | undefined) => {
+      if (sent) return
+      sent = true
+      this.emit({
+        type: 'network_response', data: responseData(ctx, p.requestId, req, response, body),
+        source: { kind: 'cdp', event: 'Network.loadingFinished' }, ...(body?.truncated || response.cut || req.cut ? { truncated: true } : {}),
+      })
+      this.idle?.done(p.requestId)
+    }
+    if (this.wantsBody(response)) this.fetchBody(p.requestId, respond)
+    else respond(undefined)
+  }
+
+  private failed(p: Protocol.Network.LoadingFailedEvent): void {
+    const req = this.requests.delete(p.requestId)
+    // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
+    const data: EventData<'network_loading_failed'> = {
+      ...withRequest(this.session.context(), req), request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
+    }
+    if (req?.resourceType) data.resource_type = req.resourceType
+    this.emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' }, ...(req?.cut ? { truncated: true } : {}) })
+    this.idle?.done(p.requestId)
+  }
+
+  onFrameNavigated(p: Protocol.Page.FrameNavigatedEvent): void {
+    // The monitor bumped nav_seq for this top-level navigation before we are called.
+    if (!p.frame.parentId) this.idle?.navigate(this.session.context().nav_seq ?? 0)
+  }
+
+  dispose(): void {
+    if (this.disposed) return
+    this.disposed = true
+    this.idle?.dispose()
+    this.requests.clear()
+    this.bodies.cancelOwner(this.owner)
+  }
+
+  private wantsBody(response: ResponseRecord): boolean {
+    return this.settings.bodyMaxBytes > 0 && isTextMime(response.mimeType) && !this.disposed && this.settings.isEnabled?.() !== false
+  }
+
+  /**
+   * Chromium inlines a request body only up to maxPostDataSize and only when it is plain bytes: a
+   * big form, a multipart upload or a long JSON body says hasPostData and must be fetched.
+   */
+  private wantsPostData(p: Protocol.Network.RequestWillBeSentEvent): boolean {
+    const partial = p.request.postDataEntries?.some((e) => e.bytes === undefined) === true
+    return p.request.hasPostData === true && (p.request.postData === undefined || partial) &&
+      this.settings.bodyMaxBytes > 0 && this.settings.isEnabled?.() !== false
+  }
+
+  /** Network.getResponseBody, cut to the cap. Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost. */
+  private fetchBody(requestId: string, respond: (body: CutBody | undefined) => void): void {
+    const { bodyMaxBytes } = this.settings
+    this.queueFetch(() => this.session.sendMayFail('Network.getResponseBody', { requestId })
+      .then((r) => r && cutBody(r.body, r.base64Encoded, bodyMaxBytes)), respond)
+  }
+
+  /** Network.getRequestPostData, as text (multipart binary parts summarised). The request may be gone from Chromium's memory: best effort. */
+  private fetchPostData(p: Protocol.Network.RequestWillBeSentEvent, respond: (body: CutBody | undefined) => void): void {
+    const contentType = headerValue(p.request.headers, 'content-type')
+    const { bodyMaxBytes } = this.settings
+    this.queueFetch(() => this.session.sendMayFail('Network.getRequestPostData', { requestId: p.requestId })
+      .then((r) => r && postDataText(r.postData, r.base64Encoded, contentType, bodyMaxBytes)), respond)
+  }
+
+  /**
+   * Runs a body fetch in the shared queue; `respond` gets the body, or undefined when it cannot be
+   * had (queue full, failed, slower than bodyTimeoutMs, session detached). The queue slot is freed
+   * when the fetch settles or times out, whichever is first.
+   */
+  private queueFetch(fetch: () => Promise<CutBody | undefined>, respond: (body: CutBody | undefined) => void): void {
+    const { bodyTimeoutMs, clock } = this.settings
+    this.bodies.submit({
+      owner: this.owner,
+      cancel: () => respond(undefined),
+      run: () => withTimeout(fetch(), bodyTimeoutMs, { timers: clock }).then(respond, () => respond(undefined)),
+    })
+  }
+}
+
+/**
+ * network_request data: the request's own url/frame/loader over the session context; a redirect
+ * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
+ */
+function requestData(ctx: Context, p: Protocol.Network.RequestWillBeSentEvent, req: TrackedRequest, previous: TrackedRequest | undefined, onCut: () => void): EventData<'network_request'> {
+  const data: EventData<'network_request'> = {
+    ...withRequest(ctx, req), request_id: p.requestId, method: p.request.method, headers: capHeaders(p.request.headers, onCut),
+  }
+  if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
+  if (p.type) data.resource_type = p.type
+  if (p.initiator?.type) data.initiator_type = p.initiator.type
+  if (p.redirectResponse) {
+    data.is_redirect = true
+    const from = p.redirectResponse.url || previous?.url
+    if (from) data.redirect_url = capUrl(from, onCut)
+  }
+  return data
+}
+
+function responseData(ctx: Context, requestId: string, req: TrackedRequest, response: ResponseRecord, body: CutBody | undefined): EventData<'network_response'> {
+  const data: EventData<'network_response'> = {
+    ...ctx, request_id: requestId, status: Math.trunc(response.status),
+    status_text: response.statusText || STATUS_CODES[response.status] || '',
+    headers: response.headers, mime_type: response.mimeType,
+  }
+  if (req.method) data.method = req.method
+  if (req.resourceType) data.resource_type = req.resourceType
+  if (body) data.body = body.body
+  return data
 }
 
 /** Session context with url/frame/loader of the request; all three absent when the request is unknown. */

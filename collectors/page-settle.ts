@@ -2,16 +2,12 @@
 // page session; every input carries the nav_seq it belongs to, and a newer nav_seq resets the state,
 // so nothing of an old navigation (timer, flag) can leak into a newer one.
 
-/** setTimeout/clearTimeout, injectable so the rule runs on a fake clock in unit tests. */
-export interface SettleTimers {
-  set(fn: () => void, ms: number): unknown
-  clear(handle: unknown): void
-}
+import type { Timers } from '../src/util/clock.js'
 
 export const LAYOUT_STABLE_MS = 1000
 
 export interface NavigationSettleOptions {
-  timers: SettleTimers
+  timers: Timers
   stableMs?: number
   onLayoutSettled: (navSeq: number) => void
   onNavigationSettled: (navSeq: number) => void

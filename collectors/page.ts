@@ -7,22 +7,20 @@ import type { BrowserScope, Collector, Detach, TargetSession } from '../src/moni
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
 import { Disposer } from '../src/util/disposer.js'
-import { NavigationSettleRule, LAYOUT_STABLE_MS, type SettleTimers } from './page-settle.js'
+import { NavigationSettleRule, LAYOUT_STABLE_MS } from './page-settle.js'
+import { systemClock, type Clock } from '../src/util/clock.js'
 
 export interface PageCollectorOptions {
   /** page_layout_settled stable period (default 1 s, the spec's value). */
   layoutStableMs?: number
-  timers?: SettleTimers
+  /** The settle timer's clock (injectable for tests). */
+  clock?: Clock
 }
 
 const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
-const defaultTimers: SettleTimers = {
-  set: (fn, ms) => setTimeout(fn, ms),
-  clear: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
-}
 
 export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
-  const timers = opts.timers ?? defaultTimers
+  const timers = opts.clock ?? systemClock
   return {
     name: 'page',
     async attach(session: TargetSession, emit: Emit): Promise<Detach> {

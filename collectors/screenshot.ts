@@ -13,6 +13,9 @@ import { createHash } from 'node:crypto'
 import { DEFAULT_MAX_ENVELOPE_BYTES, type Emit } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import { systemClock, type Clock, type TimerHandle } from '../src/util/clock.js'
+import { Disposer } from '../src/util/disposer.js'
+import { withTimeout } from '../src/util/with-timeout.js'
 
 export interface ScreenshotCollectorOptions {
   /** Whether the `screenshot` category is enabled now (e.g. () => pipeline.isEnabled('screenshot')). */
@@ -28,6 +31,8 @@ export interface ScreenshotCollectorOptions {
   /** A capture that takes longer is abandoned so the next one can run (default 10 s). */
   captureTimeoutMs?: number
   logger?: Logger
+  /** Interval, deferral and capture-timeout timers (injectable for tests). */
+  clock?: Clock
 }
 
 export interface ScreenshotStats {
@@ -55,34 +60,91 @@ const MAX_RESCALES = 5
 const SOURCE = { kind: 'cdp', event: 'Page.captureScreenshot' } as const
 
 interface PageEntry { session: TargetSession; emit: Emit; activeAt: number }
+type Clip = { x: number; y: number; width: number; height: number; scale: number }
 
 export function createScreenshotCollector(opts: ScreenshotCollectorOptions): ScreenshotCollector {
-  const intervalMs = opts.intervalMs ?? 5000
-  const minIntervalMs = opts.minIntervalMs ?? Math.min(1000, intervalMs)
-  const budget = (opts.maxBytes ?? DEFAULT_MAX_ENVELOPE_BYTES) - ENVELOPE_OVERHEAD
-  const captureTimeoutMs = opts.captureTimeoutMs ?? 10_000
-  const logger = opts.logger ?? silentLogger
-  const stats: ScreenshotStats = { captured: 0, emitted: 0, duplicates: 0, rescaled: 0, oversize: 0, failed: 0 }
+  const shooter = new Screenshots(opts)
+  return {
+    name: 'screenshot',
+    attach: (session, emit) => shooter.attach(session, emit),
+    stats: shooter.stats,
+    activeTargetId: () => shooter.activePage()?.session.targetId,
+  }
+}
 
-  const pages = new Map<string, PageEntry>()
-  let activity = 0
-  let enabled = false
-  let ticker: ReturnType<typeof setInterval> | undefined
-  let deferred: ReturnType<typeof setTimeout> | undefined
-  let unsubscribe: (() => void) | undefined
-  let inFlight = false
-  let pending = false
-  let lastCaptureAt = -Infinity
-  let lastHash: string | undefined
+/** The pages that can be captured, and which one is active (most recently opened or navigated). */
+class ActivePages {
+  private readonly pages = new Map<string, PageEntry>()
+  private activity = 0
 
-  const active = (): PageEntry | undefined => {
+  get size(): number { return this.pages.size }
+  has(sessionId: string): boolean { return this.pages.has(sessionId) }
+  add(session: TargetSession, emit: Emit): void { this.pages.set(session.sessionId, { session, emit, activeAt: ++this.activity }) }
+  delete(sessionId: string): void { this.pages.delete(sessionId) }
+  touch(sessionId: string): void {
+    const p = this.pages.get(sessionId)
+    if (p) p.activeAt = ++this.activity
+  }
+
+  active(): PageEntry | undefined {
     let best: PageEntry | undefined
-    for (const p of pages.values()) if (!best || p.activeAt > best.activeAt) best = p
+    for (const p of this.pages.values()) if (!best || p.activeAt > best.activeAt) best = p
     return best
   }
-  const touch = (sessionId: string): void => {
-    const p = pages.get(sessionId)
-    if (p) p.activeAt = ++activity
+}
+
+/**
+ * Scheduling (one interval timer while there is a page and the category is on, one deferred
+ * capture for requests inside the minimum interval, at most one capture in flight) and capturing
+ * (fit to the envelope budget, skip duplicates). Every timer goes through the injected clock.
+ */
+class Screenshots {
+  readonly stats: ScreenshotStats = { captured: 0, emitted: 0, duplicates: 0, rescaled: 0, oversize: 0, failed: 0 }
+  private readonly pages = new ActivePages()
+  private readonly clock: Clock
+  private readonly logger: Logger
+  private readonly intervalMs: number
+  private readonly minIntervalMs: number
+  private readonly budget: number
+  private readonly captureTimeoutMs: number
+  private enabled = false
+  private ticker: TimerHandle | undefined
+  private deferred: TimerHandle | undefined
+  private unsubscribe: (() => void) | undefined
+  private inFlight = false
+  private pending = false
+  private lastCaptureAt = -Infinity
+  private lastHash: string | undefined
+
+  constructor(private readonly opts: ScreenshotCollectorOptions) {
+    this.clock = opts.clock ?? systemClock
+    this.logger = opts.logger ?? silentLogger
+    this.intervalMs = opts.intervalMs ?? 5000
+    this.minIntervalMs = opts.minIntervalMs ?? Math.min(1000, this.intervalMs)
+    this.budget = (opts.maxBytes ?? DEFAULT_MAX_ENVELOPE_BYTES) - ENVELOPE_OVERHEAD
+    this.captureTimeoutMs = opts.captureTimeoutMs ?? 10_000
+  }
+
+  activePage(): PageEntry | undefined { return this.pages.active() }
+
+  attach(session: TargetSession, emit: Emit): Detach {
+    if (session.targetType !== 'page') return () => undefined
+    this.pages.add(session, emit)
+    const bag = new Disposer()
+    bag.add(() => this.removePage(session.sessionId))
+    bag.add(session.on('Page.frameNavigated', (p) => { if (!p.frame.parentId) this.pages.touch(session.sessionId) }))
+    bag.add(session.on('Page.loadEventFired', () => { this.pages.touch(session.sessionId); this.request() }))
+    // Page events need the domain; the page collector may enable it too (harmless twice).
+    void session.sendMayFail('Page.enable')
+    if (this.pages.size === 1 && this.opts.onEnabledChange) this.unsubscribe = this.opts.onEnabledChange(() => this.reconcile(true))
+    this.reconcile(false)
+    return () => bag.dispose()
+  }
+
+  private removePage(sessionId: string): void {
+    this.pages.delete(sessionId)
+    if (this.pages.size === 0) { this.unsubscribe?.(); this.unsubscribe = undefined }
+    this.reconcile(false)
   }
 
   /**
@@ -90,113 +152,89 @@ export function createScreenshotCollector(opts: ScreenshotCollectorOptions): Scr
    * (or always, to poll isEnabled(), when there is no subscription). A category switched on
    * captures at once when `captureNow`; an attach does not (that target is still paused).
    */
-  const reconcile = (captureNow: boolean): void => {
-    const was = enabled
-    enabled = opts.isEnabled()
-    if (enabled && !was) lastHash = undefined // switching screenshots on yields a frame even if nothing changed
-    const wantTicker = pages.size > 0 && (enabled || !opts.onEnabledChange)
-    if (wantTicker && !ticker) ticker = setInterval(tick, intervalMs)
-    else if (!wantTicker && ticker) { clearInterval(ticker); ticker = undefined }
-    if (!enabled || pages.size === 0) {
-      if (deferred) { clearTimeout(deferred); deferred = undefined }
-      pending = false
+  private reconcile(captureNow: boolean): void {
+    const was = this.enabled
+    this.enabled = this.opts.isEnabled()
+    if (this.enabled && !was) this.lastHash = undefined // switching screenshots on yields a frame even if nothing changed
+    const wantTicker = this.pages.size > 0 && (this.enabled || !this.opts.onEnabledChange)
+    if (wantTicker && this.ticker === undefined) this.ticker = this.clock.repeat(() => this.tick(), this.intervalMs)
+    else if (!wantTicker && this.ticker !== undefined) { this.clock.clear(this.ticker); this.ticker = undefined }
+    if (!this.enabled || this.pages.size === 0) {
+      if (this.deferred !== undefined) { this.clock.clear(this.deferred); this.deferred = undefined }
+      this.pending = false
     }
-    if (captureNow && enabled && !was) request()
+    if (captureNow && this.enabled && !was) this.request()
   }
-  const tick = (): void => {
-    if (!opts.onEnabledChange) reconcile(false)
-    request()
+
+  private tick(): void {
+    if (!this.opts.onEnabledChange) this.reconcile(false)
+    this.request()
   }
 
   /** Asks for a capture now, respecting the in-flight and minimum-interval rules (coalesced). */
-  const request = (): void => {
-    if (!enabled || pages.size === 0) return
-    if (inFlight) { pending = true; return }
-    const wait = lastCaptureAt + minIntervalMs - performance.now()
+  private request(): void {
+    if (!this.enabled || this.pages.size === 0) return
+    if (this.inFlight) { this.pending = true; return }
+    const wait = this.lastCaptureAt + this.minIntervalMs - this.clock.now()
     if (wait > 0) {
-      deferred ??= setTimeout(() => { deferred = undefined; request() }, wait)
+      this.deferred ??= this.clock.set(() => { this.deferred = undefined; this.request() }, wait)
       return
     }
-    void capture()
+    void this.capture()
   }
 
-  const capture = async (): Promise<void> => {
-    const page = active()
+  private async capture(): Promise<void> {
+    const page = this.pages.active()
     if (!page) return
-    inFlight = true
-    lastCaptureAt = performance.now()
+    this.inFlight = true
+    this.lastCaptureAt = this.clock.now()
     try {
-      const png = await fittedScreenshot(page.session)
+      const png = await this.fittedScreenshot(page.session)
       if (png === undefined) return
       const hash = createHash('sha1').update(png).digest('hex')
-      if (hash === lastHash) { stats.duplicates++; return }
+      if (hash === this.lastHash) { this.stats.duplicates++; return }
       // Checked again: the category may have been switched off while the capture ran.
-      if (!enabled || !pages.has(page.session.sessionId)) return
-      lastHash = hash
-      if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE }).accepted !== undefined) stats.emitted++
+      if (!this.enabled || !this.pages.has(page.session.sessionId)) return
+      this.lastHash = hash
+      if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE }).accepted !== undefined) this.stats.emitted++
     } catch (err) {
-      stats.failed++
-      if (!page.session.signal.aborted) logger.debug({ err, targetId: page.session.targetId }, 'screenshot failed')
+      this.stats.failed++
+      if (!page.session.signal.aborted) this.logger.debug({ err, targetId: page.session.targetId }, 'screenshot failed')
     } finally {
-      inFlight = false
-      if (pending) { pending = false; request() }
+      this.inFlight = false
+      if (this.pending) { this.pending = false; this.request() }
     }
   }
 
   /** The viewport as base64 PNG that fits the budget, or undefined when no scale makes it fit. */
-  const fittedScreenshot = async (session: TargetSession): Promise<string | undefined> => {
-    let data = await shoot(session)
+  private async fittedScreenshot(session: TargetSession): Promise<string | undefined> {
+    const { budget } = this
+    let data = await this.shoot(session)
     if (data.length <= budget) return data
-    const { cssVisualViewport: vp } = await session.send('Page.getLayoutMetrics')
+    const metrics = await session.sendMayFail('Page.getLayoutMetrics')
+    if (!metrics) throw new Error('Page.getLayoutMetrics failed')
+    const vp = metrics.cssVisualViewport
     // clip.scale is relative to the full-resolution capture, so the pixel count (and, roughly,
     // the PNG size) falls with scale²; aim 10% under the budget each round.
     let scale = 1
     for (let i = 0; i < MAX_RESCALES && data.length > budget; i++) {
       scale *= Math.sqrt(budget / data.length) * 0.9
-      stats.rescaled++
-      data = await shoot(session, { x: vp.pageX, y: vp.pageY, width: vp.clientWidth, height: vp.clientHeight, scale })
+      this.stats.rescaled++
+      data = await this.shoot(session, { x: vp.pageX, y: vp.pageY, width: vp.clientWidth, height: vp.clientHeight, scale })
     }
     if (data.length <= budget) return data
-    stats.oversize++
-    logger.warn({ bytes: data.length, budget }, 'screenshot does not fit the envelope cap even scaled down; skipped')
+    this.stats.oversize++
+    this.logger.warn({ bytes: data.length, budget }, 'screenshot does not fit the envelope cap even scaled down; skipped')
     return undefined
   }
 
-  const shoot = async (session: TargetSession, clip?: { x: number; y: number; width: number; height: number; scale: number }): Promise<string> => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Page.captureScreenshot took over ${captureTimeoutMs} ms`)), captureTimeoutMs)
+  /** One capture; a protocol failure is counted by the session (sendMayFail), a slow one abandoned. */
+  private async shoot(session: TargetSession, clip?: Clip): Promise<string> {
+    const shot = await withTimeout(session.sendMayFail('Page.captureScreenshot', { format: 'png', ...(clip ? { clip } : {}) }), this.captureTimeoutMs, {
+      timers: this.clock, message: `Page.captureScreenshot took over ${this.captureTimeoutMs} ms`,
     })
-    try {
-      const { data } = await Promise.race([session.send('Page.captureScreenshot', { format: 'png', ...(clip ? { clip } : {}) }), timeout])
-      stats.captured++
-      return data
-    } finally {
-      clearTimeout(timer)
-    }
+    if (!shot) throw new Error('Page.captureScreenshot failed')
+    this.stats.captured++
+    return shot.data
   }
-
-  function attach(session: TargetSession, emit: Emit): Detach {
-    if (session.targetType !== 'page') return () => undefined
-    pages.set(session.sessionId, { session, emit, activeAt: ++activity })
-    const offs = [
-      session.on('Page.frameNavigated', (p) => { if (!p.frame.parentId) touch(session.sessionId) }),
-      session.on('Page.loadEventFired', () => { touch(session.sessionId); request() }),
-    ]
-    // Page events need the domain; the page collector may enable it too (harmless twice).
-    void session.sendMayFail('Page.enable')
-    if (pages.size === 1 && opts.onEnabledChange) unsubscribe = opts.onEnabledChange(() => reconcile(true))
-    reconcile(false)
-    let detached = false
-    return () => {
-      if (detached) return
-      detached = true
-      for (const off of offs) off()
-      pages.delete(session.sessionId)
-      if (pages.size === 0) { unsubscribe?.(); unsubscribe = undefined }
-      reconcile(false)
-    }
-  }
-
-  return { name: 'screenshot', attach, stats, activeTargetId: () => active()?.session.targetId }
 }

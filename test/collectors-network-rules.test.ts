@@ -87,7 +87,7 @@ t.test('RequestTable evicts by TTL and size cap, oldest first', async (t) => {
 t.test('network_idle: 500 ms after the last request, once per navigation, zero requests too', async (t) => {
   const timers = new FakeTimers()
   const fired: [number, number][] = []
-  const idle = new NetworkIdleRule({ timers, onIdle: (n) => fired.push([n, timers.now]) }, 0)
+  const idle = new NetworkIdleRule({ timers, onIdle: (n) => fired.push([n, timers.now()]) }, 0)
   // No request at all: idle 500 ms after attach.
   timers.advance(499)
   t.same(fired, [])
@@ -107,7 +107,7 @@ t.test('network_idle: 500 ms after the last request, once per navigation, zero r
   timers.advance(1000)
   t.equal(fired.length, 1)
   idle.done('img')
-  const lastDone = timers.now
+  const lastDone = timers.now()
   timers.advance(300)
   idle.start('xhr') // a new request inside the quiet period restarts it
   timers.advance(400)

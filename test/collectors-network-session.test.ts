@@ -2,38 +2,11 @@
 // stale timers never fire, tracking state stays bounded, a stuck body fetch never holds a response.
 import t from 'tap'
 import { FakeTimers } from './helpers/fake-timers.js'
+import { fakeSession } from './helpers/fake-session.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
-import type { Context, TargetType } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline.js'
-import type { TargetSession } from '../src/monitor/types.js'
 import { fakeAccepted } from './helpers/store.js'
-
-function fakeSession(targetType: TargetType = 'page', respond: (method: string, params: unknown) => Promise<unknown> = () => Promise.resolve({})) {
-  const handlers = new Map<string, Set<(p: unknown) => void>>()
-  const abort = new AbortController()
-  const ctx: Context = { session_id: 'S1', target_id: 'T1', target_type: targetType, url: 'http://x/', frame_id: 'T1', loader_id: 'L1' }
-  if (targetType === 'page') ctx.nav_seq = 0
-  const sent: string[] = []
-  const session = {
-    sessionId: 'S1', targetId: 'T1', targetType, signal: abort.signal,
-    context: () => ({ ...ctx }),
-    send: (method: string, params?: unknown) => { sent.push(method); return respond(method, params) },
-    sendMayFail: (method: string, params?: unknown) => { sent.push(method); return respond(method, params).catch(() => undefined) },
-    on: (event: string, h: (p: unknown) => void) => {
-      let s = handlers.get(event)
-      if (!s) handlers.set(event, s = new Set())
-      s.add(h)
-      return () => { s!.delete(h) }
-    },
-  } as unknown as TargetSession
-  const fire = (event: string, params: unknown) => {
-    if (event === 'Page.frameNavigated' && !(params as { frame: { parentId?: string } }).frame.parentId && ctx.nav_seq !== undefined) ctx.nav_seq++
-    for (const h of handlers.get(event) ?? []) h(params)
-  }
-  const listeners = () => [...handlers.values()].reduce((n, s) => n + s.size, 0)
-  return { session, fire, abort, sent, listeners, ctx }
-}
 
 function recorder() {
   const events: EventInput[] = []
@@ -54,7 +27,7 @@ t.test('detach removes listeners and the idle timer; nothing fires afterwards', 
   const timers = new FakeTimers()
   const f = fakeSession()
   const rec = recorder()
-  const detach = await createNetworkCollector({ timers }).attach!(f.session, rec.emit)
+  const detach = await createNetworkCollector({ clock: timers }).attach!(f.session, rec.emit)
   t.same(f.sent, ['Network.enable', 'Page.enable'])
   t.equal(timers.pending, 1, 'idle armed at attach (zero requests)')
   t.ok(f.listeners() > 0)
@@ -70,7 +43,7 @@ t.test('a timer whose session was aborted (connection replaced) emits nothing', 
   const timers = new FakeTimers()
   const f = fakeSession()
   const rec = recorder()
-  await createNetworkCollector({ timers }).attach!(f.session, rec.emit)
+  await createNetworkCollector({ clock: timers }).attach!(f.session, rec.emit)
   f.abort.abort()
   timers.advance(1000)
   t.same(rec.events, [])
@@ -80,7 +53,7 @@ t.test('idle: per nav_seq, after the last response, status_text falls back to th
   const timers = new FakeTimers()
   const f = fakeSession('page', async (method) => method === 'Network.getResponseBody' ? { body: '{"a":1}', base64Encoded: false } : {})
   const rec = recorder()
-  await createNetworkCollector({ timers }).attach!(f.session, rec.emit)
+  await createNetworkCollector({ clock: timers }).attach!(f.session, rec.emit)
   timers.advance(500)
   t.same(rec.types(), ['network_idle'])
   t.equal((rec.events[0]!.data as { nav_seq?: number }).nav_seq, 0)
@@ -103,26 +76,28 @@ t.test('a body fetch that never answers: response emitted without body after the
   const timers = new FakeTimers()
   const f = fakeSession('page', (method) => method === 'Network.getResponseBody' ? new Promise(() => undefined) : Promise.resolve({}))
   const rec = recorder()
-  await createNetworkCollector({ timers, bodyTimeoutMs: 2000, bodyConcurrency: 1 }).attach!(f.session, rec.emit)
+  await createNetworkCollector({ clock: timers, bodyTimeoutMs: 2000, bodyConcurrency: 1 }).attach!(f.session, rec.emit)
   for (const id of ['a', 'b']) {
     f.fire('Network.requestWillBeSent', request(id))
     f.fire('Network.responseReceived', response(id))
     f.fire('Network.loadingFinished', { requestId: id, timestamp: 3, encodedDataLength: 7 })
   }
   t.same(rec.events.filter((e) => e.type === 'network_response'), [])
+  const settle = () => new Promise((r) => setImmediate(r)) // the timeout's rejection settles in microtasks
   timers.advance(2000)
-  await new Promise((r) => setImmediate(r))
+  await settle()
+  t.equal(timers.pending, 1, 'b started once a gave up: its own timeout is running')
   timers.advance(2000)
+  await settle()
   const responses = rec.events.filter((e) => e.type === 'network_response')
   t.same(responses.map((e) => [e.data.request_id, 'body' in e.data]), [['a', false], ['b', false]])
 })
 
 t.test('tracking is bounded: size cap and TTL evict requests that never finish', async (t) => {
   const timers = new FakeTimers()
-  let now = 0
   const f = fakeSession('worker')
   const rec = recorder()
-  await createNetworkCollector({ timers, maxTrackedRequests: 3, requestTtlMs: 1000, now: () => now }).attach!(f.session, rec.emit)
+  await createNetworkCollector({ clock: timers, maxTrackedRequests: 3, requestTtlMs: 1000 }).attach!(f.session, rec.emit)
   t.same(f.sent, ['Network.enable'], 'no Page domain on a worker')
   for (let i = 0; i < 10; i++) f.fire('Network.requestWillBeSent', request(`r${i}`))
   // r0 was evicted by the cap: its failure looks like one from before attach.
@@ -131,7 +106,7 @@ t.test('tracking is bounded: size cap and TTL evict requests that never finish',
   t.same(failed.data, { session_id: 'S1', target_id: 'T1', target_type: 'worker', request_id: 'r0', error_text: 'net::ERR_ABORTED', canceled: true })
   f.fire('Network.loadingFailed', { requestId: 'r9', timestamp: 1, type: 'Fetch', errorText: 'net::ERR_FAILED', canceled: false })
   t.match(rec.events.at(-1), { data: { request_id: 'r9', url: 'http://x/r9', resource_type: 'Fetch', frame_id: 'T1', loader_id: 'L1' } })
-  now = 5000 // r7, r8 expire; the next insert sweeps them
+  timers.advance(5000) // r7, r8 expire; the next insert sweeps them
   f.fire('Network.requestWillBeSent', request('late'))
   f.fire('Network.loadingFailed', { requestId: 'r8', timestamp: 1, type: 'Fetch', errorText: 'x', canceled: false })
   t.notOk('url' in rec.events.at(-1)!.data, 'r8 was forgotten by the TTL')
@@ -143,7 +118,7 @@ t.test('page collector: detach clears the settle timer; an old navigation\'s tim
   const f = fakeSession()
   const rec = recorder()
   const nav = (loaderId: string) => f.fire('Page.frameNavigated', { frame: { id: 'T1', loaderId, url: 'http://x/', securityOrigin: '', mimeType: 'text/html' }, type: 'Navigation' })
-  const detach = await createPageCollector({ timers }).attach!(f.session, rec.emit)
+  const detach = await createPageCollector({ clock: timers }).attach!(f.session, rec.emit)
   t.same(f.sent.sort(), ['Page.enable', 'PerformanceTimeline.enable'])
   nav('L1')
   f.fire('Page.domContentEventFired', { timestamp: 10.5 })
@@ -174,7 +149,7 @@ t.test('page collector on a worker does nothing', async (t) => {
 t.test('with the network category off, no body is fetched', async (t) => {
   const f = fakeSession('page')
   const rec = recorder()
-  await createNetworkCollector({ timers: new FakeTimers(), isEnabled: () => false }).attach!(f.session, rec.emit)
+  await createNetworkCollector({ clock: new FakeTimers(), isEnabled: () => false }).attach!(f.session, rec.emit)
   f.fire('Network.requestWillBeSent', request('a'))
   f.fire('Network.responseReceived', response('a'))
   f.fire('Network.loadingFinished', { requestId: 'a', timestamp: 3, encodedDataLength: 7 })

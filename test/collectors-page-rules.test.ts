@@ -9,8 +9,8 @@ function setup(navSeq = 1) {
   const out: string[] = []
   const rule = new NavigationSettleRule({
     timers,
-    onLayoutSettled: (n) => out.push(`layout ${n} @${timers.now}`),
-    onNavigationSettled: (n) => out.push(`navigation ${n} @${timers.now}`),
+    onLayoutSettled: (n) => out.push(`layout ${n} @${timers.now()}`),
+    onNavigationSettled: (n) => out.push(`navigation ${n} @${timers.now()}`),
   }, navSeq)
   return { timers, out, rule }
 }
