@@ -28,6 +28,8 @@ export interface CommandSpec {
   notes?: string[]
   /** False for commands that never talk to a browser route (default true). */
   browser?: boolean
+  /** False for commands that do not talk to the daemon API (no --url/--token/--browser-id; e.g. fleet). */
+  connection?: boolean
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:10222'
@@ -45,8 +47,13 @@ export interface Parsed {
   help: boolean
 }
 
+/** The command's own options plus the connection options it takes (always --help). */
+function optionsOf(spec: CommandSpec): Record<string, OptionSpec> {
+  return spec.connection === false ? { ...spec.options, help: CONNECTION_OPTIONS.help! } : { ...spec.options, ...CONNECTION_OPTIONS }
+}
+
 export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
-  const all = { ...spec.options, ...CONNECTION_OPTIONS }
+  const all = optionsOf(spec)
   const options = Object.fromEntries(Object.entries(all).map(([k, o]) => [k, {
     type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}),
   }]))
@@ -66,7 +73,7 @@ export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
 }
 
 export function helpText(spec: CommandSpec): string {
-  const all = { ...spec.options, ...CONNECTION_OPTIONS }
+  const all = optionsOf(spec)
   const rows = Object.entries(all).map(([name, o]) => {
     const flag = `${o.short ? `-${o.short}, ` : '    '}--${name}${o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : ''}`
     return [flag, o.help + (o.multiple ? ' (repeatable)' : '')] as const

@@ -1,6 +1,7 @@
 // The client commands of `browser-telemetry` (everything but `serve`), as a table src/cli.ts mounts.
 import type { ClientCommand } from './command.js'
 import { extensionCommand } from './extension.js'
+import { fleetCommand } from './fleet.js'
 import { harCommand } from './har.js'
 import { openCommand } from './open.js'
 import { readCommand } from './read.js'
@@ -17,4 +18,5 @@ export const clientCommands: Record<string, ClientCommand> = {
   'upload-zip': uploadZipCommand,
   'extension': extensionCommand,
   'open': openCommand,
+  'fleet': fleetCommand,
 }
