@@ -174,7 +174,7 @@ export class Shipper {
     this.logger.info({ ackedSeq: this.acked }, 'fleet shipping stopped')
   }
 
-  /** Tests and the bench hear about every advance of the watermark (seq, its event ts). */
+  /** Tests and the bench hear about every advance of the watermark (seq, its event ts; 0 when it passed seqs without events). */
   onAcked(listener: (seq: number, ts: number) => void): () => void {
     this.ackListeners.add(listener)
     return () => { this.ackListeners.delete(listener) }
@@ -401,6 +401,7 @@ export class Shipper {
       for (const r of page.records) this.queue.push(r)
       const last = page.records[page.records.length - 1]
       this.next = last ? last.seq + 1 : Math.max(this.next, this.opts.log.lastSeq + 1)
+      if (!last) this.settleGap()
     } catch (err) {
       this.logger.error({ err: (err as Error).message }, 'shipper could not read the event log')
     } finally {
@@ -458,11 +459,23 @@ export class Shipper {
       head = this.order[++this.orderHead]
     }
     if (!moved) return
+    this.settleGap()
     if (this.orderHead > 1024) { this.order = this.order.slice(this.orderHead); this.orderHead = 0 }
     this.pendingSinceTs = undefined
     if (this.retryMs !== this.opts.retryInitialMs) this.retryMs = this.opts.retryInitialMs
     if (this.inflight.size === 0) for (const w of this.stopWaiters.splice(0)) w()
     this.pump()
+  }
+
+  /**
+   * Positions below `next` without records (seqs skipped by budgets or an unclean stop) never get an
+   * ack: once everything sent is acknowledged, the watermark covers them too.
+   */
+  private settleGap(): void {
+    if (this.order.length === this.orderHead && this.queued() === 0 && this.next - 1 > this.acked) {
+      this.acked = this.next - 1
+      for (const l of this.ackListeners) l(this.acked, 0)
+    }
   }
 
   private readonly sweep = (): void => {
