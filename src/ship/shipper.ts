@@ -120,6 +120,7 @@ export class Shipper {
   /** Commit time (ts, Unix µs) of the oldest event not yet acknowledged, when known. */
   private pendingSinceTs: number | undefined
   private readonly subjects = new Map<Category, string>()
+  private readonly headers = headers()
   private readonly ackListeners = new Set<(seq: number, ts: number) => void>()
   private readonly changeListeners = new Set<() => void>()
   private stopWaiters: (() => void)[] = []
@@ -132,6 +133,7 @@ export class Shipper {
     this.logger = opts.logger ?? silentLogger
     this.metaName = watermarkName(opts.stream, opts.subjectPrefix)
     this.retryMs = this.opts.retryInitialMs
+    this.headers.set(HEADER_BROWSER_ID, opts.browserId)
   }
 
   /** Loads the watermark and starts connecting in the background; never waits for NATS. */
@@ -411,10 +413,10 @@ export class Shipper {
   }
 
   private publish(nc: NatsConnection, rec: StoredRecord): void {
-    const h = headers()
+    // One header set, rewritten per message: publish() encodes it synchronously.
+    const h = this.headers
     h.set(HEADER_MSG_ID, msgIdOf(this.opts.browserId, rec.seq))
     h.set(HEADER_SEQ, String(rec.seq))
-    h.set(HEADER_BROWSER_ID, this.opts.browserId)
     let subject = this.subjects.get(rec.category)
     if (!subject) this.subjects.set(rec.category, (subject = subjectOf(this.opts.subjectPrefix, this.opts.browserId, rec.category)))
     try {
@@ -436,9 +438,12 @@ export class Shipper {
       this.failAndRetry('no_responders', `no JetStream stream answers on ${subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')} (stream ${this.opts.stream} missing or not covering ${this.opts.subjectPrefix}.>)`)
       return
     }
-    let body: { error?: { code?: number; err_code?: number; description?: string } }
-    try { body = msg.json() } catch { body = { error: { description: `unreadable ack: ${msg.string().slice(0, 100)}` } } }
-    if (body.error) {
+    // A PubAck is {"stream":..,"seq":..[,"duplicate":true]}; only anything else (an error) is worth parsing.
+    const text = msg.string()
+    if (!text.startsWith('{"stream"') || text.includes('"error"')) {
+      let body: { error?: { code?: number; err_code?: number; description?: string } }
+      try { body = JSON.parse(text) as typeof body } catch { body = {} }
+      body.error ??= { description: `unexpected ack: ${text.slice(0, 100)}` }
       this.failAndRetry('stream', `JetStream refused seq ${seq}: ${body.error.description ?? 'error'} (${body.error.err_code ?? body.error.code ?? '?'})`)
       return
     }
