@@ -1,0 +1,132 @@
+// Fleet simulation (issue 18): VMS daemons' shippers (own event log, own browser id each) spread over
+// WORKERS processes, all shipping into ONE nats-server (JetStream, file storage) and one stream.
+// Phase "paced": every VM emits RATE events/s for SECONDS; per-VM commit -> ack lag p99.
+// Phase "burst": every VM appends BURST events at once; aggregate events/s until all are acknowledged.
+// nats-server RSS is sampled throughout. Env: VMS (50), WORKERS (5), RATE (100), PACED_SECONDS (10), BURST (2000).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createInterface } from 'node:readline'
+import { join } from 'node:path'
+import { EventLog } from '../src/store/event-log.js'
+import { Pipeline } from '../src/pipeline.js'
+import { Shipper } from '../src/ship/shipper.js'
+import { startNatsServer } from '../test/helpers/nats.js'
+import { fmt, median, realisticEvent, withTempDir } from './common.js'
+
+const VMS = Number(process.env.VMS ?? 50)
+const WORKERS = Number(process.env.WORKERS ?? 5)
+const RATE = Number(process.env.RATE ?? 100)
+const SECONDS = Number(process.env.PACED_SECONDS ?? 10)
+const BURST = Number(process.env.BURST ?? 2000)
+const INPUTS = Array.from({ length: 1000 }, (_, i) => realisticEvent(i))
+
+interface Vm { log: EventLog; pipeline: Pipeline; shipper: Shipper; committedAt: Map<number, number>; lags: number[] }
+
+function until(s: Shipper, seq: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (s.ackedSeq >= seq) { resolve(); return }
+    const off = s.onAcked((a) => { if (a >= seq) { off(); resolve() } })
+  })
+}
+
+async function worker(): Promise<void> {
+  const url = process.env.FLEET_NATS_URL!
+  const ids = process.env.FLEET_VMS!.split(',')
+  await withTempDir(async (dir) => {
+    const vms: Vm[] = []
+    for (const id of ids) {
+      const log = await EventLog.open({ path: join(dir, id), retentionIntervalMs: 0 })
+      const pipeline = new Pipeline({ log, budget: false })
+      const shipper = new Shipper({ log, browserId: id, nats: { servers: [url] }, stream: 'FLEET', subjectPrefix: 'telemetry', limits: { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 } })
+      const vm: Vm = { log, pipeline, shipper, committedAt: new Map(), lags: [] }
+      log.onCommit((records) => { const now = performance.now(); for (const r of records) vm.committedAt.set(r.seq, now) })
+      let last = 0
+      shipper.onAcked((seq) => {
+        const now = performance.now()
+        for (let q = last + 1; q <= seq; q++) { const c = vm.committedAt.get(q); if (c !== undefined) { vm.lags.push(now - c); vm.committedAt.delete(q) } }
+        last = seq
+      })
+      await shipper.start()
+      vms.push(vm)
+    }
+    // One event each so connections and the stream are settled before measuring.
+    for (const vm of vms) vm.pipeline.emit(INPUTS[0]!)
+    await Promise.all(vms.map((vm) => vm.log.flush().then(() => until(vm.shipper, vm.log.lastSeq))))
+    for (const vm of vms) vm.lags = []
+    const say = (o: unknown) => process.stdout.write(JSON.stringify(o) + '\n')
+    say({ ready: true })
+    for await (const line of createInterface({ input: process.stdin })) {
+      if (line === 'paced') {
+        const start = performance.now()
+        const total = RATE * SECONDS
+        let emitted = 0
+        while (emitted < total) {
+          const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * RATE))
+          for (; emitted < due; emitted++) for (const vm of vms) vm.pipeline.emit(INPUTS[emitted % 1000]!)
+          await new Promise((r) => setTimeout(r, 2))
+        }
+        await Promise.all(vms.map((vm) => vm.log.flush().then(() => until(vm.shipper, vm.log.lastSeq))))
+        const p99 = vms.map((vm) => { const l = vm.lags.sort((a, b) => a - b); return l[Math.min(l.length - 1, Math.floor(0.99 * l.length))] ?? 0 })
+        say({ paced: p99, events: vms.reduce((n, vm) => n + vm.lags.length, 0) })
+      } else if (line === 'burst') {
+        const start = Date.now()
+        for (let i = 0; i < BURST; i++) {
+          for (const vm of vms) vm.pipeline.emit(INPUTS[i % 1000]!)
+          if (i % 100 === 99) await new Promise((r) => setImmediate(r))
+        }
+        await Promise.all(vms.map((vm) => vm.log.flush().then(() => until(vm.shipper, vm.log.lastSeq))))
+        say({ burst: { start, end: Date.now(), events: BURST * vms.length } })
+      } else if (line === 'quit') {
+        break
+      }
+    }
+    for (const vm of vms) { await vm.shipper.stop(); await vm.log.close() }
+  })
+}
+
+async function parent(): Promise<void> {
+  const nats = await startNatsServer()
+  const rss: number[] = []
+  const sampler = setInterval(() => { void nats.rssBytes().then((b) => rss.push(b)) }, 250)
+  const children: { proc: ChildProcess; lines: AsyncIterator<string> }[] = []
+  try {
+    const idle = await nats.rssBytes()
+    for (let w = 0; w < WORKERS; w++) {
+      const ids = Array.from({ length: VMS }, (_, i) => i).filter((i) => i % WORKERS === w).map((i) => `vm-${String(i).padStart(3, '0')}`)
+      const proc = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname], {
+        env: { ...process.env, FLEET_WORKER: '1', FLEET_NATS_URL: nats.url, FLEET_VMS: ids.join(',') }, stdio: ['pipe', 'pipe', 'inherit'],
+      })
+      children.push({ proc, lines: createInterface({ input: proc.stdout! })[Symbol.asyncIterator]() })
+    }
+    const next = async () => Promise.all(children.map(async (c) => JSON.parse((await c.lines.next()).value as string) as Record<string, unknown>))
+    await next() // ready
+    const send = (cmd: string) => { for (const c of children) c.proc.stdin!.write(cmd + '\n') }
+
+    send('paced')
+    const paced = await next()
+    const p99s = paced.flatMap((r) => r.paced as number[])
+    const pacedEvents = paced.reduce((n, r) => n + (r.events as number), 0)
+    const rssAfterPaced = await nats.rssBytes()
+
+    send('burst')
+    const burst = (await next()).map((r) => r.burst as { start: number; end: number; events: number })
+    const events = burst.reduce((n, b) => n + b.events, 0)
+    const seconds = (Math.max(...burst.map((b) => b.end)) - Math.min(...burst.map((b) => b.start))) / 1000
+    send('quit')
+    await Promise.all(children.map((c) => new Promise((r) => c.proc.once('exit', r))))
+
+    p99s.sort((a, b) => a - b)
+    console.log(`${VMS} VMs in ${WORKERS} processes -> one nats-server (JetStream, file storage), one stream`)
+    console.log(`paced: ${RATE} events/s per VM (${RATE * VMS}/s aggregate) for ${SECONDS} s, ${pacedEvents} events:`)
+    console.log(`  per-VM commit -> ack lag p99: median ${fmt(median(p99s), 1)} ms, worst VM ${fmt(p99s[p99s.length - 1]!, 1)} ms`)
+    console.log(`burst: ${BURST} events per VM at once: ${events} events in ${fmt(seconds, 2)} s = ${fmt(events / seconds, 0)} events/s aggregate`)
+    console.log(`nats-server RSS: idle ${fmt(idle / 2 ** 20, 0)} MiB, after paced ${fmt(rssAfterPaced / 2 ** 20, 0)} MiB, peak ${fmt(Math.max(...rss) / 2 ** 20, 0)} MiB`)
+  } finally {
+    clearInterval(sampler)
+    for (const c of children) c.proc.kill('SIGKILL')
+    await nats.dispose()
+  }
+}
+
+// stdin keeps a worker alive after its last command: exit explicitly.
+if (process.env.FLEET_WORKER) { await worker(); process.exit(0) }
+else await parent()
