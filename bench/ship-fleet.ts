@@ -1,7 +1,8 @@
 // Fleet simulation (issue 18): VMS daemons' shippers (own event log, own browser id each) spread over
 // WORKERS processes, all shipping into ONE nats-server (JetStream, file storage) and one stream.
 // Phase "paced": every VM emits RATE events/s for SECONDS; per-VM commit -> ack lag p99.
-// Phase "burst": every VM appends BURST events at once; aggregate events/s until all are acknowledged.
+// Phase "replay": every VM's shipper starts on a log of BURST events written beforehand (like daemons
+// replaying their logs after an outage); aggregate events/s until all are acknowledged.
 // nats-server RSS is sampled throughout. Env: VMS (50), WORKERS (5), RATE (100), PACED_SECONDS (10), BURST (2000).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
@@ -54,6 +55,7 @@ async function worker(): Promise<void> {
     for (const vm of vms) vm.lags = []
     const say = (o: unknown) => process.stdout.write(JSON.stringify(o) + '\n')
     say({ ready: true })
+    let replay: { id: string; log: EventLog }[] = []
     for await (const line of createInterface({ input: process.stdin })) {
       if (line === 'paced') {
         const start = performance.now()
@@ -67,14 +69,28 @@ async function worker(): Promise<void> {
         await Promise.all(vms.map((vm) => vm.log.flush().then(() => until(vm.shipper, vm.log.lastSeq))))
         const p99 = vms.map((vm) => { const l = vm.lags.sort((a, b) => a - b); return l[Math.min(l.length - 1, Math.floor(0.99 * l.length))] ?? 0 })
         say({ paced: p99, events: vms.reduce((n, vm) => n + vm.lags.length, 0) })
-      } else if (line === 'burst') {
-        const start = Date.now()
-        for (let i = 0; i < BURST; i++) {
-          for (const vm of vms) vm.pipeline.emit(INPUTS[i % 1000]!)
-          if (i % 100 === 99) await new Promise((r) => setImmediate(r))
+      } else if (line === 'fill') {
+        // Replay phase: fresh logs of BURST events per VM, written before any shipper exists (untimed).
+        replay = []
+        for (const id of ids) {
+          const log = await EventLog.open({ path: join(dir, `${id}-replay`), retentionIntervalMs: 0 })
+          const pipeline = new Pipeline({ log, budget: false })
+          for (let i = 0; i < BURST; i++) {
+            pipeline.emit(INPUTS[i % 1000]!)
+            if (i % 500 === 499) await new Promise((r) => setImmediate(r))
+          }
+          await log.flush()
+          replay.push({ id, log })
         }
-        await Promise.all(vms.map((vm) => vm.log.flush().then(() => until(vm.shipper, vm.log.lastSeq))))
-        say({ burst: { start, end: Date.now(), events: BURST * vms.length } })
+        say({ filled: true })
+      } else if (line === 'replay') {
+        const start = Date.now()
+        const shippers = replay.map(({ id, log }) => new Shipper({ log, browserId: `${id}-replay`, nats: { servers: [url] }, stream: 'FLEET', subjectPrefix: 'telemetry', limits: { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 } }))
+        await Promise.all(shippers.map(async (sh, i) => { await sh.start(); await until(sh, replay[i]!.log.lastSeq) }))
+        const end = Date.now()
+        for (const sh of shippers) await sh.stop()
+        for (const r of replay) await r.log.close()
+        say({ burst: { start, end, events: BURST * replay.length } })
       } else if (line === 'quit') {
         break
       }
@@ -107,7 +123,9 @@ async function parent(): Promise<void> {
     const pacedEvents = paced.reduce((n, r) => n + (r.events as number), 0)
     const rssAfterPaced = await nats.rssBytes()
 
-    send('burst')
+    send('fill')
+    await next()
+    send('replay')
     const burst = (await next()).map((r) => r.burst as { start: number; end: number; events: number })
     const events = burst.reduce((n, b) => n + b.events, 0)
     const seconds = (Math.max(...burst.map((b) => b.end)) - Math.min(...burst.map((b) => b.start))) / 1000
@@ -118,7 +136,7 @@ async function parent(): Promise<void> {
     console.log(`${VMS} VMs in ${WORKERS} processes -> one nats-server (JetStream, file storage), one stream`)
     console.log(`paced: ${RATE} events/s per VM (${RATE * VMS}/s aggregate) for ${SECONDS} s, ${pacedEvents} events:`)
     console.log(`  per-VM commit -> ack lag p99: median ${fmt(median(p99s), 1)} ms, worst VM ${fmt(p99s[p99s.length - 1]!, 1)} ms`)
-    console.log(`burst: ${BURST} events per VM at once: ${events} events in ${fmt(seconds, 2)} s = ${fmt(events / seconds, 0)} events/s aggregate`)
+    console.log(`replay: ${VMS} shippers start on logs of ${BURST} events each: ${events} events acknowledged in ${fmt(seconds, 2)} s = ${fmt(events / seconds, 0)} events/s aggregate`)
     console.log(`nats-server RSS: idle ${fmt(idle / 2 ** 20, 0)} MiB, after paced ${fmt(rssAfterPaced / 2 ** 20, 0)} MiB, peak ${fmt(Math.max(...rss) / 2 ** 20, 0)} MiB`)
   } finally {
     clearInterval(sampler)
