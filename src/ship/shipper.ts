@@ -171,7 +171,8 @@ export class Shipper {
     const nc = this.nc
     this.nc = undefined
     if (nc) await nc.close().catch(() => undefined)
-    await this.connectLoop?.catch(() => undefined)
+    // A connect attempt in progress may take its full timeout; it closes itself once it sees we stopped.
+    await Promise.race([this.connectLoop?.catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())])
     await this.persist()
     this.logger.info({ ackedSeq: this.acked }, 'fleet shipping stopped')
   }
