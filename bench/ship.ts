@@ -10,10 +10,17 @@ import { join } from 'node:path'
 import { connect, headers } from '@nats-io/transport-node'
 import { jetstream } from '@nats-io/jetstream'
 import { EventLog } from '../src/store/event-log.js'
-import { Pipeline } from '../src/pipeline.js'
+import { Pipeline, type EmitResult } from '../src/pipeline.js'
 import { Shipper } from '../src/ship/shipper.js'
 import { startNatsServer, type NatsServer } from '../test/helpers/nats.js'
 import { fmt, median, realisticEvent, withTempDir } from './common.js'
+
+/** The commit promise of an accepted event; a dropped one fails loudly (nothing here should be dropped). */
+function committedOf(r: EmitResult): Promise<boolean> {
+  if (r.dropped !== undefined) throw new Error(`event dropped: ${r.dropped}`)
+  return r.committed
+}
+
 
 const N = Number(process.env.N ?? 100_000)
 const RUNS = Number(process.env.RUNS ?? 5)
@@ -27,7 +34,7 @@ async function fillLog(dir: string, n: number): Promise<{ log: EventLog; payload
   const pipeline = new Pipeline({ log, budget: false })
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = 0; i < n; i++) {
-    last = pipeline.emit(INPUTS[i % 1000]!)!.committed
+    last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
     if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
   }
   await last
@@ -107,7 +114,7 @@ async function captureRate(dir: string, nats: NatsServer | undefined, run: numbe
   const t0 = performance.now()
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = 0; i < N; i++) {
-    last = pipeline.emit(INPUTS[i % 1000]!)!.committed
+    last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
     if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
   }
   await last

@@ -4,11 +4,18 @@ import type { Test } from 'tap'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
 import { formatEnvelope } from '../src/cli/format.js'
 import type { Envelope } from '../src/events/index.js'
-import type { EventInput, Pipeline } from '../src/pipeline.js'
+import type { EmitResult, EventInput, Pipeline } from '../src/pipeline.js'
 import { Shipper } from '../src/ship/shipper.js'
 import type { EventLog } from '../src/store/event-log.js'
 import { freePort, startNatsServer } from './helpers/nats.js'
 import { openStore } from './helpers/store.js'
+
+/** The commit promise of an accepted event; a dropped one fails loudly (nothing here should be dropped). */
+function committedOf(r: EmitResult): Promise<boolean> {
+  if (r.dropped !== undefined) throw new Error(`event dropped: ${r.dropped}`)
+  return r.committed
+}
+
 
 const fleet = clientCommands.fleet!
 
@@ -37,7 +44,7 @@ async function vm(t: Test, url: string, browserId: string): Promise<{ log: Event
 
 async function emitAndShip(v: { log: EventLog; pipeline: Pipeline; shipper: Shipper }, inputs: EventInput[]): Promise<void> {
   let last: Promise<boolean> = Promise.resolve(true)
-  for (const i of inputs) last = v.pipeline.emit(i)!.committed
+  for (const i of inputs) last = committedOf(v.pipeline.emit(i))
   await last
   const target = v.log.lastSeq
   await new Promise<void>((resolve) => {
