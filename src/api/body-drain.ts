@@ -18,6 +18,8 @@ export interface DrainLimits {
 
 export const DEFAULT_DRAIN_LIMITS: DrainLimits = { maxBytes: 64 * 1024 * 1024, maxMs: 10_000 }
 
+const draining = new WeakSet<IncomingMessage>()
+
 /** Whether the request announced a body that has not been read to its end. */
 function hasUnreadBody(req: IncomingMessage): boolean {
   if (req.complete || req.readableEnded || req.destroyed) return false
@@ -30,8 +32,8 @@ function hasUnreadBody(req: IncomingMessage): boolean {
  * more than maxBytes arrive or maxMs pass first. Safe to call more than once.
  */
 export function drainRequest(req: IncomingMessage, limits: DrainLimits, onDone?: (outcome: 'drained' | 'capped' | 'closed') => void): void {
-  if (!hasUnreadBody(req) || (req as { __draining?: boolean }).__draining) return
-  ;(req as { __draining?: boolean }).__draining = true
+  if (!hasUnreadBody(req) || draining.has(req)) return
+  draining.add(req)
   let seen = 0
   const socket = req.socket
   const finish = (outcome: 'drained' | 'capped' | 'closed') => {
