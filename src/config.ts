@@ -51,6 +51,7 @@ export interface ServeConfig {
   redactHeaders: string[]
   /** Extra secret-looking parameter / body field names (the built-in list is always on). */
   redactParams: string[]
+  diskReserveBytes: number
   retentionBytes: number
   retentionAgeMs: number
   networkBodyMaxBytes: number
@@ -127,6 +128,7 @@ export const SERVE_OPTIONS: Record<string, OptSpec> = {
   'budget-bytes-burst': { type: 'string', default: '32MiB', help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)' },
   'redact-headers': { type: 'string', help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})` },
   'redact-params': { type: 'string', help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter((p) => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter((p) => p.length < 5).join(', ')})` },
+  'disk-reserve': { type: 'string', default: '8MiB', help: 'Space held in <data-dir>/.disk-reserve; when the disk fills it is released so the daemon stays up read-only (reads work, writes get 507) until space returns (0 disables the reserve)' },
   'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
   'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
   'network-body-max-bytes': { type: 'string', default: '64KiB', help: 'Cap on captured text response bodies' },
@@ -285,6 +287,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     budget: budgetConfig(get),
     redactHeaders: (get('redact-headers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     redactParams: (get('redact-params') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    diskReserveBytes: get('disk-reserve') === '0' ? 0 : size('disk-reserve', get('disk-reserve')!),
     retentionBytes: size('retention-bytes', get('retention-bytes')!),
     retentionAgeMs: duration('retention-age', get('retention-age')!),
     networkBodyMaxBytes: size('network-body-max-bytes', get('network-body-max-bytes')!),

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { ServeConfig } from './config.js'
 import { createLogger, type Logger } from './log.js'
 import { Redactor } from './redact.js'
+import { DiskGuard } from './disk-guard.js'
 import { Pipeline } from './pipeline.js'
 import { configureBounds } from './bounds.js'
 import { EventLog } from './store/event-log.js'
@@ -47,6 +48,8 @@ export interface DaemonOptions {
    * or a log file must never receive it; the path to the 0600 file is always shown instead.
    */
   showNewToken?: boolean
+  /** How often free disk space is checked (default 5 s; tests shorten it). */
+  diskCheckIntervalMs?: number
   /** Extra route groups (tests, or parts not yet wired below). */
   routes?: ((router: ApiRouter) => void)[]
 }
@@ -97,6 +100,7 @@ export interface DaemonStep {
 export class Daemon {
   /** config */ browserId!: string
   /** config */ tokens!: LoadedTokens
+  /** config: free space of the data dir; read-only (507 on writes) while the disk is full */ disk!: DiskGuard
   /** store */ log!: EventLog
   /** pipeline */ pipeline!: Pipeline
   /** pipeline */ metrics!: Metrics
@@ -118,13 +122,17 @@ async function prepareDataDir(dir: string): Promise<void> {
   if (((await stat(dir)).mode & 0o077) !== 0) await chmod(dir, 0o700)
 }
 
-/** Data dir, browser id and API tokens. */
-async function resolveIdentity(d: Daemon): Promise<void> {
+/** Data dir (and its free space, before anything writes), browser id and API tokens. */
+async function resolveIdentity(d: Daemon): Promise<StopStep> {
   const { config } = d
   for (const w of config.warnings) d.logger.warn(w)
   await prepareDataDir(config.dataDir)
+  const disk = d.disk = await DiskGuard.start({
+    dir: config.dataDir, reserveBytes: config.diskReserveBytes, checkIntervalMs: d.opts.diskCheckIntervalMs, logger: d.logger.child({ module: 'disk' }),
+  })
   d.browserId = await resolveBrowserId(config.dataDir, config.browserId)
   d.tokens = await loadTokens({ token: config.token, tokenFile: config.tokenFile, dataDir: config.dataDir })
+  return () => disk.close()
 }
 
 async function openStore(d: Daemon): Promise<StopStep> {
@@ -269,6 +277,7 @@ async function startApi(d: Daemon): Promise<StopStep> {
     version: packageVersion(),
     outerMiddleware: [httpMetrics(d.metrics)],
     drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
+    diskState: () => d.disk.status,
     routes: [
       ...d.routes,
       (r) => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),

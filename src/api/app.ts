@@ -9,6 +9,7 @@ import { bearerAuth, type TokenSet } from './auth.js'
 import { apiCallEvents, renderErrors, requestId } from './middleware.js'
 import { drainRefusedBodies, type DrainLimits } from './body-drain.js'
 import type { ApiState } from './operation.js'
+import { ApiError } from './errors.js'
 import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes } from './routes/telemetry.js'
@@ -37,6 +38,8 @@ export interface ApiDeps {
   monitorState?: () => unknown
   /** Reported by /healthz under `shipping` (fleet shipper health; absent = off). */
   shippingState?: SystemRouteDeps['shippingState']
+  /** Full-disk read-only mode: /healthz reports it, write and publish routes answer 507. */
+  diskState?: SystemRouteDeps['diskState']
   /**
    * Middleware mounted right after the request id, outside error rendering, so it sees the final
    * status (e.g. httpMetrics from routes/metrics.ts).
@@ -69,8 +72,12 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     pageSize: deps.streamPageSize,
     logger,
   })
-  const router = new ApiRouter(deps.browserId, bearerAuth(deps.tokens))
-  registerSystemRoutes(router, { log: deps.log, streams, version: deps.version ?? '0.0.0', monitorState: deps.monitorState, shippingState: deps.shippingState })
+  const diskState = deps.diskState
+  const router = new ApiRouter(deps.browserId, bearerAuth(deps.tokens), diskState && (() => {
+    const disk = diskState()
+    return disk.readOnly ? new ApiError(507, 'insufficient_storage', disk.reason ?? 'the data disk is full; the daemon is read-only until space is freed') : undefined
+  }))
+  registerSystemRoutes(router, { log: deps.log, streams, version: deps.version ?? '0.0.0', monitorState: deps.monitorState, shippingState: deps.shippingState, diskState })
   registerTelemetryRoutes(router, {
     log: deps.log,
     pipeline: deps.pipeline,

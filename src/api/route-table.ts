@@ -2,7 +2,7 @@
 // the Koa router and the OpenAPI document (openapi.ts) are both built from it, so they cannot drift.
 import { Router, type RouterContext, type RouterMiddleware } from '@koa/router'
 import type { TSchema } from '@sinclair/typebox'
-import { notFound } from './errors.js'
+import { notFound, type ApiError } from './errors.js'
 import { operation, type ApiState, type Scope } from './operation.js'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -54,7 +54,7 @@ export class ApiRouter {
    * @param authenticate bearer auth (auth.ts); runs inside each non-public route, after the route's
    *   operation id is known, so a rejected request is still attributed to its operation.
    */
-  constructor(readonly browserId: string, private readonly authenticate: ApiMiddleware) {}
+  constructor(readonly browserId: string, private readonly authenticate: ApiMiddleware, private readonly writeGuard?: () => ApiError | undefined) {}
 
   add(def: RouteDef): void {
     if (this.routes.some((r) => r.method === def.method && r.path === def.path)) {
@@ -68,6 +68,11 @@ export class ApiRouter {
       await next()
     }]
     if (!def.public) chain.push(this.authenticate, operation(def.operationId, def.scope) as unknown as ApiMiddleware)
+    // Routes that write (scope write/publish) are refused while the daemon is read-only (full disk).
+    if (this.writeGuard && (def.scope === 'write' || def.scope === 'publish')) {
+      const guard = this.writeGuard
+      chain.push(async (ctx, next) => { const refusal = guard(); if (refusal) throw refusal; await next() })
+    }
     if (/^\/browsers\/:id(\/|$)/.test(def.path)) chain.push(this.requireBrowser)
     chain.push(...(def.middleware ?? []), def.handler)
     this.koa.register(def.path, [def.method], chain)

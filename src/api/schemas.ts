@@ -36,6 +36,7 @@ export type TelemetryConfig = { browser?: Partial<Record<(typeof CONFIGURABLE_CA
 export const HealthSchema = Type.Object(
   {
     status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+    reason: Type.Optional(Type.String({ description: 'Why the daemon is degraded (e.g. the data disk is full: read-only)' })),
     browser_id: Type.String(),
     version: Type.String(),
     uptime_s: Type.Number(),

@@ -14,6 +14,8 @@ export interface SystemRouteDeps {
   monitorState?: () => unknown
   /** Fleet shipping state (src/ship); absent = off. */
   shippingState?: () => Health['shipping']
+  /** Full-disk read-only mode (src/disk-guard.ts). */
+  diskState?: () => { readOnly: boolean; reason?: string }
 }
 
 const startedAt = Date.now()
@@ -30,12 +32,16 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
     skipApiCall: true, // probes must not fill the log
     responses: {
       200: { description: 'Healthy', schema: HealthSchema },
-      503: { description: 'The event log cannot write', schema: HealthSchema },
+      503: { description: 'The event log cannot write, or the data disk is full (read-only: writes get 507); `reason` says which', schema: HealthSchema },
     },
     handler: async (ctx) => {
       const store = deps.log.health()
+      const disk = deps.diskState?.()
+      const healthy = store.writable && !disk?.readOnly
+      const reason = disk?.readOnly ? disk.reason : !store.writable ? `the event log cannot write: ${store.lastWriteError ?? 'unknown error'}` : undefined
       const body: Health = {
-        status: store.writable ? 'ok' : 'degraded',
+        status: healthy ? 'ok' : 'degraded',
+        ...(reason ? { reason } : {}),
         browser_id: router.browserId,
         version: deps.version,
         uptime_s: Math.round((Date.now() - startedAt) / 1000),
@@ -44,7 +50,7 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
         streams: { ...deps.streams.stats },
         shipping: deps.shippingState ? deps.shippingState() : { state: 'off' },
       }
-      ctx.status = store.writable ? 200 : 503
+      ctx.status = healthy ? 200 : 503
       ctx.set('Cache-Control', 'no-store')
       ctx.body = body
     },
