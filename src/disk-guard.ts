@@ -120,7 +120,7 @@ export class DiskGuard {
       for (let written = 0; written < this.opts.reserveBytes; written += CHUNK) {
         await fh.write(zeros, 0, Math.min(CHUNK, this.opts.reserveBytes - written))
       }
-      await fh.sync()
+      // No fsync: the blocks are allocated (or delayed-allocation reserved) by the writes themselves.
     } catch (err) {
       await fh.close().catch(() => undefined)
       await unlink(this.reservePath).catch(() => undefined)
