@@ -121,7 +121,7 @@ import { performance } from 'node:perf_hooks'
 const [dir, template] = process.argv.slice(-2)
 const now = () => performance.timeOrigin + performance.now()
 const log = await EventLog.open({ path: dir, retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3 })
-const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES })
+const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, budget: false }) // synthetic floods: no budget gaps
 const commitAt = []
 let firstSeq = 0
 log.onCommit((records) => { const t = now(); if (firstSeq) for (const r of records) commitAt[r.seq - firstSeq] = t })

@@ -24,7 +24,7 @@ async function fill(dir: string, n: number): Promise<{ log: EventLog; t0: number
   let db: ClassicLevel<Buffer, Buffer> | undefined
   const log = await EventLog.open({ path: dir, retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3, maxAgeMs: 1e12, level: (p) => (db = new ClassicLevel<Buffer, Buffer>(p, { keyEncoding: 'buffer', valueEncoding: 'buffer' })) })
   rawDbOf.set(log, db!)
-  const pipeline = new Pipeline({ log, clock: () => now })
+  const pipeline = new Pipeline({ log, clock: () => now, budget: false }) // seeding floods one page: no budget gaps
   const t0 = now
   for (let i = 0; i < n; i++) {
     now += 100
