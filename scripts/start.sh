@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Everything the daemon creates (data dir, token, log, uploads spool) is private to its user.
+umask 077
 # Few malloc arenas keep native memory (LevelDB, zlib) small; see README "Benchmarks".
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
 exec node --max-semi-space-size=2 dist/src/cli.js serve "$@"
