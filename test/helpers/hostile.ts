@@ -1,0 +1,328 @@
+// Hostile-page harness (issue 15 item 6), shared by test/hostile-pages.test.ts and bench/hostile.ts.
+// One case = a fresh headless Chromium + the compiled daemon in a child process attached to it
+// (--cdp-url), a local site, /healthz probed throughout, the daemon's peak RSS (VmHWM) at the end,
+// then a clean stop and every stored envelope read back from its data dir.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import CDP from 'chrome-remote-interface'
+import { launchChromium, type LaunchedBrowser } from '../../src/monitor/launch.js'
+import { EventLog } from '../../src/store/event-log.js'
+import { isValidEnvelope } from '../../src/events/index.js'
+import { startServer, waitFor, type Handler, type TestServer } from './http.js'
+
+export const TOKEN = 'hostile-token'
+const root = join(import.meta.dirname, '..', '..')
+
+export interface CaseContext {
+  daemonUrl: string
+  browserId: string
+  site: TestServer
+  /** Same server under another site (localhost instead of 127.0.0.1): cross-site iframes are OOPIFs. */
+  crossOrigin: string
+  browser: LaunchedBrowser
+  /** A browser-level CDP client of the test (not the daemon's). */
+  cdp: CDP.Client
+  /** Opens a tab on url and returns a CDP client attached to it. */
+  openTab(url: string): Promise<CDP.Client>
+  /** Events of the daemon's API (GET events), newest first. */
+  events(query: string): Promise<{ seq: number; event: { type: string; category: string; data: Record<string, unknown>; truncated?: boolean } }[]>
+}
+
+export interface HostileCase {
+  name: string
+  pages: Record<string, Handler | string>
+  daemonArgs?: string[]
+  chromiumArgs?: string[]
+  /** Drives the page; resolves once the daemon has seen the case's end marker. */
+  run(ctx: CaseContext): Promise<void>
+}
+
+export interface CaseResult {
+  name: string
+  elapsedMs: number
+  healthz: { n: number; maxMs: number; p95Ms: number; failures: number }
+  peakRssMb: number
+  stored: number
+  lastSeq: number
+  /** Seqs in [1, lastSeq] with no stored envelope. */
+  missing: number
+  largestEnvelope: number
+  invalidEnvelopes: number
+  truncated: number
+  metrics: Record<string, number>
+  logLines: string[]
+  storedByType: Record<string, number>
+}
+
+export const ENVELOPE_CAP = 1024 * 1024
+
+interface Registrar { teardown(fn: () => unknown): void }
+
+/** Sum of every sample of a metric whose name and labels match (e.g. 'browser_telemetry_events_dropped_total{' + 'reason="over_budget"'). */
+export function metricSum(text: string, name: string, labelPart = ''): number {
+  let sum = 0
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name) || line.startsWith('#')) continue
+    const rest = line.slice(name.length)
+    if (rest[0] !== '{' && rest[0] !== ' ') continue
+    if (labelPart && !rest.includes(labelPart)) continue
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return sum
+}
+
+export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<CaseResult> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'bt-hostile-'))
+  reg.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const site = await startServer(reg as never, c.pages)
+  const browser = await launchChromium({ extraArgs: c.chromiumArgs })
+  reg.teardown(() => browser.close())
+  // The daemon's runtime settings (scripts/start.sh, the systemd unit).
+  const child = spawn(process.execPath, ['--max-semi-space-size=2', join(root, 'dist/src/cli.js'), 'serve',
+    '--cdp-url', browser.wsUrl, '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--proxy-listen', 'off',
+    '--token', TOKEN, '--browser-id', 'hostile', '--log-level', 'info', ...(c.daemonArgs ?? [])], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+  })
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+  reg.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
+  const lines: string[] = []
+  let buf = ''
+  const onData = (d: Buffer) => { buf += d; const parts = buf.split('\n'); buf = parts.pop()!; for (const l of parts) if (lines.length < 5000) lines.push(l) }
+  child.stdout!.on('data', onData)
+  child.stderr!.on('data', onData)
+  const daemonUrl = await waitFor(() => {
+    if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${lines.slice(-10).join('\n')}`)
+    for (const l of lines) { const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(l); if (m) return m[1] }
+    return undefined
+  }, 60_000, 'the daemon to listen')
+  const auth = { authorization: `Bearer ${TOKEN}` }
+  await waitFor(async () => ((await (await fetch(`${daemonUrl}/healthz`)).json()) as { monitor?: { state?: string } }).monitor?.state === 'collecting', 30_000, 'monitor collecting')
+
+  const cdp = await CDP({ target: browser.wsUrl })
+  reg.teardown(() => cdp.close().catch(() => undefined))
+  const ctx: CaseContext = {
+    daemonUrl, browserId: 'hostile', site, crossOrigin: `http://localhost:${site.port}`, browser, cdp,
+    async openTab(url) {
+      const { targetId } = await cdp.Target.createTarget({ url })
+      const tab = await CDP({ target: `ws://127.0.0.1:${browser.port}/devtools/page/${targetId}` })
+      reg.teardown(() => tab.close().catch(() => undefined))
+      return tab
+    },
+    async events(query) {
+      const res = await fetch(`${daemonUrl}/browsers/hostile/telemetry/events?${query}`, { headers: auth })
+      if (res.status !== 200) throw new Error(`GET events ${res.status}: ${await res.text()}`)
+      return await res.json() as never
+    },
+  }
+
+  // /healthz probed back to back (each waits for the previous) for the whole case.
+  const latencies: number[] = []
+  let failures = 0
+  let probing = true
+  const prober = (async () => {
+    while (probing) {
+      const t0 = performance.now()
+      try { const r = await fetch(`${daemonUrl}/healthz`); await r.arrayBuffer(); if (r.status !== 200) failures++ } catch { failures++ }
+      latencies.push(performance.now() - t0)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  })()
+  const t0 = performance.now()
+  await c.run(ctx)
+  const elapsedMs = performance.now() - t0
+  probing = false
+  await prober
+
+  const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
+  const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024
+  // A last, never-budgeted event (api_call of this read) lands after every skipped seq: all gaps are inside [1, lastSeq].
+  const cfg = await fetch(`${daemonUrl}/browsers/hostile/telemetry`, { headers: auth })
+  await cfg.arrayBuffer()
+  await waitFor(async () => (await ctx.events('category=control&order=desc&limit=1')).some((e) => e.event.data.operation_id === 'getBrowserTelemetryConfig'), 30_000, 'the closing api_call')
+  const metricsText = await (await fetch(`${daemonUrl}/metrics`, { headers: auth })).text()
+  const metrics = {
+    overBudget: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'reason="over_budget"'),
+    storeDropped: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'reason="store"'),
+    truncated: metricSum(metricsText, 'browser_telemetry_events_truncated_total'),
+    targetsRefused: metricSum(metricsText, 'browser_telemetry_targets_refused_total'),
+    evictions: metricSum(metricsText, 'browser_telemetry_state_evictions_total'),
+  }
+  child.kill('SIGTERM')
+  const code = await exited
+  if (code !== 0) throw new Error(`daemon exited ${code} on SIGTERM: ${lines.slice(-5).join('\n')}`)
+
+  const log = await EventLog.open({ path: join(dataDir, 'events'), retentionIntervalMs: 0 })
+  let stored = 0, largest = 0, invalid = 0, truncated = 0
+  const storedByType: Record<string, number> = {}
+  try {
+    for (let cursor: number | undefined = 1; cursor;) {
+      const page = await log.read({ order: 'asc', limit: 2000, cursor })
+      for (const r of page.records) {
+        stored++
+        largest = Math.max(largest, Buffer.byteLength(r.json))
+        const env = JSON.parse(r.json)
+        if (!isValidEnvelope(env)) invalid++
+        if (env.event.truncated) truncated++
+        storedByType[env.event.type] = (storedByType[env.event.type] ?? 0) + 1
+      }
+      cursor = page.hasMore ? page.nextCursor : undefined
+    }
+  } finally { await log.close() }
+  const lastSeq = log.lastSeq
+  const sorted = [...latencies].sort((a, b) => a - b)
+  return {
+    name: c.name, elapsedMs,
+    healthz: { n: latencies.length, maxMs: sorted[sorted.length - 1] ?? 0, p95Ms: sorted[Math.floor(sorted.length * 0.95)] ?? 0, failures },
+    peakRssMb, stored, lastSeq, missing: lastSeq - stored, largestEnvelope: largest, invalidEnvelopes: invalid, truncated, metrics,
+    logLines: lines, storedByType,
+  }
+}
+
+/** Waits until a console_log with exactly `text` is stored. */
+export async function consoleMarker(ctx: CaseContext, text: string, timeoutMs = 120_000): Promise<void> {
+  await waitFor(async () => (await ctx.events('category=console&order=desc&limit=20')).some((e) => e.event.data.text === text), timeoutMs, `console marker ${text}`)
+}
+
+/** Waits until a network_response for a URL ending with `suffix` is stored. */
+export async function networkMarker(ctx: CaseContext, suffix: string, timeoutMs = 120_000): Promise<void> {
+  await waitFor(async () => (await ctx.events('category=network&order=desc&limit=50')).some((e) => e.event.type === 'network_response' && String(e.event.data.url).endsWith(suffix)), timeoutMs, `network marker ${suffix}`)
+}
+
+const html = (body: string) => `<!doctype html><meta charset="utf-8"><title>hostile</title><body>${body}</body>`
+
+export interface HostileCounts {
+  /** 64 KiB-URL requests (the issue: 10,000). */
+  requests: number
+  /** iframes (the issue: 500, 20 of them cross-site). */
+  iframes: number
+  /** Nesting depth of the deep-DOM page. */
+  depth: number
+}
+export const FULL_COUNTS: HostileCounts = { requests: 10_000, iframes: 500, depth: 300 }
+
+/** The pathological pages of issue 15. */
+export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[] {
+  const n = (x: number) => x
+  return [
+    {
+      name: 'console: 5,000 arguments of 300 chars x 10, and one 8 MB argument',
+      pages: { '/': html(`<script>
+        const a = Array.from({ length: 5000 }, (_, i) => String(i).padEnd(300, 'x'))
+        for (let k = 0; k < 10; k++) console.log(...a)
+        console.log('y'.repeat(8 << 20))
+        console.log('hostile-done')
+      </script>`) },
+      async run(ctx) { await ctx.openTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done') },
+    },
+    {
+      name: `console flood: as many lines as the page can log for ${n(3)} s (asks for 100k/s)`,
+      pages: {
+        '/': html(`<script>
+          const end = performance.now() + ${n(3) * 1000}
+          let i = 0
+          function burst() {
+            const stop = i + 10000
+            for (; i < stop; i++) console.log('flood', i)
+            if (performance.now() < end) setTimeout(burst, 0); else fetch('/done')
+          }
+          burst()
+        </script>`),
+        '/done': (_q, r) => { r.writeHead(200, { 'content-type': 'text/plain' }); r.end('ok') },
+      },
+      async run(ctx) { await ctx.openTab(ctx.site.url); await networkMarker(ctx, '/done') },
+    },
+    {
+      name: `${counts.requests} requests with 64 KiB URLs`,
+      pages: {
+        '/': html(`<script>
+          const pad = 'a'.repeat(65536)
+          let left = ${counts.requests}, next = 0
+          // 32 in flight at a time: Chromium queues the rest anyway; this keeps the page's own memory sane.
+          function one() { if (next >= ${counts.requests}) return; const i = next++; fetch('/r/' + i + '?' + pad).catch(() => {}).finally(() => { if (--left === 0) console.log('hostile-done'); else one() }) }
+          for (let k = 0; k < 32; k++) one()
+        </script>`),
+      },
+      async run(ctx) { await ctx.openTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done', 240_000) },
+    },
+    {
+      name: `${counts.iframes} iframes (${n(20)} cross-site)`,
+      pages: {
+        '/': html('set in run()'),
+        '/child': html('<p>child</p><script>console.log("child")</script>'),
+      },
+      async run(ctx) {
+        // The cross-site origin is only known once the server listens.
+        ctx.site.route('/', html(`<script>
+          let loaded = 0
+          const total = ${counts.iframes}
+          for (let i = 0; i < total; i++) {
+            const f = document.createElement('iframe')
+            f.src = (i < ${n(20)} ? '${ctx.crossOrigin}' : '') + '/child?' + i
+            f.onload = () => { if (++loaded === total) console.log('hostile-done') }
+            document.body.appendChild(f)
+          }
+        </script>`))
+        await ctx.openTab(ctx.site.url)
+        await consoleMarker(ctx, 'hostile-done', 240_000)
+      },
+    },
+    {
+      name: `deep DOM (${counts.depth} levels): 20 clicks on the deepest element`,
+      pages: { '/': html(`<script>
+        let el = document.body
+        for (let i = 0; i < ${counts.depth}; i++) { const d = document.createElement('div'); d.style.cssText = 'padding-left:0'; el.appendChild(d); el = d }
+        el.textContent = 'deepest'; el.style.cssText = 'position:fixed;left:10px;top:10px;width:100px;height:40px'
+        console.log('hostile-ready')
+      </script>`) },
+      async run(ctx) {
+        const tab = await ctx.openTab(ctx.site.url)
+        await consoleMarker(ctx, 'hostile-ready')
+        for (let i = 0; i < 20; i++) {
+          await tab.Input.dispatchMouseEvent({ type: 'mousePressed', x: 50, y: 30, button: 'left', clickCount: 1 })
+          await tab.Input.dispatchMouseEvent({ type: 'mouseReleased', x: 50, y: 30, button: 'left', clickCount: 1 })
+        }
+        await waitFor(async () => (await ctx.events('category=interaction&limit=100&since=10m')).filter((e) => e.event.type === 'interaction_click').length >= 20, 60_000, '20 clicks stored')
+      },
+    },
+    {
+      name: `tabs opened in a loop: ${n(60)} window.open (daemon --max-targets 40)`,
+      daemonArgs: ['--max-targets', '40'],
+      chromiumArgs: ['--disable-popup-blocking'],
+      pages: {
+        '/': html(`<script>
+          for (let i = 0; i < ${n(60)}; i++) window.open('/blank?' + i)
+          console.log('hostile-done')
+        </script>`),
+        '/blank': html('<p>tab</p>'),
+      },
+      async run(ctx) {
+        await ctx.openTab(ctx.site.url)
+        await consoleMarker(ctx, 'hostile-done')
+        await waitFor(async () => metricSum(await (await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), 'browser_telemetry_targets_refused_total') > 0, 60_000, 'targets refused')
+      },
+    },
+    {
+      name: `interaction binding called in a tight loop (${n(200_000)} calls)`,
+      pages: { '/': html('<p>binding</p><script>console.log("hostile-ready")</script>') },
+      async run(ctx) {
+        const tab = await ctx.openTab(ctx.site.url)
+        await consoleMarker(ctx, 'hostile-ready')
+        // The binding lives in the daemon's isolated world; find that world's context like an attacker with a foothold would.
+        const contexts: { id: number; name: string }[] = []
+        tab.on('Runtime.executionContextCreated', (p: { context: { id: number; name: string } }) => contexts.push(p.context))
+        await tab.Runtime.enable()
+        const world = await waitFor(() => contexts.find((x) => x.name.startsWith('browser-telemetry-interaction-')), 10_000, 'the interaction world')
+        const binding = '__browserTelemetryInteraction_' + world.name.slice('browser-telemetry-interaction-'.length)
+        await tab.Runtime.evaluate({
+          contextId: world.id,
+          expression: `{ const b = window[${JSON.stringify(binding)}]; const p = JSON.stringify({ t: 'click', x: 1, y: 2, selector: 'body', tag: 'BODY', text: 'forged' })
+            for (let i = 0; i < ${n(200_000)}; i++) b(p) }`,
+        })
+        await tab.Runtime.evaluate({ expression: 'console.log("hostile-done")' })
+        await consoleMarker(ctx, 'hostile-done')
+      },
+    },
+  ]
+}
