@@ -5,6 +5,7 @@ import { mkdtemp, rm, access } from 'node:fs/promises'
 import { constants } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { TimeoutError, withTimeout } from '../util/with-timeout.js'
 
 /** Flags a sandboxed root machine with no outside network needs (see DEVELOPERS.md). */
 export const CHROMIUM_FLAGS = [
@@ -66,9 +67,10 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
-  const wsUrl = await new Promise<string>((resolve, reject) => {
-    let buf = ''
-    const timer = setTimeout(() => { cleanup(); child.kill('SIGKILL'); reject(new Error(`Chromium did not report a DevTools endpoint within ${opts.timeoutMs ?? 20000} ms: ${buf.slice(-500)}`)) }, opts.timeoutMs ?? 20000)
+  const timeoutMs = opts.timeoutMs ?? 20000
+  let buf = ''
+  let cleanup = () => {}
+  const announced = new Promise<string>((resolve, reject) => {
     const onData = (d: Buffer) => {
       buf += d.toString()
       const m = /DevTools listening on (ws:\/\/\S+)/.exec(buf)
@@ -77,11 +79,20 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
     }
     const onExit = (code: number | null, signal: NodeJS.Signals | null) => { cleanup(); reject(new ChromiumExitedError(child.pid, code, signal, buf.slice(-500))) }
     const onError = (err: Error) => { cleanup(); reject(err) }
-    const cleanup = () => { clearTimeout(timer); child.stderr!.off('data', onData); child.off('exit', onExit); child.off('error', onError) }
+    cleanup = () => { child.stderr!.off('data', onData); child.off('exit', onExit); child.off('error', onError) }
     child.stderr!.on('data', onData)
     child.once('exit', onExit)
     child.once('error', onError)
   })
+  let wsUrl: string
+  try {
+    wsUrl = await withTimeout(announced, timeoutMs)
+  } catch (err) {
+    if (!(err instanceof TimeoutError)) throw err
+    cleanup()
+    child.kill('SIGKILL')
+    throw new Error(`Chromium did not report a DevTools endpoint within ${timeoutMs} ms: ${buf.slice(-500)}`)
+  }
   // Keep draining stderr so a chatty browser never blocks on a full pipe.
   child.stderr!.resume()
   const port = Number(new URL(wsUrl).port)
