@@ -86,7 +86,7 @@ t.test('browser killed and never restarted: failed after the configured attempts
     ['monitor_reconnect_failed', { reason: 'reconnect_exhausted' }],
   ])
   t.same(monitor.targets(), [])
-  t.same(monitor.status(), { state: 'failed', targets: {}, reconnectAttempt: 3, reconnects: 0, cdpErrors: {} }, 'status: attempts used, no reconnect')
+  t.same(monitor.status(), { state: 'failed', targets: {}, reconnectAttempt: 3, reconnects: 0, cdpErrors: {}, refusedTargets: 0 }, 'status: attempts used, no reconnect')
   t.equal(monitor.debugCounts().timers, 0)
   await monitor.stop()
   t.equal(monitor.state, 'stopped')
