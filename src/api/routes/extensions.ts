@@ -11,7 +11,6 @@ import {
 import { spoolMultipart } from '../../uploads/multipart-spool.js'
 import type { ZipLimits } from '../../uploads/zip-entries.js'
 import type { UploadSlots } from '../../uploads/upload-slots.js'
-import { translateUploadErrors } from './uploads.js'
 
 export interface ExtensionRouteDeps {
   /** ExtensionStore.open({dir: `<dataDir>/extensions`, db: ExtensionMetaStore at `<dataDir>/extensions-meta`}) */
@@ -69,7 +68,6 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     headers: ProjectHeader,
     requestBody: { contentType: 'multipart/form-data', required: true, schema: Type.Object({ file: Type.String({ format: 'binary' }), name: Type.Optional(Type.String()) }) },
     responses: { 201: { description: 'The stored extension', schema: ExtensionSchema } },
-    middleware: [translateUploadErrors],
     handler: async (ctx) => {
       const project = projectOf(ctx)
       const release = deps.slots?.take()

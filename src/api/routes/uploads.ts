@@ -2,9 +2,8 @@
 // then validated and extracted all-or-nothing under one of the upload roots (src/uploads/).
 import { Type } from '@sinclair/typebox'
 import { rm } from 'node:fs/promises'
-import { ApiError } from '../errors.js'
-import type { ApiMiddleware, ApiRouter } from '../route-table.js'
-import { UploadError, badRequest } from '../../uploads/errors.js'
+import type { ApiRouter } from '../route-table.js'
+import { badRequest } from '../../uploads/errors.js'
 import { extractZip } from '../../uploads/extract-zip.js'
 import { spoolMultipart } from '../../uploads/multipart-spool.js'
 import { checkDestSyntax, resolveUploadDestination } from '../../uploads/upload-roots.js'
@@ -21,16 +20,6 @@ export interface UploadRouteDeps {
   zipLimits: ZipLimits
   /** Cap on uploads in progress, shared with the extension upload (429 above); none when absent. */
   slots?: UploadSlots
-}
-
-/** UploadError -> ApiError with its code, details and headers (the generic renderer would drop them). */
-export const translateUploadErrors: ApiMiddleware = async (_ctx, next) => {
-  try {
-    await next()
-  } catch (err) {
-    if (err instanceof UploadError) throw new ApiError(err.status, err.code, err.message, err.details, err.headers)
-    throw err
-  }
 }
 
 /** Runs extractions one at a time: they are disk-bound, and it keeps destination checks and moves from interleaving. */
@@ -67,7 +56,6 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
       429: ErrorDoc('too many uploads in progress (too_many_requests, with Retry-After)'),
       507: ErrorDoc('the destination filesystem cannot hold the archive, or filled up while extracting; nothing was changed (insufficient_storage)'),
     },
-    middleware: [translateUploadErrors],
     handler: async (ctx) => {
       const release = deps.slots?.take()
       let spooledPath: string | undefined
