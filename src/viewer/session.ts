@@ -49,6 +49,7 @@ export class Session {
   version = 0
   private listeners = new Set<() => void>()
   private liveAbort?: AbortController
+  private flushLive?: () => void
   private generation = 0
 
   constructor(readonly base: string, public browserId: string, private token: string) {}
@@ -205,6 +206,9 @@ export class Session {
   }
 
   stopLive(): void {
+    // Apply what already arrived, then nothing more: the page holds a fixed window once paused.
+    this.flushLive?.()
+    this.flushLive = undefined
     this.liveAbort?.abort()
     this.liveAbort = undefined
     if (this.live !== 'off') { this.live = 'off'; this.changed() }
@@ -223,7 +227,12 @@ export class Session {
     let batch: Envelope[] = []
     let scheduled = false
     // Many events can arrive per frame: apply them once per ~frame (a timer: rAF stops in a background tab).
-    const flush = () => { scheduled = false; if (batch.length > 0) { this.append(batch); batch = []; this.changed() } }
+    const flush = () => {
+      scheduled = false
+      if (signal.aborted) { batch = []; return } // stopLive already applied it
+      if (batch.length > 0) { this.append(batch); batch = []; this.changed() }
+    }
+    this.flushLive = flush
     const parser = createParser({
       onEvent: (msg) => {
         if (!msg.data) return

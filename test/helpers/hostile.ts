@@ -26,6 +26,11 @@ export interface CaseContext {
   cdp: CDP.Client
   /** Opens a tab on url and returns a CDP client attached to it. */
   openTab(url: string): Promise<CDP.Client>
+  /**
+   * Opens a blank tab, waits until the daemon watches it, then navigates it to url: for cases whose
+   * first output must be seen live (Chromium keeps only ~10 MB of console messages for a late Runtime.enable).
+   */
+  openWatchedTab(url: string): Promise<CDP.Client>
   /** Events of the daemon's API (GET events), newest first. */
   events(query: string): Promise<{ seq: number; event: { type: string; category: string; data: Record<string, unknown>; truncated?: boolean } }[]>
 }
@@ -108,6 +113,14 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
       const { targetId } = await cdp.Target.createTarget({ url })
       const tab = await CDP({ target: `ws://127.0.0.1:${browser.port}/devtools/page/${targetId}` })
       reg.teardown(() => tab.close().catch(() => undefined))
+      return tab
+    },
+    async openWatchedTab(url) {
+      const watched = async () => ((await (await fetch(`${daemonUrl}/healthz`)).json()) as { monitor?: { targets?: number } }).monitor?.targets ?? 0
+      const before = await watched()
+      const tab = await ctx.openTab('about:blank')
+      await waitFor(async () => (await watched()) > before, 30_000, 'the daemon to attach the new tab')
+      await tab.Page.navigate({ url })
       return tab
     },
     async events(query) {
@@ -214,7 +227,7 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
         console.log('y'.repeat(8 << 20))
         console.log('hostile-done')
       </script>`) },
-      async run(ctx) { await ctx.openTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done') },
+      async run(ctx) { await ctx.openWatchedTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done') },
     },
     {
       name: `console flood: as many lines as the page can log for ${n(3)} s (asks for 100k/s)`,
