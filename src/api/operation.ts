@@ -1,5 +1,6 @@
 // Per-route metadata as Koa middleware: the operation id (for api_call events and metrics) and the
 // scope the bearer token must hold. Auth middleware (src/api/auth.ts) fills ctx.state.scopes first.
+import type { QueryValues } from './query-params.js'
 import type { Middleware } from 'koa'
 import { ApiError } from './errors.js'
 
@@ -16,6 +17,8 @@ export interface ApiState {
   authRejected?: boolean
   /** Telemetry reads and streams set this so they never emit api_call (a poller must not feed itself). */
   skipApiCall?: boolean
+  /** The route's query parameters, checked against its documented schemas (route-table.ts). */
+  query?: QueryValues
 }
 
 export function operation(operationId: string, scope: Scope | null): Middleware<ApiState> {

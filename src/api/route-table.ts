@@ -4,6 +4,7 @@ import { Router, type RouterContext, type RouterMiddleware } from '@koa/router'
 import type { TSchema } from '@sinclair/typebox'
 import { notFound, type ApiError } from './errors.js'
 import { operation, type ApiState, type Scope } from './operation.js'
+import { compileQuery, type RawQuery } from './query-params.js'
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
 export type ApiContext = RouterContext<ApiState>
@@ -74,6 +75,11 @@ export class ApiRouter {
       chain.push(async (ctx, next) => { const refusal = guard(); if (refusal) throw refusal; await next() })
     }
     if (/^\/browsers\/:id(\/|$)/.test(def.path)) chain.push(this.requireBrowser)
+    // The documented query schemas are the validation: a handler reads ctx.state.query, never ctx.query.
+    if (def.query) {
+      const check = compileQuery(def.query)
+      chain.push(async (ctx, next) => { ctx.state.query = check(ctx.query as RawQuery); await next() })
+    }
     chain.push(...(def.middleware ?? []), def.handler)
     this.koa.register(def.path, [def.method], chain)
   }

@@ -1,16 +1,31 @@
-// The query rules of GET /browsers/{id}/telemetry/events as one pure function: raw query -> a
-// ReadQuery for EventLog.read, or an ApiError (400 bad_request naming the parameter). No HTTP here.
+// The query of GET /browsers/{id}/telemetry/events: its documented parameters (the route table and
+// the OpenAPI document use these schemas; query-params.ts enforces them) and the rules between them,
+// as pure functions: query -> a ReadQuery for EventLog.read, or an ApiError (400 naming the parameter).
+import { Type } from '@sinclair/typebox'
 import { CATEGORIES, type Category } from '../events/index.js'
 import type { ReadQuery } from '../store/event-log.js'
 import { parseDuration } from '../util/duration.js'
 import { invalidInput } from './errors.js'
+import { compileQuery, type QueryValues, type RawQuery } from './query-params.js'
+
+export type { RawQuery }
 
 export const DEFAULT_LIMIT = 20
 export const MAX_LIMIT = 100
 export const DEFAULT_SINCE_MS = 5 * 60_000
 
-/** A query as Koa (querystring) gives it: repeated parameters become arrays. */
-export type RawQuery = Record<string, string | string[] | undefined>
+const timeParam = (what: string) => ({ schema: Type.String(), description: `${what}: an RFC-3339 timestamp, or a duration such as 90s, 5m, 2h, 1h30m meaning that long ago.` })
+
+/** The read parameters as the route table documents and enforces them. */
+export const EVENTS_QUERY = {
+  offset: { schema: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), description: 'Opaque cursor: the X-Next-Offset of the previous response. When set, since is ignored; until still bounds.' },
+  since: timeParam('Window start (default 5m); not allowed with order=desc'),
+  until: timeParam('Window end, exclusive'),
+  limit: { schema: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }), description: 'Events per page' },
+  category: { schema: Type.Array(Type.Union(CATEGORIES.map((c) => Type.Literal(c)))), description: 'Only these categories; repeat the parameter or comma-join the values' },
+  order: { schema: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'asc' }), description: 'asc: oldest first; desc: newest first' },
+}
+const checkEventsQuery = compileQuery(EVENTS_QUERY)
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/
 
@@ -40,87 +55,39 @@ export function parseTimeBound(text: string, nowUs: number): number | undefined 
   return parseRfc3339Us(t)
 }
 
-/** The single value of a scalar parameter; repeating it is ambiguous, so it is an error. */
-function single(q: RawQuery, name: string): string | undefined {
-  const v = q[name]
-  if (Array.isArray(v)) {
-    if (v.length > 1) throw invalidInput(name, 'given more than once')
-    return v[0]
-  }
-  return v
-}
-
-/** Categories from any mix of repeated (`category=a&category=b`) and comma-joined (`category=a,b`). */
-export function parseCategoryParam(value: string | string[] | undefined): Set<Category> | undefined {
-  if (value === undefined) return undefined
-  const out = new Set<Category>()
-  for (const part of (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(','))) {
-    const c = part.trim()
-    if (c === '') throw invalidInput('category', 'empty category name')
-    if (!(CATEGORIES as readonly string[]).includes(c)) {
-      throw invalidInput('category', `unknown category ${JSON.stringify(c)} (allowed: ${CATEGORIES.join(', ')})`)
-    }
-    out.add(c as Category)
-  }
-  return out
-}
-
 /**
- * Parses the read parameters. Rules (spec + issue 3):
- * - offset: integer >= 0, the opaque cursor of a previous X-Next-Offset. 0 is the "no more" sentinel,
- *   never a position, so it reads as absent. When set, `since` is ignored; `until` still bounds.
+ * Parses the read parameters (raw query string values) into a ReadQuery. Rules (spec + issue 3):
+ * - offset: the opaque cursor of a previous X-Next-Offset. 0 is the "no more" sentinel, never a
+ *   position, so it reads as absent. When set, `since` is ignored; `until` still bounds.
  * - since/until: RFC-3339 or a duration ago; since defaults to 5m (asc without offset); until exclusive.
  * - order asc|desc; desc + since -> 400; since after until -> 400.
- * - limit 1..100, default 20. category: see parseCategoryParam. Unknown parameters are ignored.
+ * - limit 1..100, default 20. category: repeated and/or comma-joined. Unknown parameters are ignored.
  */
 export function parseTelemetryQuery(q: RawQuery, nowUs: number): ReadQuery {
-  const orderText = single(q, 'order')
-  if (orderText !== undefined && orderText !== 'asc' && orderText !== 'desc') {
-    throw invalidInput('order', `expected asc or desc, got ${JSON.stringify(orderText)}`)
-  }
-  const order = orderText ?? 'asc'
+  return readQueryOf(checkEventsQuery(q), nowUs)
+}
 
-  let limit = DEFAULT_LIMIT
-  const limitText = single(q, 'limit')
-  if (limitText !== undefined) {
-    if (!/^\d{1,4}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > MAX_LIMIT) {
-      throw invalidInput('limit', `expected an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(limitText)}`)
-    }
-    limit = Number(limitText)
-  }
-
-  let cursor: number | undefined
-  const offsetText = single(q, 'offset')
-  if (offsetText !== undefined) {
-    if (!/^\d{1,16}$/.test(offsetText) || !Number.isSafeInteger(Number(offsetText))) {
-      throw invalidInput('offset', `expected an integer >= 0 (the previous X-Next-Offset), got ${JSON.stringify(offsetText)}`)
-    }
-    if (Number(offsetText) > 0) cursor = Number(offsetText)
-  }
-
-  const sinceText = single(q, 'since')
-  let sinceUs: number | undefined
-  if (sinceText !== undefined) {
-    sinceUs = parseTimeBound(sinceText, nowUs)
-    if (sinceUs === undefined) throw invalidInput('since', `expected an RFC-3339 time or a duration like 90s, 5m, 1h30m, got ${JSON.stringify(sinceText)}`)
-    if (order === 'desc') throw invalidInput('since', 'cannot be combined with order=desc (desc pages end at offset, until or the newest event)')
-  }
-  const untilText = single(q, 'until')
-  let untilUs: number | undefined
-  if (untilText !== undefined) {
-    untilUs = parseTimeBound(untilText, nowUs)
-    if (untilUs === undefined) throw invalidInput('until', `expected an RFC-3339 time or a duration like 90s, 5m, 1h30m, got ${JSON.stringify(untilText)}`)
-  }
-  if (sinceUs !== undefined && untilUs !== undefined && sinceUs > untilUs) {
-    throw invalidInput('since', 'is after until')
-  }
-
-  const categories = parseCategoryParam(q.category)
+/** The rules between parameters, on values already checked against EVENTS_QUERY. */
+export function readQueryOf(q: QueryValues, nowUs: number): ReadQuery {
+  const order = q.order as 'asc' | 'desc'
+  const limit = q.limit as number
+  const cursor = typeof q.offset === 'number' && q.offset > 0 ? q.offset : undefined
+  const sinceUs = timeBound('since', q.since as string | undefined, nowUs)
+  if (sinceUs !== undefined && order === 'desc') throw invalidInput('since', 'cannot be combined with order=desc (desc pages end at offset, until or the newest event)')
+  const untilUs = timeBound('until', q.until as string | undefined, nowUs)
+  if (sinceUs !== undefined && untilUs !== undefined && sinceUs > untilUs) throw invalidInput('since', 'is after until')
 
   const out: ReadQuery = { order, limit }
   if (cursor !== undefined) out.cursor = cursor
   else if (order === 'asc') out.sinceUs = sinceUs ?? nowUs - DEFAULT_SINCE_MS * 1000
   if (untilUs !== undefined) out.untilUs = untilUs
-  if (categories) out.categories = categories
+  if (q.category) out.categories = new Set(q.category as Category[])
   return out
+}
+
+function timeBound(name: string, text: string | undefined, nowUs: number): number | undefined {
+  if (text === undefined) return undefined
+  const us = parseTimeBound(text, nowUs)
+  if (us === undefined) throw invalidInput(name, `expected an RFC-3339 time or a duration like 90s, 5m, 1h30m, got ${JSON.stringify(text)}`)
+  return us
 }

@@ -35,22 +35,6 @@ const IdOrName = 'Extension id, or its name (case-insensitive) within the projec
 
 const projectOf = (ctx: ApiContext) => ctx.get('x-kernel-project-id').trim() || DEFAULT_PROJECT
 
-function intParam(ctx: ApiContext, name: string, dflt: number, min: number, max: number): number {
-  const raw = ctx.query[name]
-  if (raw === undefined) return dflt
-  if (Array.isArray(raw) || !/^\d+$/.test(raw)) throw invalidInput(name, `must be an integer from ${min} to ${max}`)
-  const n = Number(raw)
-  if (n < min || n > max) throw invalidInput(name, `must be an integer from ${min} to ${max}`)
-  return n
-}
-
-function textParam(ctx: ApiContext, name: string): string | undefined {
-  const raw = ctx.query[name]
-  if (raw === undefined) return undefined
-  if (Array.isArray(raw)) throw invalidInput(name, 'given more than once')
-  return raw
-}
-
 function checkName(name: string): void {
   if (!EXTENSION_NAME_RE.test(name)) throw badRequest('name', 'must be 1 to 255 characters of letters, digits, ".", "_" and "-"')
 }
@@ -110,7 +94,7 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     headers: ProjectHeader,
     query: {
       limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }) },
-      offset: { schema: Type.Integer({ minimum: 0, default: 0 }) },
+      offset: { schema: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }) },
       name: { schema: Type.String(), description: 'Exact name, case-insensitive' },
       query: { schema: Type.String(), description: 'Case-insensitive substring of the name, or an exact id' },
     },
@@ -125,11 +109,9 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
       },
     },
     handler: async (ctx) => {
+      const q = ctx.state.query!
       const page = store.list(projectOf(ctx), {
-        limit: intParam(ctx, 'limit', 20, 1, 100),
-        offset: intParam(ctx, 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
-        name: textParam(ctx, 'name'),
-        query: textParam(ctx, 'query'),
+        limit: q.limit as number, offset: q.offset as number, name: q.name as string | undefined, query: q.query as string | undefined,
       })
       ctx.set('X-Has-More', page.hasMore ? 'true' : 'false')
       ctx.set('X-Next-Offset', String(page.nextOffset))

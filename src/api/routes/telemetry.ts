@@ -8,7 +8,8 @@ import { ApiError, invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiMiddleware, ApiRouter } from '../route-table.js'
 import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
-import { parseTelemetryQuery, type RawQuery } from '../telemetry-query.js'
+import type { QueryValues } from '../query-params.js'
+import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import { DEFAULT_MAX_STREAM_CLIENTS, type StreamStart, type TelemetryStreams } from '../telemetry-stream.js'
 
 export interface TelemetryRouteDeps {
@@ -24,8 +25,6 @@ export interface TelemetryRouteDeps {
 /** Extra reads when a filtered page comes back empty but more exists (retention racing a read). */
 const MAX_EMPTY_PAGE_RETRIES = 16
 
-const timeParam = (what: string) => ({ schema: Type.String(), description: `${what}: an RFC-3339 timestamp, or a duration such as 90s, 5m, 2h, 1h30m meaning that long ago.` })
-
 export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteDeps): void {
   const now = deps.now ?? (() => Date.now() * 1000)
 
@@ -37,14 +36,7 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     description: 'Pages forward with X-Next-Offset as offset while X-Has-More is true. A page is never empty while more matching events exist.',
     scope: 'read',
     skipApiCall: true,
-    query: {
-      offset: { schema: Type.Integer({ minimum: 0 }), description: 'Opaque cursor: the X-Next-Offset of the previous response. When set, since is ignored; until still bounds.' },
-      since: timeParam('Window start (default 5m); not allowed with order=desc'),
-      until: timeParam('Window end, exclusive'),
-      limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'Events per page' },
-      category: { schema: Type.Array(Type.Union(CATEGORIES.map((c) => Type.Literal(c)))), description: 'Only these categories; repeat the parameter or comma-join the values' },
-      order: { schema: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'asc' }), description: 'asc: oldest first; desc: newest first' },
-    },
+    query: EVENTS_QUERY,
     responses: {
       200: {
         description: 'A page of envelopes, oldest first (asc) or newest first (desc)',
@@ -56,7 +48,7 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
       },
     },
     handler: async (ctx) => {
-      const q = parseTelemetryQuery(ctx.query as RawQuery, now())
+      const q = readQueryOf(ctx.state.query!, now())
       let page = await deps.log.read(q)
       // The real client stops on an empty page: never answer one while more matches exist.
       for (let i = 0; page.records.length === 0 && page.hasMore && i < MAX_EMPTY_PAGE_RETRIES; i++) {
@@ -90,7 +82,7 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
       429: { description: 'Too many open streams (--max-stream-clients); retry later', schema: ErrorBodySchema },
     },
     handler: async (ctx) => {
-      const start = streamStart(ctx.get('last-event-id'), ctx.query.replay)
+      const start = streamStart(ctx.get('last-event-id'), ctx.state.query!.replay)
       if (deps.streams.full()) {
         throw new ApiError(429, 'too_many_streams', `at most ${deps.streams.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS} telemetry streams may be open at once; retry later`, undefined, { 'Retry-After': '5' })
       }
@@ -173,8 +165,7 @@ async function changeCategories(ctx: Parameters<ApiMiddleware>[0], pipeline: Pip
 }
 
 /** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
-export function streamStart(lastEventId: string, replay: string | string[] | undefined): StreamStart {
-  if (replay !== undefined && replay !== 'all') throw invalidInput('replay', `the only value is "all", got ${JSON.stringify(replay)}`)
+export function streamStart(lastEventId: string, replay: QueryValues[string]): StreamStart {
   if (lastEventId !== '') {
     if (!/^\d{1,16}$/.test(lastEventId.trim()) || !Number.isSafeInteger(Number(lastEventId))) {
       throw invalidInput('Last-Event-ID', `expected the seq of the last event received, got ${JSON.stringify(lastEventId)}`)
