@@ -6,6 +6,7 @@ import { realpathSync } from 'node:fs'
 import { ConfigError, envName, parseServeConfig, SERVE_OPTIONS } from './config.js'
 import { startDaemon } from './main.js'
 import { clientCommands } from './cli/index.js'
+import { helpText, type CommandSpec } from './cli/args.js'
 import { notifyReady, notifyStopping } from './systemd-notify.js'
 
 export interface Command {
@@ -15,21 +16,19 @@ export interface Command {
   run(argv: string[]): Promise<number>
 }
 
-function serveUsage(): string {
-  const lines = ['Usage: browser-telemetry serve [flags]', '', 'Flags (each also read from the env var shown):']
-  for (const [flag, spec] of Object.entries(SERVE_OPTIONS)) {
-    const def = spec.default !== undefined ? ` (default ${spec.default})` : ''
-    lines.push(`  --${flag}${spec.type === 'string' ? ' <value>' : ''}  ${spec.help}${def}  [${envName(flag)}]`)
-  }
-  return lines.join('\n')
+const SERVE_SPEC: CommandSpec = {
+  name: 'serve',
+  summary: 'Run the daemon: event log, capture pipeline and HTTP API. Each flag is also read from the env var shown in brackets.',
+  connection: false,
+  options: Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([flag, o]) => [flag, { ...o, env: envName(flag) }])),
 }
 
 const serve: Command = {
   name: 'serve',
   summary: 'Run the daemon: event log, capture pipeline and HTTP API',
-  get usage() { return serveUsage() },
+  get usage() { return helpText(SERVE_SPEC) },
   async run(argv) {
-    if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(serveUsage() + '\n'); return 0 }
+    if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(helpText(SERVE_SPEC)); return 0 }
     let handle: Awaited<ReturnType<typeof startDaemon>>
     try {
       handle = await startDaemon(parseServeConfig(argv, process.env))

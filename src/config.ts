@@ -1,6 +1,5 @@
 // The configuration surface of `browser-telemetry serve`: flags, each with a BROWSER_TELEMETRY_<NAME>
 // env twin, defaults, validated once. Pure: parseServeConfig(argv, env) throws ConfigError.
-import { parseArgs } from 'node:util'
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { DEFAULT_CATEGORIES, type ConfigurableCategory } from './pipeline.js'
 import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
@@ -9,6 +8,7 @@ import type { BudgetOptions } from './budget.js'
 import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
+import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from './util/options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
 
@@ -89,10 +89,8 @@ export interface NatsConfig {
 /** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */
 export const MIN_NATS_DUPLICATE_WINDOW_MS = 120_000
 
-interface OptSpec { type: 'string' | 'boolean'; multiple?: boolean; help: string; default?: string }
-
 /** Every serve flag. The README's configuration table and the env example are written from this. */
-export const SERVE_OPTIONS: Record<string, OptSpec> = {
+export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'listen': { type: 'string', default: '127.0.0.1:10222', help: 'API listen address host:port' },
   'data-dir': { type: 'string', default: './data', help: 'Where the event log, token, browser id and extensions live' },
   'browser-id': { type: 'string', help: 'Browser session id served under /browsers/{id} (default: generated once, kept in the data dir)' },
@@ -212,12 +210,12 @@ function budgetConfig(get: (flag: string) => string | undefined): BudgetOptions 
 }
 
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
-  const options = Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([k, s]) => [k, { type: s.type, multiple: s.multiple ?? false }]))
-  let values: Record<string, string | boolean | string[] | undefined>
+  let values: Record<string, OptionValue>
   try {
-    values = parseArgs({ args: argv, options: options as never, allowPositionals: false, strict: true }).values as typeof values
+    values = parseOptions(SERVE_OPTIONS, argv).values
   } catch (err) {
-    throw new ConfigError((err as Error).message)
+    if (err instanceof OptionsError) throw new ConfigError(err.message)
+    throw err
   }
   const get = (flag: string): string | undefined => {
     const v = values[flag]

@@ -117,3 +117,19 @@ t.test('fleet shipping: off by default; --nats-* flags and env twins; bad values
   ]
   for (const [argv, re] of cases) t.throws(() => parseServeConfig(argv, {}), re, argv.join(' '))
 })
+
+t.test('serve and the client commands share one option parser and one help layout', async (t) => {
+  const { COMMANDS } = await import('../src/cli.js')
+  const help = COMMANDS.find((c) => c.name === 'serve')!.usage
+  t.match(help, /^Usage: browser-telemetry serve \[options\]\n/)
+  for (const [flag, o] of Object.entries(SERVE_OPTIONS)) {
+    const line = help.split('\n').find((l) => l.trimStart().startsWith(`--${flag} `))
+    t.ok(line, `--${flag} listed`)
+    t.ok(line!.endsWith(`[${envName(flag)}]`), `--${flag} shows its env twin`)
+    if (o.default !== undefined) t.ok(line!.includes(`(default ${o.default})`), `--${flag} shows its default`)
+  }
+  // Same parser, same strictness: an unknown flag and a flag without its value.
+  t.throws(() => parseServeConfig(['--bogus'], {}), new ConfigError("Unknown option '--bogus'"))
+  t.throws(() => parseServeConfig(['--listen'], {}), /Option '--listen <value>' argument missing/)
+  t.throws(() => parseServeConfig(['stray'], {}), /Unexpected argument 'stray'/)
+})

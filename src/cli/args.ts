@@ -1,18 +1,12 @@
-// Argument handling shared by the client commands: node:util parseArgs plus the connection options
-// (--url, --token, --browser-id and their BROWSER_TELEMETRY_* twins) and generated --help text.
-import { parseArgs } from 'node:util'
+// Argument handling shared by the client commands: the one option parser (src/util/options.ts) plus
+// the connection options (--url, --token, --browser-id and their BROWSER_TELEMETRY_* twins) and
+// generated --help text.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { optionLines, OptionsError, parseOptions, type OptionSpec, type OptionValue } from '../util/options.js'
 import { usageError } from './io.js'
 
-export interface OptionSpec {
-  type: 'string' | 'boolean'
-  multiple?: boolean
-  short?: string
-  /** Placeholder in help, e.g. "DURATION". */
-  arg?: string
-  help: string
-}
+export type { OptionSpec }
 
 export interface CommandSpec {
   /** e.g. "read" or "extension upload". */
@@ -42,7 +36,7 @@ export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
 }
 
 export interface Parsed {
-  values: Record<string, string | boolean | string[] | undefined>
+  values: Record<string, OptionValue>
   positionals: string[]
   help: boolean
 }
@@ -53,15 +47,12 @@ function optionsOf(spec: CommandSpec): Record<string, OptionSpec> {
 }
 
 export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
-  const all = optionsOf(spec)
-  const options = Object.fromEntries(Object.entries(all).map(([k, o]) => [k, {
-    type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}),
-  }]))
   let parsed: { values: Parsed['values']; positionals: string[] }
   try {
-    parsed = parseArgs({ args: argv, options: options as never, allowPositionals: true, strict: true }) as typeof parsed
+    parsed = parseOptions(optionsOf(spec), argv, true)
   } catch (err) {
-    throw usageError(`${(err as Error).message.split('\n')[0]} (see --help)`)
+    if (err instanceof OptionsError) throw usageError(`${err.message} (see --help)`)
+    throw err
   }
   const help = parsed.values.help === true
   if (!help) {
@@ -73,36 +64,30 @@ export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
 }
 
 export function helpText(spec: CommandSpec): string {
-  const all = optionsOf(spec)
-  const rows = Object.entries(all).map(([name, o]) => {
-    const flag = `${o.short ? `-${o.short}, ` : '    '}--${name}${o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : ''}`
-    return [flag, o.help + (o.multiple ? ' (repeatable)' : '')] as const
-  })
-  const width = Math.max(...rows.map(([f]) => f.length)) + 2
   return [
     `Usage: browser-telemetry ${spec.name} [options]${spec.positionals ? ` ${spec.positionals}` : ''}`,
     '',
     spec.summary,
     '',
     'Options:',
-    ...rows.map(([f, h]) => `  ${f.padEnd(width)}${h}`),
+    ...optionLines(optionsOf(spec)),
     ...(spec.notes && spec.notes.length > 0 ? ['', ...spec.notes] : []),
     '',
   ].join('\n')
 }
 
 /** Values of a repeatable, comma-joinable option: `--category a,b --category c` -> [a, b, c]. */
-export function listOption(v: string | boolean | string[] | undefined): string[] {
+export function listOption(v: OptionValue): string[] {
   if (v === undefined || typeof v === 'boolean') return []
   return (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean)
 }
 
-export function stringOption(v: string | boolean | string[] | undefined): string | undefined {
+export function stringOption(v: OptionValue): string | undefined {
   return Array.isArray(v) ? v.at(-1) : typeof v === 'string' ? v : undefined
 }
 
 /** A positive integer option, or undefined; anything else is a usage error naming the flag. */
-export function intOption(v: string | boolean | string[] | undefined, flag: string, min = 1): number | undefined {
+export function intOption(v: OptionValue, flag: string, min = 1): number | undefined {
   const s = stringOption(v)
   if (s === undefined) return undefined
   if (!/^\d+$/.test(s) || Number(s) < min) throw usageError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(s)}`)
