@@ -33,6 +33,27 @@ export interface SpooledFile { path: string; size: number; sha256: string; filen
 export interface SpooledUpload { fields: Map<string, string>; file?: SpooledFile }
 
 export const DEFAULT_SPOOL_PREFIX = '.spool-'
+
+/**
+ * One upload from slot to cleanup, shared by upload_zip and the extension upload: takes an upload
+ * slot (429 when none), spools the request, runs `use`, and always removes the spool file (unless
+ * `use` called keep(): it moved the file) and frees the slot, whatever failed.
+ */
+export async function withSpooledUpload<T>(
+  req: Readable & { headers: IncomingHttpHeaders }, opts: SpoolOptions, slots: { take(): () => void } | undefined,
+  use: (upload: SpooledUpload, keep: () => void) => Promise<T>,
+): Promise<T> {
+  const release = slots?.take()
+  let spooledPath: string | undefined
+  try {
+    const upload = await spoolMultipart(req, opts)
+    spooledPath = upload.file?.path
+    return await use(upload, () => { spooledPath = undefined })
+  } finally {
+    if (spooledPath) await rm(spooledPath, { force: true })
+    release?.()
+  }
+}
 /** Room for boundaries, headers and the small text fields on top of the file cap. */
 const ENVELOPE_SLACK_BYTES = 1024 * 1024
 const MAX_FIELD_BYTES = 64 * 1024

@@ -1,14 +1,13 @@
 // The extension group: upload (multipart `file` + optional `name`), list (offset-paged), metadata,
 // download (exact stored bytes) and delete. Storage and validation live in src/uploads/extension-store.ts.
 import { Type } from '@sinclair/typebox'
-import { rm } from 'node:fs/promises'
 import { invalidInput, notFound } from '../errors.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'
 import { badRequest } from '../../uploads/errors.js'
 import {
   DEFAULT_PROJECT, duplicateName, EXTENSION_NAME_RE, validateExtensionArchive, view, type ExtensionStore,
 } from '../../uploads/extension-store.js'
-import { spoolMultipart } from '../../uploads/multipart-spool.js'
+import { withSpooledUpload } from '../../uploads/multipart-spool.js'
 import type { ZipLimits } from '../../uploads/zip-entries.js'
 import type { UploadSlots } from '../../uploads/upload-slots.js'
 
@@ -54,33 +53,26 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     responses: { 201: { description: 'The stored extension', schema: ExtensionSchema } },
     handler: async (ctx) => {
       const project = projectOf(ctx)
-      const release = deps.slots?.take()
-      let spooledPath: string | undefined
-      try {
-        const upload = await spoolMultipart(ctx.req, {
-          fileField: 'file',
-          textFields: ['name'],
-          maxFileBytes: deps.uploadMaxBytes,
-          dir: store.dir,
-          prefix: store.spoolPrefix,
-          onField: (field, value) => {
-            // fail fast, before the archive streams in; create() checks again atomically
-            if (field !== 'name') return
-            checkName(value)
-            if (store.nameTaken(project, value)) throw duplicateName(value)
-          },
-        })
-        spooledPath = upload.file?.path
+      await withSpooledUpload(ctx.req, {
+        fileField: 'file',
+        textFields: ['name'],
+        maxFileBytes: deps.uploadMaxBytes,
+        dir: store.dir,
+        prefix: store.spoolPrefix,
+        onField: (field, value) => {
+          // fail fast, before the archive streams in; create() checks again atomically
+          if (field !== 'name') return
+          checkName(value)
+          if (store.nameTaken(project, value)) throw duplicateName(value)
+        },
+      }, deps.slots, async (upload, keep) => {
         if (!upload.file) throw badRequest('file', 'missing (a file part with the zip archive is required)')
         await validateExtensionArchive(upload.file.path, deps.zipLimits)
         const record = await store.create(project, upload.fields.get('name'), upload.file)
-        spooledPath = undefined // renamed into the store
+        keep() // renamed into the store
         ctx.status = 201
         ctx.body = view(record)
-      } finally {
-        if (spooledPath) await rm(spooledPath, { force: true })
-        release?.()
-      }
+      })
     },
   })
 

@@ -1,11 +1,10 @@
 // POST /browsers/{id}/fs/upload_zip: multipart (zip_file + dest_path, any order) spooled to disk,
 // then validated and extracted all-or-nothing under one of the upload roots (src/uploads/).
 import { Type } from '@sinclair/typebox'
-import { rm } from 'node:fs/promises'
 import type { ApiRouter } from '../route-table.js'
 import { badRequest } from '../../uploads/errors.js'
 import { extractZip } from '../../uploads/extract-zip.js'
-import { spoolMultipart } from '../../uploads/multipart-spool.js'
+import { withSpooledUpload } from '../../uploads/multipart-spool.js'
 import { checkDestSyntax, resolveUploadDestination } from '../../uploads/upload-roots.js'
 import type { ZipLimits } from '../../uploads/zip-entries.js'
 import type { UploadSlots } from '../../uploads/upload-slots.js'
@@ -57,17 +56,13 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
       507: ErrorDoc('the destination filesystem cannot hold the archive, or filled up while extracting; nothing was changed (insufficient_storage)'),
     },
     handler: async (ctx) => {
-      const release = deps.slots?.take()
-      let spooledPath: string | undefined
-      try {
-        const upload = await spoolMultipart(ctx.req, {
-          fileField: 'zip_file',
-          textFields: ['dest_path'],
-          maxFileBytes: deps.uploadMaxBytes,
-          dir: deps.spoolDir,
-          onField: (name, value) => { if (name === 'dest_path') checkDestSyntax(value) },
-        })
-        spooledPath = upload.file?.path
+      await withSpooledUpload(ctx.req, {
+        fileField: 'zip_file',
+        textFields: ['dest_path'],
+        maxFileBytes: deps.uploadMaxBytes,
+        dir: deps.spoolDir,
+        onField: (name, value) => { if (name === 'dest_path') checkDestSyntax(value) },
+      }, deps.slots, async (upload) => {
         const destPath = upload.fields.get('dest_path')
         if (destPath === undefined) throw badRequest('dest_path', 'missing (a text part with an absolute path is required)')
         if (!upload.file) throw badRequest('zip_file', 'missing (a file part with the zip archive is required)')
@@ -76,10 +71,7 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
           const dest = await resolveUploadDestination(destPath, deps.uploadRoots)
           await extractZip(archive, dest.path, deps.zipLimits, { markerDir: deps.spoolDir })
         })
-      } finally {
-        if (spooledPath) await rm(spooledPath, { force: true })
-        release?.()
-      }
+      })
       // Koa turns `body = null` into 204; setting the status afterwards keeps the explicit empty body.
       ctx.body = null
       ctx.status = 201
