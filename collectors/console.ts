@@ -10,12 +10,12 @@ import { exceptionText, renderRemoteObject, stackTraceOf } from './console-forma
 export function createConsoleCollector(): Collector {
   return {
     name: 'console',
-    async attach(session: TargetSession, emit: Emit): Promise<Detach> {
+    // Runtime is enabled by the monitor's capture plan.
+    category: 'console',
+    attach(session: TargetSession, emit: Emit): Detach {
       const listeners = new Disposer()
       listeners.add(session.on('Runtime.consoleAPICalled', (p) => onConsoleCall(session, emit, p)))
       listeners.add(session.on('Runtime.exceptionThrown', (p) => onException(session, emit, p)))
-      // Best effort: a target that cannot run Runtime (rare "other" targets) still attaches.
-      await session.sendMayFail('Runtime.enable')
       return () => listeners.dispose()
     },
   }

@@ -141,7 +141,7 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
     return detach
   }
 
-  return { name: 'interaction', attach, stats, bindingName, worldName }
+  return { name: 'interaction', category: 'interaction', attach, stats, bindingName, worldName }
 }
 
 /**
@@ -150,13 +150,12 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
  * session, quietly when the tab went away) ends the injection, and detach() undoes what was done.
  */
 async function inject(session: TargetSession, bindingName: string, worldName: string, source: string): Promise<string | undefined> {
-  // Runtime must be enabled for bindingCalled to be delivered, Page for the new-document
-  // script to run in later documents (both verified against Chromium 156).
-  // Sent together, answered in order: one round trip to a paused target instead of four (with many
+  // Runtime must be enabled for bindingCalled to be delivered (and Runtime.disable drops the
+  // binding), Page for the new-document script to run in later documents (verified against
+  // Chromium 156): the monitor's capture plan keeps both on while interaction is.
+  // Sent together, answered in order: one round trip to a paused target instead of two (with many
   // tabs opening at once, each round trip to a starting renderer costs seconds).
-  const [runtime, page, binding, added] = await Promise.all([
-    session.sendMayFail('Runtime.enable'),
-    session.sendMayFail('Page.enable'),
+  const [binding, added] = await Promise.all([
     // The binding exists only in our world's contexts, present and future.
     session.sendMayFail('Runtime.addBinding', { name: bindingName, executionContextName: worldName }),
     // Every future document of every frame of this target. runImmediately also covers the
@@ -164,7 +163,7 @@ async function inject(session: TargetSession, bindingName: string, worldName: st
     // explicitly for older browsers (the agent's guard makes the second run a no-op).
     session.sendMayFail('Page.addScriptToEvaluateOnNewDocument', { source, worldName, runImmediately: true }),
   ])
-  if (!runtime || !page || !binding || !added) return added?.identifier
+  if (!binding || !added) return added?.identifier
   // Awaited: a tab created with a URL commits its first document while still paused, often before
   // the new-document script was registered; it must run there before the tab resumes.
   await injectCurrentDocuments(session, worldName, source)

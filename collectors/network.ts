@@ -87,7 +87,10 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
   const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
   return {
     name: 'network',
-    async attach(session: TargetSession, emit: Emit): Promise<Detach> {
+    // Network (maxPostDataSize: the body cap, so Chromium inlines request bodies up to it) and Page
+    // are enabled by the monitor's capture plan.
+    category: 'network',
+    attach(session: TargetSession, emit: Emit): Detach {
       const tracker = new SessionRequests(session, emit, settings, bodies)
       const listeners = new Disposer()
       listeners.add(() => tracker.dispose())
@@ -96,11 +99,6 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
       listeners.add(session.on('Network.loadingFinished', (p) => tracker.onFinished(p)))
       listeners.add(session.on('Network.loadingFailed', (p) => tracker.onFailed(p)))
       if (tracker.isPage) listeners.add(session.on('Page.frameNavigated', (p) => tracker.onFrameNavigated(p)))
-      // maxPostDataSize makes Chromium inline request bodies up to the cap into requestWillBeSent.
-      await Promise.all([
-        session.sendMayFail('Network.enable', { maxPostDataSize: Math.max(0, settings.bodyMaxBytes) }),
-        tracker.isPage ? session.sendMayFail('Page.enable') : undefined,
-      ])
       return () => listeners.dispose()
     },
   }

@@ -17,13 +17,13 @@ export interface PageCollectorOptions {
   clock?: Clock
 }
 
-const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
-
 export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
   const timers = opts.clock ?? systemClock
   return {
     name: 'page',
-    async attach(session: TargetSession, emit: Emit): Promise<Detach> {
+    // Page and PerformanceTimeline are enabled by the monitor's capture plan.
+    category: 'page',
+    attach(session: TargetSession, emit: Emit): Detach {
       // Workers have no Page domain; only pages and out-of-process iframes render frames.
       if (session.targetType !== 'page' && session.targetType !== 'iframe') return () => {}
       let detached = false
@@ -92,10 +92,6 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
       bag.add(session.on('Page.domContentEventFired', onDomContent))
       bag.add(session.on('Page.loadEventFired', onLoad))
       bag.add(session.on('PerformanceTimeline.timelineEventAdded', onTimeline))
-      await Promise.all([
-        session.sendMayFail('Page.enable'),
-        session.sendMayFail('PerformanceTimeline.enable', { eventTypes: TIMELINE_EVENT_TYPES }),
-      ])
       return () => bag.dispose()
     },
 

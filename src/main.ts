@@ -23,7 +23,7 @@ import { registerIngestRoutes } from './api/routes/ingest.js'
 import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
 import { registerViewerRoutes } from './api/routes/viewer.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { Monitor } from './monitor/index.js'
+import { Monitor, capturePlan, type CaptureSource } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
 import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
 import { ExtensionMetaStore } from './uploads/extension-meta.js'
@@ -174,6 +174,15 @@ async function startShipper(d: Daemon): Promise<StopStep | void> {
   return () => shipper.stop()
 }
 
+/** The capture plan follows the enabled categories (PUT/PATCH of the telemetry config applies it live). */
+function captureSource(d: Daemon): CaptureSource {
+  const planOf = (categories: Iterable<string>) => capturePlan(categories, { bodyMaxBytes: d.config.networkBodyMaxBytes })
+  return {
+    current: () => planOf(d.pipeline.enabledCategories()),
+    onChange: (l) => d.pipeline.onCategoriesChanged((c) => l(planOf(c))),
+  }
+}
+
 /** Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects. */
 async function startMonitor(d: Daemon): Promise<StopStep | void> {
   const { config, pipeline, logger } = d
@@ -183,6 +192,7 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
     cdpUrl: config.launch ? undefined : config.cdpUrl,
     launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs } : undefined,
     emit: pipeline.emit,
+    capture: captureSource(d),
     collectors: [
       createConsoleCollector(),
       createNetworkCollector({ bodyMaxBytes: config.networkBodyMaxBytes, isEnabled: () => pipeline.isEnabled('network') }),

@@ -5,10 +5,12 @@ import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
 import { withTimeout } from '../util/with-timeout.js'
+import { autoAttachParams, IGNORED_TYPES, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
+import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpSessionCore, type RawSend } from './cdp-session.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
-import { AttachedTarget, type TargetInfo } from './target-session.js'
+import { AttachedTarget, targetTypeOf, type TargetInfo } from './target-session.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
 type CdpMessage = CDP.EventMessage
@@ -51,16 +53,12 @@ export class ConnectError extends Error {
 const TOP_LEVEL_TYPES = new Set(['page', 'background_page', 'service_worker', 'shared_worker'])
 /** Targets whose children (OOPIFs, dedicated workers) we auto-attach through their own session. */
 const PARENT_TYPES = new Set(['page', 'iframe', 'background_page', 'worker', 'shared_worker', 'service_worker'])
-/** Chromium's own UI (omnibox popups, tab strip) and the tab/browser wrappers are not browsing targets. */
-const IGNORED_TYPES = new Set(['browser', 'tab', 'browser_ui'])
-const AUTO_ATTACH = {
-  autoAttach: true, waitForDebuggerOnStart: true, flatten: true,
-  filter: [...[...IGNORED_TYPES].map((type) => ({ type, exclude: true })), {}],
-}
 
 export interface ConnectionOptions {
   wsUrl: string
   collectors: readonly Collector[]
+  /** Which domains, collectors and auto-attached targets the enabled categories need (applied live). */
+  capture: CaptureSource
   emit: Emit
   logger: Logger
   /** Bound on each target's setup (own domains + collectors' attach) before it is resumed anyway. */
@@ -89,6 +87,11 @@ export class BrowserConnection {
   private readonly sessionByTarget = new Map<string, string>()
   /** Setup in flight per session id (own domains + collectors' attach). */
   private readonly pending = new Map<string, Promise<void>>()
+  /** Per attached target: the capture plan as applied to it. */
+  private readonly captures = new Map<string, TargetCapture>()
+  /** The plan in force (new targets get it; a change is applied to every attached target). */
+  private plan: CapturePlan
+  private readonly unsubscribePlan: () => void
   /** attachTimeoutMs timeouts running (leak checks). */
   private timeouts = 0
   /** The browser-level session collectors' attachBrowser gets; closed with the connection. */
@@ -103,6 +106,8 @@ export class BrowserConnection {
     this.opts = opts
     this.wsUrl = opts.wsUrl
     this.browser = new CdpSessionCore(this.raw, undefined, opts.errors, opts.logger, 'browser connection')
+    this.plan = opts.capture.current()
+    this.unsubscribePlan = opts.capture.onChange((plan) => this.applyPlan(plan))
     client.on('event', (m) => this.onMessage(m))
     client.on('disconnect', () => {
       if (this.closed) return
@@ -166,6 +171,7 @@ export class BrowserConnection {
     if (this.closed) return
     // Aborting also ends every attachTimeoutMs wait.
     this.abort.abort()
+    this.unsubscribePlan()
     for (const sessionId of [...this.sessions.keys()]) this.dropTarget(sessionId)
     this.browser.close()
     this.pending.clear()
@@ -196,10 +202,10 @@ export class BrowserConnection {
     }
     await step('Target.setDiscoverTargets', { discover: true })
     // Attaches every existing page/worker too (attachedToTarget arrives before the reply).
-    await step('Target.setAutoAttach', AUTO_ATTACH)
+    await step('Target.setAutoAttach', autoAttachParams(this.plan))
     const { targetInfos } = await step('Target.getTargets')
     await Promise.all(targetInfos
-      .filter((i) => TOP_LEVEL_TYPES.has(i.type) && !this.sessionByTarget.has(i.targetId))
+      .filter((i) => TOP_LEVEL_TYPES.has(i.type) && planAttaches(this.plan, targetTypeOf(i.type)) && !this.sessionByTarget.has(i.targetId))
       .map((i) => this.sendMayFail('Target.attachToTarget', { targetId: i.targetId, flatten: true }, undefined)))
     // Settle setups, including children that attached while their parent was being set up.
     while (this.pending.size > 0 && !this.closed) await Promise.allSettled([...this.pending.values()])
@@ -230,9 +236,9 @@ export class BrowserConnection {
 
   private onAttached(ev: EventParams<'Target.attachedToTarget'>, parentSessionId: string | undefined): void {
     const { sessionId, targetInfo } = ev
-    if (this.sessionByTarget.has(targetInfo.targetId) || IGNORED_TYPES.has(targetInfo.type)) {
-      // Already tracked through another session (explicit attach racing auto-attach), or not a
-      // browsing target: resume it and drop the session.
+    if (this.sessionByTarget.has(targetInfo.targetId) || IGNORED_TYPES.has(targetInfo.type) || !planAttaches(this.plan, targetTypeOf(targetInfo.type))) {
+      // Already tracked through another session (explicit attach racing auto-attach), not a
+      // browsing target, or one the capture plan does not watch: resume it and drop the session.
       void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
       return
@@ -294,25 +300,38 @@ export class BrowserConnection {
   private prepare(target: AttachedTarget, cdpType: string): { own: Promise<unknown>; collectors: Promise<unknown> } {
     // Our commands go on the wire before any collector's, so Page events are tracked from the start.
     const own: Promise<unknown>[] = []
+    const plan = this.plan
+    const capture = new TargetCapture(target, { collectors: this.opts.collectors, emit: this.opts.emit, logger: this.opts.logger })
+    this.captures.set(target.sessionId, capture)
+    // The plan's domains (Page first on frame-bearing targets: context tracking needs it whatever is on).
+    own.push(capture.enableDomains(plan))
     if (target.hasFrames) {
-      own.push(target.sendMayFail('Page.enable'))
       own.push(target.sendMayFail('Page.getFrameTree').then((r) => {
         // Held events are released here, also when the tree could not be read.
         if (r) target.adoptFrameTree(r.frameTree.frame)
         else target.releaseHeld()
       }))
     }
-    if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', AUTO_ATTACH))
-    const collectorSetups = this.opts.collectors.map(async (c) => {
-      if (!c.attach) return
-      try {
-        const d = await c.attach(target, this.opts.emit)
-        if (typeof d === 'function') target.addDetach(d)
-      } catch (err) {
-        if (!target.closed) this.opts.logger.warn({ err, collector: c.name, targetId: target.targetId }, 'collector attach failed')
-      }
-    })
-    return { own: Promise.all(own), collectors: Promise.all(collectorSetups) }
+    if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', autoAttachParams(plan)))
+    return { own: Promise.all(own), collectors: capture.attachCollectors(plan) }
+  }
+
+  /** Categories changed: every attached target gets the new plan on its own session; auto-attach follows. */
+  private applyPlan(plan: CapturePlan): void {
+    if (this.closed) return
+    const before = this.plan
+    this.plan = plan
+    if (!sameAttachFilter(before, plan)) {
+      const params = autoAttachParams(plan)
+      void this.sendMayFail('Target.setAutoAttach', params, undefined)
+      for (const t of this.sessions.values()) if (PARENT_TYPES.has(t.targetInfo.type)) void t.sendMayFail('Target.setAutoAttach', params)
+    }
+    for (const capture of this.captures.values()) void capture.apply(plan)
+  }
+
+  /** Resolves once the plan in force is applied to every target attached now (tests). */
+  async planApplied(): Promise<void> {
+    await Promise.all([...this.captures.values()].map((c) => c.apply(this.plan)))
   }
 
   /**
@@ -331,6 +350,7 @@ export class BrowserConnection {
     const target = this.sessions.get(sessionId)
     if (!target) return
     this.sessions.delete(sessionId)
+    this.captures.delete(sessionId)
     if (this.sessionByTarget.get(target.targetId) === sessionId) this.sessionByTarget.delete(target.targetId)
     if (target.parentSessionId) this.sessions.get(target.parentSessionId)?.children.delete(sessionId)
     for (const child of [...target.children]) this.dropTarget(child)

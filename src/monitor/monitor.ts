@@ -12,6 +12,7 @@ import { ProtocolErrorLog } from './protocol-error.js'
 import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
 import type { TargetInfo } from './target-session.js'
 import type { Collector } from './types.js'
+import { fixedCapture, type CaptureSource } from './capture.js'
 
 export type { BrowserExit, MonitorState } from './status.js'
 
@@ -41,6 +42,8 @@ export interface MonitorOptions {
   launch?: MonitorLaunchOptions
   emit: Emit
   collectors?: readonly Collector[]
+  /** The capture plan and its changes (default: every capture category on, fixed). */
+  capture?: CaptureSource
   logger?: Logger
   reconnect?: Partial<ReconnectOptions>
   /** Bound on one target's setup before it is resumed regardless (default 5 s). */
@@ -74,6 +77,7 @@ export class Monitor implements MonitorView {
   /** Aborted by stop(): cancels backoff sleeps and the reconnect loop. */
   private readonly stopping = new AbortController()
   private reconnecting: Promise<void> | undefined
+  private readonly capture: CaptureSource
 
   constructor(opts: MonitorOptions) {
     this.opts = opts
@@ -81,6 +85,7 @@ export class Monitor implements MonitorView {
     this.logger = opts.logger ?? silentLogger
     this.errors = new ProtocolErrorLog({ logger: this.logger })
     this.launchPort = opts.launch?.port
+    this.capture = opts.capture ?? fixedCapture()
     // main.ts, /healthz, metrics and collectors may all listen; the default cap of 10 would warn.
     this.events.setMaxListeners(50)
   }
@@ -91,6 +96,9 @@ export class Monitor implements MonitorView {
   get launched(): LaunchedBrowser | undefined { return this.browser }
 
   targets(): TargetInfo[] { return this.conn?.targets() ?? [] }
+
+  /** Resolves once the capture plan in force is applied to every attached target (tests, benches). */
+  async planApplied(): Promise<void> { await this.conn?.planApplied() }
 
   /** Failed CDP commands of kind 'error' (not session-closed) since start, by method. */
   cdpErrors(): Record<string, number> { return this.errors.counts() }
@@ -216,6 +224,7 @@ export class Monitor implements MonitorView {
     return BrowserConnection.open({
       wsUrl,
       collectors: this.opts.collectors ?? [],
+      capture: this.capture,
       emit: this.opts.emit,
       logger: this.logger,
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,

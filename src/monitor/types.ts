@@ -3,6 +3,7 @@
 import type { ProtocolMapping } from 'devtools-protocol/types/protocol-mapping.js'
 import type { Context, TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
+import type { CaptureCategory } from './capture-plan.js'
 
 export type CdpCommand = keyof ProtocolMapping.Commands
 export type CdpEvent = keyof ProtocolMapping.Events
@@ -11,6 +12,7 @@ export type CommandResult<M extends CdpCommand> = ProtocolMapping.Commands[M]['r
 export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
 
 // What non-CDP collectors (collectors/system.ts) read of the monitor.
+export type { CaptureCategory, CapturePlan, PlanDomain, TargetPlan } from './capture-plan.js'
 export type { BrowserExit, MonitorEventSource, MonitorState, MonitorStatus, MonitorView } from './status.js'
 
 /** Removes what attach() set up: listeners, timers, per-target state. Must be idempotent. */
@@ -49,6 +51,14 @@ export type BrowserScope = CdpSession
 
 export interface Collector {
   readonly name: string
+  /**
+   * The category the capture plan attaches this collector for: attach() runs on a target only while
+   * the plan lists it for that target (at attach, or later when switched on), and its detach runs
+   * when the category is switched off. Absent: attached to every target for its whole life.
+   * Domains are the plan's job (the monitor enables them before attach's answers matter); a
+   * collector only subscribes and sets up its own extras (scripts, bindings).
+   */
+  readonly category?: CaptureCategory
   /**
    * Called for every attached target while it is still paused (waitForDebuggerOnStart): enable
    * domains here; the monitor resumes the target once every collector's attach settled (or timed out).
