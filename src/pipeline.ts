@@ -185,11 +185,13 @@ export class Pipeline {
     this.lastTs = ts
     this.redactor.event(event) // before the cap and the log: nothing downstream ever sees a secret
     const json = this.fit(event) // serialised once: the log stores exactly this
-    if (typeof target === 'string' && !this.budgets!.takeBytes(target, category, Buffer.byteLength(json) + ENVELOPE_OVERHEAD)) {
-      return this.overBudget(input.type, category, target)
+    // Measured once: the byte budget and the store's encoder both need it.
+    const bytes = typeof target === 'string' ? Buffer.byteLength(json) : undefined
+    if (bytes !== undefined && !this.budgets!.takeBytes(target as string, category, bytes + ENVELOPE_OVERHEAD)) {
+      return this.overBudget(input.type, category, target as string)
     }
     this.stats.accepted++
-    const { envelope, committed } = this.log.append(event, json)
+    const { envelope, committed } = this.log.append(event, json, bytes)
     if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', truncated: event.truncated === true })
     return { accepted: envelope.seq, envelope, committed }
   }

@@ -71,7 +71,8 @@ export class Redactor {
   /** Masks secret header values (and secrets inside URL-valued headers); returns the same object when nothing changed. */
   headers(headers: Record<string, string>): Record<string, string> {
     let copy: Record<string, string> | undefined
-    for (const [name, value] of Object.entries(headers)) {
+    for (const name of Object.keys(headers)) {
+      const value = headers[name]!
       const lower = name.toLowerCase()
       let masked: string | undefined
       if (this.headerNames.has(lower)) masked = maskValue(value)
@@ -89,7 +90,7 @@ export class Redactor {
     // Fast path: nothing that can hold a secret.
     if (url.indexOf('?') < 0 && url.indexOf('#') < 0 && url.indexOf('@') < 0) return url
     let out = url
-    const userinfo = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^/?#@]*)@/.exec(out)
+    const userinfo = url.indexOf('@') < 0 ? null : /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^/?#@]*)@/.exec(out)
     if (userinfo && userinfo[2] !== '') out = userinfo[1] + maskValue(userinfo[2]!) + '@' + out.slice(userinfo[0].length)
     const hash = out.indexOf('#')
     const q = out.indexOf('?')
@@ -106,18 +107,27 @@ export class Redactor {
   /** `a=1&token=x` -> `a=1&token=[redacted:8]` (names compared decoded; text otherwise unchanged). */
   params(query: string): string {
     if (query.indexOf('=') < 0) return query
-    let changed = false
-    const parts = query.split('&').map((pair) => {
-      const eq = pair.indexOf('=')
-      if (eq <= 0) return pair
-      const rawName = pair.slice(0, eq)
-      let name = rawName
-      try { name = decodeURIComponent(rawName.replace(/\+/g, ' ')) } catch { /* keep raw */ }
-      if (!this.isSecretName(name)) return pair
-      changed = true
-      return rawName + '=' + maskValue(pair.slice(eq + 1))
-    })
-    return changed ? parts.join('&') : query
+    // One scan over the pairs; the output is only built once a secret shows up (most queries have none).
+    let out: string | undefined
+    let copied = 0
+    for (let start = 0; start <= query.length;) {
+      let end = query.indexOf('&', start)
+      if (end < 0) end = query.length
+      const eq = query.indexOf('=', start)
+      if (eq > start && eq < end) {
+        const rawName = query.slice(start, eq)
+        let name = rawName
+        if (rawName.indexOf('%') >= 0 || rawName.indexOf('+') >= 0) {
+          try { name = decodeURIComponent(rawName.replace(/\+/g, ' ')) } catch { /* keep raw */ }
+        }
+        if (this.isSecretName(name)) {
+          out = (out ?? '') + query.slice(copied, eq + 1) + maskValue(query.slice(eq + 1, end))
+          copied = end
+        }
+      }
+      start = end + 1
+    }
+    return out === undefined ? query : out + query.slice(copied)
   }
 
   /** A request or response body: JSON or form-encoded fields with secret-looking names are masked. */
@@ -169,31 +179,34 @@ export class Redactor {
   event(event: TelemetryEvent): void {
     const data = event.data as Record<string, unknown>
     let out: Record<string, unknown> | undefined
-    const set = (k: string, v: unknown) => { out ??= { ...data }; out[k] = v }
     for (const k of URL_FIELDS) {
       const v = data[k]
-      if (typeof v === 'string') { const m = this.url(v); if (m !== v) set(k, m) }
+      if (typeof v === 'string') { const m = this.url(v); if (m !== v) (out ??= { ...data })[k] = m }
     }
     const headers = data.headers as Record<string, string> | undefined
-    let maskedHeaders = headers
     if (headers && typeof headers === 'object') {
-      maskedHeaders = this.headers(headers)
-      if (maskedHeaders !== headers) set('headers', maskedHeaders)
+      const masked = this.headers(headers)
+      if (masked !== headers) (out ??= { ...data }).headers = masked
     }
-    const contentType = headers ? headerValue(headers, 'content-type') : undefined
-    if (typeof data.post_data === 'string') {
-      const m = this.body(data.post_data, contentType)
-      if (m !== data.post_data) set('post_data', m)
-    }
-    if (typeof data.body === 'string') {
-      const m = this.body(data.body, (data.mime_type as string | undefined) ?? contentType)
-      if (m !== data.body) set('body', m)
+    const postData = data.post_data
+    const body = data.body
+    if (typeof postData === 'string' || typeof body === 'string') {
+      // Only bodies need the content type: most events have none, so the header scan is skipped.
+      const contentType = headers ? headerValue(headers, 'content-type') : undefined
+      if (typeof postData === 'string') {
+        const m = this.body(postData, contentType)
+        if (m !== postData) (out ??= { ...data }).post_data = m
+      }
+      if (typeof body === 'string') {
+        const m = this.body(body, (data.mime_type as string | undefined) ?? contentType)
+        if (m !== body) (out ??= { ...data }).body = m
+      }
     }
     const lcp = data.lcp_details as { url?: string } | undefined
-    if (lcp && typeof lcp.url === 'string') { const m = this.url(lcp.url); if (m !== lcp.url) set('lcp_details', { ...lcp, url: m }) }
+    if (lcp && typeof lcp.url === 'string') { const m = this.url(lcp.url); if (m !== lcp.url) (out ??= { ...data }).lcp_details = { ...lcp, url: m } }
     if (data.stack_trace && typeof data.stack_trace === 'object') {
       const st = this.stackTrace(data.stack_trace as StackLike)
-      if (st !== data.stack_trace) set('stack_trace', st)
+      if (st !== data.stack_trace) (out ??= { ...data }).stack_trace = st
     }
     if (out) (event as { data: unknown }).data = out
   }

@@ -40,8 +40,28 @@ export interface StreamStats { open: number; slowDisconnects: number; refused: n
 export const DEFAULT_STREAM_BUFFER_BYTES = 8 * 1024 * 1024
 export const DEFAULT_MAX_STREAM_CLIENTS = 64
 
-/** SSE frames of records, encoded once (the same bytes go to every live client). */
+/**
+ * SSE frames of records, encoded once (the same bytes go to every live client). Records from the
+ * write path carry their envelope bytes: those are copied, not decoded and encoded again.
+ */
 const frames = (records: readonly StoredRecord[]): Buffer => {
+  let size = 0
+  for (const r of records) {
+    if (r.envelopeBytes === undefined) return framesOfText(records)
+    size += 13 + String(r.seq).length + r.envelopeBytes.byteLength // `id: `, `\ndata: `, `\n\n`
+  }
+  const out = Buffer.allocUnsafe(size)
+  let at = 0
+  for (const r of records) {
+    at += out.write(`id: ${r.seq}\ndata: `, at, 'latin1')
+    out.set(r.envelopeBytes!, at)
+    at += r.envelopeBytes!.byteLength
+    out[at++] = 0x0a
+    out[at++] = 0x0a
+  }
+  return out
+}
+const framesOfText = (records: readonly StoredRecord[]): Buffer => {
   let s = ''
   for (const r of records) s += `id: ${r.seq}\ndata: ${r.json}\n\n`
   return Buffer.from(s, 'utf8')
@@ -193,7 +213,7 @@ class StreamSession {
   /** Backlog mode: keep commits until the backlog is read; past the cap drop them and re-read the store instead. */
   hold(records: readonly StoredRecord[]): void {
     let bytes = 0
-    for (const r of records) bytes += r.json.length
+    for (const r of records) bytes += r.envelopeBytes?.byteLength ?? r.json.length
     if (this.held.length + records.length > this.hub.opts.bufferEvents ||
       this.heldBytes + bytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
       this.held = []

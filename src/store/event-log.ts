@@ -4,7 +4,7 @@ import { ClassicLevel } from 'classic-level'
 import type { Category, Envelope, TelemetryEvent } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import {
-  eventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord,
+  eventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord, envelopePrefix, EncodedRecord,
   tsOfRecord, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE, MAX_WRITE_EVENTS,
 } from './keys.js'
 
@@ -74,7 +74,7 @@ export interface LogHealth {
 export type CommitListener = (records: readonly StoredRecord[]) => void
 
 interface Batch {
-  records: StoredRecord[]
+  records: EncodedRecord[]
   resolve: (ok: boolean) => void
   promise: Promise<boolean>
 }
@@ -94,8 +94,11 @@ export class DataDirLockedError extends Error {
 }
 
 const SEQ_META = metaKey('seq')
-/** Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). */
-const WRITE_MERGE_EVENTS = 1024
+/**
+ * Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). Large,
+ * so a backlog (a flood outran the disk, or a synced write stalled it) is caught up in a few writes.
+ */
+const WRITE_MERGE_EVENTS = 16384
 /** Seq span of one write (skipped seqs included): a category block's uint16 offsets must reach its last seq. */
 const WRITE_MAX_SPAN = MAX_WRITE_EVENTS - 1
 const CLEAN_META = metaKey('clean')
@@ -219,25 +222,24 @@ export class EventLog {
    * Assigns the next seq, buffers the envelope for the next group commit and returns it with a
    * promise that resolves true once durable (false if it had to be dropped). Never throws.
    */
-  append(event: TelemetryEvent, eventJson: string): { envelope: Envelope; json: string; committed: Promise<boolean> } {
+  append(event: TelemetryEvent, eventJson: string, eventBytes?: number): { envelope: Envelope; committed: Promise<boolean> } {
     const seq = this.nextSeq++
     const envelope: Envelope = { seq, event }
-    const json = `{"seq":${seq},"event":${eventJson}}`
     if (event.ts > this.lastTs) this.lastTs = event.ts
     if (!this.open) {
-      this.dropped([{ seq, ts: event.ts, category: event.category, json }])
-      return { envelope, json, committed: Promise.resolve(false) }
+      this.dropped([{ seq, ts: event.ts, category: event.category, json: envelopePrefix(seq) + eventJson + '}' }])
+      return { envelope, committed: Promise.resolve(false) }
     }
     // A write's seq span is bounded (category index offsets are uint16), skipped seqs included.
     if (this.current.records.length > 0 && seq - this.current.records[0]!.seq >= WRITE_MAX_SPAN) this.sealCurrent()
     const batch = this.current
-    batch.records.push({ seq, ts: event.ts, category: event.category, json })
+    batch.records.push(new EncodedRecord(seq, event.ts, event.category, encodeRecord(event.category, event.ts, seq, eventJson, eventBytes)))
     if (batch.records.length >= this.opts.commitMaxEvents) {
       this.sealCurrent()
     } else if (batch.records.length === 1 && !this.flushTimer) {
       this.flushTimer = setTimeout(() => { this.flushTimer = undefined; this.sealCurrent() }, this.opts.commitDelayMs)
     }
-    return { envelope, json, committed: batch.promise }
+    return { envelope, committed: batch.promise }
   }
 
   /**
@@ -332,7 +334,7 @@ export class EventLog {
         const first = records[0]!.seq
         const offsets = new Map<Category, number[]>()
         for (const r of records) {
-          batch.put(eventKey(r.seq), encodeRecord(r.category, r.ts, r.json))
+          batch.put(eventKey(r.seq), r.value)
           let list = offsets.get(r.category)
           if (!list) offsets.set(r.category, (list = []))
           list.push(r.seq - first)

@@ -15,10 +15,15 @@ export const PREFIX_META = 0x6d // 'm'
 export const CATEGORY_CODE = new Map<Category, number>(CATEGORIES.map((c, i) => [c, i]))
 export const CATEGORY_BY_CODE: readonly Category[] = CATEGORIES
 
+/** Writes a seq (a safe integer) as 8 bytes big-endian: two uint32 writes, no BigInt per key. */
+function writeSeq(b: Buffer, seq: number, at: number): void {
+  b.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), at)
+  b.writeUInt32BE(seq >>> 0, at + 4)
+}
 export function eventKey(seq: number) {
   const b = Buffer.allocUnsafe(9)
   b[0] = PREFIX_EVENT
-  b.writeBigUInt64BE(BigInt(seq), 1)
+  writeSeq(b, seq, 1)
   return b
 }
 export function seqOfEventKey(key: Uint8Array): number {
@@ -28,7 +33,7 @@ export function categoryKey(category: Category, seq: number) {
   const b = Buffer.allocUnsafe(10)
   b[0] = PREFIX_CATEGORY
   b[1] = CATEGORY_CODE.get(category)!
-  b.writeBigUInt64BE(BigInt(seq), 2)
+  writeSeq(b, seq, 2)
   return b
 }
 export function seqOfCategoryKey(key: Uint8Array): number {
@@ -45,19 +50,45 @@ export function categoryRange(category: Category): { start: Buffer; end: Buffer 
 }
 
 export interface StoredRecord {
-  seq: number
-  ts: number
-  category: Category
+  readonly seq: number
+  readonly ts: number
+  readonly category: Category
   /** The envelope exactly as stored: `{"seq":..,"event":{..}}`. Served without re-serialising. */
-  json: string
+  readonly json: string
+  /** The same envelope as UTF-8 bytes, when at hand (records from the write path): SSE frames copy these. */
+  readonly envelopeBytes?: Uint8Array
 }
 
-export function encodeRecord(category: Category, ts: number, json: string): Buffer {
-  const b = Buffer.allocUnsafe(9 + Buffer.byteLength(json))
+/** The stored envelope's prefix; the record is `prefix + eventJson + '}'` (ASCII prefix: chars = bytes). */
+export function envelopePrefix(seq: number): string {
+  return `{"seq":${seq},"event":`
+}
+
+/**
+ * The record of envelope `{"seq":seq,"event":<eventJson>}`, written from its parts: the envelope
+ * string is never flattened just to be encoded. `eventBytes`: UTF-8 length of eventJson when known.
+ */
+export function encodeRecord(category: Category, ts: number, seq: number, eventJson: string, eventBytes = Buffer.byteLength(eventJson)): Buffer {
+  const prefix = envelopePrefix(seq)
+  const b = Buffer.allocUnsafe(9 + prefix.length + eventBytes + 1)
   b[0] = CATEGORY_CODE.get(category)!
   b.writeDoubleBE(ts, 1)
-  b.write(json, 9, 'utf8')
+  b.write(prefix, 9, 'latin1')
+  b.write(eventJson, 9 + prefix.length, 'utf8')
+  b[b.length - 1] = 0x7d // '}'
   return b
+}
+
+/**
+ * A record on the write path. Its bytes are the LevelDB value, built once at append time and kept off
+ * the JS heap while the record waits for its write (a flood's backlog costs the young-generation GC
+ * no string copies); `json` is decoded only if a commit listener reads it (SSE replay, shipping).
+ */
+export class EncodedRecord implements StoredRecord {
+  private decoded: string | undefined
+  constructor(readonly seq: number, readonly ts: number, readonly category: Category, readonly value: Buffer) {}
+  get json(): string { return (this.decoded ??= this.value.toString('utf8', 9)) }
+  get envelopeBytes(): Buffer { return this.value.subarray(9) }
 }
 
 /** Most events one committed write may hold: block offsets are uint16. */
