@@ -83,14 +83,34 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const registers = [registry]
   let deps: MetricsDeps | undefined
 
-  const eventsEmitted = new Counter({ name: 'browser_telemetry_events_emitted_total', help: 'Events accepted by the pipeline, by category', labelNames: ['category'] as const, registers })
+  // emit() outcomes are counted in plain maps on the hot path and handed to the counters when they
+  // are read (collect): prom-client hashes the label set on every inc(), once per event otherwise.
+  const emitted = new Map<string, number>()
+  const truncated = new Map<string, number>()
+  const dropped = new Map<string, Map<string, number>>() // reason -> category -> n
+  const flush = (counts: Map<string, number>, counter: Counter<'category'>) => {
+    for (const [category, n] of counts) counter.inc({ category }, n)
+    counts.clear()
+  }
+  const eventsEmitted: Counter<'category'> = new Counter({
+    name: 'browser_telemetry_events_emitted_total', help: 'Events accepted by the pipeline, by category', labelNames: ['category'] as const, registers,
+    collect() { flush(emitted, eventsEmitted) },
+  })
   const eventsStored = new Counter({ name: 'browser_telemetry_events_stored_total', help: 'Events committed to the event log, by category', labelNames: ['category'] as const, registers })
-  const eventsDropped = new Counter({
+  const eventsDropped: Counter<'category' | 'reason'> = new Counter({
     name: 'browser_telemetry_events_dropped_total',
     help: 'Events not stored, by category and reason (category_disabled, invalid, over_budget, store)',
     labelNames: ['category', 'reason'] as const, registers,
+    collect() {
+      for (const [reason, counts] of dropped) for (const [category, n] of counts) eventsDropped.inc({ category, reason }, n)
+      dropped.clear()
+    },
   })
-  const eventsTruncated = new Counter({ name: 'browser_telemetry_events_truncated_total', help: 'Events cut to fit the envelope size cap, by category', labelNames: ['category'] as const, registers })
+  const eventsTruncated: Counter<'category'> = new Counter({
+    name: 'browser_telemetry_events_truncated_total', help: 'Events cut to fit the envelope size cap, by category', labelNames: ['category'] as const, registers,
+    collect() { flush(truncated, eventsTruncated) },
+  })
+  const count = (counts: Map<string, number>, key: string) => { counts.set(key, (counts.get(key) ?? 0) + 1) }
 
   const storeBytes = new Gauge({
     name: 'browser_telemetry_store_bytes', help: 'Approximate on-disk bytes of stored events (LevelDB estimate)', registers,
@@ -233,10 +253,13 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
 
   const onEmit = (o: EmitObservation): void => {
     const category = o.category ?? 'unknown'
-    if (o.outcome !== 'accepted') eventsDropped.inc({ category, reason: o.outcome })
-    else {
-      eventsEmitted.inc({ category })
-      if (o.truncated) eventsTruncated.inc({ category })
+    if (o.outcome !== 'accepted') {
+      let counts = dropped.get(o.outcome)
+      if (!counts) dropped.set(o.outcome, counts = new Map())
+      count(counts, category)
+    } else {
+      count(emitted, category)
+      if (o.truncated) count(truncated, category)
     }
   }
 

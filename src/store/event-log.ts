@@ -19,7 +19,7 @@ export interface EventLogOptions {
   maxAgeMs?: number
   /** How often retention runs in the background (default 60 s; 0 disables the timer). */
   retentionIntervalMs?: number
-  /** Group commit: flush after this long (default 2 ms) ... */
+  /** Group commit: flush after this long (default 10 ms) ... */
   commitDelayMs?: number
   /** ... or once this many events are buffered (default 256). */
   commitMaxEvents?: number
@@ -154,7 +154,7 @@ export class EventLog {
       maxBytes: opts.maxBytes ?? 512 * 1024 * 1024,
       maxAgeMs: opts.maxAgeMs ?? 7 * 24 * 3600 * 1000,
       retentionIntervalMs: opts.retentionIntervalMs ?? 60_000,
-      commitDelayMs: opts.commitDelayMs ?? 2,
+      commitDelayMs: opts.commitDelayMs ?? 10,
       // A batch never exceeds one write (index block offsets are uint16).
       commitMaxEvents: Math.min(Math.max(1, opts.commitMaxEvents ?? 256), WRITE_MERGE_EVENTS),
       maxPendingEvents: opts.maxPendingEvents ?? 100_000,
