@@ -9,6 +9,9 @@ import { tempDir } from './helpers/store.js'
 import { EventLog } from '../src/store/event-log.js'
 
 const repo = join(import.meta.dirname, '..')
+// The clone runs the README's start command, npm ci and build included: minutes on a loaded 2-core
+// machine, more than tap's default 180 s per file (the listen wait alone allows 240 s).
+t.setTimeout(480_000)
 
 interface Daemon { child: ChildProcess; url: string; lines: () => string[]; exited: Promise<number | null> }
 
