@@ -27,6 +27,8 @@ export interface ServeConfig {
   chromiumPath: string
   /** Extra Chromium flags for launch mode. */
   chromiumArgs: string[]
+  /** User (name or uid) a root daemon runs the launched Chromium as. */
+  chromiumUser: string
   open?: string
   token?: string
   tokenFile?: string
@@ -99,6 +101,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'no-browser': { type: 'boolean', help: 'Run without any browser (API and store only)' },
   'chromium-path': { type: 'string', default: '/usr/bin/chromium', help: 'Chromium binary for --launch' },
   'chromium-arg': { type: 'string', multiple: true, help: 'Extra Chromium flag for --launch (repeatable)' },
+  'chromium-user': { type: 'string', default: 'nobody', help: 'When the daemon runs as root, the launched Chromium runs as this user (name or uid; must exist in /etc/passwd, nobody falls back to 65534), sandboxed where the kernel allows' },
   'open': { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
   'token': { type: 'string', help: 'API bearer token with every scope' },
   'token-file': { type: 'string', help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)' },
@@ -259,6 +262,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     launch: !bool('no-browser') && (bool('launch') || !cdpUrl),
     chromiumPath: get('chromium-path')!,
     chromiumArgs: list('chromium-arg'),
+    chromiumUser: get('chromium-user')!,
     open: get('open'),
     token: get('token'),
     tokenFile: get('token-file'),

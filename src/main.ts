@@ -23,7 +23,7 @@ import { registerIngestRoutes } from './api/routes/ingest.js'
 import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
 import { registerViewerRoutes } from './api/routes/viewer.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { Monitor, capturePlan, type CaptureSource } from './monitor/index.js'
+import { Monitor, capturePlan, chromiumUserFor, type CaptureSource } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
 import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
 import { ExtensionMetaStore } from './uploads/extension-meta.js'
@@ -190,7 +190,8 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
   const collectorLogger = logger.child({ module: 'collectors' })
   const monitor = new Monitor({
     cdpUrl: config.launch ? undefined : config.cdpUrl,
-    launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs } : undefined,
+    // A root daemon never runs the browser as root: pages and CDP clients must not reach the data dir.
+    launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs, user: await chromiumUserFor(config.chromiumUser) } : undefined,
     emit: pipeline.emit,
     capture: captureSource(d),
     collectors: [

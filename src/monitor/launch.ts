@@ -1,15 +1,19 @@
 // Starts a local headless Chromium with a fresh profile and finds its DevTools endpoint.
 // Used by the daemon's --launch mode and by the tests (one launcher, one set of flags).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm, access } from 'node:fs/promises'
+import { mkdtemp, mkdir, rm, access, chown, chmod } from 'node:fs/promises'
 import { constants } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { TimeoutError, withTimeout } from '../util/with-timeout.js'
+import type { ChromiumUser } from './chromium-user.js'
 
-/** Flags a sandboxed root machine with no outside network needs (see DEVELOPERS.md). */
+/**
+ * Flags a machine with no outside network needs (see DEVELOPERS.md). `--no-sandbox` is not among
+ * them: launchChromium adds it only where the sandbox cannot run (see LaunchOptions.sandbox).
+ */
 export const CHROMIUM_FLAGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--no-first-run', '--no-default-browser-check', '--disable-sync', '--disable-quic', '--mute-audio',
   '--disable-dev-shm-usage', '--disable-features=Translate,MediaRouter,OptimizationHints',
 ]
@@ -23,8 +27,8 @@ export class ChromiumNotFoundError extends Error {
 
 /** Chromium ended before it reported its DevTools endpoint (bad flag, port in use, crash at startup). */
 export class ChromiumExitedError extends Error {
-  constructor(readonly pid: number | undefined, readonly code: number | null, readonly signal: NodeJS.Signals | null, stderrTail: string) {
-    super(`Chromium exited (code ${code}, signal ${signal}) before DevTools was ready: ${stderrTail}`)
+  constructor(readonly pid: number | undefined, readonly code: number | null, readonly signal: NodeJS.Signals | null, readonly stderrTail: string) {
+    super(`Chromium exited (code ${code}, signal ${signal}) before DevTools was ready: ${stderrTail.slice(-500)}`)
     this.name = 'ChromiumExitedError'
   }
 }
@@ -38,6 +42,17 @@ export interface LaunchOptions {
   extraArgs?: string[]
   startUrl?: string
   timeoutMs?: number
+  /**
+   * Run Chromium as this user (the caller must be root). The profile (and a private HOME) are
+   * created for it, mode 0700, and its environment is reduced to a few locale/path variables.
+   */
+  user?: ChromiumUser
+  /**
+   * 'auto' (default): sandboxed unless Chromium would run as root (it refuses to); when the sandbox
+   * cannot start (no user namespaces, no setuid helper), launched once more with --no-sandbox and
+   * the reason is reported in `sandbox.fallbackReason`. 'off': always --no-sandbox.
+   */
+  sandbox?: 'auto' | 'off'
 }
 
 export interface LaunchedBrowser {
@@ -48,22 +63,82 @@ export interface LaunchedBrowser {
   wsUrl: string
   httpUrl: string
   userDataDir: string
+  /** Whether Chromium runs sandboxed, and why not when the sandbox was tried and failed. */
+  sandbox: { enabled: boolean; fallbackReason?: string }
   /** Resolves with the exit code/signal when the process ends. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  /** Terminates (SIGTERM, then SIGKILL after 3 s) and removes a temp profile. */
+  /** Terminates (SIGTERM, then SIGKILL after 3 s) and removes the per-launch temp dir (profile, HOME). */
   close(): Promise<void>
+}
+
+/** Variables an unprivileged Chromium keeps from the daemon's environment (never tokens or credentials). */
+const KEPT_ENV = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/
+
+/** Chromium's own words when it cannot sandbox (no usable sandbox, namespaces refused). */
+const SANDBOX_FAILURE = /no usable sandbox|sandbox|new namespace|CLONE_NEWUSER/i
+
+/** The line of Chromium's stderr that says why the sandbox could not start. */
+export function sandboxFailureReason(stderrTail: string): string | undefined {
+  const line = stderrTail.split('\n').find((l) => SANDBOX_FAILURE.test(l))
+  return line === undefined ? undefined : line.replace(/^\[[^\]]*\]\s*/, '').trim().slice(0, 300)
+}
+
+/** Whether to try the sandbox: never when Chromium itself would run as root (it refuses to). */
+export function trySandbox(opts: Pick<LaunchOptions, 'user' | 'sandbox' | 'extraArgs'>, daemonUid = process.getuid?.()): boolean {
+  if (opts.sandbox === 'off' || opts.extraArgs?.includes('--no-sandbox')) return false
+  return (opts.user?.uid ?? daemonUid) !== 0
+}
+
+/** A directory only `user` may use (0700, owned by it); created when missing. */
+async function ownedBy(dir: string, user: ChromiumUser | undefined): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  if (user) { await chown(dir, user.uid, user.gid); await chmod(dir, 0o700) }
+  return dir
 }
 
 export async function launchChromium(opts: LaunchOptions = {}): Promise<LaunchedBrowser> {
   const bin = opts.chromiumPath ?? '/usr/bin/chromium'
   try { await access(bin, constants.X_OK) } catch { throw new ChromiumNotFoundError(bin) }
-  const ownProfile = !opts.userDataDir
-  const userDataDir = opts.userDataDir ?? await mkdtemp(join(tmpdir(), 'bt-chromium-'))
+  const { user } = opts
+  // One temp dir per launch, outside the daemon's data dir: the profile (unless given) and, for
+  // another user, its HOME (fontconfig and crash reports write there). Removed on close.
+  const base = !opts.userDataDir || user ? await mkdtemp(join(tmpdir(), 'bt-chromium-')) : undefined
+  if (base) await ownedBy(base, user)
+  const userDataDir = opts.userDataDir ? await ownedBy(opts.userDataDir, user) : await ownedBy(join(base!, 'profile'), user)
+  let env: NodeJS.ProcessEnv = process.env
+  if (user) {
+    const home = await ownedBy(join(base!, 'home'), user)
+    env = Object.fromEntries(Object.entries(process.env).filter(([k]) => KEPT_ENV.test(k)))
+    Object.assign(env, { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), USER: user.name, LOGNAME: user.name })
+  }
+  const removeOnClose = base ? [base] : []
+  try {
+    if (!trySandbox(opts)) return await startChromium(bin, opts, userDataDir, env, false, removeOnClose)
+    try {
+      return await startChromium(bin, opts, userDataDir, env, true, removeOnClose)
+    } catch (err) {
+      const reason = err instanceof ChromiumExitedError ? sandboxFailureReason(err.stderrTail) : undefined
+      if (reason === undefined) throw err
+      return await startChromium(bin, opts, userDataDir, env, false, removeOnClose, reason)
+    }
+  } catch (err) {
+    for (const dir of removeOnClose) await rm(dir, { recursive: true, force: true }).catch(() => undefined)
+    throw err
+  }
+}
+
+async function startChromium(
+  bin: string, opts: LaunchOptions, userDataDir: string, env: NodeJS.ProcessEnv, sandboxed: boolean,
+  removeOnClose: string[], fallbackReason?: string,
+): Promise<LaunchedBrowser> {
   const args = [
-    ...CHROMIUM_FLAGS, `--user-data-dir=${userDataDir}`, `--remote-debugging-port=${opts.port ?? 0}`,
+    ...CHROMIUM_FLAGS, ...(sandboxed || opts.extraArgs?.includes('--no-sandbox') ? [] : ['--no-sandbox']),
+    `--user-data-dir=${userDataDir}`, `--remote-debugging-port=${opts.port ?? 0}`,
     '--remote-debugging-address=127.0.0.1', ...(opts.extraArgs ?? []), opts.startUrl ?? 'about:blank',
   ]
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false })
+  const { user } = opts
+  // With uid/gid set, libuv also drops the supplementary groups (setgroups(0)) before exec.
+  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid } : {}) })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
@@ -77,7 +152,7 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
       if (m) { cleanup(); resolve(m[1]!) }
       if (buf.length > 65536) buf = buf.slice(-8192)
     }
-    const onExit = (code: number | null, signal: NodeJS.Signals | null) => { cleanup(); reject(new ChromiumExitedError(child.pid, code, signal, buf.slice(-500))) }
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => { cleanup(); reject(new ChromiumExitedError(child.pid, code, signal, buf.slice(-4096))) }
     const onError = (err: Error) => { cleanup(); reject(err) }
     cleanup = () => { child.stderr!.off('data', onData); child.off('exit', onExit); child.off('error', onError) }
     child.stderr!.on('data', onData)
@@ -99,6 +174,7 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
   let closing: Promise<void> | undefined
   return {
     process: child, pid: child.pid!, port, wsUrl, httpUrl: `http://127.0.0.1:${port}`, userDataDir, exited,
+    sandbox: fallbackReason === undefined ? { enabled: sandboxed } : { enabled: false, fallbackReason },
     close() {
       closing ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
@@ -107,7 +183,7 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
           await exited
           clearTimeout(t)
         }
-        if (ownProfile) await rm(userDataDir, { recursive: true, force: true }).catch(() => undefined)
+        for (const dir of removeOnClose) await rm(dir, { recursive: true, force: true }).catch(() => undefined)
       })()
       return closing
     },

@@ -8,6 +8,7 @@ import { withTimeout } from '../util/with-timeout.js'
 import { BrowserConnection, DEFAULT_MAX_TARGETS } from './connection.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
+import type { ChromiumUser } from './chromium-user.js'
 import { ProtocolErrorLog } from './protocol-error.js'
 import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
 import type { TargetInfo } from './target-session.js'
@@ -33,6 +34,8 @@ export interface MonitorLaunchOptions {
   port?: number
   /** Profile dir to reuse; default a fresh temp dir per launch. */
   userDataDir?: string
+  /** Run the browser as this user (the daemon is root); default the daemon's own user. */
+  user?: ChromiumUser
 }
 
 export interface MonitorOptions {
@@ -73,6 +76,8 @@ export class Monitor implements MonitorView {
   private browser: LaunchedBrowser | undefined
   /** Fixed after the first launch so a relaunched browser is found on the same port. */
   private launchPort: number | undefined
+  /** Set 'off' once the sandbox failed to start, so relaunches do not probe it again. */
+  private sandbox: 'auto' | 'off' = 'auto'
   private started = false
   /** Aborted by stop(): cancels backoff sleeps and the reconnect loop. */
   private readonly stopping = new AbortController()
@@ -302,6 +307,7 @@ export class Monitor implements MonitorView {
     try {
       b = await launchChromium({
         chromiumPath: l.chromiumPath, extraArgs: l.extraArgs, startUrl: l.startUrl, userDataDir: l.userDataDir, port: this.launchPort ?? 0,
+        user: l.user, sandbox: this.sandbox,
       })
     } catch (err) {
       if (err instanceof ChromiumExitedError) this.browserExited({ pid: err.pid, code: err.code, signal: err.signal, phase: 'startup' })
@@ -310,7 +316,11 @@ export class Monitor implements MonitorView {
     if (this.stopping.signal.aborted) { await b.close(); return }
     this.browser = b
     this.launchPort = b.port
-    this.logger.info({ pid: b.pid, port: b.port, phase }, 'launched Chromium')
+    if (b.sandbox.fallbackReason !== undefined) {
+      this.sandbox = 'off'
+      this.logger.warn({ reason: b.sandbox.fallbackReason }, 'Chromium sandbox cannot start here; running Chromium with --no-sandbox')
+    }
+    this.logger.info({ pid: b.pid, port: b.port, phase, user: l.user?.name, sandbox: b.sandbox.enabled }, 'launched Chromium')
     void b.exited.then(({ code, signal }) => {
       if (this.browser !== b || this.stopping.signal.aborted) return
       this.logger.warn({ pid: b.pid, code, signal }, 'launched Chromium exited')
