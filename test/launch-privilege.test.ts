@@ -2,7 +2,7 @@
 // profile, sandboxed where the kernel allows; a page or a CDP client driving that browser cannot read
 // the daemon's data dir (token, log) through file://. Real daemon, real headless Chromium.
 import t, { type Test } from 'tap'
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import puppeteer from 'puppeteer-core'
@@ -165,6 +165,7 @@ t.test('a root daemon runs Chromium as nobody, sandboxed, in its own 0700 profil
   const environ = (await readFile(`/proc/${browser.pid}/environ`, 'utf8')).split('\0')
   t.notOk(environ.some((kv) => kv.startsWith('BROWSER_TELEMETRY_')), 'no BROWSER_TELEMETRY_* variable')
   t.ok(environ.includes(`HOME=${join(browser.userDataDir, '..', 'home')}`), 'HOME is its own')
+  t.equal(await readlink(`/proc/${browser.pid}/cwd`), join(browser.userDataDir, '..', 'home'), 'and so is its working directory')
   await page.close()
 })
 

@@ -138,7 +138,8 @@ async function startChromium(
   ]
   const { user } = opts
   // With uid/gid set, libuv also drops the supplementary groups (setgroups(0)) before exec.
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid } : {}) })
+  // Its own HOME is also its working directory: the daemon's may be one it cannot enter.
+  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}) })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
