@@ -6,18 +6,25 @@
 //   bare:<domains>        a bare observer in its own process: auto-attach to every target (paused until set
 //                         up, like the daemon), enable the given domains, do nothing with the events
 //   daemon:<categories>   the compiled daemon (`node dist/src/cli.js serve`) attached with --categories
+// Each single-category daemon block is compared with the observer enabling exactly the domains the
+// capture plan (src/monitor/capture-plan.ts) gives a page for that category; all-but-screenshot with the
+// issue's Runtime+Network+Page observer (the plan adds PerformanceTimeline to those, for page).
 // Per block it prints the median navigate->load time, the ratio to `none` and to the matching bare observer
 // (same CDP domains), the watcher's CPU ms per load (/proc/<pid>/stat, every thread), events stored per
 // load (/metrics) and CPU µs per stored event. Then the idle cost: CPU ms per second of a daemon attached to
 // a browser with one idle tab, and of one with no browser at all.
-// Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names).
+// Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names;
+// a daemon block brings its observer; single-domain observers bare:Page, bare:Runtime, bare:Network,
+// bare:PerformanceTimeline run only when named), IDLE_WARM_MS / IDLE_MS (idle measurement, default 15 s each;
+// IDLE_MS=0 skips it).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import WebSocket from 'ws'
 import { launchChromium, type LaunchedBrowser } from '../src/monitor/launch.js'
+import { capturePlan } from '../src/monitor/capture-plan.js'
 import { fmt, median, withTempDir } from './common.js'
 
 const ROUNDS = Number(process.env.ROUNDS ?? 4)
@@ -27,20 +34,26 @@ const TOKEN = 'bt_overhead_bench_token'
 const CLK_TCK = 100 // Linux USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s
 
 interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string }
-// Each daemon block is compared with the observer that enables the CDP domains its categories need.
-const ALL_BLOCKS: Block[] = [
-  { name: 'none', kind: 'none', arg: '' },
-  { name: 'bare:Runtime+Network+Page', kind: 'bare', arg: 'Runtime,Network,Page' },
-  { name: 'bare:Network', kind: 'bare', arg: 'Network' },
-  { name: 'bare:Page', kind: 'bare', arg: 'Page' },
-  { name: 'bare:Runtime', kind: 'bare', arg: 'Runtime' },
-  { name: 'daemon:all-but-screenshot', kind: 'daemon', arg: 'console,network,page,interaction,control,connection,system,captcha', bare: 'bare:Runtime+Network+Page' },
-  { name: 'daemon:network', kind: 'daemon', arg: 'network', bare: 'bare:Network' },
-  { name: 'daemon:page', kind: 'daemon', arg: 'page', bare: 'bare:Page' },
-  { name: 'daemon:console', kind: 'daemon', arg: 'console', bare: 'bare:Runtime' },
+const ALL_BUT_SCREENSHOT = 'console,network,page,interaction,control,connection,system,captcha'
+/** The bare observer block enabling what the capture plan gives a page target for these categories. */
+const planObserver = (categories: string): Block => {
+  const domains = capturePlan(categories.split(',')).byTarget('page').domains
+  return { name: `bare:${domains.join('+')}`, kind: 'bare', arg: domains.join(',') }
+}
+const daemonBlocks: Block[] = [
+  { name: 'daemon:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network' },
+  ...['network', 'page', 'console', 'interaction'].map((c): Block => ({ name: `daemon:${c}`, kind: 'daemon', arg: c, bare: planObserver(c).name })),
 ]
+const bareBlocks = new Map<string, Block>([['bare:Page+Runtime+Network', { name: 'bare:Page+Runtime+Network', kind: 'bare', arg: 'Page,Runtime,Network' }]])
+for (const c of ['network', 'page', 'console', 'interaction']) { const b = planObserver(c); bareBlocks.set(b.name, b) }
+const ALL_BLOCKS: Block[] = [{ name: 'none', kind: 'none', arg: '' }, ...bareBlocks.values(), ...daemonBlocks]
+/** What each domain alone costs (the README's category table): run only when named in BLOCKS. */
+const DOMAIN_BLOCKS: Block[] = ['Page', 'Runtime', 'Network', 'PerformanceTimeline'].map((d) => ({ name: `bare:${d}`, kind: 'bare', arg: d }))
 const wanted = process.env.BLOCKS?.split(',')
-const BLOCKS = wanted ? ALL_BLOCKS.filter((b) => b.name === 'none' || wanted.includes(b.name)) : ALL_BLOCKS
+// A daemon block brings its matching observer along.
+const BLOCKS = wanted
+  ? [...ALL_BLOCKS, ...DOMAIN_BLOCKS.filter((b) => !bareBlocks.has(b.name))].filter((b) => b.name === 'none' || wanted.includes(b.name) || daemonBlocks.some((d) => wanted.includes(d.name) && d.bare === b.name))
+  : ALL_BLOCKS
 
 // ---------- the heavy page ----------
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAF0lEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==', 'base64')
@@ -134,7 +147,10 @@ ws.on('message', (d) => {
   if (m.method !== 'Target.attachedToTarget') return
   const s = m.params.sessionId, type = m.params.targetInfo.type
   send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
-  for (const dom of domains) if (dom !== 'Page' || type === 'page' || type === 'iframe') send(dom + '.enable', {}, s)
+  for (const dom of domains) {
+    if (dom === 'Page' && type !== 'page' && type !== 'iframe') continue
+    send(dom + '.enable', dom === 'PerformanceTimeline' ? { eventTypes: ['layout-shift', 'largest-contentful-paint'] } : {}, s)
+  }
   send('Runtime.runIfWaitingForDebugger', {}, s)
 })
 ws.once('open', () => {
@@ -149,6 +165,14 @@ function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK // utime + stime
+}
+/** CPU ms of every live thread of pid, at nanosecond resolution (/proc/<pid>/task/<tid>/schedstat); for idle rates. */
+function threadsCpuMs(pid: number): number {
+  let ns = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) } catch { /* thread ended */ }
+  }
+  return ns / 1e6
 }
 function exitOf(child: ChildProcess): Promise<void> { return new Promise((r) => { if (child.exitCode !== null || child.signalCode) r(); else child.once('exit', () => r()) }) }
 
@@ -228,7 +252,7 @@ await withTempDir(async (tmp) => {
   }
 
   const none = median(samples.get('none')!.loadMs)
-  console.log(`\n${'block'.padEnd(28)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)}`)
+  console.log(`\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)}`)
   for (const b of BLOCKS) {
     const s = samples.get(b.name)!
     const load = median(s.loadMs)
@@ -237,17 +261,19 @@ await withTempDir(async (tmp) => {
     const bareLoad = bare ? median(bare.loadMs) : undefined
     const bareCpu = bare && bare.loads ? bare.cpuMs / bare.loads : undefined
     const evPerLoad = s.loads ? s.events / s.loads : 0
-    console.log(`${b.name.padEnd(28)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)}`)
+    console.log(`${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)}`)
   }
   console.log(`(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored)`)
 
-  // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser.
-  for (const [label, cdpUrl] of [['attached to an idle browser', browser.wsUrl], ['with no browser', undefined]] as const) {
-    const d = await startDaemon(join(tmp, `idle-${cdpUrl ? 'b' : 'n'}`), cdpUrl, ALL_BLOCKS[5]!.arg)
-    await new Promise((r) => setTimeout(r, 1000))
-    const c0 = cpuMs(d.pid), t0 = performance.now()
-    await new Promise((r) => setTimeout(r, 5000))
-    const perSec = (cpuMs(d.pid) - c0) / ((performance.now() - t0) / 1000)
+  // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser. Measured
+  // after IDLE_WARM_MS (V8 keeps collecting garbage for several seconds after startup) over IDLE_MS.
+  const IDLE_WARM_MS = Number(process.env.IDLE_WARM_MS ?? 15_000), IDLE_MS = Number(process.env.IDLE_MS ?? 15_000)
+  for (const [label, cdpUrl] of IDLE_MS <= 0 ? [] : [['attached to an idle browser', browser.wsUrl], ['with no browser', undefined]] as const) {
+    const d = await startDaemon(join(tmp, `idle-${cdpUrl ? 'b' : 'n'}`), cdpUrl, ALL_BUT_SCREENSHOT)
+    await new Promise((r) => setTimeout(r, IDLE_WARM_MS))
+    const c0 = threadsCpuMs(d.pid), t0 = performance.now()
+    await new Promise((r) => setTimeout(r, IDLE_MS))
+    const perSec = (threadsCpuMs(d.pid) - c0) / ((performance.now() - t0) / 1000)
     console.log(`idle daemon ${label}: ${fmt(perSec, 1)} ms CPU per second (goal <= 2)`)
     await d.stop()
   }

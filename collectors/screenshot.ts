@@ -134,8 +134,7 @@ class Screenshots {
     bag.add(() => this.removePage(session.sessionId))
     bag.add(session.on('Page.frameNavigated', (p) => { if (!p.frame.parentId) this.pages.touch(session.sessionId) }))
     bag.add(session.on('Page.loadEventFired', () => { this.pages.touch(session.sessionId); this.request() }))
-    // Page events need the domain; the page collector may enable it too (harmless twice).
-    void session.sendMayFail('Page.enable')
+    // Page events: the capture plan keeps Page enabled on every page target.
     if (this.pages.size === 1 && this.opts.onEnabledChange) this.unsubscribe = this.opts.onEnabledChange(() => this.reconcile(true))
     this.reconcile(false)
     return () => bag.dispose()

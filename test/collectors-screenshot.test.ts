@@ -48,6 +48,7 @@ function firstPixel(b64: string): [number, number, number] {
 }
 
 interface Shot { ts: number; png: string; envelope: Envelope }
+const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
 
 async function setup(t: Test, server: TestServer, startPath: string, opts: Partial<ScreenshotCollectorOptions>, maxEnvelopeBytes?: number) {
   const browser = await startBrowser(t, { startUrl: server.url + startPath.slice(1) })
@@ -71,6 +72,7 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
   })
   // Sees every Page.captureScreenshot the collector sends: start/end times prove the in-flight and spacing rules.
   const calls: { start: number; end?: number }[] = []
+  const inFlight = { now: 0, max: 0 }
   const spy: Collector = {
     name: 'spy',
     attach: (session, e) => collector.attach!(new Proxy(session, {
@@ -80,7 +82,8 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
           if (method !== 'Page.captureScreenshot') return (target.send as (m: string, p?: object) => Promise<unknown>)(method, params)
           const call: { start: number; end?: number } = { start: performance.now() }
           calls.push(call)
-          try { return await (target.send as (m: string, p?: object) => Promise<unknown>)(method, params) } finally { call.end = performance.now() }
+          inFlight.max = Math.max(inFlight.max, ++inFlight.now)
+          try { return await (target.send as (m: string, p?: object) => Promise<unknown>)(method, params) } finally { call.end = performance.now(); inFlight.now-- }
         }
       },
     }), e),
@@ -89,7 +92,7 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
   t.teardown(() => monitor.stop())
   await monitor.start()
   const viewport = await value('[innerWidth * devicePixelRatio, innerHeight * devicePixelRatio]') as [number, number]
-  return { browser, pipeline: pipeline as Pipeline, shots, calls, collector, monitor, client, pageId, viewport }
+  return { browser, pipeline: pipeline as Pipeline, shots, calls, inFlight, collector, monitor, client, pageId, viewport }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
@@ -138,6 +141,34 @@ t.test('screenshots', async (t) => {
       await waitFor(() => colored(rgb).length > 0, 5000, `screenshot after loading ${path}`)
       t.equal(colored(rgb).length, 1, `one screenshot of ${path}`)
     }
+  })
+
+  t.test('captures go on while a page loads, one in flight at most, and never hold its load event back', async (t) => {
+    // The page's load waits for an image the server holds until the test releases it.
+    let release: () => void = () => undefined
+    const held = new Promise<void>((r) => { release = r })
+    let imageRequested = false
+    server.route('/held.png', (_req, res) => {
+      imageRequested = true
+      void held.then(() => { res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }); res.end(PNG_1PX) })
+    })
+    server.route('/loading', '<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/held.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>')
+    const { calls, inFlight, client } = await setup(t, server, '/static', { intervalMs: 100, minIntervalMs: 50 })
+    await client.Page.enable()
+    let loadedAt: number | undefined
+    const loaded = client.Page.loadEventFired().then(() => { loadedAt = performance.now() })
+    await client.Page.navigate({ url: `${server.url}loading` })
+    await waitFor(() => imageRequested, 5000, 'the held image requested')
+    const startedLoading = calls.length
+    await waitFor(() => calls.filter((c) => c.end !== undefined).length >= startedLoading + 3, 10000, 'three captures while the load is pending')
+    t.equal(loadedAt, undefined, 'no load event yet: the captures did not wait for it')
+    const releasedAt = performance.now()
+    release()
+    await loaded
+    t.ok(loadedAt! >= releasedAt, 'load fired once the image came')
+    // The capture after load (requested by Page.loadEventFired) follows the load, not the other way round.
+    await waitFor(() => calls.some((c) => c.start >= loadedAt! && c.end !== undefined), 5000, 'a capture after the load')
+    t.equal(inFlight.max, 1, 'never more than one capture in flight')
   })
 
   t.test('identical consecutive frames are skipped', async (t) => {
