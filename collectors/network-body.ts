@@ -1,5 +1,6 @@
 // Response bodies: which MIME types get one, how it is cut to the cap, and a bounded queue for
 // Network.getResponseBody so body fetches never pile up on the CDP connection.
+import { countEviction } from '../src/bounds.js'
 
 /** Exact text types whose bodies are kept (besides any `+json` / `+xml` suffix type). */
 const TEXT_MIME_TYPES = new Set([
@@ -64,7 +65,8 @@ export interface BodyJob {
 
 /**
  * At most `concurrency` body fetches run at once and at most `maxQueued` wait; anything beyond is
- * cancelled at once (its response is emitted without a body) rather than delaying other events.
+ * cancelled at once (its response is emitted without a body) rather than delaying other events,
+ * and counted (browser_telemetry_state_evictions_total{table="body_fetch_dropped"}).
  */
 export class BodyFetchQueue {
   private active = 0
@@ -77,7 +79,7 @@ export class BodyFetchQueue {
   submit(job: BodyJob): void {
     if (this.active < this.concurrency) this.start(job)
     else if (this.queue.length < this.maxQueued) this.queue.push(job)
-    else job.cancel()
+    else { countEviction('body_fetch_dropped'); job.cancel() }
   }
 
   /** Cancels every queued job of owner (running ones finish or fail on their own). */

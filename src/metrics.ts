@@ -238,7 +238,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     collect() { const n = deps?.sseLagDisconnects?.(); if (n !== undefined) setCounter(this, n) },
   })
   new Counter({
-    name: 'browser_telemetry_state_evictions_total', help: 'Per-target state cut or evicted to stay within its byte bound, by table (network_requests, url_cut, headers_cut)',
+    name: 'browser_telemetry_state_evictions_total', help: 'Per-target state cut or evicted to stay within its byte bound, by table (network_requests, url_cut, headers_cut, body_fetch_dropped)',
     labelNames: ['table'] as const, registers,
     collect() {
       this.reset()

@@ -96,11 +96,17 @@ export class Redactor {
     const q = out.indexOf('?')
     if (q >= 0 && (hash < 0 || q < hash)) {
       const end = hash < 0 ? out.length : hash
-      out = out.slice(0, q + 1) + this.params(out.slice(q + 1, end)) + out.slice(end)
+      const query = out.slice(q + 1, end)
+      const masked = this.params(query)
+      if (masked !== query) out = out.slice(0, q + 1) + masked + out.slice(end) // rebuilt only when something was masked
     }
     const h = out.indexOf('#')
     // OAuth implicit flow and friends: #access_token=...&token_type=...
-    if (h >= 0 && out.indexOf('=', h) > 0) out = out.slice(0, h + 1) + this.params(out.slice(h + 1))
+    if (h >= 0 && out.indexOf('=', h) > 0) {
+      const fragment = out.slice(h + 1)
+      const masked = this.params(fragment)
+      if (masked !== fragment) out = out.slice(0, h + 1) + masked
+    }
     return out
   }
 
