@@ -16,7 +16,7 @@
 // Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names;
 // a daemon block brings its observer; single-domain observers bare:Page, bare:Runtime, bare:Network,
 // bare:PerformanceTimeline run only when named), IDLE_WARM_MS / IDLE_MS (idle measurement, default 15 s each;
-// IDLE_MS=0 skips it).
+// IDLE_MS=0 skips it), DAEMON_NODE_ARGS (extra node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
@@ -190,7 +190,8 @@ async function freePort(): Promise<number> {
 async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string): Promise<Watcher> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const args = ['--max-semi-space-size=2', join(root, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
+  const nodeArgs = process.env.DAEMON_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+  const args = [...nodeArgs, '--max-semi-space-size=2', join(root, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
     '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
     ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
