@@ -3,7 +3,7 @@
 // re-validates an event. Subscribers (SSE, metrics) hear about envelopes only after they are
 // committed (EventLog.onCommit).
 import {
-  CONFIGURABLE_CATEGORIES, CDP_CATEGORIES, categoryOf, isEventType, validateEvent,
+  CONFIGURABLE_CATEGORIES, CDP_CATEGORIES, categoryOf, isEventType, validateAssembledEvent,
   type Category, type Envelope, type EventData, type EventType, type Source, type TelemetryEvent, type ValidationIssue,
 } from './events/index.js'
 import type { EventLog } from './store/event-log.js'
@@ -176,7 +176,7 @@ export class Pipeline {
     let ts = Math.floor(this.clock())
     if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
     const event = this.build(input, ts)
-    const issues = validateEvent(event)
+    const issues = validateAssembledEvent(event)
     if (issues.length > 0) {
       this.reject(input, issues)
       if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'invalid' })

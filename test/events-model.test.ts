@@ -1,5 +1,5 @@
 import t from 'tap'
-import { EVENT_DEFS, EVENT_TYPES, categoryOf, validateEvent, envelopeIssues, TelemetryEventSchema, EnvelopeSchema } from '../src/events/index.js'
+import { EVENT_DEFS, EVENT_TYPES, categoryOf, validateEvent, validateAssembledEvent, envelopeIssues, TelemetryEventSchema, EnvelopeSchema } from '../src/events/index.js'
 
 // The spec's Events table (type -> category), plus the two system types from issue 2.
 const SPEC_TABLE: Record<string, string> = {
@@ -42,6 +42,30 @@ t.test('schemas accept spec-shaped events and reject wrong ones', async (t) => {
   t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } })).length, 0, 'source kind enum')
   t.not(validateEvent({ ...ev('cdp_connect', {}), extra: 1 }).length, 0, 'no extra event keys')
   t.same(validateEvent(ev('nope', {})), [{ path: '/type', message: 'unknown event type "nope"' }])
+})
+
+t.test('validateAssembledEvent (the pipeline\'s shortcut) answers exactly as validateEvent for assembled events', async (t) => {
+  const cases = [
+    ev('console_log', { level: 'log', text: 'a', args: ['a'], nav_seq: 0, session_id: 's' }),
+    ev('console_log', { level: 'log', text: 'a', args: ['a'] }, { truncated: true }),
+    ev('console_log', { level: 'log', text: 'a', args: ['a'], bogus: 1 }),
+    ev('console_log', { level: 'log', text: 'a', args: [1] }),
+    ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } }),
+    ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'cdp', metadata: { a: 1 } } }),
+    ev('console_log', { level: 'log', text: 'a', args: [] }, { ts: Number.NaN }),
+    ev('console_log', { level: 'log', text: 'a', args: [] }, { ts: 1.5 }),
+    ev('network_request', { request_id: 'r', method: 'GET', url: 'u', headers: { a: 'b' } }),
+    ev('network_request', { request_id: 'r', method: 'GET', url: 'u', headers: { a: 2 } }),
+    ev('system_oom_kill', { pid: 1, process_name: 'a-very-long-process-name', rss_kb: 10 }),
+    ev('cdp_connect', {}),
+  ] as Parameters<typeof validateAssembledEvent>[0][]
+  let invalid = 0
+  for (const e of cases) {
+    const full = validateEvent(e)
+    if (full.length > 0) invalid++
+    t.same(validateAssembledEvent(e), full, JSON.stringify(e))
+  }
+  t.equal(invalid, 8, 'the invalid cases are invalid')
 })
 
 t.test('envelope is exactly {seq, event}', async (t) => {
