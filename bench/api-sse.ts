@@ -127,7 +127,7 @@ let firstSeq = 0
 log.onCommit((records) => { const t = now(); if (firstSeq) for (const r of records) commitAt[r.seq - firstSeq] = t })
 const tokens = new TokenSet()
 tokens.add(${JSON.stringify(TOKEN)}, ALL_SCOPES)
-const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens })
+const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens, maxStreamClients: ${CLIENTS} }) // the default cap (64) would refuse the 100 clients
 const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
 const base = JSON.parse(template)
 let peak = process.memoryUsage().rss
