@@ -23,6 +23,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import WebSocket from 'ws'
+import { heavyHandler } from '../test/helpers/heavy-page.js'
 import { launchChromium, type LaunchedBrowser } from '../src/monitor/launch.js'
 import { capturePlan } from '../src/monitor/capture-plan.js'
 import { fmt, median, withTempDir } from './common.js'
@@ -56,32 +57,8 @@ const BLOCKS = wanted
   : ALL_BLOCKS
 
 // ---------- the heavy page ----------
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAF0lEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==', 'base64')
-function heavyHtml(n: string): string {
-  const css = Array.from({ length: 20 }, (_, i) => `<link rel="stylesheet" href="/css/${i}.css?n=${n}">`).join('')
-  const js = Array.from({ length: 40 }, (_, i) => `<script src="/js/${i}.js?n=${n}"></script>`).join('')
-  const img = Array.from({ length: 30 }, (_, i) => `<img width="16" height="16" src="/img/${i}.png?n=${n}">`).join('')
-  return `<!doctype html><html><head><title>heavy</title>${css}</head><body><h1 id="top">Heavy page</h1>
-<div id="content">${'<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>'.repeat(40)}</div>${img}${js}
-<script>
-for (let i = 0; i < 20; i++) console.log('inline line', i, { i, s: 'x'.repeat(20) })
-const t0 = performance.now(); while (performance.now() - t0 < 30) {} // a 30 ms long task
-for (let i = 0; i < 30; i++) fetch('/data/' + i + '.json?n=${n}').then((r) => r.json())
-setTimeout(() => { const d = document.createElement('div'); d.style.height = '120px'; document.body.prepend(d) }, 30)
-setTimeout(() => { const d = document.createElement('div'); d.style.height = '80px'; document.body.prepend(d) }, 90)
-</script></body></html>`
-}
 async function startSite(): Promise<{ server: Server; url: (n: string) => string }> {
-  const server = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname
-    const send = (type: string, body: string | Buffer) => { res.writeHead(200, { 'content-type': type, 'cache-control': 'no-store' }); res.end(body) }
-    if (path === '/heavy.html') return send('text/html', heavyHtml(new URL(req.url!, 'http://x').searchParams.get('n') ?? '0'))
-    if (path.startsWith('/css/')) return send('text/css', `.c${path.length} { color: #123; margin: 1px }\n`.repeat(50))
-    if (path.startsWith('/js/')) return send('text/javascript', `for (let i = 0; i < 7; i++) console.log('script ${path}', i, [i, i * 2]);\n`)
-    if (path.startsWith('/img/')) return send('image/png', PNG)
-    if (path.startsWith('/data/')) return send('application/json', JSON.stringify({ path, items: Array.from({ length: 20 }, (_, i) => ({ i, name: `item ${i}` })) }))
-    res.writeHead(404); res.end()
-  })
+  const server = createServer(heavyHandler)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const { port } = server.address() as AddressInfo
   return { server, url: (n) => `http://127.0.0.1:${port}/heavy.html?n=${n}` }

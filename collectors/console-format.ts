@@ -28,6 +28,30 @@ export function renderRemoteObject(obj: RemoteObject): string {
   return obj.description ?? obj.className ?? 'Object'
 }
 
+/**
+ * Console arguments rendered, each cut to `maxBytes` UTF-16 units and at most maxBytes / 3 of them
+ * (`cut` says whether anything was). With maxBytes the envelope cap this loses nothing the pipeline
+ * would keep: a string of maxBytes units encodes to more than the cap, and an array entry costs at
+ * least 3 bytes, so the envelope fit cuts further anyway; but an 8 MB argument or a million
+ * arguments are never rendered, copied and serialised in full on the way (work bounded per call).
+ */
+export function renderArgs(objs: readonly RemoteObject[], maxBytes: number): { args: string[]; cut: boolean } {
+  const n = Math.min(objs.length, Math.floor(maxBytes / 3))
+  const args = new Array<string>(n)
+  let cut = n < objs.length
+  for (let i = 0; i < n; i++) {
+    const s = renderRemoteObject(objs[i]!)
+    if (s.length > maxBytes) cut = true
+    args[i] = cutChars(s, maxBytes)
+  }
+  return { args, cut }
+}
+
+/** The first `max` UTF-16 units of s (the event is short-lived: the slice's parent goes with it). */
+export function cutChars(s: string, max: number): string {
+  return s.length <= max ? s : s.slice(0, max)
+}
+
 const DESCRIBED_SUBTYPES = new Set(['error', 'node', 'date', 'regexp', 'promise', 'proxy', 'wasmvalue', 'trustedtype'])
 
 /** An object preview: arrays as `[1, 2]`, maps as `Map(1) {"a" => 1}`, objects as `{a: 1}` (`Foo {a: 1}` for classes). */

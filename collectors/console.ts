@@ -5,7 +5,8 @@ import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import { Disposer } from '../src/util/disposer.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
-import { exceptionText, renderRemoteObject, stackTraceOf } from './console-format.js'
+import { bounds } from '../src/bounds.js'
+import { cutChars, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 
 export function createConsoleCollector(): Collector {
   return {
@@ -23,30 +24,32 @@ export function createConsoleCollector(): Collector {
 
 function onConsoleCall(session: TargetSession, emit: Emit, p: Protocol.Runtime.ConsoleAPICalledEvent): void {
   const ctx = session.context()
-  const args = p.args.map(renderRemoteObject)
+  const { args, cut } = renderArgs(p.args, bounds.maxEnvelopeBytes)
   const text = args[0] ?? ''
   const stack = stackTraceOf(p.stackTrace)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
+  const truncated = cut || undefined
   if (p.type === 'error') {
     const data: EventData<'console_error'> = { ...ctx, text, level: 'error', args }
     if (stack) data.stack_trace = stack
-    emit({ type: 'console_error', data, source })
+    emit({ type: 'console_error', data, source, truncated })
   } else {
     const data: EventData<'console_log'> = { ...ctx, level: p.type, text, args }
     if (stack) data.stack_trace = stack
-    emit({ type: 'console_log', data, source })
+    emit({ type: 'console_log', data, source, truncated })
   }
 }
 
 function onException(session: TargetSession, emit: Emit, p: Protocol.Runtime.ExceptionThrownEvent): void {
   const d = p.exceptionDetails
+  const text = exceptionText(d)
   const data: EventData<'console_error'> = {
-    ...session.context(), text: exceptionText(d), line: d.lineNumber, column: d.columnNumber,
+    ...session.context(), text: cutChars(text, bounds.maxEnvelopeBytes), line: d.lineNumber, column: d.columnNumber,
   }
   // exceptionDetails.url is missing for some origins (eval, promise jobs); the top frame knows it.
   const sourceUrl = d.url || d.stackTrace?.callFrames[0]?.url
   if (sourceUrl) data.source_url = sourceUrl
   const stack = stackTraceOf(d.stackTrace)
   if (stack) data.stack_trace = stack
-  emit({ type: 'console_error', data, source: { kind: 'cdp', event: 'Runtime.exceptionThrown' } })
+  emit({ type: 'console_error', data, source: { kind: 'cdp', event: 'Runtime.exceptionThrown' }, truncated: data.text !== text || undefined })
 }

@@ -9,12 +9,19 @@ export interface StateBounds {
   maxHeaderBytes: number
   /** Per-target table of in-flight requests, estimated bytes; oldest evicted first. */
   maxRequestTableBytes: number
+  /**
+   * The envelope cap (--max-envelope-bytes): producers cut any single string to it and any list to
+   * a third of it before building an event. Lossless (the pipeline's fit would cut them further
+   * anyway), but an 8 MB console argument is not copied around in full on its way there.
+   */
+  maxEnvelopeBytes: number
 }
 
 export const DEFAULT_BOUNDS: StateBounds = {
   maxUrlBytes: 8 * 1024,
   maxHeaderBytes: 32 * 1024,
   maxRequestTableBytes: 4 * 1024 * 1024,
+  maxEnvelopeBytes: 1024 * 1024,
 }
 
 export const bounds: StateBounds = { ...DEFAULT_BOUNDS }

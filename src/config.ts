@@ -45,7 +45,8 @@ export interface ServeConfig {
   maxStreamClients: number
   proxyMaxConnections: number
   maxTargets: number
-  bounds: StateBounds
+  /** maxEnvelopeBytes joins them at startup (src/main.ts), from --max-envelope-bytes. */
+  bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
   logLevel: string
   maxEnvelopeBytes: number
   budget: BudgetOptions

@@ -47,8 +47,9 @@ export function fitEvent(event: TelemetryEvent, maxBytes: number): FitResult {
 
   const e = event as { data: unknown; source: unknown; truncated?: boolean }
   let size = Buffer.byteLength(json) + (e.truncated ? 0 : TRUNCATED_FLAG)
-  e.data = structuredClone(e.data)
-  e.source = structuredClone(e.source)
+  // Containers are copied, strings shared (immutable): a cut never copies what it keeps in full.
+  e.data = copyContainers(e.data)
+  e.source = copyContainers(e.source)
   e.truncated = true
   const root = { data: e.data, source: e.source }
   // 1. strings above the floor
@@ -68,6 +69,15 @@ export function fitEvent(event: TelemetryEvent, maxBytes: number): FitResult {
     }
   }
   return { json: out, cut: true }
+}
+
+/** A copy of every array and object of a JSON-like tree; leaves (strings, numbers) are shared. */
+function copyContainers(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(copyContainers)
+  if (node === null || typeof node !== 'object') return node
+  const out: Obj = {}
+  for (const k of Object.keys(node)) out[k] = copyContainers((node as Obj)[k])
+  return out
 }
 
 /** Walks the tree once: every string leaf with its encoded size, every collection with entry sizes. */
@@ -172,6 +182,8 @@ function skeleton(node: unknown): unknown {
 
 /** UTF-8 bytes of JSON.stringify(s), quotes included (native: several hundred MB/s). */
 export function encodedBytes(s: string): number {
+  // Plain ASCII needs no escapes: no temporary copy of a large string just to measure it.
+  if (PLAIN_ASCII.test(s)) return s.length + 2
   return Buffer.byteLength(JSON.stringify(s))
 }
 

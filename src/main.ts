@@ -154,7 +154,7 @@ function redactorOf(config: ServeConfig): Redactor {
 
 function buildPipeline(d: Daemon): void {
   // Per-target byte bounds (URLs, header sets, request tables) read by the monitor and collectors.
-  configureBounds(d.config.bounds)
+  configureBounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
   d.pipeline = new Pipeline({
     log: d.log,
     logger: d.logger.child({ module: 'pipeline' }),

@@ -1,6 +1,8 @@
 // Console value rendering and exception text, from CDP payload shapes Chromium sends.
 import t from 'tap'
-import { exceptionText, renderRemoteObject, stackTraceOf, errorMessage } from '../collectors/console-format.js'
+import { exceptionText, renderArgs, renderRemoteObject, stackTraceOf, errorMessage } from '../collectors/console-format.js'
+import { fitEvent } from '../src/envelope-fit.js'
+import type { TelemetryEvent } from '../src/events/index.js'
 
 t.test('primitives render as the console prints them', async (t) => {
   t.equal(renderRemoteObject({ type: 'string', value: 'hi "x"' }), 'hi "x"')
@@ -73,4 +75,29 @@ t.test('stack traces keep CDP camelCase and drop parentId', async (t) => {
     parent: { description: 'Promise.then', callFrames: [] },
   })
   t.equal(stackTraceOf(undefined), undefined)
+})
+
+t.test('console arguments are cut to the cap before the event is built, losing nothing the envelope would keep', async (t) => {
+  const cap = 64 * 1024
+  const str = (value: string) => ({ type: 'string' as const, value })
+  const fitted = (args: string[]) => fitEvent({ ts: 1, type: 'console_log', category: 'console', source: { kind: 'cdp' }, data: { level: 'log', text: args[0] ?? '', args } } as TelemetryEvent, cap).json
+
+  const none = renderArgs([str('a'), str('b'.repeat(cap))], cap)
+  t.same(none, { args: ['a', 'b'.repeat(cap)], cut: false }, 'nothing over the cap: untouched')
+
+  const huge = [str('y'.repeat(8 * cap)), str('z'), { type: 'number' as const, value: 1, description: '1' }]
+  const r = renderArgs(huge, cap)
+  t.equal(r.cut, true)
+  t.same(r.args.map((a) => a.length), [cap, 1, 1], 'one string longer than the cap: cut to the cap')
+  t.equal(fitted(r.args), fitted(huge.map(renderRemoteObject)), 'the stored envelope is the same as from the uncut arguments')
+
+  const many = Array.from({ length: cap }, (_, i) => str(String(i % 10)))
+  const m = renderArgs(many, cap)
+  t.equal(m.cut, true)
+  t.equal(m.args.length, Math.floor(cap / 3), 'no more entries than could ever fit (each costs at least 3 bytes)')
+  t.equal(fitted(m.args), fitted(many.map(renderRemoteObject)), 'same stored envelope for a million-argument call')
+
+  // Multi-byte: cut by UTF-16 units, still above the cap in bytes, so the fit decides the final cut.
+  const wide = [str('é'.repeat(2 * cap)), str('x'.repeat(300))]
+  t.equal(fitted(renderArgs(wide, cap).args), fitted(wide.map(renderRemoteObject)))
 })
