@@ -37,18 +37,18 @@ function clients(url: string, n: number): void {
   process.on('uncaughtException', (err) => { console.error('clients child crashed:', err); process.exit(1) })
   const states: ClientState[] = []
   const SEP = Buffer.from('\n\nid: ')
+  const NLNL = Buffer.from('\n\n')
   let stopping = false
   // A client the daemon cut off as too slow resumes with Last-Event-ID, as real callers do.
   const open = (st: ClientState) => {
-    let tail = Buffer.from('\n\n')
+    let tail: Buffer = Buffer.from('\n\n')
     const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}`, accept: 'text/event-stream' }
     if (st.next > 0) headers['last-event-id'] = String(st.next - 1)
     const req = request(`${url}/browsers/${BROWSER}/telemetry/stream`, { headers, agent: false }, (res) => {
-      res.on('data', (chunk: Buffer) => {
-        const t = now()
-        const buf = Buffer.concat([tail, chunk])
-        const end = buf.lastIndexOf('\n\n')
-        // Frames start right after a blank line; scan ids of complete frames only.
+      // Counts the complete frames of buf (frames start right after a blank line) at time t; returns
+      // the index of its last "\n\n" (where the next, unfinished frame starts).
+      const scan = (buf: Buffer, t: number): number => {
+        const end = buf.lastIndexOf(NLNL)
         let pos = buf.indexOf(SEP)
         let last = -1
         while (pos >= 0 && pos < end) {
@@ -63,7 +63,21 @@ function clients(url: string, n: number): void {
           pos = buf.indexOf(SEP, eol)
         }
         if (last >= 0) { st.lastSeqs.push(last); st.times.push(t) }
-        tail = buf.subarray(end) // keeps the "\n\n" so the next frame's separator is found
+        return end
+      }
+      res.on('data', (chunk: Buffer) => {
+        const t = now()
+        const first = chunk.indexOf(NLNL)
+        if (first < 0) {
+          const buf = Buffer.concat([tail, chunk])
+          tail = buf.subarray(Math.max(0, scan(buf, t)))
+          return
+        }
+        // Only the frame cut at the previous chunk's end is copied (finished by this chunk's head);
+        // the rest of the chunk is scanned in place: 100 clients read ~600 MB/s.
+        scan(Buffer.concat([tail, chunk.subarray(0, first + 2)]), t)
+        const body = chunk.subarray(first)
+        tail = body.subarray(scan(body, t)) // keeps the "\n\n" so the next frame's separator is found
       })
       res.on('close', () => { if (!stopping) { st.reconnects++; open(st) } })
     })
