@@ -85,13 +85,16 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
   }
   // One queue for all sessions: the CDP connection sees a bounded number of body fetches in total.
   const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
+  // The navigation each page last reported network_idle for, across attaches: the category switched
+  // off and on again within one navigation must not report that navigation idle twice.
+  const idleReported = new WeakMap<TargetSession, number>()
   return {
     name: 'network',
     // Network (maxPostDataSize: the body cap, so Chromium inlines request bodies up to it) and Page
     // are enabled by the monitor's capture plan.
     category: 'network',
     attach(session: TargetSession, emit: Emit): Detach {
-      const tracker = new SessionRequests(session, emit, settings, bodies)
+      const tracker = new SessionRequests(session, emit, settings, bodies, idleReported)
       const listeners = new Disposer()
       listeners.add(() => tracker.dispose())
       listeners.add(session.on('Network.requestWillBeSent', (p) => tracker.onRequest(p)))
@@ -122,6 +125,7 @@ class SessionRequests {
     private readonly emit: Emit,
     private readonly settings: NetworkSettings,
     private readonly bodies: BodyFetchQueue,
+    private readonly idleReported: WeakMap<TargetSession, number>,
   ) {
     this.isPage = session.targetType === 'page'
     this.idle = this.isPage ? this.idleRule() : undefined
@@ -147,7 +151,8 @@ class SessionRequests {
       onIdle: (navSeq) => {
         if (this.disposed || session.signal.aborted) return
         const ctx = session.context()
-        if ((ctx.nav_seq ?? 0) !== navSeq) return
+        if ((ctx.nav_seq ?? 0) !== navSeq || this.idleReported.get(session) === navSeq) return
+        this.idleReported.set(session, navSeq)
         this.emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
       },
     }, session.context().nav_seq ?? 0)
