@@ -171,6 +171,6 @@ t.test('network switched off and on within one navigation: that navigation is re
   t.same(rec.types(), ['network_idle'], 'nav_seq 0 already reported')
   f.fire('Page.frameNavigated', { frame: { id: 'T1', loaderId: 'L2', url: 'http://x/', securityOrigin: '', mimeType: 'text/html' }, type: 'Navigation' })
   timers.advance(600)
-  t.same(rec.events.map((e) => [e.type, e.data.nav_seq]), [['network_idle', 0], ['network_idle', 1]], 'the next navigation is')
+  t.same(rec.events.map((e) => [e.type, (e.data as { nav_seq?: number }).nav_seq]), [['network_idle', 0], ['network_idle', 1]], 'the next navigation is')
   detachAgain()
 })
