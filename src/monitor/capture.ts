@@ -102,11 +102,12 @@ export class TargetCapture {
       this.attached.delete(c)
       this.runDetach(c, detach)
     }
-    for (const d of [...this.domains]) if (!tp.domains.includes(d)) this.disable(d)
+    const disabled = [...this.domains].filter((d) => !tp.domains.includes(d)).map((d) => this.disable(d))
     // Enabled before the collectors attach: events Chromium replays on enable (stored console
     // messages of the session) arrive before the answer and reach no collector, so nothing
     // emitted while the category was off, or already captured before it was switched off, comes now.
-    await Promise.all(tp.domains.filter((d) => !this.domains.has(d)).map((d) => this.enable(d, plan)))
+    // Disables are awaited too: once apply() resolves, Chromium has stopped sending those events.
+    await Promise.all([...disabled, ...tp.domains.filter((d) => !this.domains.has(d)).map((d) => this.enable(d, plan))])
     if (this.closed || this.target.closed) return
     await Promise.all(this.opts.collectors.filter((c) => c.category !== undefined && wanted(c) && !this.attached.has(c)).map((c) => this.attachCollector(c)))
   }
@@ -141,15 +142,15 @@ export class TargetCapture {
     }
   }
 
-  private disable(d: PlanDomain): void {
+  private disable(d: PlanDomain): Promise<unknown> {
     this.domains.delete(d)
     const t = this.target
     switch (d) {
-      case 'Page': void t.sendMayFail('Page.disable'); break
-      case 'Runtime': void t.sendMayFail('Runtime.disable'); break
-      case 'Network': void t.sendMayFail('Network.disable'); break
+      case 'Page': return t.sendMayFail('Page.disable')
+      case 'Runtime': return t.sendMayFail('Runtime.disable')
+      case 'Network': return t.sendMayFail('Network.disable')
       // No disable command: an empty list stops the events.
-      case 'PerformanceTimeline': void t.sendMayFail('PerformanceTimeline.enable', { eventTypes: [] }); break
+      case 'PerformanceTimeline': return t.sendMayFail('PerformanceTimeline.enable', { eventTypes: [] })
     }
   }
 
