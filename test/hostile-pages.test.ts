@@ -1,11 +1,12 @@
 // Hostile pages against a real Chromium and the compiled daemon in a child process (issue 15 item 6).
-// Each case asserts: /healthz answered within 200 ms throughout, daemon peak RSS (VmHWM) under
-// 150 MB, every stored envelope within the 1 MiB cap and valid, and drops counted and visible as
-// gaps (seqs with no envelope = over_budget drops in /metrics, exactly). Counts are the issue's,
-// except 1,000 (not 10,000) 64 KiB-URL requests, 250 (not 500) iframes, a 300-deep DOM and 60 tabs
-// against --max-targets 40 (suite time; bench/hostile.ts runs the full counts). The /healthz and RSS
-// bounds are not met yet in every case and are marked todo (figures printed); the rest is hard.
-// Needs dist/ (npm test builds it first).
+// Each case asserts: daemon peak RSS (VmHWM) under 150 MB, every stored envelope within the 1 MiB
+// cap and valid, drops counted and visible as gaps (seqs with no envelope = over_budget drops in
+// /metrics, exactly), and /healthz probed throughout with every probe answered. Counts are the
+// issue's, except 1,000 (not 10,000) 64 KiB-URL requests, 250 (not 500) iframes, a 300-deep DOM and
+// 60 tabs against --max-targets 40 (suite time; bench/hostile.ts runs the full counts).
+// Reported as todo with the figures (README "Limits" says why): /healthz within 200 ms (a wall-clock
+// bound on a shared 2-core machine: the probe's latency is mostly CPU contention there), and the
+// RSS bound of the huge-console-arguments case. Needs dist/ (npm test builds it first).
 import t, { type Test } from 'tap'
 import { hostileCases, runHostileCase, ENVELOPE_CAP, type CaseResult } from './helpers/hostile.js'
 
@@ -17,6 +18,8 @@ t.setTimeout(900_000)
 
 const HEALTHZ_MAX_MS = 200
 const RSS_MAX_MB = 150
+/** Cases whose RSS bound is not met yet (README "Limits"): receiving 10 x 1.6 MB and one 8 MB CDP message at once. */
+const RSS_NOT_MET = ['console: 5,000']
 
 const extra: Record<string, (t: Test, r: CaseResult) => void> = {
   'console: 5,000': (t, r) => {
@@ -46,10 +49,11 @@ for (const c of hostileCases(COUNTS)) {
     t.comment(JSON.stringify({ elapsedMs: Math.round(r.elapsedMs), healthz: r.healthz, peakRssMb: Math.round(r.peakRssMb), stored: r.stored, lastSeq: r.lastSeq, missing: r.missing, largest: r.largestEnvelope, metrics: r.metrics }))
     t.ok(r.healthz.n >= 5, `/healthz probed throughout (${r.healthz.n} probes)`)
     t.equal(r.healthz.failures, 0, 'every probe answered 200')
-    // Not met yet (see README "Limits"): reported as todo so the figures stay visible without turning CI red.
-    const todo = 'issue 15: not met yet for every case; see README Limits'
-    t.ok(r.healthz.maxMs < HEALTHZ_MAX_MS, `/healthz max ${r.healthz.maxMs.toFixed(0)} ms (p95 ${r.healthz.p95Ms.toFixed(0)} ms) < ${HEALTHZ_MAX_MS} ms`, { todo })
-    t.ok(r.peakRssMb < RSS_MAX_MB, `daemon peak RSS ${r.peakRssMb.toFixed(1)} MB < ${RSS_MAX_MB} MB`, { todo })
+    // Reported as todo (see README "Limits") so the figures stay visible without turning CI red.
+    t.ok(r.healthz.maxMs < HEALTHZ_MAX_MS, `/healthz max ${r.healthz.maxMs.toFixed(0)} ms (p95 ${r.healthz.p95Ms.toFixed(0)} ms) < ${HEALTHZ_MAX_MS} ms`,
+      { todo: 'wall-clock bound on a shared machine; see README Limits' })
+    const rssTodo = RSS_NOT_MET.some((p) => c.name.startsWith(p)) ? 'issue 15: not met for this case yet; see README Limits' : false
+    t.ok(r.peakRssMb < RSS_MAX_MB, `daemon peak RSS ${r.peakRssMb.toFixed(1)} MB < ${RSS_MAX_MB} MB`, { todo: rssTodo })
     t.ok(r.largestEnvelope <= ENVELOPE_CAP, `largest envelope ${r.largestEnvelope} <= ${ENVELOPE_CAP}`)
     t.equal(r.invalidEnvelopes, 0, 'every envelope valid against its schema')
     t.equal(r.metrics.storeDropped, 0)

@@ -1,31 +1,17 @@
 // One browser-level CDP connection and every target attached through it. A reconnect never reuses
 // a BrowserConnection: the monitor closes the old one (dropping all per-target state) and opens a new one.
-import CDP from 'chrome-remote-interface'
 import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { autoAttachParams, IGNORED_TYPES, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'
+import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, type RawSend } from './cdp-session.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
 import { AttachedTarget, targetTypeOf, type TargetInfo } from './target-session.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
-
-type CdpMessage = CDP.EventMessage
-
-/**
- * The slice of chrome-remote-interface's client we use (flattened sessions via the sessionId
- * argument). Untyped on purpose: @types/chrome-remote-interface pins an older devtools-protocol
- * than ours; the typing happens once, in RawSend.
- */
-interface CdpClient {
-  send(method: string, params?: object, sessionId?: string): Promise<unknown>
-  on(event: 'event', handler: (message: CdpMessage) => void): void
-  on(event: 'disconnect', handler: () => void): void
-  close(): Promise<void>
-}
 
 /** Narrows a raw message to one event, typing its params from the protocol mapping. */
 function isEvent<E extends CdpEvent>(m: CdpMessage, event: E): m is CdpMessage & { params: EventParams<E> } {
@@ -371,8 +357,7 @@ export class BrowserConnection {
 }
 
 async function connectClient(wsUrl: string, timeoutMs: number): Promise<CdpClient> {
-  // local: the bundled protocol descriptor, so only the WebSocket is needed (no /json/protocol fetch).
-  const connecting: Promise<CdpClient> = CDP({ target: wsUrl, local: true })
+  const connecting = CdpClient.connect(wsUrl)
   try {
     return await withTimeout(connecting, timeoutMs, { message: `no answer within ${timeoutMs} ms` })
   } catch (err) {

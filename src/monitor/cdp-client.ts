@@ -1,0 +1,151 @@
+// The browser-level CDP WebSocket client: commands with ids, events to one handler. Over `ws`
+// directly (not chrome-remote-interface) for one reason: flow control. A page can make the browser
+// send thousands of messages at once (console floods, 200,000 binding calls) and one socket read
+// hands over up to 2 MB of them; handled synchronously as they arrive, they hold the event loop
+// for hundreds of milliseconds and /healthz, the API and SSE wait. Here messages are queued raw
+// and handled in slices of at most SLICE_MS, yielding to other I/O in between; while more than
+// QUEUE_HIGH_BYTES wait, the socket is paused (the backlog stays in the kernel and the browser).
+import WebSocket from 'ws'
+
+/** One CDP message as received (events have method, answers have id). */
+export interface CdpMessage {
+  id?: number
+  method: string
+  params?: unknown
+  sessionId?: string
+  result?: unknown
+  error?: { code?: number; message?: string; data?: string }
+}
+
+/** Handling time per turn of the event loop before other I/O gets its turn. */
+export const SLICE_MS = 10
+/** Raw bytes received and not yet handled above which the socket is paused (at least one message is always taken). */
+export const QUEUE_HIGH_BYTES = 8 * 1024 * 1024
+const QUEUE_LOW_BYTES = QUEUE_HIGH_BYTES / 4
+/** Like chrome-remote-interface: a DevTools message is never refused for its size (the browser would lose the connection). */
+const MAX_PAYLOAD = 256 * 1024 * 1024
+
+/** A command the browser answered with an error (message and code as the browser sent them). */
+export class CdpCommandError extends Error {
+  constructor(readonly method: string, readonly response: { code?: number; message?: string; data?: string }) {
+    super(`${response.message ?? 'error'}${response.data ? ` (${response.data})` : ''}`)
+    this.name = 'CdpCommandError'
+  }
+}
+
+interface Pending { resolve: (r: unknown) => void; reject: (e: Error) => void; method: string }
+
+export class CdpClient {
+  private nextId = 1
+  private readonly pending = new Map<number, Pending>()
+  private readonly queue: Buffer[] = []
+  private head = 0
+  private queuedBytes = 0
+  private scheduled = false
+  private paused = false
+  private closed = false
+  private eventHandler: (m: CdpMessage) => void = () => undefined
+  private disconnectHandler: () => void = () => undefined
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => this.receive(data))
+    ws.on('close', () => this.onClose())
+    ws.on('error', () => undefined) // 'close' follows
+  }
+
+  /** Opens the WebSocket; rejects when it cannot be opened. */
+  static connect(url: string): Promise<CdpClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { maxPayload: MAX_PAYLOAD, perMessageDeflate: false })
+      const fail = (err: Error) => { ws.removeAllListeners(); ws.on('error', () => undefined); ws.terminate(); reject(err) }
+      ws.once('error', fail)
+      ws.once('unexpected-response', (_req, res) => fail(new Error(`unexpected server response: ${res.statusCode}`)))
+      ws.once('open', () => { ws.removeListener('error', fail); resolve(new CdpClient(ws)) })
+    })
+  }
+
+  on(event: 'event', handler: (message: CdpMessage) => void): void
+  on(event: 'disconnect', handler: () => void): void
+  on(event: 'event' | 'disconnect', handler: ((m: CdpMessage) => void) | (() => void)): void {
+    if (event === 'event') this.eventHandler = handler as (m: CdpMessage) => void
+    else this.disconnectHandler = handler as () => void
+  }
+
+  send(method: string, params?: object, sessionId?: string): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, method })
+      const message: Record<string, unknown> = { id, method, params: params ?? {} }
+      if (sessionId) message.sessionId = sessionId
+      this.ws.send(JSON.stringify(message), (err) => {
+        if (err && this.pending.delete(id)) reject(err)
+      })
+    })
+  }
+
+  async close(): Promise<void> {
+    if (this.ws.readyState === WebSocket.CLOSED) return
+    await new Promise<void>((resolve) => {
+      this.ws.once('close', () => resolve())
+      this.ws.close()
+    })
+  }
+
+  private receive(data: Buffer): void {
+    this.queue.push(data)
+    this.queuedBytes += data.length
+    if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) { this.paused = true; this.ws.pause() }
+    if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.drain()) }
+  }
+
+  /** Handles queued messages for at most SLICE_MS, then yields to the rest of the event loop. */
+  private drain(): void {
+    const until = performance.now() + SLICE_MS
+    // The clock is read after every 16 small messages (they take microseconds; reading it costs
+    // one) and after every large one.
+    for (let n = 1; this.head < this.queue.length; n++) {
+      const bytes = this.handleNext()
+      if (((n & 15) === 0 || bytes > 16 * 1024) && performance.now() >= until) break
+    }
+    this.compact()
+    if (this.paused && this.queuedBytes <= QUEUE_LOW_BYTES && !this.closed) { this.paused = false; this.ws.resume() }
+    if (this.head < this.queue.length) setImmediate(() => this.drain())
+    else this.scheduled = false
+  }
+
+  /** Handles the oldest queued message; returns its size in bytes. */
+  private handleNext(): number {
+    const data = this.queue[this.head]!
+    this.queue[this.head++] = undefined as never
+    this.queuedBytes -= data.length
+    let message: CdpMessage
+    try { message = JSON.parse(data.toString('utf8')) as CdpMessage } catch { return data.length }
+    if (message.id !== undefined) {
+      const p = this.pending.get(message.id)
+      if (p) {
+        this.pending.delete(message.id)
+        if (message.error) p.reject(new CdpCommandError(p.method, message.error))
+        else p.resolve(message.result ?? {})
+      }
+    } else if (message.method) this.eventHandler(message)
+    return data.length
+  }
+
+  private compact(): void {
+    if (this.head === this.queue.length) { this.queue.length = 0; this.head = 0 }
+    else if (this.head > 1024) { this.queue.splice(0, this.head); this.head = 0 }
+  }
+
+  private onClose(): void {
+    if (this.closed) return
+    // What arrived before the close is still delivered, in order, before the disconnect.
+    while (this.head < this.queue.length) this.handleNext()
+    this.compact()
+    this.closed = true
+    const err = new Error('WebSocket connection closed')
+    for (const p of this.pending.values()) p.reject(err)
+    this.pending.clear()
+    this.disconnectHandler()
+  }
+}

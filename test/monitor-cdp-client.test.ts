@@ -1,0 +1,81 @@
+// The browser-level CDP client (src/monitor/cdp-client.ts) against a local WebSocket server playing
+// the browser: answers and errors, events in order, a burst handled in slices that let other work
+// in, and what arrived before a close delivered before the disconnect. (Real Chromium: every
+// monitor-* and collectors-* test goes through this client.)
+import t, { type Test } from 'tap'
+import { WebSocketServer, type WebSocket } from 'ws'
+import type { AddressInfo } from 'node:net'
+import { CdpClient, CdpCommandError, SLICE_MS } from '../src/monitor/cdp-client.js'
+
+async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  await new Promise<void>((r) => wss.once('listening', () => r()))
+  t.teardown(() => new Promise<void>((r) => { for (const c of wss.clients) c.terminate(); wss.close(() => r()) }))
+  const peer = new Promise<WebSocket>((r) => wss.once('connection', (ws) => r(ws)))
+  return { url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/devtools/browser/x`, peer }
+}
+
+t.test('commands: result, error with the browser message and code, session id on the wire', async (t) => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  t.teardown(() => client.close())
+  const ws = await peer
+  const seen: unknown[] = []
+  ws.on('message', (d) => {
+    const m = JSON.parse(String(d))
+    seen.push(m)
+    if (m.method === 'Good.one') ws.send(JSON.stringify({ id: m.id, result: { ok: 1 } }))
+    else ws.send(JSON.stringify({ id: m.id, error: { code: -32601, message: `'${m.method}' wasn't found`, data: 'x' } }))
+  })
+  t.same(await client.send('Good.one', { a: 1 }, 'S1'), { ok: 1 })
+  const err = await client.send('Bad.one').catch((e: unknown) => e) as CdpCommandError
+  t.type(err, CdpCommandError)
+  t.equal(err.message, "'Bad.one' wasn't found (x)")
+  t.equal(err.response.code, -32601)
+  t.same(seen, [{ id: 1, method: 'Good.one', params: { a: 1 }, sessionId: 'S1' }, { id: 2, method: 'Bad.one', params: {} }])
+})
+
+t.test('a burst is handled in order, in slices that let other work run in between', async (t) => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  t.teardown(() => client.close())
+  const ws = await peer
+  const N = 40
+  const order: string[] = []
+  let otherWorkAt = -1
+  client.on('event', (m) => {
+    const i = (m.params as { i: number }).i
+    if (i === 0) setImmediate(() => { otherWorkAt = order.length })
+    // Each event costs 1 ms: the burst needs several slices of SLICE_MS.
+    const end = performance.now() + 1
+    while (performance.now() < end) { /* busy */ }
+    order.push(`${m.method}:${i}:${m.sessionId}`)
+  })
+  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Runtime.consoleAPICalled', params: { i }, sessionId: 'S' }))
+  await new Promise<void>((r) => { const check = () => (order.length === N ? r() : setTimeout(check, 5)); check() })
+  t.same(order, Array.from({ length: N }, (_, i) => `Runtime.consoleAPICalled:${i}:S`), 'every event, in order')
+  t.ok(otherWorkAt > 0 && otherWorkAt < N, `other work ran after ${otherWorkAt} of ${N} events (slices of ${SLICE_MS} ms)`)
+})
+
+t.test('close: what arrived first is delivered, then pending commands fail and disconnect fires', async (t) => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  const ws = await peer
+  const got: number[] = []
+  let disconnectedAfter = -1
+  client.on('event', (m) => got.push((m.params as { i: number }).i))
+  const disconnected = new Promise<void>((r) => client.on('disconnect', () => { disconnectedAfter = got.length; r() }))
+  const pending = client.send('Never.answered').catch((e: Error) => e.message)
+  for (let i = 0; i < 5; i++) ws.send(JSON.stringify({ method: 'E.v', params: { i } }))
+  ws.close()
+  await disconnected
+  t.same(got, [0, 1, 2, 3, 4])
+  t.equal(disconnectedAfter, 5, 'disconnect after the last event')
+  t.equal(await pending, 'WebSocket connection closed')
+  t.equal(await client.send('After.close').catch((e: Error) => e.message), 'WebSocket connection closed')
+})
+
+t.test('nothing listening: connect rejects', async (t) => {
+  const { url } = await fakeBrowser(t)
+  await t.rejects(CdpClient.connect(url.replace(/:\d+\//, ':1/')))
+})
