@@ -89,7 +89,9 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   // The daemon's runtime settings (scripts/start.sh, the systemd unit).
   // HOSTILE_NODE_FLAGS: extra node flags for the daemon when measuring (--cpu-prof, --trace-gc, ...).
   const measureFlags = (process.env.HOSTILE_NODE_FLAGS ?? '').split(' ').filter(Boolean)
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', ...measureFlags, join(root, 'dist/src/cli.js'), 'serve',
+  // Through env(1), which execs node under the same pid without NODE_OPTIONS: under tap, spawn() adds
+  // tap's process-tracking loader there, and it would run inside the daemon (~35 MB of its RSS).
+  const child = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--max-semi-space-size=2', ...measureFlags, join(root, 'dist/src/cli.js'), 'serve',
     '--cdp-url', browser.wsUrl, '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--proxy-listen', 'off',
     '--token', TOKEN, '--browser-id', 'hostile', '--log-level', 'info', ...(c.daemonArgs ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
