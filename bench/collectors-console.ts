@@ -71,16 +71,23 @@ await withTempDir(async (dir) => {
   const browser = await launchChromium()
   // The daemon's runtime settings (as in the systemd unit): small young generation, few malloc arenas.
   const extraFlags = (process.env.DAEMON_NODE_FLAGS ?? '').split(' ').filter(Boolean)
-  const child = spawn(process.execPath, ['--max-semi-space-size=2', ...extraFlags, '--input-type=module', '-e', DAEMON, browser.wsUrl, join(dir, 'log'), String(N)], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
-  })
-  const ready = await next(child, 'ready', 30_000)
+  // A fresh daemon child per run: RSS is a high-water mark, and reading 50,000 events back (the
+  // completeness check after each run) would otherwise raise the next run's starting point.
+  const startDaemon = async (run: number) => {
+    const child = spawn(process.execPath, ['--max-semi-space-size=2', ...extraFlags, '--input-type=module', '-e', DAEMON, browser.wsUrl, join(dir, `log-${run}`), String(N)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+    })
+    return { child, ready: await next(child, 'ready', 30_000) }
+  }
+  const idleRss: number[] = []
   const pageTarget = (await CDP.List({ port: browser.port })).find((x: { type: string }) => x.type === 'page')!
   const bare = await CDP({ port: browser.port, target: pageTarget.id })
   await bare.Runtime.enable()
 
   const captured: number[] = [], ratios: number[] = [], bareRates: number[] = [], daemonRates: number[] = [], peaks: number[] = []
   for (let run = 1; run <= RUNS; run++) {
+    const { child, ready } = await startDaemon(run)
+    idleRss.push(ready.rssMb)
     const text = `bench-${run}`
     child.send({ kind: 'run', marker: `"text":"${text}"` })
     await next(child, 'armed')
@@ -102,13 +109,12 @@ await withTempDir(async (dir) => {
     ratios.push(bareMs / daemonMs)
     peaks.push(done.peakMb)
     console.log(`run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}; daemon peak RSS while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} MB`)
+    child.send({ kind: 'stop' })
+    await new Promise((r) => child.once('exit', r))
   }
   console.log(`captured end to end (readable / bare): median ${fmt(median(captured), 2)}% (min ${fmt(Math.min(...captured), 2)}%)`)
   console.log(`rate: bare ${fmt(median(bareRates), 0)} ev/s, daemon ${fmt(median(daemonRates), 0)} ev/s; ratio daemon/bare median ${fmt(median(ratios), 3)} (goal >= 0.9)`)
-  console.log(`daemon process RSS while capturing: peak median ${fmt(median(peaks), 1)} MB, max ${fmt(Math.max(...peaks), 1)} MB (goal <= 150 MB); attached and idle ${fmt(ready.rssMb, 1)} MB`)
-
-  child.send({ kind: 'stop' })
-  await new Promise((r) => child.once('exit', r))
+  console.log(`daemon process RSS while capturing: peak median ${fmt(median(peaks), 1)} MB, max ${fmt(Math.max(...peaks), 1)} MB (goal <= 150 MB); attached and idle ${fmt(median(idleRss), 1)} MB`)
   await bare.close()
   await browser.close()
 })
