@@ -2,7 +2,7 @@ import t from 'tap'
 import type { ClassicLevel } from 'classic-level'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { EventLog, DataDirLockedError } from '../src/store/event-log.js'
+import { EventLog, DataDirLockedError, DEFAULT_READ_MAX_BYTES } from '../src/store/event-log.js'
 import { Pipeline } from '../src/pipeline.js'
 import type { EventInput } from '../src/pipeline.js'
 import { accepted, keepLevel, openStore, tempDir } from './helpers/store.js'
@@ -160,6 +160,33 @@ t.test('cursor reads: asc and desc pages, has-more and next cursor', async (t) =
   const cd = await log.read({ order: 'desc', limit: 3, categories: new Set(['console', 'captcha']) })
   t.same([seqs(cd), cd.hasMore], [[21, 16, 11], true])
   t.equal(JSON.parse(c1.records[0]!.json).event.data.text, 'c0')
+})
+
+t.test('pages are bounded in bytes: a cut page continues exactly after its last record, in both orders and filtered', async (t) => {
+  const { log, pipeline } = await openStore(t)
+  // 12 events of ~100 KB (text and args): a 250,000-byte bound holds 2 of them per page.
+  await emitAll(pipeline, Array.from({ length: 12 }, (_, i) => consoleLog(`${i}`.padEnd(50_000, 'x'))))
+  const sizes = (await log.read({ order: 'asc', limit: 100, cursor: 1, maxBytes: Infinity })).records.map((r) => Buffer.byteLength(r.json))
+  t.equal(sizes.length, 12, 'unbounded: one page')
+  const per = Math.floor(250_000 / Math.max(...sizes))
+  t.equal(per, 2)
+  for (const [order, categories] of [['asc', undefined], ['desc', undefined], ['asc', new Set(['console'] as const)], ['desc', new Set(['console', 'control'] as const)]] as const) {
+    const seen: number[] = []
+    let cursor: number | undefined = order === 'asc' ? 1 : undefined
+    for (let pages = 0; ; pages++) {
+      const p = await log.read({ order, limit: 100, cursor, maxBytes: 250_000, ...(categories ? { categories } : {}) })
+      t.equal(p.records.length, 2, `${order} page ${pages}: 2 records`)
+      seen.push(...p.records.map((r) => r.seq))
+      if (!p.hasMore) break
+      cursor = p.nextCursor
+    }
+    const all = Array.from({ length: 12 }, (_, i) => i + 1)
+    t.same(seen, order === 'asc' ? all : all.reverse(), `${order}${categories ? ' filtered' : ''}: every record once, in order`)
+  }
+  const one = await log.read({ order: 'asc', limit: 100, cursor: 1, maxBytes: 10 })
+  t.same([one.records.length, one.hasMore, one.nextCursor], [1, true, 2], 'a record larger than the bound still makes a page of one')
+  const dflt = await log.read({ order: 'asc', limit: 100, cursor: 1 })
+  t.equal(dflt.records.length, 12, `the default bound (${DEFAULT_READ_MAX_BYTES} bytes) holds these 1.2 MB`)
 })
 
 t.test('time windows: since inclusive, until exclusive, seek over gaps', async (t) => {

@@ -50,7 +50,16 @@ export interface ReadQuery {
   untilUs?: number
   /** Only these categories (undefined = all). */
   categories?: ReadonlySet<Category>
+  /**
+   * Stop adding records once their stored bytes would pass this (default DEFAULT_READ_MAX_BYTES; a page
+   * always holds at least one): hundreds of envelopes of up to 1 MiB each must never be materialised at
+   * once by a reader (events API, SSE replay, shipper). hasMore/nextCursor continue after the cut.
+   */
+  maxBytes?: number
 }
+
+/** Bytes of stored records one read() materialises at most (plus one batch of values in flight). */
+export const DEFAULT_READ_MAX_BYTES = 8 * 1024 * 1024
 
 export interface ReadResult {
   records: StoredRecord[]
@@ -455,24 +464,43 @@ export class EventLog {
     if (lo >= hi) return { records: [], hasMore: false, nextCursor: 0 }
     const reverse = q.order === 'desc'
     const cats = q.categories && q.categories.size < CATEGORY_BY_CODE.length ? q.categories : undefined
-    let records: StoredRecord[]
-    let hasMore: boolean
+    const maxBytes = q.maxBytes ?? DEFAULT_READ_MAX_BYTES
+    const records: StoredRecord[] = []
+    let bytes = 0
+    let hasMore = false
+    /** Adds one value unless the page is full (by count or bytes); false = stop, more exists. */
+    const take = (seq: number, v: Uint8Array): boolean => {
+      if (records.length >= limit || (records.length > 0 && bytes + v.length > maxBytes)) { hasMore = true; return false }
+      records.push(decodeRecord(seq, v))
+      bytes += v.length
+      return true
+    }
+    // Values are fetched in small batches so a byte-bounded page never holds more than a batch beyond its bound.
+    const BATCH = 16
     if (!cats) {
-      const entries = await this.db.iterator({ gte: eventKey(lo), lt: eventKey(hi), reverse, limit: limit + 1 }).all()
-      hasMore = entries.length > limit
-      records = entries.slice(0, limit).map(([k, v]) => decodeRecord(seqOfEventKey(k), v))
+      const it = this.db.iterator({ gte: eventKey(lo), lt: eventKey(hi), reverse, limit: limit + 1 })
+      try {
+        fill: for (;;) {
+          const entries = await it.nextv(BATCH)
+          if (entries.length === 0) break
+          for (const [k, v] of entries) if (!take(seqOfEventKey(k), v)) break fill
+        }
+      } finally {
+        await it.close()
+      }
     } else {
       // Merge the per-category index blocks: cost is O(limit x categories) however sparse the match.
       const seqs: number[] = []
       for (const c of cats) seqs.push(...await this.categorySeqs(c, lo, hi, reverse, limit + 1))
       seqs.sort(reverse ? (a, b) => b - a : (a, b) => a - b)
-      hasMore = seqs.length > limit
-      const wanted = seqs.slice(0, limit)
-      const values = await this.db.getMany(wanted.map(eventKey))
-      records = []
-      for (let i = 0; i < wanted.length; i++) {
-        const v = values[i]
-        if (v) records.push(decodeRecord(wanted[i]!, v)) // a value removed by retention in between is skipped
+      fill: for (let i = 0; i < seqs.length; i += BATCH) {
+        const wanted = seqs.slice(i, i + BATCH)
+        const values = await this.db.getMany(wanted.map(eventKey))
+        for (let j = 0; j < wanted.length; j++) {
+          const v = values[j]
+          if (!v) continue // a value removed by retention in between is skipped
+          if (!take(wanted[j]!, v)) break fill
+        }
       }
     }
     const last = records[records.length - 1]
