@@ -31,11 +31,18 @@ t.test(`heavy page loaded ${LOADS} times in one tab: complete with budgets on`, 
       const tab = await ctx.openWatchedTab('about:blank')
       await tab.Network.enable({})
       await tab.Page.enable()
-      // A load is over once the page's load event fired and its 30 fetches were answered.
+      // A load is over once the page's load event fired and its 30 fetches finished loading (bodies
+      // included: navigating away after only their headers would cancel them, and the daemon would
+      // rightly store network_loading_failed instead of network_response).
       const fetched = new Map<string, number>()
-      tab.on('Network.responseReceived', (p: { response: { url: string } }) => {
+      const fetchLoad = new Map<string, string>()
+      tab.on('Network.responseReceived', (p: { requestId: string; response: { url: string } }) => {
         const n = load(p.response.url)
-        if (n && p.response.url.includes('/data/')) fetched.set(n, (fetched.get(n) ?? 0) + 1)
+        if (n && p.response.url.includes('/data/')) fetchLoad.set(p.requestId, n)
+      })
+      tab.on('Network.loadingFinished', (p: { requestId: string }) => {
+        const n = fetchLoad.get(p.requestId)
+        if (n) fetched.set(n, (fetched.get(n) ?? 0) + 1)
       })
       for (let n = 1; n <= LOADS; n++) {
         const loaded = tab.Page.loadEventFired()
