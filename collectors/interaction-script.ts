@@ -101,13 +101,13 @@ export interface AgentHelpers {
  * cannot forge interactions.
  */
 export function installInteractionAgent(bindingName: string, options: AgentOptions, helpers: AgentHelpers): void {
-  const w = window as unknown as Record<string, unknown>
+  // Page-world globals by name (Reflect: no cast of window to a record type).
   const guard = '__browserTelemetryInteraction'
-  if (w[guard]) return
-  const binding = w[bindingName]
+  if (Reflect.get(window, guard)) return
+  const binding: unknown = Reflect.get(window, bindingName)
   // No binding yet (addBinding failed or raced): leave the guard unset so a later run can install.
   if (typeof binding !== 'function') return
-  w[guard] = true
+  Reflect.set(window, guard, true)
   const send = (payload: PagePayload): void => {
     try { (binding as (s: string) => void)(JSON.stringify(payload)) } catch { /* binding gone with the session */ }
   }

@@ -38,7 +38,7 @@ interface Pending { resolve: (r: unknown) => void; reject: (e: Error) => void; m
 export class CdpClient {
   private nextId = 1
   private readonly pending = new Map<number, Pending>()
-  private readonly queue: Buffer[] = []
+  private readonly queue: (Buffer | undefined)[] = [] // handled slots are cleared so their buffers can be collected
   private head = 0
   private queuedBytes = 0
   private scheduled = false
@@ -117,7 +117,7 @@ export class CdpClient {
   /** Handles the oldest queued message; returns its size in bytes. */
   private handleNext(): number {
     const data = this.queue[this.head]!
-    this.queue[this.head++] = undefined as never
+    this.queue[this.head++] = undefined
     this.queuedBytes -= data.length
     let message: CdpMessage
     try { message = JSON.parse(data.toString('utf8')) as CdpMessage } catch { return data.length }
