@@ -55,10 +55,13 @@ function scalar(name: string, schema: TSchema, text: string): number | string {
  * parameter takes its schema's default; parameters that are not documented are ignored.
  */
 export function compileQuery(params: Record<string, QueryParamSchema>): (raw: RawQuery) => QueryValues {
-  const entries = Object.entries(params)
+  // Per parameter, once: an array's allowed literal values (for the "unknown value" message).
+  const entries = Object.entries(params).map(([name, { schema }]) => ({
+    name, schema, allowed: schema[Kind] === 'Array' ? literals(schema.items as TSchema) : undefined,
+  }))
   return (raw) => {
     const out: QueryValues = {}
-    for (const [name, { schema }] of entries) {
+    for (const { name, schema, allowed } of entries) {
       const given = raw[name]
       if (given === undefined) {
         if (schema.default !== undefined) out[name] = schema.default as number | string
@@ -70,7 +73,6 @@ export function compileQuery(params: Record<string, QueryParamSchema>): (raw: Ra
         for (const part of (Array.isArray(given) ? given : [given]).flatMap((v) => v.split(','))) {
           const text = part.trim()
           if (text === '') throw invalidInput(name, 'empty value')
-          const allowed = literals(items)
           if (allowed && !allowed.includes(text)) throw invalidInput(name, `unknown value ${JSON.stringify(text)} (allowed: ${allowed.join(', ')})`)
           values.add(String(scalar(name, items, text)))
         }
