@@ -72,6 +72,14 @@ export interface LaunchedBrowser {
 }
 
 /** Variables an unprivileged Chromium keeps from the daemon's environment (never tokens or credentials). */
+/** util-linux's setpriv sets PR_SET_PDEATHSIG before it execs the browser (same pid): the kernel kills the
+ *  browser when the daemon dies, even by SIGKILL or the OOM killer, instead of leaving an orphan that holds
+ *  the port and the profile. Without setpriv the browser is still stopped on every orderly exit. */
+const SETPRIV = '/usr/bin/setpriv'
+async function deathSignalPrefix(): Promise<string[]> {
+  try { await access(SETPRIV, constants.X_OK); return [SETPRIV, '--pdeathsig', 'KILL', '--'] } catch { return [] }
+}
+
 const KEPT_ENV = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/
 
 /** Chromium's own words when it cannot sandbox (no usable sandbox, namespaces refused). */
@@ -139,7 +147,8 @@ async function startChromium(
   const { user } = opts
   // With uid/gid set, libuv also drops the supplementary groups (setgroups(0)) before exec.
   // Its own HOME is also its working directory: the daemon's may be one it cannot enter.
-  const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}) })
+  const [wrapper, ...wrapperArgs] = await deathSignalPrefix()
+  const child = spawn(wrapper ?? bin, wrapper ? [...wrapperArgs, bin, ...args] : args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}) })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
