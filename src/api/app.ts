@@ -32,6 +32,8 @@ export interface ApiDeps {
   maxStreamClients?: number
   /** Backlog page size of a resuming stream (default 500). */
   streamPageSize?: number
+  /** Live SSE writes per client at most this often; commits in between are joined (default 20 ms). */
+  streamCoalesceMs?: number
   /** What PUT /browsers/{id}/telemetry layers its body onto (default: the pipeline's categories at creation). */
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
@@ -70,6 +72,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     bufferBytes: deps.streamBufferBytes,
     maxClients: deps.maxStreamClients,
     pageSize: deps.streamPageSize,
+    coalesceMs: deps.streamCoalesceMs,
     logger,
   })
   const diskState = deps.diskState
