@@ -1,6 +1,7 @@
 // Screenshot collector through the real Monitor against real headless Chromium: PNG of the
 // viewport, cadence, stop/restart with the category, page_load captures, duplicate skipping,
-// rescaling under the envelope cap, and which page is "active".
+// rescaling under the envelope cap, which page is "active", and the default 5 s cadence (on an
+// injected clock) against a held page load.
 import t, { type Test } from 'tap'
 import { inflateSync } from 'node:zlib'
 import CDP from 'chrome-remote-interface'
@@ -11,6 +12,7 @@ import { createScreenshotCollector, type ScreenshotCollectorOptions } from '../c
 import { startBrowser } from './helpers/browser.js'
 import { startServer, waitFor, type TestServer } from './helpers/http.js'
 import { openStore } from './helpers/store.js'
+import { FakeClock } from './helpers/fake-timers.js'
 
 const WITH_SCREENSHOTS = [...DEFAULT_CATEGORIES, 'screenshot' as const]
 const PAGES = {
@@ -169,6 +171,59 @@ t.test('screenshots', async (t) => {
     // The capture after load (requested by Page.loadEventFired) follows the load, not the other way round.
     await waitFor(() => calls.some((c) => c.start >= loadedAt! && c.end !== undefined), 5000, 'a capture after the load')
     t.equal(inFlight.max, 1, 'never more than one capture in flight')
+  })
+
+  t.test('default cadence (5 s, minimum 1 s; injected clock): interval captures run while a load is pending, the load fires with one started, its own capture waits for the minimum interval, one in flight at most', async (t) => {
+    // Same held-image page as above; the collector has its default intervals, driven by a manual
+    // clock so five seconds pass in one call (Chromium and the captures themselves are real).
+    let release: () => void = () => undefined
+    const held = new Promise<void>((r) => { release = r })
+    let imageRequested = false
+    server.route('/held-default.png', (_req, res) => {
+      imageRequested = true
+      void held.then(() => { res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }); res.end(PNG_1PX) })
+    })
+    server.route('/loading-default', '<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/held-default.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>')
+    const clock = new FakeClock()
+    const { calls, inFlight, client, shots } = await setup(t, server, '/static', { clock })
+    // The monitor replays the start page's load after attach (lifecycle stand-in): one capture, answered first.
+    await waitFor(() => calls.length === 1 && calls[0]!.end !== undefined, 10000, 'the capture for the adopted page\'s load')
+    const base = 1
+    t.same(clock.dueIn, [5000], 'defaults: one ticker, 5 s away, nothing else pending')
+    await client.Page.enable()
+    let loadedAt: number | undefined
+    const loaded = client.Page.loadEventFired().then(() => { loadedAt = performance.now() })
+    await client.Page.navigate({ url: `${server.url}loading-default` })
+    await waitFor(() => imageRequested, 5000, 'the held image requested')
+    t.equal(calls.length, base, 'a navigation asks for no capture')
+    const ended = (n: number) => waitFor(() => calls[base + n - 1]?.end !== undefined, 10000, `capture ${n} answered`)
+    for (let n = 1; n <= 2; n++) {
+      clock.advance(5000)
+      t.equal(calls.length, base + n, `the ticker started capture ${n} at ${5000 * n} ms`)
+      await ended(n)
+    }
+    t.equal(loadedAt, undefined, 'two interval captures answered while the load was pending: they do not wait for it')
+    // The third tick and the image in the same turn: the load races a capture Chromium is taking.
+    clock.advance(5000)
+    t.equal(calls.length, base + 3, 'the ticker started capture 3 at 15000 ms')
+    release()
+    await loaded
+    const third = calls[base + 2]!
+    t.pass(`the load fired ${third.end === undefined || third.end > loadedAt! ? 'while capture 3 was in flight' : 'after capture 3 answered'}`)
+    await ended(3)
+    // The load asked for a capture: deferred to the minimum interval after capture 3, not run next to it.
+    await waitFor(() => clock.dueIn.join() === '1000,5000', 5000, 'the load capture deferred')
+    t.equal(calls.length, base + 3, 'no capture started on the load while one was in flight or within the minimum interval')
+    clock.advance(999)
+    t.equal(calls.length, base + 3, 'not before 1000 ms')
+    clock.advance(1)
+    t.equal(calls.length, base + 4, 'the load capture, 1000 ms after the previous one')
+    await ended(4)
+    t.ok(calls[base + 3]!.start >= loadedAt!, 'it follows the load event')
+    t.equal(inFlight.max, 1, 'never more than one capture in flight')
+    t.ok(calls.every((c, i) => i === 0 || c.start >= calls[i - 1]!.end!), 'each capture starts after the previous one answered')
+    await waitFor(() => shots.length >= 2, 5000, 'frames stored')
+    t.same(firstPixel(shots.at(-1)!.png), [255, 0, 0], 'the last frame is the loaded page')
   })
 
   t.test('identical consecutive frames are skipped', async (t) => {
