@@ -97,6 +97,22 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
   return { browser, pipeline: pipeline as Pipeline, shots, calls, inFlight, collector, monitor, client, pageId, viewport }
 }
 
+/**
+ * A page at /<path> whose load waits for an image the server holds until release() (a changing
+ * counter keeps frames distinct); requested() tells whether the image was asked for.
+ */
+function heldLoad(server: TestServer, path: string) {
+  let release: () => void = () => undefined
+  const held = new Promise<void>((r) => { release = r })
+  let requested = false
+  server.route(`/${path}.png`, (_req, res) => {
+    requested = true
+    void held.then(() => { res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }); res.end(PNG_1PX) })
+  })
+  server.route(`/${path}`, `<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/${path}.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>`)
+  return { release, requested: () => requested }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 t.test('screenshots', async (t) => {
@@ -146,21 +162,13 @@ t.test('screenshots', async (t) => {
   })
 
   t.test('captures go on while a page loads, one in flight at most, and never hold its load event back', async (t) => {
-    // The page's load waits for an image the server holds until the test releases it.
-    let release: () => void = () => undefined
-    const held = new Promise<void>((r) => { release = r })
-    let imageRequested = false
-    server.route('/held.png', (_req, res) => {
-      imageRequested = true
-      void held.then(() => { res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }); res.end(PNG_1PX) })
-    })
-    server.route('/loading', '<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/held.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>')
+    const { release, requested: imageRequested } = heldLoad(server, 'loading')
     const { calls, inFlight, client } = await setup(t, server, '/static', { intervalMs: 100, minIntervalMs: 50 })
     await client.Page.enable()
     let loadedAt: number | undefined
     const loaded = client.Page.loadEventFired().then(() => { loadedAt = performance.now() })
     await client.Page.navigate({ url: `${server.url}loading` })
-    await waitFor(() => imageRequested, 5000, 'the held image requested')
+    await waitFor(imageRequested, 5000, 'the held image requested')
     const startedLoading = calls.length
     await waitFor(() => calls.filter((c) => c.end !== undefined).length >= startedLoading + 3, 10000, 'three captures while the load is pending')
     t.equal(loadedAt, undefined, 'no load event yet: the captures did not wait for it')
@@ -174,16 +182,9 @@ t.test('screenshots', async (t) => {
   })
 
   t.test('default cadence (5 s, minimum 1 s; injected clock): interval captures run while a load is pending, the load fires with one started, its own capture waits for the minimum interval, one in flight at most', async (t) => {
-    // Same held-image page as above; the collector has its default intervals, driven by a manual
-    // clock so five seconds pass in one call (Chromium and the captures themselves are real).
-    let release: () => void = () => undefined
-    const held = new Promise<void>((r) => { release = r })
-    let imageRequested = false
-    server.route('/held-default.png', (_req, res) => {
-      imageRequested = true
-      void held.then(() => { res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }); res.end(PNG_1PX) })
-    })
-    server.route('/loading-default', '<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/held-default.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>')
+    // The collector has its default intervals, driven by a manual clock so five seconds pass in one
+    // call (Chromium and the captures themselves are real).
+    const { release, requested: imageRequested } = heldLoad(server, 'loading-default')
     const clock = new FakeClock()
     const { calls, inFlight, client, shots } = await setup(t, server, '/static', { clock })
     // The monitor replays the start page's load after attach (lifecycle stand-in): one capture, answered first.
@@ -194,7 +195,7 @@ t.test('screenshots', async (t) => {
     let loadedAt: number | undefined
     const loaded = client.Page.loadEventFired().then(() => { loadedAt = performance.now() })
     await client.Page.navigate({ url: `${server.url}loading-default` })
-    await waitFor(() => imageRequested, 5000, 'the held image requested')
+    await waitFor(imageRequested, 5000, 'the held image requested')
     t.equal(calls.length, base, 'a navigation asks for no capture')
     const ended = (n: number) => waitFor(() => calls[base + n - 1]?.end !== undefined, 10000, `capture ${n} answered`)
     for (let n = 1; n <= 2; n++) {
