@@ -16,7 +16,9 @@
 // Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names;
 // a daemon block brings its observer; single-domain observers bare:Page, bare:Runtime, bare:Network,
 // bare:PerformanceTimeline run only when named), IDLE_WARM_MS / IDLE_MS (idle measurement, default 15 s each;
-// IDLE_MS=0 skips it), DAEMON_NODE_ARGS (extra node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+// IDLE_MS=0 skips it), THREADS=1 (also print each watcher's CPU per load by thread name), SKIP_BUILD=1 (run
+// dist/ as it is), BASELINE_ROOT (another built checkout whose daemon runs as one more interleaved block,
+// baseline:all-but-screenshot), DAEMON_NODE_ARGS (extra node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
@@ -34,7 +36,7 @@ const root = join(import.meta.dirname, '..')
 const TOKEN = 'bt_overhead_bench_token'
 const CLK_TCK = 100 // Linux USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s
 
-interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string }
+interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string; root?: string }
 const ALL_BUT_SCREENSHOT = 'console,network,page,interaction,control,connection,system,captcha'
 /** The bare observer block enabling what the capture plan gives a page target for these categories. */
 const planObserver = (categories: string): Block => {
@@ -55,6 +57,8 @@ const wanted = process.env.BLOCKS?.split(',')
 const BLOCKS = wanted
   ? [...ALL_BLOCKS, ...DOMAIN_BLOCKS.filter((b) => !bareBlocks.has(b.name))].filter((b) => b.name === 'none' || wanted.includes(b.name) || daemonBlocks.some((d) => wanted.includes(d.name) && d.bare === b.name))
   : ALL_BLOCKS
+// BASELINE_ROOT=<another checkout, built>: its daemon runs as one more block (all but screenshot), interleaved with ours.
+if (process.env.BASELINE_ROOT) BLOCKS.push({ name: 'baseline:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network', root: process.env.BASELINE_ROOT })
 
 // ---------- the heavy page ----------
 async function startSite(): Promise<{ server: Server; url: (n: string) => string }> {
@@ -143,6 +147,20 @@ function cpuMs(pid: number): number {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK // utime + stime
 }
+/** CPU ms per thread name (/proc/<pid>/task/<tid>/comm; same-named threads summed), user and system apart, for THREADS=1. */
+function cpuByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/\d+$/, '')
+      out.set(`${name} usr`, (out.get(`${name} usr`) ?? 0) + (Number(f[11]) * 1000) / CLK_TCK)
+      out.set(`${name} sys`, (out.get(`${name} sys`) ?? 0) + (Number(f[12]) * 1000) / CLK_TCK)
+    } catch { /* thread ended */ }
+  }
+  return out
+}
 /** CPU ms of every live thread of pid, at nanosecond resolution (/proc/<pid>/task/<tid>/schedstat); for idle rates. */
 function threadsCpuMs(pid: number): number {
   let ns = 0
@@ -164,11 +182,11 @@ async function freePort(): Promise<number> {
   const { port } = s.address() as AddressInfo; await new Promise((r) => s.close(r)); return port
 }
 
-async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string): Promise<Watcher> {
+async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root): Promise<Watcher> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const nodeArgs = process.env.DAEMON_NODE_ARGS?.split(' ').filter(Boolean) ?? []
-  const args = [...nodeArgs, '--max-semi-space-size=2', join(root, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
+  const args = [...nodeArgs, '--max-semi-space-size=2', join(checkout, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
     '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
     ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
@@ -195,10 +213,13 @@ async function startDaemon(dataDir: string, cdpUrl: string | undefined, categori
 }
 
 // ---------- the run ----------
-try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch { console.log('(tsc reported errors; using what it emitted into dist/)') }
+if (!process.env.SKIP_BUILD) {
+  try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch { console.log('(tsc reported errors; using what it emitted into dist/)') }
+}
 
-interface Sample { loadMs: number[]; cpuMs: number; loads: number; events: number }
-const samples = new Map<string, Sample>(BLOCKS.map((b) => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0 }]))
+interface Sample { loadMs: number[]; cpuMs: number; loads: number; events: number; threads: Map<string, number> }
+const samples = new Map<string, Sample>(BLOCKS.map((b) => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map() }]))
+const THREADS = process.env.THREADS === '1'
 
 await withTempDir(async (tmp) => {
   const site = await startSite()
@@ -212,9 +233,10 @@ await withTempDir(async (tmp) => {
     for (const block of order) {
       let watcher: Watcher | undefined
       if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
-      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg)
+      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root)
       await loadOnce(driver, site.url(`settle${nonce++}`)) // one unmeasured load: attach-time work is not page-load work
       const cpu0 = watcher ? cpuMs(watcher.pid) : 0
+      const threads0 = watcher && THREADS ? cpuByThread(watcher.pid) : undefined
       const ev0 = watcher ? await watcher.storedEvents() : 0
       const s = samples.get(block.name)!
       for (let l = 0; l < LOADS; l++) s.loadMs.push(await loadOnce(driver, site.url(`${nonce++}`)))
@@ -222,6 +244,7 @@ await withTempDir(async (tmp) => {
         await new Promise((r) => setTimeout(r, 1200)) // let settle timers and late events land before counting
         s.events += (await watcher.storedEvents()) - ev0
         s.cpuMs += cpuMs(watcher.pid) - cpu0
+        if (threads0) for (const [name, ms] of cpuByThread(watcher.pid)) s.threads.set(name, (s.threads.get(name) ?? 0) + ms - (threads0.get(name) ?? 0))
         await watcher.stop()
       }
       s.loads += LOADS
@@ -240,6 +263,12 @@ await withTempDir(async (tmp) => {
     const bareCpu = bare && bare.loads ? bare.cpuMs / bare.loads : undefined
     const evPerLoad = s.loads ? s.events / s.loads : 0
     console.log(`${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)}`)
+  }
+  if (THREADS) {
+    for (const b of BLOCKS) {
+      const s = samples.get(b.name)!
+      if (s.threads.size) console.log(`${b.name} cpu ms/load by thread: ${[...s.threads].sort((x, y) => y[1] - x[1]).map(([n, ms]) => `${n} ${fmt(ms / s.loads, 1)}`).join(', ')}`)
+    }
   }
   console.log(`(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored)`)
 

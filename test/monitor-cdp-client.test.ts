@@ -79,3 +79,22 @@ t.test('nothing listening: connect rejects', async (t) => {
   const { url } = await fakeBrowser(t)
   await t.rejects(CdpClient.connect(url.replace(/:\d+\//, ':1/')))
 })
+
+t.test('ignored events are dropped unparsed; other events, answers and differently laid out messages still arrive', async (t) => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  t.teardown(() => client.close())
+  client.ignoreEvents(new Set(['Network.dataReceived']))
+  const ws = await peer
+  const got: string[] = []
+  client.on('event', (m) => got.push(`${m.method}:${(m.params as { i: number }).i}`))
+  ws.on('message', (d) => { const m = JSON.parse(String(d)); ws.send(JSON.stringify({ id: m.id, result: { ok: m.method } })) })
+  ws.send('{"method":"Network.dataReceived","params":{"i":1},"sessionId":"S"}')
+  ws.send('{"method":"Network.dataReceivedX","params":{"i":2},"sessionId":"S"}')
+  ws.send('{"params":{"i":3},"method":"Network.dataReceived"}') // another key order: parsed and delivered
+  ws.send('{"method":"Network.dataReceived","params":{"i":4}}')
+  ws.send('{"method":"Network.loadingFinished","params":{"i":5}}')
+  t.same(await client.send('Good.one'), { ok: 'Good.one' }, 'answers are never ignored')
+  await new Promise<void>((r) => { const check = () => (got.length === 3 ? r() : setTimeout(check, 5)); check() })
+  t.same(got, ['Network.dataReceivedX:2', 'Network.dataReceived:3', 'Network.loadingFinished:5'])
+})

@@ -25,6 +25,9 @@ const QUEUE_LOW_BYTES = QUEUE_HIGH_BYTES / 4
 /** Like chrome-remote-interface: a DevTools message is never refused for its size (the browser would lose the connection). */
 const MAX_PAYLOAD = 256 * 1024 * 1024
 
+/** How Chromium starts every event message: `{"method":"<name>",...`. */
+const EVENT_PREFIX = Buffer.from('{"method":"')
+
 /** A command the browser answered with an error (message and code as the browser sent them). */
 export class CdpCommandError extends Error {
   constructor(readonly method: string, readonly response: { code?: number; message?: string; data?: string }) {
@@ -45,6 +48,7 @@ export class CdpClient {
   private paused = false
   private closed = false
   private eventHandler: (m: CdpMessage) => void = () => undefined
+  private unread: ReadonlySet<string> = new Set()
   private disconnectHandler: () => void = () => undefined
 
   private constructor(private readonly ws: WebSocket) {
@@ -70,6 +74,12 @@ export class CdpClient {
     if (event === 'event') this.eventHandler = handler as (m: CdpMessage) => void
     else this.disconnectHandler = handler as () => void
   }
+
+  /**
+   * Events nobody reads: dropped unparsed, their name read from the message's first bytes (with
+   * Network enabled Chromium sends a third of a page's CDP bytes as events no collector handles).
+   */
+  ignoreEvents(methods: ReadonlySet<string>): void { this.unread = methods }
 
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
@@ -119,6 +129,7 @@ export class CdpClient {
     const data = this.queue[this.head]!
     this.queue[this.head++] = undefined
     this.queuedBytes -= data.length
+    if (this.unread.size > 0 && this.isUnread(data)) return data.length
     let message: CdpMessage
     try { message = JSON.parse(data.toString('utf8')) as CdpMessage } catch { return data.length }
     if (message.id !== undefined) {
@@ -130,6 +141,13 @@ export class CdpClient {
       }
     } else if (message.method) this.eventHandler(message)
     return data.length
+  }
+
+  /** True for an event named in `unread` (a message laid out otherwise is parsed as usual). */
+  private isUnread(data: Buffer): boolean {
+    if (data.length <= EVENT_PREFIX.length || data.compare(EVENT_PREFIX, 0, EVENT_PREFIX.length, 0, EVENT_PREFIX.length) !== 0) return false
+    const end = data.indexOf(0x22, EVENT_PREFIX.length) // the closing quote; CDP method names have no escapes
+    return end > 0 && end - EVENT_PREFIX.length <= 64 && this.unread.has(data.toString('latin1', EVENT_PREFIX.length, end))
   }
 
   private compact(): void {

@@ -7,7 +7,7 @@ import { withTimeout } from '../util/with-timeout.js'
 import { autoAttachParams, IGNORED_TYPES, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
-import { CdpSessionCore, type RawSend } from './cdp-session.js'
+import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
 import { AttachedTarget, targetTypeOf, type TargetInfo } from './target-session.js'
@@ -95,6 +95,7 @@ export class BrowserConnection {
     this.plan = opts.capture.current()
     this.unsubscribePlan = opts.capture.onChange((plan) => this.applyPlan(plan))
     client.on('event', (m) => this.onMessage(m))
+    client.ignoreEvents(UNREAD_EVENTS)
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()
