@@ -11,7 +11,8 @@
 // issue's Runtime+Network+Page observer (the plan adds PerformanceTimeline to those, for page).
 // Per block it prints the median navigate->load time, the ratio to `none` and to the matching bare observer
 // (same CDP domains), the watcher's CPU ms per load (/proc/<pid>/stat, every thread), events stored per
-// load (/metrics) and CPU µs per stored event. Then the idle cost: CPU ms per second of a daemon attached to
+// load (/metrics), CPU µs per stored event, and what the daemon adds on top of its observer (its CPU minus the
+// observer's, per load and per stored event: receiving Chromium's messages costs both). Then the idle cost: CPU ms per second of a daemon attached to
 // a browser with one idle tab, and of one with no browser at all.
 // Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names;
 // a daemon block brings its observer; single-domain observers bare:Page, bare:Runtime, bare:Network,
@@ -253,7 +254,7 @@ await withTempDir(async (tmp) => {
   }
 
   const none = median(samples.get('none')!.loadMs)
-  console.log(`\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)}`)
+  console.log(`\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)}`)
   for (const b of BLOCKS) {
     const s = samples.get(b.name)!
     const load = median(s.loadMs)
@@ -262,7 +263,9 @@ await withTempDir(async (tmp) => {
     const bareLoad = bare ? median(bare.loadMs) : undefined
     const bareCpu = bare && bare.loads ? bare.cpuMs / bare.loads : undefined
     const evPerLoad = s.loads ? s.events / s.loads : 0
-    console.log(`${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)}`)
+    // What the daemon adds on top of an observer receiving the same CDP traffic (issue 14: Chromium charges the observer too).
+    const added = b.kind === 'daemon' && bareCpu !== undefined ? cpuPerLoad - bareCpu : undefined
+    console.log(`${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`)
   }
   if (THREADS) {
     for (const b of BLOCKS) {
@@ -270,7 +273,7 @@ await withTempDir(async (tmp) => {
       if (s.threads.size) console.log(`${b.name} cpu ms/load by thread: ${[...s.threads].sort((x, y) => y[1] - x[1]).map(([n, ms]) => `${n} ${fmt(ms / s.loads, 1)}`).join(', ')}`)
     }
   }
-  console.log(`(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored)`)
+  console.log(`(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored; added: daemon CPU minus its bare observer's, per load and per stored event)`)
 
   // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser, sampled
   // every second over IDLE_MS after IDLE_WARM_MS. The median second is the steady state; the mean
