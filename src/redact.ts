@@ -21,6 +21,11 @@ export const DEFAULT_REDACTED_PARAMS = [
 /** Header values that are URLs: their query and userinfo are masked like any URL. */
 const URL_HEADERS = new Set(['referer', 'location', 'content-location', 'origin'])
 
+const HEADER_PLAIN = 0
+const HEADER_SECRET = 1
+const HEADER_URL = 2
+type HeaderKind = typeof HEADER_PLAIN | typeof HEADER_SECRET | typeof HEADER_URL
+
 /** `[redacted:<n>]`: n is the length class (power of two >= length, min 8). */
 export function maskValue(value: string): string {
   let n = 8
@@ -41,6 +46,7 @@ export class Redactor {
   private readonly wordTerms: Set<string>
   private readonly substringTerms: string[]
   private readonly nameCache = new Map<string, boolean>()
+  private readonly headerKinds = new Map<string, HeaderKind>()
 
   constructor(opts: RedactionOptions = {}) {
     this.headerNames = new Set([...DEFAULT_REDACTED_HEADERS, ...(opts.headers ?? [])].map((h) => h.trim().toLowerCase()).filter(Boolean))
@@ -72,17 +78,28 @@ export class Redactor {
   headers(headers: Record<string, string>): Record<string, string> {
     let copy: Record<string, string> | undefined
     for (const name of Object.keys(headers)) {
+      const kind = this.headerKind(name)
+      if (kind === HEADER_PLAIN) continue
       const value = headers[name]!
-      const lower = name.toLowerCase()
       let masked: string | undefined
-      if (this.headerNames.has(lower)) masked = maskValue(value)
-      else if (URL_HEADERS.has(lower)) { const u = this.url(value); if (u !== value) masked = u }
+      if (kind === HEADER_SECRET) masked = maskValue(value)
+      else { const u = this.url(value); if (u !== value) masked = u }
       if (masked !== undefined) {
         copy ??= { ...headers }
         copy[name] = masked
       }
     }
     return copy ?? headers
+  }
+
+  /** What a header name is, remembered per name as sent (no lower-casing per header per event). */
+  private headerKind(name: string): HeaderKind {
+    let kind = this.headerKinds.get(name)
+    if (kind !== undefined) return kind
+    const lower = name.toLowerCase()
+    kind = this.headerNames.has(lower) ? HEADER_SECRET : URL_HEADERS.has(lower) ? HEADER_URL : HEADER_PLAIN
+    if (this.headerKinds.size < 4096) this.headerKinds.set(name, kind) // bounded: names come from pages
+    return kind
   }
 
   /** Masks userinfo and secret-looking query/fragment parameters; other text is left byte for byte. */
