@@ -19,7 +19,8 @@
 // bare:PerformanceTimeline run only when named), IDLE_WARM_MS / IDLE_MS (idle measurement, default 15 s each;
 // IDLE_MS=0 skips it), THREADS=1 (also print each watcher's CPU per load by thread name), SKIP_BUILD=1 (run
 // dist/ as it is), BASELINE_ROOT (another built checkout whose daemon runs as one more interleaved block,
-// baseline:all-but-screenshot), DAEMON_NODE_ARGS (extra node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+// baseline:all-but-screenshot), BASELINE_NODE_ARGS (node flags of that block; alone: this checkout under them),
+// DAEMON_NODE_ARGS (extra node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
@@ -37,7 +38,7 @@ const root = join(import.meta.dirname, '..')
 const TOKEN = 'bt_overhead_bench_token'
 const CLK_TCK = 100 // Linux USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s
 
-interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string; root?: string }
+interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string; root?: string; nodeArgs?: string }
 const ALL_BUT_SCREENSHOT = 'console,network,page,interaction,control,connection,system,captcha'
 /** The bare observer block enabling what the capture plan gives a page target for these categories. */
 const planObserver = (categories: string): Block => {
@@ -59,7 +60,10 @@ const BLOCKS = wanted
   ? [...ALL_BLOCKS, ...DOMAIN_BLOCKS.filter((b) => !bareBlocks.has(b.name))].filter((b) => b.name === 'none' || wanted.includes(b.name) || daemonBlocks.some((d) => wanted.includes(d.name) && d.bare === b.name))
   : ALL_BLOCKS
 // BASELINE_ROOT=<another checkout, built>: its daemon runs as one more block (all but screenshot), interleaved with ours.
-if (process.env.BASELINE_ROOT) BLOCKS.push({ name: 'baseline:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network', root: process.env.BASELINE_ROOT })
+// BASELINE_NODE_ARGS: node flags of that block only (with no BASELINE_ROOT, this checkout's daemon runs under them).
+if (process.env.BASELINE_ROOT || process.env.BASELINE_NODE_ARGS) {
+  BLOCKS.push({ name: 'baseline:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network', root: process.env.BASELINE_ROOT ?? root, nodeArgs: process.env.BASELINE_NODE_ARGS })
+}
 
 // ---------- the heavy page ----------
 async function startSite(): Promise<{ server: Server; url: (n: string) => string }> {
@@ -183,11 +187,20 @@ async function freePort(): Promise<number> {
   const { port } = s.address() as AddressInfo; await new Promise((r) => s.close(r)); return port
 }
 
-async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root): Promise<Watcher> {
+/** `#!/usr/bin/env -S node <flags>` of src/cli.ts -> the flags. */
+function shebangFlags(checkout: string): string[] {
+  const first = readFileSync(join(checkout, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!
+  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first)
+  if (!m) throw new Error(`unexpected shebang in ${checkout}/src/cli.ts: ${first}`)
+  return m[1]!.trim().split(/\s+/).filter(Boolean)
+}
+
+async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root, extraNodeArgs = process.env.DAEMON_NODE_ARGS): Promise<Watcher> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const nodeArgs = process.env.DAEMON_NODE_ARGS?.split(' ').filter(Boolean) ?? []
-  const args = [...nodeArgs, '--max-semi-space-size=2', join(checkout, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
+  const nodeArgs = extraNodeArgs?.split(' ').filter(Boolean) ?? []
+  // The node flags of that checkout's `browser-telemetry` shebang (how the daemon is run) first, so a knob can override them.
+  const args = [...shebangFlags(checkout), ...nodeArgs, join(checkout, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
     '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
     ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
@@ -234,7 +247,7 @@ await withTempDir(async (tmp) => {
     for (const block of order) {
       let watcher: Watcher | undefined
       if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
-      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root)
+      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root, block.nodeArgs ?? process.env.DAEMON_NODE_ARGS)
       await loadOnce(driver, site.url(`settle${nonce++}`)) // one unmeasured load: attach-time work is not page-load work
       const cpu0 = watcher ? cpuMs(watcher.pid) : 0
       const threads0 = watcher && THREADS ? cpuByThread(watcher.pid) : undefined

@@ -8,4 +8,5 @@ bash scripts/setup.sh
 umask 077
 # Few malloc arenas keep native memory (LevelDB, zlib) small; see README "Benchmarks".
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
-exec node --max-semi-space-size=2 dist/src/cli.js serve "$@"
+# The same V8 flags as the browser-telemetry shebang (src/cli.ts; see README "Benchmarks").
+exec node --max-semi-space-size=2 --single-threaded dist/src/cli.js serve "$@"
