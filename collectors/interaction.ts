@@ -12,24 +12,37 @@ import type { Emit, EventInput } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import { buildInteractionScript } from './interaction-script.js'
+import { INTERACTION_BUDGET } from '../src/budget.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */
   scrollQuietMs?: number
-  /** Per-session token bucket for binding calls: burst size and sustained rate (default 100, 50/s). */
-  rateLimit?: { burst: number; perSecond: number }
+  /**
+   * How long the binding stays removed from a target whose interaction budget is exhausted
+   * (default: the time the default budget takes to refill half its burst, 1 s).
+   */
+  pauseMs?: number
+  /**
+   * Binding calls still arriving after the removal was sent and before Chromium answered it, at
+   * which the page's running script is terminated (default 1000; see attach()).
+   */
+  terminateAfterCalls?: number
   logger?: Logger
-  /** Monotonic milliseconds (injectable for tests). */
-  now?: () => number
 }
 
 export interface InteractionStats {
-  /** Events emitted to the pipeline. */
+  /** Events the pipeline took. */
   accepted: number
   /** Binding payloads that failed parsing or validation. */
   invalid: number
-  /** Binding payloads dropped by the per-session rate limit. */
+  /** Reports the pipeline dropped over the target's interaction budget (each a seq gap). */
   rateLimited: number
+  /** Times the binding was removed from a flooding target (stopped at the source). */
+  paused: number
+  /** Times it was added back (the agent then reports again). */
+  resumed: number
+  /** Times a flooding script was terminated because the removal could not take effect. */
+  terminated: number
 }
 
 export interface InteractionCollector extends Collector {
@@ -41,31 +54,11 @@ export interface InteractionCollector extends Collector {
 
 /** Binding payloads longer than this are dropped unparsed (a real one is well under 4 KiB). */
 export const MAX_PAYLOAD_CHARS = 16 * 1024
-export const DEFAULT_RATE_LIMIT = { burst: 100, perSecond: 50 }
+/** Half the interaction burst refilled at its rate: the binding comes back with room for a burst. */
+export const DEFAULT_PAUSE_MS = Math.ceil((INTERACTION_BUDGET.eventsBurst / 2 / INTERACTION_BUDGET.eventsPerSec) * 1000)
+export const DEFAULT_TERMINATE_AFTER_CALLS = 1000
 const SOURCE = { kind: 'cdp', event: 'Runtime.bindingCalled' } as const
 const TEXT_MAX = 100
-
-/**
- * Classic token bucket: up to `burst` at once, refilled at `perSecond`. 50/s sustained with a
- * burst of 100 never drops human or agent typing (30 keys/s, key repeat) yet caps a flood.
- */
-export class TokenBucket {
-  private tokens: number
-  private last: number
-  constructor(private readonly burst: number, private readonly perSecond: number, private readonly now: () => number) {
-    this.tokens = burst
-    this.last = now()
-  }
-
-  take(): boolean {
-    const t = this.now()
-    this.tokens = Math.min(this.burst, this.tokens + ((t - this.last) / 1000) * this.perSecond)
-    this.last = t
-    if (this.tokens < 1) return false
-    this.tokens -= 1
-    return true
-  }
-}
 
 const FIELDS = {
   click: { type: 'interaction_click', keys: ['x', 'y', 'selector', 'tag', 'text'] },
@@ -102,36 +95,70 @@ function hasDocuments(session: TargetSession): boolean {
 
 export function createInteractionCollector(opts: InteractionCollectorOptions = {}): InteractionCollector {
   const logger = opts.logger ?? silentLogger
-  const now = opts.now ?? (() => performance.now())
-  const limit = opts.rateLimit ?? DEFAULT_RATE_LIMIT
+  const pauseMs = opts.pauseMs ?? DEFAULT_PAUSE_MS
+  const terminateAfter = opts.terminateAfterCalls ?? DEFAULT_TERMINATE_AFTER_CALLS
   const suffix = randomBytes(6).toString('hex')
   const bindingName = `__browserTelemetryInteraction_${suffix}`
   const worldName = `browser-telemetry-interaction-${suffix}`
   const source = buildInteractionScript(bindingName, { scrollQuietMs: opts.scrollQuietMs ?? 300, textMax: TEXT_MAX })
-  const stats: InteractionStats = { accepted: 0, invalid: 0, rateLimited: 0 }
+  const stats: InteractionStats = { accepted: 0, invalid: 0, rateLimited: 0, paused: 0, resumed: 0, terminated: 0 }
 
   async function attach(session: TargetSession, emit: Emit): Promise<Detach> {
     if (!hasDocuments(session)) return () => undefined
-    const bucket = new TokenBucket(limit.burst, limit.perSecond, now)
-    let warnedLimit = false
+    let detached = false
+    // A flood stopped at the source. The pipeline's interaction budget (per target) drops what is
+    // over it, each drop a seq gap and a metric; but a page looping over the binding has Chromium
+    // queue every call for us (200,000 calls: seconds of the daemon's CPU). So on the first drop
+    // the binding is removed for pauseMs: Chromium stops sending calls (the function stays in the
+    // world and does nothing; the agent needs no change). Chromium applies the removal between
+    // tasks only, so calls that keep coming while it is unanswered come from one running task
+    // calling the binding in a loop: code in our isolated world that is not our agent (which
+    // reports one trusted input event per task). That script is terminated
+    // (Runtime.terminateExecution is the command Chromium runs inside a busy task).
+    let paused = false
+    let removalPending = false
+    let callsSinceRemoval = 0
+    let resumeTimer: ReturnType<typeof setTimeout> | undefined
+    const pause = (): void => {
+      paused = true
+      removalPending = true
+      callsSinceRemoval = 0
+      if (stats.paused++ < 20) logger.warn({ targetId: session.targetId, pauseMs }, 'interaction binding flooded; removed from this target for a while')
+      void session.sendMayFail('Runtime.removeBinding', { name: bindingName }).then(() => { removalPending = false })
+      resumeTimer = setTimeout(resume, pauseMs)
+    }
+    const resume = (): void => {
+      resumeTimer = undefined
+      if (detached || session.signal.aborted) return
+      void session.sendMayFail('Runtime.addBinding', { name: bindingName, executionContextName: worldName }).then(async (added) => {
+        if (detached || !added) return
+        paused = false
+        stats.resumed++
+        // Documents that started while the binding was gone skipped the agent (it waits for the binding).
+        await injectCurrentDocuments(session, worldName, source)
+      })
+    }
     const off = session.on('Runtime.bindingCalled', (p) => {
       if (p.name !== bindingName) return
-      if (!bucket.take()) {
-        stats.rateLimited++
-        if (!warnedLimit) { warnedLimit = true; logger.warn({ targetId: session.targetId }, 'interaction binding flooded; rate-limiting this target') }
-        return
+      if (removalPending && ++callsSinceRemoval === terminateAfter) {
+        stats.terminated++
+        logger.warn({ targetId: session.targetId }, 'interaction binding called in a loop; terminating the running script')
+        void session.sendMayFail('Runtime.terminateExecution')
       }
       const input = parseInteractionPayload(p.payload, session.context())
       if (!input) { stats.invalid++; return }
-      stats.accepted++
-      emit(input)
+      const r = emit(input)
+      if (r.dropped === 'over_budget') {
+        stats.rateLimited++
+        if (!paused) pause()
+      } else if (r.dropped === undefined) stats.accepted++
     })
     let scriptId: string | undefined
-    let detached = false
     const detach: Detach = () => {
       if (detached) return
       detached = true
       off()
+      if (resumeTimer) clearTimeout(resumeTimer)
       if (session.signal.aborted) return
       // Best effort (the session may be going away): stop injecting into future documents.
       if (scriptId) void session.sendMayFail('Page.removeScriptToEvaluateOnNewDocument', { identifier: scriptId })

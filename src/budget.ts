@@ -14,16 +14,28 @@ export interface BudgetOptions {
   bytesBurst: number
   /** Buckets kept at most (oldest forgotten first: a forgotten bucket starts full again). */
   maxBuckets?: number
+  /** Event rates of their own for some categories (bytes follow the general budget). */
+  categoryEvents?: Partial<Record<string, CategoryEventBudget>>
 }
+
+export interface CategoryEventBudget { eventsPerSec: number; eventsBurst: number }
+
+/**
+ * Interaction events come from one person at a screen: 50/s sustained with bursts of 100 never
+ * drops human or agent typing (30 keys/s, key repeat), yet caps a page that forges them. The
+ * interaction collector also stops the binding at the source when this is exhausted.
+ */
+export const INTERACTION_BUDGET: CategoryEventBudget = { eventsPerSec: 50, eventsBurst: 100 }
 
 export const DEFAULT_BUDGET: BudgetOptions = {
   eventsPerSec: 200,
   eventsBurst: 2000,
   bytesPerSec: 4 * 1024 * 1024,
   bytesBurst: 32 * 1024 * 1024,
+  categoryEvents: { interaction: INTERACTION_BUDGET },
 }
 
-interface Bucket { events: number; bytes: number; at: number }
+interface Bucket { events: number; bytes: number; at: number; eventsPerSec: number; eventsBurst: number }
 
 export type BudgetVerdict = 'ok' | 'over_events' | 'over_bytes'
 
@@ -52,7 +64,8 @@ export class PageBudgets {
           this.buckets.delete(this.buckets.keys().next().value!)
           this.last = undefined // it may have been the one forgotten
         }
-        b = { events: this.opts.eventsBurst, bytes: this.opts.bytesBurst, at: now }
+        const rate = this.opts.categoryEvents?.[category] ?? this.opts
+        b = { events: rate.eventsBurst, bytes: this.opts.bytesBurst, at: now, eventsPerSec: rate.eventsPerSec, eventsBurst: rate.eventsBurst }
         this.buckets.set(key, b)
         this.last = { target, category, bucket: b }
         return b
@@ -61,7 +74,7 @@ export class PageBudgets {
     }
     const dt = (now - b.at) / 1000
     if (dt > 0) {
-      b.events = Math.min(this.opts.eventsBurst, b.events + dt * this.opts.eventsPerSec)
+      b.events = Math.min(b.eventsBurst, b.events + dt * b.eventsPerSec)
       b.bytes = Math.min(this.opts.bytesBurst, b.bytes + dt * this.opts.bytesPerSec)
       b.at = now
     }

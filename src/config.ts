@@ -4,7 +4,7 @@ import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { DEFAULT_CATEGORIES, type ConfigurableCategory } from './pipeline.js'
 import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
-import type { BudgetOptions } from './budget.js'
+import { DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
 import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
@@ -206,6 +206,8 @@ function budgetConfig(get: (flag: string) => string | undefined): BudgetOptions 
     eventsBurst: int('budget-events-burst', get('budget-events-burst')!, 1),
     bytesPerSec: size('budget-bytes-per-sec', get('budget-bytes-per-sec')!),
     bytesBurst: size('budget-bytes-burst', get('budget-bytes-burst')!),
+    // Interaction keeps its own (human) rate: the flags are for the machine-made categories.
+    categoryEvents: DEFAULT_BUDGET.categoryEvents,
   }
   const envelope = parseSize(get('max-envelope-bytes')!) ?? 0
   // A burst below one envelope would refuse the largest events forever.

@@ -34,7 +34,7 @@ import type { ZipLimits } from './uploads/zip-entries.js'
 import { createConsoleCollector } from '../collectors/console.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
-import { createInteractionCollector } from '../collectors/interaction.js'
+import { createInteractionCollector, type InteractionCollector } from '../collectors/interaction.js'
 import { createScreenshotCollector } from '../collectors/screenshot.js'
 import { startSystemCollectors, type SystemCollectors } from '../collectors/system.js'
 import { startShipping, type Shipper } from './ship/index.js'
@@ -106,6 +106,7 @@ export class Daemon {
   /** pipeline */ metrics!: Metrics
   /** ship (undefined unless --nats-url) */ shipper?: Shipper
   /** monitor (undefined without a browser) */ monitor?: Monitor
+  /** monitor: its interaction collector (binding actions for /metrics) */ interaction?: InteractionCollector
   /** system */ system!: SystemCollectors
   /** Route groups the api step mounts, in this order; steps before `api` add theirs here. */
   readonly routes: ((router: ApiRouter) => void)[] = []
@@ -188,6 +189,7 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
   const { config, pipeline, logger } = d
   if (!config.launch && !config.cdpUrl) return
   const collectorLogger = logger.child({ module: 'collectors' })
+  d.interaction = createInteractionCollector({ logger: collectorLogger })
   const monitor = new Monitor({
     cdpUrl: config.launch ? undefined : config.cdpUrl,
     // A root daemon never runs the browser as root: pages and CDP clients must not reach the data dir.
@@ -198,7 +200,7 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
       createConsoleCollector(),
       createNetworkCollector({ bodyMaxBytes: config.networkBodyMaxBytes, isEnabled: () => pipeline.isEnabled('network') }),
       createPageCollector(),
-      createInteractionCollector({ logger: collectorLogger }),
+      d.interaction,
       createScreenshotCollector({
         intervalMs: config.screenshotIntervalMs,
         maxBytes: config.maxEnvelopeBytes,
@@ -331,6 +333,10 @@ function attachMetrics(d: Daemon): StopStep {
     ship: d.shipper,
     refusedConnections: () => ({ sse: d.api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
     sseLagDisconnects: () => d.api.streams.stats.slowDisconnects,
+    interactionBinding: (): Record<string, number> => {
+      const s = d.interaction?.stats
+      return s ? { paused: s.paused, resumed: s.resumed, terminated: s.terminated, invalid: s.invalid } : {}
+    },
   })
 }
 

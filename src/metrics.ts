@@ -41,6 +41,8 @@ export interface MetricsDeps {
   refusedConnections?: () => Record<string, number>
   /** SSE clients closed for lagging behind their buffer. */
   sseLagDisconnects?: () => number
+  /** Interaction binding actions against flooding targets (paused, resumed, terminated) and invalid payloads. */
+  interactionBinding?: () => Record<string, number>
 }
 
 /** Monitor states (src/monitor MonitorState) plus none (no browser). */
@@ -181,6 +183,18 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const proxyConnections = new Gauge({
     name: 'browser_telemetry_cdp_proxy_connections', help: 'Open CDP proxy client connections', registers,
     collect() { const n = deps?.proxyConnections?.(); if (n !== undefined) this.set(n) },
+  })
+
+  new Counter({
+    name: 'browser_telemetry_interaction_binding_total',
+    help: 'Interaction binding: removed from a flooding target (paused), added back (resumed), the flooding script terminated (terminated), payloads not a valid report (invalid)',
+    labelNames: ['action'] as const, registers,
+    collect() {
+      const counts = deps?.interactionBinding?.()
+      if (!counts) return
+      this.reset()
+      for (const [action, n] of Object.entries(counts)) this.inc({ action }, n)
+    },
   })
 
   // Fleet shipping: counters mirror the shipper's own tallies at scrape time.

@@ -1,6 +1,7 @@
 // Pure rules of the interaction collector: binding payload parsing (anti-forgery) and the token bucket.
 import t from 'tap'
-import { parseInteractionPayload, TokenBucket, MAX_PAYLOAD_CHARS } from '../collectors/interaction.js'
+import { parseInteractionPayload, MAX_PAYLOAD_CHARS } from '../collectors/interaction.js'
+import { PageBudgets, DEFAULT_BUDGET } from '../src/budget.js'
 import type { Context } from '../src/events/index.js'
 
 const ctx: Context = { session_id: 'S1', target_id: 'T1', target_type: 'page', url: 'http://127.0.0.1/', frame_id: 'T1', loader_id: 'L1', nav_seq: 2 }
@@ -50,9 +51,11 @@ t.test('malformed or invalid payloads are rejected', async (t) => {
   t.ok(parseInteractionPayload(JSON.stringify({ ...click, text: 'x'.repeat(100) }), ctx), '100 chars of text is fine')
 })
 
-t.test('token bucket: steady typing passes, a flood is capped', async (t) => {
+t.test('the interaction budget (its own, below the general one): steady typing passes, a flood is capped', async (t) => {
   let now = 0
-  const bucket = new TokenBucket(100, 50, () => now)
+  const budgets = new PageBudgets(DEFAULT_BUDGET, () => now)
+  const bucket = { take: () => budgets.takeEvent('T', 'interaction') }
+  t.equal(budgets.takeEvent('T', 'console'), true, 'other categories keep the general budget')
   // 30 keys/s for 60 s: every one passes.
   let passed = 0
   for (let i = 0; i < 1800; i++) { now += 1000 / 30; if (bucket.take()) passed++ }

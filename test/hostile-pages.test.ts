@@ -38,7 +38,21 @@ const extra: Record<string, (t: Test, r: CaseResult) => void> = {
     t.ok(r.logLines.some((l) => l.includes('attached target cap reached')), 'a warning was logged')
   },
   'interaction binding': (t, r) => {
-    t.ok((r.storedByType.interaction_click ?? 0) <= 100 + 50 * (r.elapsedMs / 1000) + 5, `forged clicks rate-limited: ${r.storedByType.interaction_click}`)
+    const clicks = r.storedByType.interaction_click ?? 0
+    t.ok(clicks <= 100 + 50 * (r.elapsedMs / 1000) + 5, `forged clicks rate-limited: ${clicks}`)
+    // Stopped at the source: the binding removed on the first drop, and the script looping over it
+    // (Chromium applies the removal only between tasks) terminated, once.
+    t.equal(r.notes.floodTerminated, 1, 'the flooding evaluation was terminated')
+    t.equal(r.metrics.bindingTerminated, 1, 'one termination')
+    t.equal(r.metrics.bindingPaused, 1, 'the binding removed once')
+    t.equal(r.metrics.bindingResumed, 1, 'and added back once')
+    t.ok(r.notes.pageCalls! < 200_000 / 4, `the page made ${r.notes.pageCalls} of 200,000 calls`)
+    // Every call the page made reached the daemon (the removal only lands after the terminated task)
+    // and is either stored or an over-budget drop (a gap); the counter is bumped after each call,
+    // so the page may have made one more than it counted. The one real click after the flood is
+    // stored too.
+    const received = (clicks - 1) + r.metrics.interactionOverBudget
+    t.ok(received - r.notes.pageCalls! >= 0 && received - r.notes.pageCalls! <= 1, `calls received (${received} = ${clicks - 1} stored + ${r.metrics.interactionOverBudget} dropped) = calls made (${r.notes.pageCalls}, +1)`)
   },
 }
 

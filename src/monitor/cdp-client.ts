@@ -5,7 +5,10 @@
 // for hundreds of milliseconds and /healthz, the API and SSE wait. Here messages are queued raw
 // and handled in slices of at most SLICE_MS, yielding to other I/O in between; while more than
 // QUEUE_HIGH_BYTES wait, the socket is paused (the backlog stays in the kernel and the browser).
+// Console arguments over the envelope cap are cut in the raw frame first (console-frame-cut.ts).
 import WebSocket from 'ws'
+import { bounds } from '../bounds.js'
+import { cutConsoleFrame, isConsoleEventFrame } from './console-frame-cut.js'
 
 /** One CDP message as received (events have method, answers have id). */
 export interface CdpMessage {
@@ -104,6 +107,9 @@ export class CdpClient {
   }
 
   private receive(data: Buffer): void {
+    // A console argument longer than the envelope cap is cut in the raw frame, as it arrives: the
+    // huge frame is released at once instead of waiting in the queue and being parsed whole.
+    if (data.length > bounds.maxEnvelopeBytes && isConsoleEventFrame(data)) data = cutConsoleFrame(data, bounds.maxEnvelopeBytes) ?? data
     this.queue.push(data)
     this.queuedBytes += data.length
     if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) { this.paused = true; this.ws.pause() }
