@@ -4,8 +4,9 @@
 // serialisations) and against the same event at 1/4 size (linear work: ratio ~4, not ~16; a quarter
 // that already fits the cap is not cut, so its ratio says nothing).
 // Part 2, hostile pages: each case of test/helpers/hostile.ts against a real Chromium and the
-// compiled daemon in a child process; prints time, /healthz max/p95, the daemon's peak RSS, stored /
-// dropped, with a quiet page as the baseline in the same run.
+// compiled daemon in a child process; prints time, /healthz max/p95/p50 (a separate probe process,
+// fresh connections: see the harness), the daemon's peak RSS, stored / dropped, with a quiet page as
+// the baseline in the same run. Several runs: medians per case (PAGE_RUNS).
 // Knobs: RUNS (default 3 for part 1, 1 for part 2: PAGE_RUNS), SCALE (hostile counts, default 1),
 // ONLY=fit|pages.
 import { execFileSync } from 'node:child_process'
@@ -84,7 +85,7 @@ if (process.env.ONLY !== 'fit') {
       }
     }
     const m = (f: (x: typeof rows[number]) => number) => median(rows.map(f))
-    console.log(`  ${c.name}: ${fmt(m((x) => x.elapsedMs) / 1000, 1)} s; /healthz max ${fmt(m((x) => x.healthz.maxMs), 0)} ms, p95 ${fmt(m((x) => x.healthz.p95Ms), 0)} ms; ` +
+    console.log(`  ${c.name}: ${fmt(m((x) => x.elapsedMs) / 1000, 1)} s; /healthz max ${fmt(m((x) => x.healthz.maxMs), 0)} ms, p95 ${fmt(m((x) => x.healthz.p95Ms), 0)} ms, p50 ${fmt(m((x) => x.healthz.p50Ms), 0)} ms (${m((x) => x.healthz.n)} probes, ${m((x) => x.healthz.machineStalled)} more while the machine starved the prober or the daemon); ` +
       `daemon peak RSS ${fmt(m((x) => x.peakRssMb), 1)} MB; stored ${m((x) => x.stored)}, over budget ${m((x) => x.metrics.overBudget)} (gaps ${m((x) => x.missing)}), ` +
       `truncated ${m((x) => x.truncated)}, largest envelope ${m((x) => x.largestEnvelope)} B, state evictions ${m((x) => x.metrics.evictions)}, targets refused ${m((x) => x.metrics.targetsRefused)}`)
   }

@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, mkdir, rm, access, chown, chmod } from 'node:fs/promises'
 import { constants } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { TimeoutError, withTimeout } from '../util/with-timeout.js'
 import type { ChromiumUser } from './chromium-user.js'
@@ -147,8 +147,12 @@ async function startChromium(
   const { user } = opts
   // With uid/gid set, libuv also drops the supplementary groups (setgroups(0)) before exec.
   // Its own HOME is also its working directory: the daemon's may be one it cannot enter.
-  const [wrapper, ...wrapperArgs] = await deathSignalPrefix()
-  const child = spawn(wrapper ?? bin, wrapper ? [...wrapperArgs, bin, ...args] : args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}) })
+  // The daemon may run above normal priority (the systemd unit's Nice=-5: its own CPU is bounded
+  // by the page budgets, a page's is not); the browser it starts runs at normal priority again.
+  const back = Math.max(0, -getPriority())
+  const prefix = [...(back > 0 ? ['nice', '-n', String(back)] : []), ...await deathSignalPrefix()]
+  const [command, ...commandArgs] = [...prefix, bin, ...args]
+  const child = spawn(command!, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}) })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })

@@ -54,9 +54,12 @@ export interface CaseResult {
   /**
    * /healthz as a separate probe process saw it: latency of each probe from sending the request on a
    * fresh connection to the last body byte (ms); failures = non-200, errors and timeouts (2 s);
-   * proberLagMaxMs = the probe process's own event-loop delay maximum (how late it ran itself).
+   * machineStalled = answered probes that are no latency sample because meanwhile the prober could
+   * not run, or the daemon waited for a CPU, for over MACHINE_STALL_MS; proberLagMaxMs = the
+   * prober's event-loop delay maximum; daemonRunDelayMaxMs = the daemon's longest run-queue wait in
+   * one probe.
    */
-  healthz: { n: number; p50Ms: number; p95Ms: number; maxMs: number; failures: number; timeouts: number; proberLagMaxMs: number }
+  healthz: { n: number; p50Ms: number; p95Ms: number; maxMs: number; failures: number; timeouts: number; machineStalled: number; proberLagMaxMs: number; daemonRunDelayMaxMs: number }
   peakRssMb: number
   stored: number
   lastSeq: number
@@ -80,6 +83,11 @@ export const ENVELOPE_CAP = 1024 * 1024
  * supervisor's probe would. nice(1) keeps the current niceness where lowering it is not permitted.
  */
 const DAEMON_NICE = ['-n', '-5']
+/**
+ * A probe during which the prober could not run for longer than this, or the daemon waited longer
+ * than this for a CPU (kernel run-queue delay), measures the machine, not the daemon.
+ */
+export const MACHINE_STALL_MS = 50
 
 interface Registrar { teardown(fn: () => unknown): void }
 
@@ -110,7 +118,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const child = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, '--max-semi-space-size=2', ...measureFlags, join(root, 'dist/src/cli.js'), 'serve',
     '--cdp-url', browser.wsUrl, '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--proxy-listen', 'off',
     '--token', TOKEN, '--browser-id', 'hostile', '--log-level', 'info', ...(c.daemonArgs ?? [])], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2', ...(process.env.HOSTILE_MALLOC_MMAP ? { MALLOC_MMAP_THRESHOLD_: process.env.HOSTILE_MALLOC_MMAP } : {}) },
   })
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
   reg.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
@@ -153,8 +161,9 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   }
 
   // /healthz probed throughout by a separate process, as a real probe: a fresh connection per probe,
-  // 20 ms apart, a 2 s timeout counted as a failure (test/helpers/healthz-probe.mjs).
-  const prober = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, join(root, 'test/helpers/healthz-probe.mjs'), `${daemonUrl}/healthz`, '20', '2000'],
+  // 20 ms apart, a 2 s timeout counted as a failure; probes during which the machine starved the
+  // prober or the daemon are counted apart (test/helpers/healthz-probe.mjs).
+  const prober = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, join(root, 'test/helpers/healthz-probe.mjs'), `${daemonUrl}/healthz`, '20', '2000', String(MACHINE_STALL_MS), String(child.pid)],
     { stdio: ['pipe', 'pipe', 'inherit'] })
   reg.teardown(() => { if (prober.exitCode === null) prober.kill('SIGKILL') })
   let proberOut = ''
@@ -165,7 +174,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const elapsedMs = performance.now() - t0
   prober.stdin!.end()
   await proberExited
-  const probe = JSON.parse(proberOut) as { latencies: number[]; failures: number; timeouts: number; selfLagMaxMs: number }
+  const probe = JSON.parse(proberOut) as { latencies: number[]; failures: number; timeouts: number; stalled: number; selfLagMaxMs: number; daemonRunDelayMaxMs: number }
 
   const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
   const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024
@@ -212,15 +221,18 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0
   return {
     name: c.name, elapsedMs,
-    healthz: { n: sorted.length, p50Ms: at(0.5), p95Ms: at(0.95), maxMs: sorted[sorted.length - 1] ?? 0, failures: probe.failures, timeouts: probe.timeouts, proberLagMaxMs: probe.selfLagMaxMs },
+    healthz: { n: sorted.length, p50Ms: at(0.5), p95Ms: at(0.95), maxMs: sorted[sorted.length - 1] ?? 0, failures: probe.failures, timeouts: probe.timeouts, machineStalled: probe.stalled, proberLagMaxMs: probe.selfLagMaxMs, daemonRunDelayMaxMs: probe.daemonRunDelayMaxMs },
     peakRssMb, stored, lastSeq, missing: lastSeq - stored, largestEnvelope: largest, invalidEnvelopes: invalid, truncated, metrics,
     logLines: lines, storedByType, notes: ctx.notes,
   }
 }
 
-/** Waits until a console_log with exactly `text` is stored. */
-export async function consoleMarker(ctx: CaseContext, text: string, timeoutMs = 120_000): Promise<void> {
-  await waitFor(gently(async () => (await ctx.events('category=console&order=desc&limit=3')).some((e) => e.event.data.text === text)), timeoutMs, `console marker ${text}`)
+/**
+ * Waits until a console_log with exactly `text` is stored among the newest `newest` console events
+ * (1 where the marker is the page's last line and the lines before it are 1 MB each).
+ */
+export async function consoleMarker(ctx: CaseContext, text: string, timeoutMs = 120_000, newest = 3): Promise<void> {
+  await waitFor(gently(async () => (await ctx.events(`category=console&order=desc&limit=${newest}`)).some((e) => e.event.data.text === text)), timeoutMs, `console marker ${text}`)
 }
 
 /**
@@ -267,7 +279,7 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
         console.log('y'.repeat(8 << 20))
         console.log('hostile-done')
       </script>`) },
-      async run(ctx) { await ctx.openWatchedTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done') },
+      async run(ctx) { await ctx.openWatchedTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done', 120_000, 1) },
     },
     {
       name: `console flood: as many lines as the page can log for ${n(3)} s (asks for 100k/s)`,
