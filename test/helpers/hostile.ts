@@ -3,6 +3,7 @@
 // (--cdp-url), a local site, /healthz probed throughout, the daemon's peak RSS (VmHWM) at the end,
 // then a clean stop and every stored envelope read back from its data dir.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -77,6 +78,14 @@ export interface CaseResult {
 
 export const ENVELOPE_CAP = 1024 * 1024
 
+/** The node flags of the `browser-telemetry` shebang (`#!/usr/bin/env -S node <flags>`): how the daemon runs. */
+function shebangFlags(): string[] {
+  const first = readFileSync(join(root, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!
+  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first)
+  if (!m) throw new Error(`unexpected shebang in src/cli.ts: ${first}`)
+  return m[1]!.trim().split(/\s+/).filter(Boolean)
+}
+
 /**
  * The daemon runs at the priority its systemd unit gives it (Nice=-5: its CPU is bounded by the
  * page budgets, a page's is not; see README "Limits"), and the /healthz probe beside it, as a
@@ -110,12 +119,12 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const site = await startServer(reg as never, c.pages)
   const browser = await launchChromium({ extraArgs: c.chromiumArgs })
   reg.teardown(() => browser.close())
-  // The daemon's runtime settings (scripts/start.sh, the systemd unit).
+  // The daemon's runtime settings (the shebang's node flags, scripts/start.sh, the systemd unit).
   // HOSTILE_NODE_FLAGS: extra node flags for the daemon when measuring (--cpu-prof, --trace-gc, ...).
   const measureFlags = (process.env.HOSTILE_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   // Through env(1), which execs node under the same pid without NODE_OPTIONS: under tap, spawn() adds
   // tap's process-tracking loader there, and it would run inside the daemon (~35 MB of its RSS).
-  const child = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, '--max-semi-space-size=2', ...measureFlags, join(root, 'dist/src/cli.js'), 'serve',
+  const child = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, ...shebangFlags(), ...measureFlags, join(root, 'dist/src/cli.js'), 'serve',
     '--cdp-url', browser.wsUrl, '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--proxy-listen', 'off',
     '--token', TOKEN, '--browser-id', 'hostile', '--log-level', 'info', ...(c.daemonArgs ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2', ...(process.env.HOSTILE_MALLOC_MMAP ? { MALLOC_MMAP_THRESHOLD_: process.env.HOSTILE_MALLOC_MMAP } : {}) },
