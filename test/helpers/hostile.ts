@@ -288,7 +288,13 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
         console.log('y'.repeat(8 << 20))
         console.log('hostile-done')
       </script>`) },
-      async run(ctx) { await ctx.openWatchedTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done', 120_000, 1) },
+      async run(ctx) {
+        await ctx.openWatchedTab(ctx.site.url)
+        // Counted in /metrics first: polling the newest event meanwhile would read 1 MB envelopes
+        // ten times a second, the reader's memory, not the page's. 12 lines: 10 + the 8 MB one + the marker.
+        await waitFor(gently(async () => metricSum(await (await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), 'browser_telemetry_events_stored_total', 'category="console"') >= 12), 120_000, '12 console lines stored')
+        await consoleMarker(ctx, 'hostile-done', 30_000, 1)
+      },
     },
     {
       name: `console flood: as many lines as the page can log for ${n(3)} s (asks for 100k/s)`,
