@@ -149,11 +149,16 @@ class SessionRequests {
     return new NetworkIdleRule({
       timers: this.settings.clock, quietMs: this.settings.idleQuietMs,
       onIdle: (navSeq) => {
-        if (this.disposed || session.signal.aborted) return
-        const ctx = session.context()
-        if ((ctx.nav_seq ?? 0) !== navSeq || this.idleReported.get(session) === navSeq) return
-        this.idleReported.set(session, navSeq)
-        this.emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
+        const report = () => {
+          if (this.disposed || session.signal.aborted) return
+          const ctx = session.context()
+          if ((ctx.nav_seq ?? 0) !== navSeq || this.idleReported.get(session) === navSeq) return
+          this.idleReported.set(session, navSeq)
+          this.emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
+        }
+        // Quiet before the frame tree was read (a slow renderer): report with the context it gives.
+        if (session.contextPending) void session.contextPending.then(report)
+        else report()
       },
     }, session.context().nav_seq ?? 0)
   }

@@ -3,55 +3,17 @@
 // daemon (events per method and session) and what it sends (commands per method) is counted on the
 // wire, so "off" means Chromium stopped sending, not that the daemon dropped what it got.
 import t, { type Test } from 'tap'
-import { createServer as createHttpServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import CDP from 'chrome-remote-interface'
-import WebSocket, { WebSocketServer } from 'ws'
 import { startDaemon } from '../src/main.js'
 import { autoAttachParams, capturePlan } from '../src/monitor/index.js'
 import { parseServeConfig } from '../src/config.js'
 import { silentLogger } from '../src/log.js'
 import { startBrowser } from './helpers/browser.js'
+import { countingRelay } from './helpers/cdp-relay.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
 
 const TOKEN = 'capture-live-token'
-
-/** A WebSocket relay between the daemon and Chromium counting every message by method. */
-async function countingRelay(t: Test, upstreamUrl: string) {
-  const events = new Map<string, number>() // "method sessionId" -> count (browser -> daemon)
-  const commands: { method: string; sessionId?: string; params?: unknown }[] = [] // daemon -> browser
-  const http = createHttpServer()
-  const wss = new WebSocketServer({ server: http })
-  wss.on('connection', (client) => {
-    const up = new WebSocket(upstreamUrl, { perMessageDeflate: false, maxPayload: 256 * 1024 * 1024 })
-    const queued: string[] = []
-    up.on('open', () => { for (const m of queued.splice(0)) up.send(m) })
-    client.on('message', (d) => {
-      const text = String(d)
-      const m = JSON.parse(text) as { method: string; sessionId?: string; params?: unknown }
-      commands.push({ method: m.method, sessionId: m.sessionId, params: m.params })
-      if (up.readyState === WebSocket.OPEN) up.send(text); else queued.push(text)
-    })
-    up.on('message', (d) => {
-      const text = String(d)
-      const m = JSON.parse(text) as { method?: string; sessionId?: string }
-      if (m.method) { const k = `${m.method} ${m.sessionId ?? ''}`; events.set(k, (events.get(k) ?? 0) + 1) }
-      client.send(text)
-    })
-    client.on('close', () => up.close())
-    up.on('close', () => client.close())
-  })
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => { for (const c of wss.clients) c.terminate(); wss.close(); http.close(() => r()) }))
-  const { port } = http.address() as AddressInfo
-  return {
-    url: `ws://127.0.0.1:${port}${new URL(upstreamUrl).pathname}`,
-    count: (method: string, sessionId: string) => events.get(`${method} ${sessionId}`) ?? 0,
-    sent: (method: string, sessionId?: string) => commands.filter((c) => c.method === method && (sessionId === undefined || c.sessionId === sessionId)),
-    commandCount: () => commands.length,
-  }
-}
 
 t.test('categories switched live on an attached tab: domains, listeners, binding and script follow; nothing reattaches', async (t) => {
   const site = await startServer(t, {

@@ -63,6 +63,9 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
    * the tree is about to announce. Network events pass (a document's request precedes its commit).
    */
   private held: { method: string; params: unknown }[] | undefined
+  /** See TargetSession.contextPending; settled together with `held`. */
+  contextPending: Promise<void> | undefined
+  private contextKnown: () => void = () => undefined
 
   constructor(
     raw: RawSend,
@@ -82,6 +85,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     if (this.hasFrames) {
       this.frameId = targetInfo.targetId
       this.held = []
+      this.contextPending = new Promise((resolve) => { this.contextKnown = resolve })
     }
   }
 
@@ -145,6 +149,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.held = undefined
     this.dispatch('Page.frameNavigated', { frame, type: 'Navigation' } satisfies Protocol.Page.FrameNavigatedEvent)
     for (const e of held ?? []) this.dispatch(e.method, e.params)
+    this.settleContext()
     // Its DOMContentLoaded and load may have fired before Page.enable took effect too (a tab whose
     // first document loads in a new renderer process is not held by the pause). Lifecycle events,
     // once enabled, replay the stages the document already reached, with their real timestamps.
@@ -157,6 +162,12 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     const held = this.held
     this.held = undefined
     for (const e of held ?? []) this.dispatch(e.method, e.params)
+    this.settleContext()
+  }
+
+  private settleContext(): void {
+    this.contextPending = undefined
+    this.contextKnown()
   }
 
   /** The target info as of now (for re-creating this target's state on the same session). */

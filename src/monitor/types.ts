@@ -44,6 +44,12 @@ export interface TargetSession extends CdpSession {
   readonly targetType: TargetType
   /** Context at this moment: url, frame_id, loader_id, session_id, target_id, target_type, nav_seq. Absent values omitted. */
   context(): Context
+  /**
+   * Set while the document context is not read yet (a frame-bearing target's Page.getFrameTree has
+   * not answered; its events are held meanwhile); resolves once it is. A signal a collector derives
+   * from a timer (network_idle) waits for it, so it carries the same context as the held events.
+   */
+  readonly contextPending?: Promise<void>
 }
 
 /** Browser-level scope (no target session): Target.* events, e.g. for page_tab_opened. */
