@@ -8,7 +8,8 @@
 // fresh connections: see the harness), the daemon's peak RSS, stored / dropped, with a quiet page as
 // the baseline in the same run. Several runs: medians per case (PAGE_RUNS).
 // Knobs: RUNS (default 3 for part 1, 1 for part 2: PAGE_RUNS), SCALE (hostile counts, default 1),
-// ONLY=fit|pages.
+// ONLY=fit|pages, CASES (comma-separated parts of case names, e.g. CASES=requests,iframes; the quiet
+// baseline always runs).
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { categoryOf, type TelemetryEvent } from '../src/events/index.js'
@@ -74,7 +75,9 @@ if (process.env.ONLY !== 'fit') {
     },
   }
   console.log(`\nhostile pages (SCALE ${SCALE}, ${PAGE_RUNS} run(s) each; daemon = compiled dist/ in a child process with its runtime flags)`)
-  for (const c of [quiet, ...hostileCases({ ...FULL_COUNTS, requests: Math.round(FULL_COUNTS.requests * SCALE), iframes: Math.round(FULL_COUNTS.iframes * SCALE) })]) {
+  const only = process.env.CASES?.split(',').filter(Boolean)
+  const cases = hostileCases({ ...FULL_COUNTS, requests: Math.round(FULL_COUNTS.requests * SCALE), iframes: Math.round(FULL_COUNTS.iframes * SCALE) })
+  for (const c of [quiet, ...cases.filter((x) => !only || only.some((part) => x.name.includes(part)))]) {
     const rows: CaseResult[] = []
     for (let r = 0; r < PAGE_RUNS; r++) {
       const stops: (() => unknown)[] = []
