@@ -42,6 +42,7 @@ export interface ServeConfig {
   streamKeepaliveMs: number
   streamBufferEvents: number
   streamBufferBytes: number
+  streamRingBytes: number
   maxStreamClients: number
   proxyMaxConnections: number
   maxTargets: number
@@ -116,6 +117,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
   'stream-buffer-events': { type: 'string', default: '10000', help: 'Per-SSE-client buffer before a slow client is disconnected' },
   'stream-buffer-bytes': { type: 'string', default: '8MiB', help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID' },
+  'stream-ring-bytes': { type: 'string', default: '16MiB', help: 'SSE frames of the most recent events kept in memory (shared by all streams); a stream resuming (Last-Event-ID) within them is served without reading the store (0 = off)' },
   'max-stream-clients': { type: 'string', default: '64', help: 'Open SSE streams at most (429 too_many_streams beyond)' },
   'proxy-max-connections': { type: 'string', default: '32', help: 'Open CDP proxy connections at most (503 too_many_connections beyond)' },
   'max-targets': { type: 'string', default: '500', help: 'Attached CDP targets at most; more are left unwatched, counted and logged' },
@@ -279,6 +281,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     streamKeepaliveMs: duration('stream-keepalive', get('stream-keepalive')!),
     streamBufferEvents: int('stream-buffer-events', get('stream-buffer-events')!, 1),
     streamBufferBytes: size('stream-buffer-bytes', get('stream-buffer-bytes')!),
+    streamRingBytes: get('stream-ring-bytes')!.trim() === '0' ? 0 : size('stream-ring-bytes', get('stream-ring-bytes')!),
     maxStreamClients: int('max-stream-clients', get('max-stream-clients')!, 1),
     proxyMaxConnections: int('proxy-max-connections', get('proxy-max-connections')!, 1),
     maxTargets: int('max-targets', get('max-targets')!, 1),

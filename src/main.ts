@@ -283,6 +283,7 @@ async function startApi(d: Daemon): Promise<StopStep> {
     streamKeepaliveMs: config.streamKeepaliveMs,
     streamBufferEvents: config.streamBufferEvents,
     streamBufferBytes: config.streamBufferBytes,
+    streamRingBytes: config.streamRingBytes,
     maxStreamClients: config.maxStreamClients,
     defaultCategories: config.categories,
     monitorState,

@@ -1,13 +1,12 @@
 // GET /browsers/{id}/telemetry/stream: frames, start points, exact resume under concurrent emits,
 // keepalive, slow-client disconnect + resume, clean end on shutdown.
 import t from 'tap'
-import { EventEmitter } from 'node:events'
 import type { ServerResponse } from 'node:http'
 import { connect } from 'node:net'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { BROWSER_ID, TOKEN, startApi, type TestApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
-import { dechunk } from './helpers/sse.js'
+import { RecordingResponse, dechunk } from './helpers/sse.js'
 import { openStore } from './helpers/store.js'
 import { TelemetryStreams } from '../src/api/telemetry-stream.js'
 import type { Envelope } from '../src/events/index.js'
@@ -164,27 +163,6 @@ t.test('the real client reads the stream and resumes with Last-Event-ID', async 
   await waitFor(() => api.app.streams.size === 0, 10_000, 'client break closes the stream')
 })
 
-/** Stands in for a response that always drains: records each write (one write = one syscall's worth). */
-class RecordingResponse extends EventEmitter {
-  writes: string[] = []
-  writableEnded = false
-  destroyed = false
-  closed = false
-  socket = { setNoDelay: () => undefined }
-  writeHead() { return this }
-  flushHeaders() { /* nothing buffered */ }
-  cork() { /* writes are recorded one by one */ }
-  uncork() { /* idem */ }
-  write(chunk: Buffer | string) { this.writes.push(chunk.toString()); return true }
-  end(chunk?: Buffer | string) {
-    if (chunk !== undefined) this.writes.push(chunk.toString())
-    this.writableEnded = true
-    this.closed = true
-    this.emit('close')
-    return this
-  }
-  destroy() { this.closed = true }
-}
 const frameIds = (write: string) => [...write.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
 
 t.test('live writes are coalesced: commits within coalesceMs reach a client in one write, in order', async (t) => {

@@ -28,6 +28,8 @@ export interface ApiDeps {
   streamBufferEvents?: number
   /** Per-SSE-client queued bytes before a slow client is disconnected (default 8 MiB). */
   streamBufferBytes?: number
+  /** Frame bytes of recent events kept for SSE resumes (default 16 MiB, 0 = none). */
+  streamRingBytes?: number
   /** Open SSE streams at most; beyond, 429 too_many_streams (default 64). */
   maxStreamClients?: number
   /** Backlog page size of a resuming stream (default 500). */
@@ -70,6 +72,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     keepaliveMs: deps.streamKeepaliveMs ?? 15_000,
     bufferEvents: deps.streamBufferEvents ?? 10_000,
     bufferBytes: deps.streamBufferBytes,
+    ringBytes: deps.streamRingBytes,
     maxClients: deps.maxStreamClients,
     pageSize: deps.streamPageSize,
     coalesceMs: deps.streamCoalesceMs,

@@ -7,17 +7,22 @@
 //
 // Live fan-out: committed records are framed once per write for every client, and a client gets
 // at most one write per `coalesceMs` (commits in between are joined): at 10k events/s and 100
-// clients that is a few thousand writes a second, not one per commit per client.
+// clients that is a few thousand writes a second, not one per commit per client. Each write batch
+// also goes into a byte-bounded ring (frame-ring.ts): a stream resuming after a seq the ring still
+// covers (a `: lagging` cut, a blip) is served from those same Buffers, and a store replay hands
+// over to the ring as soon as it reaches it; the store is read only for what is older.
 //
 // Slow clients never block ingest or other clients: when the socket stops draining, frames queue
 // per client; once the undrained write plus the queue hold more than `bufferEvents` events or
 // `bufferBytes` bytes the queue is dropped, a final `: lagging` comment ends the response and the
 // client resumes with Last-Event-ID. Memory per client is therefore bounded by bufferBytes plus one
-// commit batch; replay reads the store page by page (never the whole backlog at once).
+// commit batch; replay reads the store page by page (never the whole backlog at once) or writes one
+// ring batch per drain.
 import type { ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
+import { FrameRing, type FrameBatch } from './frame-ring.js'
 
 export type StreamStart =
   | { kind: 'new' } // only events committed from now on
@@ -43,40 +48,69 @@ export interface TelemetryStreamsOptions {
    * each client gets one larger write per interval instead of one per commit (0 = every commit).
    */
   coalesceMs?: number
+  /**
+   * Frame bytes of the most recent write batches kept for resumes (default 16 MiB, 0 = none): a
+   * stream resuming after a seq the ring covers is served from memory, older resumes read the store.
+   */
+  ringBytes?: number
   logger?: Logger
 }
 
-export interface StreamStats { open: number; slowDisconnects: number; refused: number }
+export interface StreamStats {
+  open: number
+  slowDisconnects: number
+  refused: number
+  /** Streams with a resume point (Last-Event-ID, replay=all) that started from the ring / read the store. */
+  ringResumes: number
+  storeResumes: number
+}
 
 export const DEFAULT_STREAM_BUFFER_BYTES = 8 * 1024 * 1024
 export const DEFAULT_MAX_STREAM_CLIENTS = 64
 export const DEFAULT_STREAM_COALESCE_MS = 20
+export const DEFAULT_STREAM_RING_BYTES = 16 * 1024 * 1024
 
 /**
- * SSE frames of records, encoded once (the same bytes go to every live client). Records from the
- * write path carry their envelope bytes: those are copied, not decoded and encoded again.
+ * SSE frames of records, encoded once (the same bytes go to every live client), with where each
+ * frame starts (a client that already has some of them gets a subarray, not a copy). Records from
+ * the write path carry their envelope bytes: those are copied, not decoded and encoded again.
  */
-const frames = (records: readonly StoredRecord[]): Buffer => {
+export const frames = (records: readonly StoredRecord[]): FrameBatch => {
+  const n = records.length
+  const seqs = new Float64Array(n)
+  const starts = new Uint32Array(n)
   let size = 0
-  for (const r of records) {
+  for (let i = 0; i < n; i++) {
+    const r = records[i]!
     if (r.envelopeBytes === undefined) return framesOfText(records)
+    seqs[i] = r.seq
+    starts[i] = size
     size += 13 + String(r.seq).length + r.envelopeBytes.byteLength // `id: `, `\ndata: `, `\n\n`
   }
-  const out = Buffer.allocUnsafe(size)
+  const buf = Buffer.allocUnsafe(size)
   let at = 0
   for (const r of records) {
-    at += out.write(`id: ${r.seq}\ndata: `, at, 'latin1')
-    out.set(r.envelopeBytes!, at)
+    at += buf.write(`id: ${r.seq}\ndata: `, at, 'latin1')
+    buf.set(r.envelopeBytes!, at)
     at += r.envelopeBytes!.byteLength
-    out[at++] = 0x0a
-    out[at++] = 0x0a
+    buf[at++] = 0x0a
+    buf[at++] = 0x0a
   }
-  return out
+  return { buf, seqs, starts }
 }
-const framesOfText = (records: readonly StoredRecord[]): Buffer => {
-  let s = ''
-  for (const r of records) s += `id: ${r.seq}\ndata: ${r.json}\n\n`
-  return Buffer.from(s, 'utf8')
+const framesOfText = (records: readonly StoredRecord[]): FrameBatch => {
+  const parts: Buffer[] = []
+  const seqs = new Float64Array(records.length)
+  const starts = new Uint32Array(records.length)
+  let size = 0
+  records.forEach((r, i) => {
+    const part = Buffer.from(`id: ${r.seq}\ndata: ${r.json}\n\n`, 'utf8')
+    seqs[i] = r.seq
+    starts[i] = size
+    size += part.length
+    parts.push(part)
+  })
+  return { buf: Buffer.concat(parts, size), seqs, starts }
 }
 const KEEPALIVE = Buffer.from(': keepalive\n\n')
 /** Last words to a client that fell behind (an SSE comment: EventSource ignores it, then reconnects). */
@@ -87,13 +121,16 @@ export class TelemetryStreams {
   private readonly sessions = new Set<StreamSession>()
   private readonly unsubscribe: () => void
   private closing = false
-  /** Committed records not yet written to the live clients (coalescing), and when the last write went out. */
+  /** Committed records not yet written to the clients (coalescing), and when the last write went out. */
   private pending: StoredRecord[] = []
   private flushTimer: NodeJS.Timeout | undefined
   private lastFlush = -Infinity
-  readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0 }
+  /** Recent write batches (complete after ring.coveredAfter while a stream is open). */
+  readonly ring: FrameRing
+  readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0, ringResumes: 0, storeResumes: 0 }
 
   constructor(readonly log: EventLog, readonly opts: TelemetryStreamsOptions) {
+    this.ring = new FrameRing(opts.ringBytes ?? DEFAULT_STREAM_RING_BYTES)
     this.unsubscribe = log.onCommit(this.onCommit)
   }
 
@@ -122,16 +159,18 @@ export class TelemetryStreams {
     this.closing = true
     this.unsubscribe()
     this.flush() // what was committed reaches the live clients before their streams end
+    this.ring.clear()
     await Promise.all([...this.sessions].map((s) => s.end(graceMs)))
   }
 
   private readonly onCommit = (records: readonly StoredRecord[]): void => {
-    let live = false
-    for (const s of this.sessions) {
-      if (s.mode === 'live') live = true
-      else if (s.mode === 'backlog') s.hold(records)
+    if (this.sessions.size === 0) {
+      // Nobody listens: no framing work. The ring would miss these records, so it forgets everything.
+      if (this.ring.coveredAfter !== undefined) this.ring.clear()
+      this.pending = []
+      return
     }
-    if (!live) return
+    for (const s of this.sessions) if (s.mode === 'backlog') s.hold(records)
     for (const r of records) this.pending.push(r)
     if (this.flushTimer) return
     const coalesceMs = this.opts.coalesceMs ?? DEFAULT_STREAM_COALESCE_MS
@@ -141,9 +180,10 @@ export class TelemetryStreams {
   }
 
   /**
-   * One write of every pending record to each live client, framed once for all. A session that
-   * went live after some of them were committed held those and sent them itself: deliver() skips
-   * what is at or below its last sent seq.
+   * One write of every pending record to each live client, framed once for all, and into the
+   * ring. A session that went live after some of them were committed held those and sent them
+   * itself: deliver() skips what is at or below its last sent seq. Sessions catching up from the
+   * ring take the new batch from there.
    */
   private readonly flush = (): void => {
     if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = undefined }
@@ -151,17 +191,18 @@ export class TelemetryStreams {
     const records = this.pending
     if (records.length === 0) return
     this.pending = []
-    let chunk: Buffer | undefined
+    const batch = frames(records)
+    this.ring.append(batch)
     for (const s of this.sessions) {
-      if (s.mode !== 'live') continue
-      chunk ??= frames(records)
-      s.deliver(records, chunk)
+      if (s.mode === 'live') s.deliver(batch)
+      else if (s.mode === 'ring') s.pump()
     }
   }
 }
 
 class StreamSession {
-  mode: 'backlog' | 'live' | 'closed' = 'backlog'
+  /** backlog: paging the store; ring: writing ring batches as the socket drains; live: written at each flush. */
+  mode: 'backlog' | 'ring' | 'live' | 'closed' = 'backlog'
   /** Highest seq handed to the socket. */
   private lastSent = 0
   /** Commits heard while paging the backlog. */
@@ -214,6 +255,13 @@ class StreamSession {
       return
     }
     this.lastSent = this.start.kind === 'after' ? this.start.seq : 0
+    if (this.start.kind === 'after' && this.hub.ring.covers(this.lastSent)) {
+      this.hub.stats.ringResumes++
+      this.mode = 'ring'
+      this.pump()
+      return
+    }
+    this.hub.stats.storeResumes++
     void this.replay().catch((err) => {
       this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
       this.close()
@@ -227,9 +275,17 @@ class StreamSession {
       const page = await this.hub.log.read({ order: 'asc', limit: pageSize, cursor: this.lastSent + 1 })
       if (this.isClosed()) return
       const fresh = page.records.filter((r) => r.seq > this.lastSent)
-      if (fresh.length > 0) this.write(frames(fresh), fresh.length, fresh[fresh.length - 1]!.seq)
+      if (fresh.length > 0) this.write(frames(fresh).buf, fresh.length, fresh[fresh.length - 1]!.seq)
       if (this.blocked) await this.drainedOrClosed()
       if (this.isClosed()) return
+      if (this.hub.ring.covers(this.lastSent)) {
+        // Reached what the ring holds: the rest comes from memory (held commits are in the ring or pending).
+        this.held = []
+        this.heldBytes = 0
+        this.mode = 'ring'
+        this.pump()
+        return
+      }
       if (page.hasMore) continue
       // Caught up with the store. If held commits were dropped during that read, read again.
       if (this.heldOverflowed) continue
@@ -238,8 +294,29 @@ class StreamSession {
     const rest = this.held.filter((r) => r.seq > this.lastSent)
     this.held = []
     this.heldBytes = 0
-    if (rest.length > 0) this.write(frames(rest), rest.length, rest[rest.length - 1]!.seq)
+    if (rest.length > 0) this.write(frames(rest).buf, rest.length, rest[rest.length - 1]!.seq)
     this.mode = 'live'
+  }
+
+  /**
+   * Ring mode: writes ring batches after the last sent seq until the socket pushes back (the next
+   * drain continues), the ring has nothing more (live: what is committed but not yet written goes
+   * out with the hub's next flush), or the ring no longer has the next record (back to the store).
+   */
+  pump(): void {
+    while (this.mode === 'ring' && !this.blocked) {
+      const next = this.hub.ring.after(this.lastSent)
+      if (next === 'caught-up') { this.mode = 'live'; return }
+      if (next === 'behind') {
+        this.mode = 'backlog'
+        void this.replay().catch((err) => {
+          this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
+          this.close()
+        })
+        return
+      }
+      this.write(next.buf, next.events, next.lastSeq)
+    }
   }
 
   private drainedOrClosed(): Promise<void> {
@@ -264,17 +341,14 @@ class StreamSession {
     this.heldBytes += bytes
   }
 
-  /** Live mode: committed records in seq order; `chunk` is their frames, shared by every client. */
-  deliver(records: readonly StoredRecord[], chunk: Buffer): void {
-    const last = records[records.length - 1]!.seq
-    let events = records.length
-    if (records[0]!.seq <= this.lastSent) {
-      const fresh = records.filter((r) => r.seq > this.lastSent)
-      if (fresh.length === 0) return
-      chunk = frames(fresh)
-      events = fresh.length
-    }
-    this.write(chunk, events, last)
+  /** Live mode: a write batch in seq order, its frames shared by every client. */
+  deliver(batch: FrameBatch): void {
+    const { seqs } = batch
+    const n = seqs.length
+    if (seqs[n - 1]! <= this.lastSent) return
+    let i = 0
+    while (seqs[i]! <= this.lastSent) i++ // went live after some of these were committed: it sent them itself
+    this.write(i === 0 ? batch.buf : batch.buf.subarray(batch.starts[i]), n - i, seqs[n - 1]!)
   }
 
   private write(chunk: Buffer, events: number, lastSeq?: number): void {
@@ -329,7 +403,7 @@ class StreamSession {
     this.blocked = false
     this.undrained = 0
     this.undrainedBytes = 0
-    if (this.queued.length === 0) return
+    if (this.queued.length === 0) { if (this.mode === 'ring') this.pump(); return }
     const chunks = this.queued
     const events = this.queuedEvents
     const bytes = this.queuedBytes

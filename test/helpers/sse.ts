@@ -1,4 +1,5 @@
 // SSE test helpers.
+import { EventEmitter } from 'node:events'
 
 /** Undoes HTTP/1.1 chunked encoding of a (possibly truncated) body. */
 export function dechunk(body: string): string {
@@ -15,4 +16,33 @@ export function dechunk(body: string): string {
     pos = start + size + 2
   }
   return out
+}
+
+/**
+ * Stands in for a ServerResponse given to TelemetryStreams: records each write (one write = one
+ * syscall's worth). It always drains unless paused: then every write reports backpressure until
+ * `drain()` (emits 'drain', still paused: the next write pushes back again) or `resume()`.
+ */
+export class RecordingResponse extends EventEmitter {
+  writes: string[] = []
+  writableEnded = false
+  destroyed = false
+  closed = false
+  paused = false
+  socket = { setNoDelay: () => undefined }
+  writeHead() { return this }
+  flushHeaders() { /* nothing buffered */ }
+  cork() { /* writes are recorded one by one */ }
+  uncork() { /* idem */ }
+  write(chunk: Buffer | string) { this.writes.push(chunk.toString()); return !this.paused }
+  drain() { this.emit('drain') }
+  resume() { this.paused = false; this.emit('drain') }
+  end(chunk?: Buffer | string) {
+    if (chunk !== undefined) this.writes.push(chunk.toString())
+    this.writableEnded = true
+    this.closed = true
+    this.emit('close')
+    return this
+  }
+  destroy() { this.closed = true }
 }
