@@ -348,7 +348,7 @@ process.on('message', async (m) => {
     process.send({ kind: 'cpu', cpuS: cpuS() - cpu0 })
   } else if (m.kind === 'finish') {
     // Wait until the (large) message is handed over: exiting right after send() would drop it.
-    await new Promise((r) => process.send({ kind: 'finish', emitAt, peakRssMb: peak / 1048576, idleRssMb: idleRss / 1048576, slowDisconnects: app.streams.stats.slowDisconnects }, r))
+    await new Promise((r) => process.send({ kind: 'finish', emitAt, peakRssMb: peak / 1048576, idleRssMb: idleRss / 1048576, slowDisconnects: app.streams.stats.slowDisconnects, ringResumes: app.streams.stats.ringResumes ?? 0, storeResumes: app.streams.stats.storeResumes ?? 0 }, r))
     await server.close(500)
     await log.close()
     process.exit(0)
@@ -366,7 +366,7 @@ function machineTicks(): { busy: number; total: number } {
 
 interface RunResult {
   ok: boolean; events: number; minCount: number; maxCount: number; validated: number; p50: number; p99: number; max: number
-  peakRssMb: number; idleRssMb: number; achievedRate: number; slowDisconnects: number; reconnects: number
+  peakRssMb: number; idleRssMb: number; achievedRate: number; slowDisconnects: number; reconnects: number; ringResumes: number; storeResumes: number
   wallS: number; daemonCpuS: number; clientCpuS: number; machineBusyCores: number
 }
 
@@ -424,7 +424,7 @@ async function run(nClients: number): Promise<RunResult> {
     return {
       ok, events: emitted.total, minCount: Math.min(...counts), maxCount: Math.max(...counts), validated: reps.reduce((a, r) => a + r.validatedCounts.length, 0),
       p50: h.pct(0.5), p99: h.pct(0.99), max: h.max, peakRssMb: fin.peakRssMb, idleRssMb: fin.idleRssMb, achievedRate: emitted.achievedRate,
-      slowDisconnects: fin.slowDisconnects, reconnects: reps.reduce((a, r) => a + r.reconnects, 0),
+      slowDisconnects: fin.slowDisconnects, ringResumes: fin.ringResumes, storeResumes: fin.storeResumes, reconnects: reps.reduce((a, r) => a + r.reconnects, 0),
       wallS, daemonCpuS, clientCpuS, machineBusyCores: ((m1.busy - m0.busy) / (m1.total - m0.total)) * cpus().length,
     }
   })
@@ -441,7 +441,7 @@ if (process.argv[2] === '--clients') {
   const base: RunResult[] = []
   const line = (r: RunResult) => `ok=${r.ok} delivered ${r.minCount}..${r.maxCount} of ${r.events} per client; emit-to-client p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, max ${fmt(r.max, 0)} ms; ` +
     `CPU over ${fmt(r.wallS, 1)} s: daemon ${fmt(r.daemonCpuS, 1)} s, clients ${fmt(r.clientCpuS, 1)} s, machine ${fmt(r.machineBusyCores, 2)} of ${cpus().length} cores busy; ` +
-    `rate ${fmt(r.achievedRate, 0)}/s; RSS peak ${fmt(r.peakRssMb, 0)} MB (idle ${fmt(r.idleRssMb, 0)}); slow-client disconnects ${r.slowDisconnects} (resumed: ${r.reconnects})`
+    `rate ${fmt(r.achievedRate, 0)}/s; RSS peak ${fmt(r.peakRssMb, 0)} MB (idle ${fmt(r.idleRssMb, 0)}); slow-client disconnects ${r.slowDisconnects} (resumed: ${r.reconnects}; from the ring ${r.ringResumes}, from the store ${r.storeResumes})`
   for (let i = 0; i < RUNS; i++) {
     if (BASELINE) {
       const b = await run(1)
