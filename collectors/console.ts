@@ -29,12 +29,13 @@ function onConsoleCall(session: TargetSession, emit: Emit, p: Protocol.Runtime.C
   const stack = stackTraceOf(p.stackTrace)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
   const truncated = cut || undefined
+  // Built on the fresh context object (types.ts: no spread); field order as before.
   if (p.type === 'error') {
-    const data: EventData<'console_error'> = { ...ctx, text, level: 'error', args }
+    const data: EventData<'console_error'> = Object.assign(ctx, { text, level: 'error' as const, args })
     if (stack) data.stack_trace = stack
     emit({ type: 'console_error', data, source, truncated })
   } else {
-    const data: EventData<'console_log'> = { ...ctx, level: p.type, text, args }
+    const data: EventData<'console_log'> = Object.assign(ctx, { level: p.type, text, args })
     if (stack) data.stack_trace = stack
     emit({ type: 'console_log', data, source, truncated })
   }
@@ -43,9 +44,9 @@ function onConsoleCall(session: TargetSession, emit: Emit, p: Protocol.Runtime.C
 function onException(session: TargetSession, emit: Emit, p: Protocol.Runtime.ExceptionThrownEvent): void {
   const d = p.exceptionDetails
   const text = exceptionText(d)
-  const data: EventData<'console_error'> = {
-    ...session.context(), text: cutChars(text, bounds.maxEnvelopeBytes), line: d.lineNumber, column: d.columnNumber,
-  }
+  const data: EventData<'console_error'> = Object.assign(session.context(), {
+    text: cutChars(text, bounds.maxEnvelopeBytes), line: d.lineNumber, column: d.columnNumber,
+  })
   // exceptionDetails.url is missing for some origins (eval, promise jobs); the top frame knows it.
   const sourceUrl = d.url || d.stackTrace?.callFrames[0]?.url
   if (sourceUrl) data.source_url = sourceUrl

@@ -177,8 +177,7 @@ class SessionRequests {
     // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
     const inline = p.request.postData !== undefined ? cutBody(p.request.postData, false, Math.max(0, this.settings.bodyMaxBytes)) : undefined
     if (inline) data.post_data = inline.body
-    if (cut) req.cut = true
-    this.requests.set(p.requestId, req) // again: the table's byte estimate sees the final entry
+    if (cut) req.cut = true // (not part of the table's byte estimate: no second set())
     let sent = false
     const send = (body: CutBody | undefined) => {
       if (sent) return
@@ -250,9 +249,9 @@ class SessionRequests {
   private failed(p: Protocol.Network.LoadingFailedEvent): void {
     const req = this.requests.delete(p.requestId)
     // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
-    const data: EventData<'network_loading_failed'> = {
-      ...withRequest(this.session.context(), req), request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
-    }
+    const data: EventData<'network_loading_failed'> = Object.assign(withRequest(this.session.context(), req), {
+      request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
+    })
     if (req?.resourceType) data.resource_type = req.resourceType
     this.emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' }, ...(req?.cut ? { truncated: true } : {}) })
     this.idle?.done(p.requestId)
@@ -320,9 +319,10 @@ class SessionRequests {
  * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
  */
 function requestData(ctx: Context, p: Protocol.Network.RequestWillBeSentEvent, req: TrackedRequest, previous: TrackedRequest | undefined, onCut: () => void): EventData<'network_request'> {
-  const data: EventData<'network_request'> = {
-    ...withRequest(ctx, req), request_id: p.requestId, method: p.request.method, headers: capHeaders(p.request.headers, onCut),
-  }
+  // Object.assign onto the fresh object, not a spread (see TargetSession.context).
+  const data: EventData<'network_request'> = Object.assign(withRequest(ctx, req), {
+    request_id: p.requestId, method: p.request.method, headers: capHeaders(p.request.headers, onCut),
+  })
   if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
   if (p.type) data.resource_type = p.type
   if (p.initiator?.type) data.initiator_type = p.initiator.type
@@ -335,11 +335,12 @@ function requestData(ctx: Context, p: Protocol.Network.RequestWillBeSentEvent, r
 }
 
 function responseData(ctx: Context, requestId: string, req: TrackedRequest, response: ResponseRecord, body: CutBody | undefined): EventData<'network_response'> {
-  const data: EventData<'network_response'> = {
-    ...ctx, request_id: requestId, status: Math.trunc(response.status),
+  // ctx is the caller's own copy (withRequest): extended in place, not spread.
+  const data: EventData<'network_response'> = Object.assign(ctx, {
+    request_id: requestId, status: Math.trunc(response.status),
     status_text: response.statusText || STATUS_CODES[response.status] || '',
     headers: response.headers, mime_type: response.mimeType,
-  }
+  })
   if (req.method) data.method = req.method
   if (req.resourceType) data.resource_type = req.resourceType
   if (body) data.body = body.body

@@ -53,33 +53,36 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
       }
       const onDomContent = (p: Protocol.Page.DomContentEventFiredEvent) => {
         const ctx = session.context()
-        emit({ type: 'page_dom_content_loaded', data: { ...ctx, cdp_timestamp: p.timestamp }, source: { kind: 'cdp', event: 'Page.domContentEventFired' } })
-        settle?.onDomContentLoaded(ctx.nav_seq ?? 0)
+        const navSeq = ctx.nav_seq ?? 0 // read first: ctx becomes the event's data
+        emit({ type: 'page_dom_content_loaded', data: Object.assign(ctx, { cdp_timestamp: p.timestamp }), source: { kind: 'cdp', event: 'Page.domContentEventFired' } })
+        settle?.onDomContentLoaded(navSeq)
       }
       const onLoad = (p: Protocol.Page.LoadEventFiredEvent) => {
         const ctx = session.context()
-        emit({ type: 'page_load', data: { ...ctx, cdp_timestamp: p.timestamp }, source: { kind: 'cdp', event: 'Page.loadEventFired' } })
-        settle?.onLoad(ctx.nav_seq ?? 0)
+        const navSeq = ctx.nav_seq ?? 0
+        emit({ type: 'page_load', data: Object.assign(ctx, { cdp_timestamp: p.timestamp }), source: { kind: 'cdp', event: 'Page.loadEventFired' } })
+        settle?.onLoad(navSeq)
       }
       const onTimeline = ({ event: ev }: Protocol.PerformanceTimeline.TimelineEventAddedEvent) => {
         const ctx = session.context()
+        const navSeq = ctx.nav_seq ?? 0
         const source = { kind: 'cdp' as const, event: 'PerformanceTimeline.timelineEventAdded' }
         // CDP times are seconds since the epoch; the spec's fields are milliseconds.
         if (ev.type === 'layout-shift' && ev.layoutShiftDetails) {
-          const data: EventData<'page_layout_shift'> = {
-            ...ctx, time: ev.time * 1000, duration: (ev.duration ?? 0) * 1000,
+          const data: EventData<'page_layout_shift'> = Object.assign(ctx, {
+            time: ev.time * 1000, duration: (ev.duration ?? 0) * 1000,
             layout_shift_details: { value: ev.layoutShiftDetails.value, had_recent_input: ev.layoutShiftDetails.hadRecentInput },
-          }
+          })
           if (ev.frameId) data.source_frame_id = ev.frameId
           emit({ type: 'page_layout_shift', data, source })
-          settle?.onLayoutShift(ctx.nav_seq ?? 0)
+          settle?.onLayoutShift(navSeq)
         } else if (ev.type === 'largest-contentful-paint' && ev.lcpDetails) {
           const l = ev.lcpDetails
           const lcp: EventData<'page_lcp'>['lcp_details'] = { render_time: l.renderTime * 1000, load_time: l.loadTime * 1000, size: l.size }
           if (l.elementId) lcp.element_id = l.elementId
           if (l.url) lcp.url = capUrl(l.url)
           if (l.nodeId !== undefined) lcp.node_id = l.nodeId
-          const data: EventData<'page_lcp'> = { ...ctx, time: ev.time * 1000, lcp_details: lcp }
+          const data: EventData<'page_lcp'> = Object.assign(ctx, { time: ev.time * 1000, lcp_details: lcp })
           if (ev.frameId) data.source_frame_id = ev.frameId
           emit({ type: 'page_lcp', data, source })
         }

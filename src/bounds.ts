@@ -56,10 +56,22 @@ export function capUrl(url: string, onCut?: () => void): string {
   return cut
 }
 
-/** A header map within maxHeaderBytes: values cut, then further headers dropped. */
+/**
+ * A header map within maxHeaderBytes: values cut, then further headers dropped. A map of strings
+ * that fits even at 3 bytes per UTF-16 unit (nearly every one) is returned as it is, not copied:
+ * callers own the CDP payload it comes from, and the redactor copies on write.
+ */
 export function capHeaders(h: Record<string, unknown> | undefined, onCut?: () => void): Record<string, string> {
+  if (!h) return {}
+  let units = 0
+  let strings = true
+  for (const k of Object.keys(h)) {
+    const v = h[k]
+    if (typeof v !== 'string') { strings = false; break }
+    units += k.length + v.length
+  }
+  if (strings && units * 3 <= bounds.maxHeaderBytes) return h as Record<string, string>
   const out: Record<string, string> = {}
-  if (!h) return out
   let left = bounds.maxHeaderBytes
   let cut = false
   for (const [k, raw] of Object.entries(h)) {
