@@ -7,6 +7,7 @@ import { startServer, waitFor, type TestServer } from './helpers/http.js'
 import { startCollecting, type Recorded } from './helpers/collector-harness.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
+import { capturePlan, CAPTURE_CATEGORIES, fixedCapture, type Collector, type TargetSession } from '../src/monitor/index.js'
 
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
 const PAGE = `<img src="/img.png"><script>
@@ -257,6 +258,43 @@ t.test('a 5 MB JSON response: body cut to the cap, event flagged truncated', asy
   t.equal((stored.event.data as { body: string }).body.length, 65536)
   const small = createNetworkCollector({ bodyMaxBytes: 10 })
   t.equal(small.name, 'network', 'the cap is configurable')
+})
+
+t.test('body cap 0 (--network-body-max-bytes 0): no body fetched, none inlined, every event still there', async (t) => {
+  const server = await startServer(t)
+  routes(server, { count: 0 })
+  const jsonBody = JSON.stringify({ items: 'j'.repeat(100 * 1024) })
+  server.route('/json-sink', (req, res) => { req.resume(); req.on('end', () => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{"ok":1}') }) })
+  // Every command any collector (or the monitor) sends on a target session, by method.
+  const sent: string[] = []
+  const spy: Collector = {
+    name: 'send-spy',
+    attach(s: TargetSession) {
+      const send = s.send.bind(s)
+      Object.assign(s, { send: ((method, params) => { sent.push(method); return send(method, params) }) as TargetSession['send'] })
+      return () => undefined
+    },
+  }
+  const h = await startCollecting(t, [spy, createNetworkCollector({ bodyMaxBytes: 0 })], {
+    capture: fixedCapture(capturePlan(CAPTURE_CATEGORIES, { bodyMaxBytes: 0 })),
+  })
+  const page = h.firstPage()
+  // /page: an image and a small inline JSON POST; then a 100 KB POST (hasPostData without postData).
+  await page.send('Page.navigate', { url: `${server.url}page` })
+  const api = await h.waitEvent('network_response', (e) => e.data.url === `${server.url}api/data`)
+  t.equal(await h.evaluate(page, `fetch('/json-sink', { method: 'POST', headers: { 'content-type': 'application/json' }, body: ${JSON.stringify(jsonBody)} }).then((r) => r.status)`), 200)
+  const sink = await h.waitEvent('network_response', (e) => e.data.url === `${server.url}json-sink`)
+  const doc = h.ofType('network_response', (e) => e.data.url === `${server.url}page`)[0]!
+  t.same([doc.data.status, doc.data.mime_type, doc.data.body], [200, 'text/html', undefined], 'the HTML document: response without body')
+  t.same([api.data.status, api.data.mime_type, api.data.body, sink.data.body], [200, 'application/json', undefined, undefined], 'JSON responses without body')
+  for (const url of [`${server.url}api/data`, `${server.url}json-sink`]) {
+    const req = h.ofType('network_request', (e) => e.data.url === url)
+    t.same(req.map((e) => [e.data.method, e.data.post_data, e.truncated]), [['POST', undefined, undefined]], `${url}: one request, no post_data`)
+  }
+  t.equal(h.ofType('network_response', (e) => e.data.url === `${server.url}img.png`).length, 1, 'the image response too')
+  t.same(sent.filter((m) => m === 'Network.getResponseBody' || m === 'Network.getRequestPostData'), [], 'no body fetched')
+  t.ok(sent.length > 0, 'the spy sees the session\'s commands')
+  t.equal(h.pipeline.stats.invalid, 0)
 })
 
 t.test('a request in flight before attach fails without url, frame, loader and resource type', async (t) => {

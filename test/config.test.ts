@@ -70,6 +70,14 @@ t.test('max backoff below the initial backoff clamps the initial to it, with a w
   t.same(parseServeConfig([], {}).warnings, [])
 })
 
+t.test('--network-body-max-bytes: a size, 0 = no bodies; anything else below 1 byte is an error', async (t) => {
+  t.equal(parseServeConfig([], {}).networkBodyMaxBytes, 65536)
+  t.equal(parseServeConfig(['--network-body-max-bytes', '0'], {}).networkBodyMaxBytes, 0)
+  t.equal(parseServeConfig([], { BROWSER_TELEMETRY_NETWORK_BODY_MAX_BYTES: '0' }).networkBodyMaxBytes, 0)
+  t.equal(parseServeConfig(['--network-body-max-bytes', '1KiB'], {}).networkBodyMaxBytes, 1024)
+  for (const bad of ['-1', '-0', 'none', '']) t.throws(() => parseServeConfig([`--network-body-max-bytes=${bad}`], {}), /--network-body-max-bytes: expected a size/, bad)
+})
+
 t.test('bad values are clear errors', async (t) => {
   const cases: [string[], RegExp][] = [
     [['--listen', 'nope'], /--listen: expected host:port/],

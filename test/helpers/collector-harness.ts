@@ -4,14 +4,18 @@ import type { Test } from 'tap'
 import { startBrowser } from './browser.js'
 import { waitFor } from './http.js'
 import { openStore } from './store.js'
-import { Monitor, type Collector, type TargetSession } from '../../src/monitor/index.js'
+import { Monitor, type CaptureSource, type Collector, type TargetSession } from '../../src/monitor/index.js'
 import type { Emit, EventInput } from '../../src/pipeline.js'
 import type { Logger } from '../../src/log.js'
 import type { Envelope, EventType, EventData } from '../../src/events/index.js'
 
 export type Recorded<T extends EventType = EventType> = { type: T; data: EventData<T>; source?: EventInput['source']; truncated?: boolean; seq: number; at: number }
 
-export interface HarnessOptions { extraArgs?: string[]; startUrl?: string; beforeMonitor?: (httpUrl: string) => Promise<void>; logger?: Logger }
+export interface HarnessOptions {
+  extraArgs?: string[]; startUrl?: string; beforeMonitor?: (httpUrl: string) => Promise<void>; logger?: Logger
+  /** The monitor's capture plan (default: every capture category, default body cap). */
+  capture?: CaptureSource
+}
 
 export async function startCollecting(t: Test, collectors: Collector[], opts: HarnessOptions = {}) {
   const browser = await startBrowser(t, { extraArgs: opts.extraArgs, startUrl: opts.startUrl })
@@ -25,7 +29,7 @@ export async function startCollecting(t: Test, collectors: Collector[], opts: Ha
   }
   const sessions: TargetSession[] = []
   const probe: Collector = { name: 'test-probe', attach(s) { sessions.push(s); return () => undefined } }
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [...collectors, probe], logger: opts.logger })
+  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [...collectors, probe], logger: opts.logger, capture: opts.capture })
   t.teardown(() => monitor.stop())
   await monitor.start()
 
