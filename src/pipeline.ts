@@ -175,7 +175,7 @@ export class Pipeline {
     if (typeof target === 'string' && !this.budgets!.takeEvent(target, category)) return this.overBudget(input.type, category, target)
     let ts = Math.floor(this.clock())
     if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
-    const event = this.build(input, ts)
+    const event = this.build(input, category, ts)
     const issues = validateAssembledEvent(event)
     if (issues.length > 0) {
       this.reject(input, issues)
@@ -206,11 +206,11 @@ export class Pipeline {
     return { dropped: 'over_budget', seq }
   }
 
-  private build(input: EventInput, ts: number): TelemetryEvent {
+  private build(input: EventInput, category: Category, ts: number): TelemetryEvent {
     const event = {
       ts,
       type: input.type,
-      category: categoryOf(input.type),
+      category,
       source: input.source ?? { kind: 'local_process' },
       data: input.data,
     } as TelemetryEvent

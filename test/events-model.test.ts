@@ -1,5 +1,8 @@
 import t from 'tap'
-import { EVENT_DEFS, EVENT_TYPES, categoryOf, validateEvent, validateAssembledEvent, envelopeIssues, TelemetryEventSchema, EnvelopeSchema } from '../src/events/index.js'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { Value } from '@sinclair/typebox/value'
+import type { TSchema } from '@sinclair/typebox'
+import { EVENT_DEFS, EVENT_TYPES, categoryOf, validateEvent, validateAssembledEvent, envelopeIssues, TelemetryEventSchema, EnvelopeSchema, compileCheck, SourceSchema } from '../src/events/index.js'
 
 // The spec's Events table (type -> category), plus the two system types from issue 2.
 const SPEC_TABLE: Record<string, string> = {
@@ -66,6 +69,39 @@ t.test('validateAssembledEvent (the pipeline\'s shortcut) answers exactly as val
     t.same(validateAssembledEvent(e), full, JSON.stringify(e))
   }
   t.equal(invalid, 8, 'the invalid cases are invalid')
+})
+
+t.test('compileCheck (Set for the closed-object test) answers exactly as TypeBox for every schema', async (t) => {
+  // Per schema: a default value and mutations of it (extra keys, prototype names, each key removed or
+  // given each wrong type). Each answer must equal TypeBox's own compiled check.
+  const wrong: unknown[] = [null, undefined, 1, 1.5, -1, 'x', true, [], {}, ['x'], { a: 'b' }]
+  let cases = 0
+  let rejectedExtra = 0
+  let accepted = 0
+  const schemas: [string, TSchema][] = [['source', SourceSchema as TSchema], ['envelope', EnvelopeSchema as TSchema]]
+  for (const [type, d] of Object.entries(EVENT_DEFS)) schemas.push([`${type}.data`, d.data as TSchema], [`${type}.event`, d.event as TSchema])
+  for (const [name, schema] of schemas) {
+    const ours = compileCheck(schema)
+    const typebox = TypeCompiler.Compile(schema)
+    const base = Value.Create(schema) as Record<string, unknown>
+    const values: unknown[] = [base, null, [], 'x', { ...base, bogus: 1 }, { ...base, constructor: 'x' }, { ...base, toString: 'x' }, Object.defineProperty({ ...base }, '__proto__', { value: 1, enumerable: true })]
+    const keys = [...Object.keys(base), ...Object.keys((schema as { properties?: object }).properties ?? {})]
+    for (const k of keys) {
+      const { [k]: _drop, ...without } = base
+      values.push(without)
+      for (const w of wrong) values.push({ ...base, [k]: w })
+    }
+    for (const v of values) {
+      cases++
+      const expected = typebox.Check(v)
+      if (ours(v) !== expected) t.fail(`${name}: ${JSON.stringify(v)} -> ${!expected}, TypeBox says ${expected}`)
+      if (expected) accepted++
+    }
+    if (typebox.Check(base) && !ours({ ...base, bogus: 1 }) && (schema as { additionalProperties?: boolean }).additionalProperties === false) rejectedExtra++
+  }
+  t.ok(cases > 1000, `${cases} values compared`)
+  t.ok(accepted > 100, `${accepted} of them valid`)
+  t.ok(rejectedExtra >= EVENT_TYPES.length, `${rejectedExtra} closed schemas reject an extra key`)
 })
 
 t.test('envelope is exactly {seq, event}', async (t) => {

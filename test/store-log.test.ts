@@ -75,6 +75,26 @@ t.test('group commit: one batch for a burst, many events', async (t) => {
   t.ok(batches <= 8, `1000 events in ${batches} batches`)
 })
 
+t.test('records are stored byte for byte, ASCII and not (both encodings of the write path), with and without a measured length', async (t) => {
+  const { log, pipeline } = await openStore(t)
+  const fromListener: string[] = []
+  log.onCommit((recs) => { for (const r of recs) fromListener.push(Buffer.from(r.envelopeBytes!).toString('utf8')) })
+  const texts = ['plain ascii', 'caf\u00e9 \u00fc', 'emoji \u{1F4A5}', 'lone \ud800 surrogate', 'cjk \u4e2d\u6587', 'quote " and \\ and \n', '\u007f\u0080']
+  // console events carry no target: the store measures the length; network events with a target get it measured by the pipeline.
+  const inputs: EventInput[] = [
+    ...texts.map(consoleLog),
+    ...texts.map((text, i): EventInput => ({ type: 'network_request', data: { request_id: `r${i}`, method: 'GET', url: `https://x.test/${text}`, headers: { 'x-note': text }, target_id: 'T1' } })),
+  ]
+  const envelopes = await emitAll(pipeline, inputs)
+  const page = await log.read({ order: 'asc', limit: 100 })
+  t.equal(page.records.length, inputs.length)
+  const expected = envelopes.map((e) => JSON.stringify(e))
+  t.same(page.records.map((r) => r.json), expected, 'read back exactly as JSON.stringify(envelope)')
+  t.same(fromListener, expected, 'commit listeners get the same bytes')
+  t.same(page.records.map((r) => (JSON.parse(r.json) as { event: { data: { text?: string; headers?: { 'x-note': string } } } }).event.data).map((d) => d.text ?? d.headers!['x-note']),
+    [...texts, ...texts], 'text survives (a lone surrogate too: JSON.stringify escapes it)')
+})
+
 t.test('category gate and capture rule', async (t) => {
   const { pipeline } = await openStore(t)
   t.equal(pipeline.isEnabled('screenshot'), false, 'screenshot is opt-in')

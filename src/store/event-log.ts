@@ -341,17 +341,18 @@ export class EventLog {
         // A chained batch hands each put to LevelDB's WriteBatch directly (no array of op objects).
         batch = this.db.batch()
         const first = records[0]!.seq
-        const offsets = new Map<Category, number[]>()
+        // Per category code (the record's first byte): offsets from `first` of its events in this write.
+        const offsets: number[][] = []
         for (const r of records) {
           batch.put(eventKey(r.seq), r.value)
-          let list = offsets.get(r.category)
-          if (!list) offsets.set(r.category, (list = []))
-          list.push(r.seq - first)
+          ;(offsets[r.value[0]!] ??= []).push(r.seq - first)
         }
-        for (const [category, list] of offsets) {
+        for (let code = 0; code < offsets.length; code++) {
+          const list = offsets[code]
+          if (!list) continue
           const value = Buffer.allocUnsafe(list.length * 2)
           for (let i = 0; i < list.length; i++) value.writeUInt16BE(list[i]!, i * 2)
-          batch.put(categoryKey(category, first), value)
+          batch.put(categoryKey(CATEGORY_BY_CODE[code]!, first), value)
         }
         const meta = Buffer.allocUnsafe(16)
         meta.writeBigUInt64BE(BigInt(Math.max(last.seq, this.skippedSeq)), 0)

@@ -74,7 +74,8 @@ export function encodeRecord(category: Category, ts: number, seq: number, eventJ
   b[0] = CATEGORY_CODE.get(category)!
   b.writeDoubleBE(ts, 1)
   b.write(prefix, 9, 'latin1')
-  b.write(eventJson, 9 + prefix.length, 'utf8')
+  // As many bytes as UTF-16 units: plain ASCII, where a latin1 write is a byte copy (utf8 has to encode).
+  b.write(eventJson, 9 + prefix.length, eventBytes === eventJson.length ? 'latin1' : 'utf8')
   b[b.length - 1] = 0x7d // '}'
   return b
 }
