@@ -4,7 +4,7 @@ import { ClassicLevel } from 'classic-level'
 import type { Category, Envelope, TelemetryEvent } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import {
-  eventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord, envelopePrefix, EncodedRecord,
+  eventKey, setEventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord, envelopePrefix, EncodedRecord,
   tsOfRecord, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE, MAX_WRITE_EVENTS,
 } from './keys.js'
 
@@ -343,8 +343,10 @@ export class EventLog {
         const first = records[0]!.seq
         // Per category code (the record's first byte): offsets from `first` of its events in this write.
         const offsets: number[][] = []
+        // One key buffer rewritten per put: LevelDB's WriteBatch copies key and value when put() returns.
+        const key = Buffer.allocUnsafe(9)
         for (const r of records) {
-          batch.put(eventKey(r.seq), r.value)
+          batch.put(setEventKey(key, r.seq), r.value)
           ;(offsets[r.value[0]!] ??= []).push(r.seq - first)
         }
         for (let code = 0; code < offsets.length; code++) {

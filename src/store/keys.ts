@@ -21,10 +21,13 @@ function writeSeq(b: Buffer, seq: number, at: number): void {
   b.writeUInt32BE(seq >>> 0, at + 4)
 }
 export function eventKey(seq: number) {
-  const b = Buffer.allocUnsafe(9)
-  b[0] = PREFIX_EVENT
-  writeSeq(b, seq, 1)
-  return b
+  return setEventKey(Buffer.allocUnsafe(9), seq)
+}
+/** Writes the event key of `seq` into a 9-byte buffer (reused by the writer: LevelDB copies keys). */
+export function setEventKey<B extends Buffer>(into: B, seq: number): B {
+  into[0] = PREFIX_EVENT
+  writeSeq(into, seq, 1)
+  return into
 }
 export function seqOfEventKey(key: Uint8Array): number {
   return Number(Buffer.from(key.buffer, key.byteOffset, key.byteLength).readBigUInt64BE(1))
