@@ -249,16 +249,17 @@ await withTempDir(async (tmp) => {
       if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
       if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root, block.nodeArgs ?? process.env.DAEMON_NODE_ARGS)
       await loadOnce(driver, site.url(`settle${nonce++}`)) // one unmeasured load: attach-time work is not page-load work
+      // The stored-event counts (/metrics: some ms of the daemon's CPU each) are read outside the CPU window.
+      const ev0 = watcher ? await watcher.storedEvents() : 0
       const cpu0 = watcher ? cpuMs(watcher.pid) : 0
       const threads0 = watcher && THREADS ? cpuByThread(watcher.pid) : undefined
-      const ev0 = watcher ? await watcher.storedEvents() : 0
       const s = samples.get(block.name)!
       for (let l = 0; l < LOADS; l++) s.loadMs.push(await loadOnce(driver, site.url(`${nonce++}`)))
       if (watcher) {
         await new Promise((r) => setTimeout(r, 1200)) // let settle timers and late events land before counting
-        s.events += (await watcher.storedEvents()) - ev0
         s.cpuMs += cpuMs(watcher.pid) - cpu0
         if (threads0) for (const [name, ms] of cpuByThread(watcher.pid)) s.threads.set(name, (s.threads.get(name) ?? 0) + ms - (threads0.get(name) ?? 0))
+        s.events += (await watcher.storedEvents()) - ev0
         await watcher.stop()
       }
       s.loads += LOADS

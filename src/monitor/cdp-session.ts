@@ -74,7 +74,7 @@ export class CdpSessionCore implements CdpSession {
 
   /** Delivers one event of this session to its handlers (a throwing handler never stops the others). */
   dispatch(method: string, params: unknown): void {
-    this.handlers.dispatch(method, params, this.logger, { session: this.label })
+    this.handlers.dispatch(method, params, this.logger, this.label)
   }
 
   /** Aborts the signal, rejects in-flight commands, runs every collector's detach, drops all listeners. Idempotent. */

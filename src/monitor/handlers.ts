@@ -20,11 +20,12 @@ export class HandlerRegistry {
     }
   }
 
-  dispatch(event: string, params: unknown, logger: Logger, where: object): void {
+  /** `session` names the session in the warning of a throwing handler (a string: nothing is built per event). */
+  dispatch(event: string, params: unknown, logger: Logger, session: string): void {
     const set = this.byEvent.get(event)
     if (!set) return
     for (const h of set) {
-      try { h(params) } catch (err) { logger.warn({ err, event, ...where }, 'collector handler threw') }
+      try { h(params) } catch (err) { logger.warn({ err, event, session }, 'collector handler threw') }
     }
   }
 
