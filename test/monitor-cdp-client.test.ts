@@ -84,7 +84,7 @@ t.test('ignored events are dropped unparsed; other events, answers and different
   const { url, peer } = await fakeBrowser(t)
   const client = await CdpClient.connect(url)
   t.teardown(() => client.close())
-  client.ignoreEvents(new Set(['Network.dataReceived']))
+  client.ignoreEvents((method) => method === 'Network.dataReceived')
   const ws = await peer
   const got: string[] = []
   client.on('event', (m) => got.push(`${m.method}:${(m.params as { i: number }).i}`))
@@ -97,4 +97,24 @@ t.test('ignored events are dropped unparsed; other events, answers and different
   t.same(await client.send('Good.one'), { ok: 'Good.one' }, 'answers are never ignored')
   await new Promise<void>((r) => { const check = () => (got.length === 3 ? r() : setTimeout(check, 5)); check() })
   t.same(got, ['Network.dataReceivedX:2', 'Network.dataReceived:3', 'Network.loadingFinished:5'])
+})
+
+t.test('ignoreEvents is asked at each message\'s turn: a name it stops naming is delivered again', async (t) => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  t.teardown(() => client.close())
+  const asked: string[] = []
+  let heard = false
+  client.ignoreEvents((method) => { asked.push(method); return !heard })
+  const ws = await peer
+  const got: number[] = []
+  client.on('event', (m) => got.push((m.params as { i: number }).i))
+  ws.on('message', (d) => { const m = JSON.parse(String(d)); ws.send(JSON.stringify({ id: m.id, result: {} })) })
+  ws.send('{"method":"Runtime.consoleAPICalled","params":{"i":1}}')
+  await client.send('Sync.one')
+  heard = true
+  ws.send('{"method":"Runtime.consoleAPICalled","params":{"i":2}}')
+  await client.send('Sync.two')
+  t.same(got, [2])
+  t.same(asked, ['Runtime.consoleAPICalled', 'Runtime.consoleAPICalled'], 'answers are not asked about')
 })

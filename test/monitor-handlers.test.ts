@@ -3,7 +3,7 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
 import { createLogger } from '../src/log.js'
-import { HandlerRegistry } from '../src/monitor/handlers.js'
+import { HandlerRegistry, ListenedEvents } from '../src/monitor/handlers.js'
 
 t.test('a throwing handler is logged (event, session) and the next handler still runs', async (t) => {
   const lines: Record<string, unknown>[] = []
@@ -26,4 +26,30 @@ t.test('a throwing handler is logged (event, session) and the next handler still
   t.equal(reg.size, 1, 'unsubscribe is idempotent')
   reg.clear()
   t.equal(reg.size, 0)
+})
+
+t.test('ListenedEvents counts handlers over every registry of a connection: add, unsubscribe (idempotent), clear', async (t) => {
+  const listened = new ListenedEvents()
+  const page = new HandlerRegistry(listened)
+  const worker = new HandlerRegistry(listened)
+  const h1 = () => undefined
+  const h2 = () => undefined
+  t.equal(listened.has('Runtime.consoleAPICalled'), false)
+  const off1 = page.add('Runtime.consoleAPICalled', h1)
+  page.add('Runtime.consoleAPICalled', h1) // the same handler twice is one handler
+  const off2 = worker.add('Runtime.consoleAPICalled', h2)
+  worker.add('Network.loadingFinished', h2)
+  off1()
+  off1()
+  t.equal(listened.has('Runtime.consoleAPICalled'), true, 'the worker still listens')
+  off2()
+  t.equal(listened.has('Runtime.consoleAPICalled'), false, 'nobody listens: the connection may drop it unparsed')
+  page.add('Runtime.exceptionThrown', h1)
+  page.add('Runtime.exceptionThrown', h2)
+  page.clear()
+  t.equal(listened.has('Runtime.exceptionThrown'), false, 'a closed session takes its handlers off the count')
+  t.equal(listened.has('Network.loadingFinished'), true)
+  worker.clear()
+  worker.clear()
+  t.equal(listened.has('Network.loadingFinished'), false)
 })

@@ -51,7 +51,7 @@ export class CdpClient {
   private paused = false
   private closed = false
   private eventHandler: (m: CdpMessage) => void = () => undefined
-  private unread: ReadonlySet<string> = new Set()
+  private unread: ((method: string) => boolean) | undefined
   private disconnectHandler: () => void = () => undefined
 
   private constructor(private readonly ws: WebSocket) {
@@ -82,8 +82,9 @@ export class CdpClient {
   /**
    * Events nobody reads: dropped unparsed, their name read from the message's first bytes (with
    * Network enabled Chromium sends a third of a page's CDP bytes as events no collector handles).
+   * Asked when the message's turn comes, just before it would be parsed and dispatched.
    */
-  ignoreEvents(methods: ReadonlySet<string>): void { this.unread = methods }
+  ignoreEvents(unread: (method: string) => boolean): void { this.unread = unread }
 
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
@@ -136,7 +137,7 @@ export class CdpClient {
     const data = this.queue[this.head]!
     this.queue[this.head++] = undefined
     this.queuedBytes -= data.length
-    if (this.unread.size > 0 && this.isUnread(data)) return data.length
+    if (this.unread && this.isUnread(data, this.unread)) return data.length
     let message: CdpMessage
     try { message = JSON.parse(data.toString('utf8')) as CdpMessage } catch { return data.length }
     if (message.id !== undefined) {
@@ -150,13 +151,13 @@ export class CdpClient {
     return data.length
   }
 
-  /** True for an event named in `unread` (a message laid out otherwise is parsed as usual). */
-  private isUnread(data: Buffer): boolean {
+  /** True for an event `unread` names (a message laid out otherwise is parsed as usual). */
+  private isUnread(data: Buffer, unread: (method: string) => boolean): boolean {
     if (data.length <= EVENT_PREFIX.length) return false
     // Byte by byte: Buffer#compare with offsets is a native call with argument checks, dearer than these 11 reads.
     for (let i = 0; i < EVENT_PREFIX.length; i++) if (data[i] !== EVENT_PREFIX[i]) return false
     const end = data.indexOf(0x22, EVENT_PREFIX.length) // the closing quote; CDP method names have no escapes
-    return end > 0 && end - EVENT_PREFIX.length <= 64 && this.unread.has(data.toString('latin1', EVENT_PREFIX.length, end))
+    return end > 0 && end - EVENT_PREFIX.length <= 64 && unread(data.toString('latin1', EVENT_PREFIX.length, end))
   }
 
   private compact(): void {

@@ -3,7 +3,7 @@
 // AttachedTarget adds a target's context bookkeeping; the browser scope is a plain CdpSessionCore.
 import type { Logger } from '../log.js'
 import { Disposer, type Dispose } from '../util/disposer.js'
-import { HandlerRegistry, type Handler } from './handlers.js'
+import { HandlerRegistry, type Handler, type ListenedEvents } from './handlers.js'
 import { ProtocolError, toProtocolError, type ProtocolErrorLog } from './protocol-error.js'
 import type { CdpCommand, CdpEvent, CdpSession, CommandParams, CommandResult, EventParams } from './types.js'
 
@@ -20,7 +20,7 @@ export const UNREAD_EVENTS: ReadonlySet<string> = new Set([
 ])
 
 export class CdpSessionCore implements CdpSession {
-  private readonly handlers = new HandlerRegistry()
+  private readonly handlers: HandlerRegistry
   /** Collectors' detaches, run once when the session closes. */
   private readonly detaches: Disposer
   /** Rejecters of commands awaiting an answer. */
@@ -35,7 +35,10 @@ export class CdpSessionCore implements CdpSession {
     protected readonly logger: Logger,
     /** Names the session in errors and logs ("target <id>", "browser"). */
     private readonly label: string,
+    /** The connection's count of handlers per event (see ListenedEvents). */
+    listened?: ListenedEvents,
   ) {
+    this.handlers = new HandlerRegistry(listened)
     this.detaches = new Disposer((err) => logger.warn({ err, session: label }, 'collector detach threw'))
   }
 

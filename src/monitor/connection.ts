@@ -8,6 +8,7 @@ import { autoAttachParams, IGNORED_TYPES, sameAttachFilter, TargetCapture, type 
 import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
+import { ListenedEvents } from './handlers.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
 import { AttachedTarget, targetTypeOf, type TargetInfo } from './target-session.js'
@@ -33,6 +34,18 @@ export class ConnectError extends Error {
     super(`cannot connect to the browser at ${wsUrl}: ${cause instanceof Error ? cause.message : String(cause)}`)
     this.name = 'ConnectError'
   }
+}
+
+/**
+ * Events of the domains the capture plan enables for collectors only: the monitor's own bookkeeping
+ * reads none of them (it reads Target.*, Page.* and Inspector.*, never dropped), so one with no
+ * handler on any session is dropped unparsed. E.g. the console messages Chromium sends once Runtime
+ * is enabled for the interaction binding alone (300 per heavy-page load), or Runtime's execution
+ * context events. Handlers are registered synchronously when a target attaches, before any of its
+ * events is handled, and a category switched on live hears only what follows its enable anyway.
+ */
+function droppableUnheard(method: string): boolean {
+  return method.startsWith('Runtime.') || method.startsWith('Network.') || method.startsWith('PerformanceTimeline.')
 }
 
 /** Targets that exist on their own (not children of a page); attached explicitly if auto-attach missed them. */
@@ -80,6 +93,8 @@ export class BrowserConnection {
   private readonly unsubscribePlan: () => void
   /** attachTimeoutMs timeouts running (leak checks). */
   private timeouts = 0
+  /** Handlers per event over every session of this connection (events of droppableUnheard domains with none are dropped unparsed). */
+  private readonly listened = new ListenedEvents()
   /** The browser-level session collectors' attachBrowser gets; closed with the connection. */
   readonly browser: CdpSessionCore
   private readonly abort = new AbortController()
@@ -91,11 +106,11 @@ export class BrowserConnection {
     this.client = client
     this.opts = opts
     this.wsUrl = opts.wsUrl
-    this.browser = new CdpSessionCore(this.raw, undefined, opts.errors, opts.logger, 'browser connection')
+    this.browser = new CdpSessionCore(this.raw, undefined, opts.errors, opts.logger, 'browser connection', this.listened)
     this.plan = opts.capture.current()
     this.unsubscribePlan = opts.capture.onChange((plan) => this.applyPlan(plan))
     client.on('event', (m) => this.onMessage(m))
-    client.ignoreEvents(UNREAD_EVENTS)
+    client.ignoreEvents((method) => UNREAD_EVENTS.has(method) || (droppableUnheard(method) && !this.listened.has(method)))
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()
@@ -242,7 +257,7 @@ export class BrowserConnection {
       return
     }
     const parent = parentSessionId ? this.sessions.get(parentSessionId) : undefined
-    const target = new AttachedTarget(this.raw, this.opts.errors, this.opts.logger, targetInfo, sessionId, parent?.sessionId)
+    const target = new AttachedTarget(this.raw, this.opts.errors, this.opts.logger, targetInfo, sessionId, parent?.sessionId, this.listened)
     target.parent = parent
     this.sessions.set(sessionId, target)
     this.sessionByTarget.set(target.targetId, sessionId)

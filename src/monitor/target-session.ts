@@ -6,6 +6,7 @@ import type { Protocol } from 'devtools-protocol'
 import type { Context, TargetType } from '../events/index.js'
 import type { Logger } from '../log.js'
 import { CdpSessionCore, type RawSend } from './cdp-session.js'
+import type { ListenedEvents } from './handlers.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { TargetSession } from './types.js'
 
@@ -74,8 +75,9 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     readonly targetInfo: Protocol.Target.TargetInfo,
     sessionId: string,
     parentSessionId: string | undefined,
+    listened?: ListenedEvents,
   ) {
-    super(raw, sessionId, errors, logger, `target ${targetInfo.targetId}`)
+    super(raw, sessionId, errors, logger, `target ${targetInfo.targetId}`, listened)
     this.sessionId = sessionId
     this.targetId = targetInfo.targetId
     this.targetType = targetTypeOf(targetInfo.type)
