@@ -138,18 +138,32 @@ function leanScanner(st: ClientState, fail: (msg: string) => void) {
           lastNl = pos - 1
         }
       }
+      // One Buffer.indexOf per frame (header to header); only the first and the last header's
+      // newline is looked for. A header is complete when its newline is in this read.
       let p = buf.indexOf(MARK, pos)
       let cut = -1
       let lastAt = -1
+      let prevAt = -1
       while (p >= 0) {
-        const nl = buf.indexOf(10, p + MARK.length)
-        if (nl < 0) { cut = p; break }
-        if (firstId < 0) firstId = idOf(buf, p, nl)
+        if (firstId < 0) {
+          const nl = buf.indexOf(10, p + MARK.length)
+          if (nl < 0) { cut = p; break }
+          firstId = idOf(buf, p, nl)
+        }
         marks++
+        prevAt = lastAt
         lastAt = p
-        lastNl = nl
-        pos = nl + 1
-        p = buf.indexOf(MARK, pos)
+        p = buf.indexOf(MARK, p + MARK.length)
+      }
+      if (lastAt >= 0 && buf.indexOf(10, lastAt + MARK.length) < 0) {
+        // The last header is cut by the end of this read: it is carried into the next (the one before it is complete).
+        cut = lastAt
+        marks--
+        lastAt = prevAt
+      }
+      if (lastAt >= 0) {
+        lastNl = buf.indexOf(10, lastAt + MARK.length)
+        pos = lastNl + 1
       }
       if (lastAt >= 0) lastId = idOf(buf, lastAt, lastNl)
       // The open frame ends before this read's first header, or with a frame end in this read.
