@@ -20,6 +20,8 @@
 // Medians over RUNS runs (default 5).
 //   CLIENTS=100 RATE=10000 DURATION_S=30 RUNS=5 CLIENT_PROCS=4 VALIDATE_CLIENTS=2 [COALESCE_MS=20] npx tsx bench/api-sse.ts
 // DAEMON_NODE_ARGS passes node flags to the daemon (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+// STREAM_BUFFER_BYTES / RING_BYTES set the daemon's per-client buffer and resume ring (unset: the
+// daemon defaults, 8 MiB / 16 MiB); a small buffer (e.g. 1048576) forces lagging cuts and resumes.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
@@ -39,6 +41,8 @@ const VALIDATE = Math.min(CLIENTS, Number(process.env.VALIDATE_CLIENTS ?? 2))
 const BASELINE = process.env.BASELINE !== '0'
 /** The hub's live write interval per client (streamCoalesceMs; unset = the daemon default). */
 const COALESCE_MS = process.env.COALESCE_MS === undefined ? undefined : Number(process.env.COALESCE_MS)
+const BUFFER_BYTES = process.env.STREAM_BUFFER_BYTES === undefined ? undefined : Number(process.env.STREAM_BUFFER_BYTES)
+const RING_BYTES = process.env.RING_BYTES === undefined ? undefined : Number(process.env.RING_BYTES)
 const TOKEN = 'bench-token'
 const BROWSER = 'bench-browser'
 /** ms on CLOCK_MONOTONIC (libuv's hrtime): the same clock in every process of the machine. */
@@ -322,7 +326,7 @@ const log = await EventLog.open({ path: dir, retentionIntervalMs: 0, maxBytes: 6
 const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, budget: false }) // synthetic floods: no budget gaps
 const tokens = new TokenSet()
 tokens.add(${JSON.stringify(TOKEN)}, ALL_SCOPES)
-const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens, maxStreamClients: ${CLIENTS}, streamCoalesceMs: ${COALESCE_MS} }) // the default cap (64) would refuse the 100 clients
+const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens, maxStreamClients: ${CLIENTS}, streamCoalesceMs: ${COALESCE_MS}, streamBufferBytes: ${BUFFER_BYTES}, streamRingBytes: ${RING_BYTES} }) // the default cap (64) would refuse the 100 clients
 const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
 const base = JSON.parse(template)
 let peak = process.memoryUsage().rss
@@ -450,7 +454,7 @@ if (process.argv[2] === '--clients') {
   try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch {
     console.log('(tsc reported errors elsewhere in the tree; using what it emitted into dist/)')
   }
-  console.log(`${CLIENTS} SSE clients in ${PROCS} processes (${VALIDATE} validating through eventsource-parser) vs 1 (baseline), ${RATE} events/s for ${SECONDS} s, ${RUNS} runs, ${cpus().length} cores, live writes coalesced over ${COALESCE_MS ?? 'the default'} ms`)
+  console.log(`${CLIENTS} SSE clients in ${PROCS} processes (${VALIDATE} validating through eventsource-parser) vs 1 (baseline), ${RATE} events/s for ${SECONDS} s, ${RUNS} runs, ${cpus().length} cores, live writes coalesced over ${COALESCE_MS ?? 'the default'} ms, client buffer ${BUFFER_BYTES ?? 'default'} B, ring ${RING_BYTES ?? 'default'} B`)
   const main: RunResult[] = []
   const base: RunResult[] = []
   const line = (r: RunResult) => `ok=${r.ok} delivered ${r.minCount}..${r.maxCount} of ${r.events} per client; emit-to-client p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, max ${fmt(r.max, 0)} ms; ` +
