@@ -21,7 +21,10 @@
 //   CLIENTS=100 RATE=10000 DURATION_S=30 RUNS=5 CLIENT_PROCS=4 VALIDATE_CLIENTS=2 [COALESCE_MS=20] npx tsx bench/api-sse.ts
 // DAEMON_NODE_ARGS passes node flags to the daemon (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
 // STREAM_BUFFER_BYTES / RING_BYTES set the daemon's per-client buffer and resume ring (unset: the
-// daemon defaults, 8 MiB / 16 MiB); a small buffer (e.g. 1048576) forces lagging cuts and resumes.
+// daemon defaults, 8 MiB / 16 MiB). STALL=N:PAUSE_MS:EVERY_MS makes the first N lean clients of each
+// client process stop reading for PAUSE_MS every EVERY_MS (e.g. 1:4000:6000): they fall behind, are cut
+// off as lagging and resume, as slow real clients do; their own latency is left out of the figures
+// (the others' is what the daemon owes), their events are still counted and checked.
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
@@ -100,6 +103,8 @@ interface ClientState {
   lastSeqs: number[]
   times: number[]
   reconnects: number
+  /** Stops reading now and then (STALL): its latency is not in the figures. */
+  stalls?: boolean
 }
 
 const MARK = Buffer.from('\nid: ') // starts every frame header, chunk boundaries included ("\r\n<size>\r\nid: ")
@@ -201,12 +206,24 @@ function clientsProcess(url: string, n: number, validating: number): void {
   const readBuffer = Buffer.allocUnsafe(256 * 1024)
 
   // Lean: a raw socket, HTTP/1.1 request written by hand, response scanned in place (leanScanner).
+  const [stallN, stallMs, stallEvery] = (process.env.STALL ?? '0:0:0').split(':').map(Number) as [number, number, number]
+  let stalled = 0
   const openLean = (st: ClientState, fail: (msg: string) => void) => {
     const scanner = leanScanner(st, fail)
+    let current: ReturnType<typeof netConnect> | undefined
+    if (stalled < stallN) {
+      stalled++
+      st.stalls = true
+      setInterval(() => {
+        if (stopping) return
+        current?.pause()
+        setTimeout(() => current?.resume(), stallMs)
+      }, stallEvery)
+    }
     const connect = () => {
       let head: Buffer | undefined = Buffer.alloc(0) // until the status line and headers are read
       const lastEventId = st.next > 0 ? `Last-Event-ID: ${scanner.resumeAfter()}\r\n` : ''
-      const sock = netConnect({
+      const sock = current = netConnect({
         host: hostname, port: Number(port),
         onread: {
           buffer: readBuffer,
@@ -288,6 +305,7 @@ function clientsProcess(url: string, n: number, validating: number): void {
       const first: number = m.firstSeq
       const h = new Histogram()
       for (const s of states) {
+        if (s.stalls) continue
         let prev = first - 1
         for (let c = 0; c < s.lastSeqs.length; c++) {
           const last = s.lastSeqs[c]!
