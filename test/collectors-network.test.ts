@@ -291,6 +291,8 @@ t.test('body cap 0 (--network-body-max-bytes 0): no body fetched, none inlined, 
     const req = h.ofType('network_request', (e) => e.data.url === url)
     t.same(req.map((e) => [e.data.method, e.data.post_data, e.truncated]), [['POST', undefined, undefined]], `${url}: one request, no post_data`)
   }
+  // The image may answer after the fetches under load: wait for it, then count it exactly once.
+  await h.waitEvent('network_response', (e) => e.data.url === `${server.url}img.png`)
   t.equal(h.ofType('network_response', (e) => e.data.url === `${server.url}img.png`).length, 1, 'the image response too')
   t.same(sent.filter((m) => m === 'Network.getResponseBody' || m === 'Network.getRequestPostData'), [], 'no body fetched')
   t.ok(sent.length > 0, 'the spy sees the session\'s commands')
