@@ -176,7 +176,7 @@ class SessionRequests {
     this.idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
     const data = requestData(this.session.context(), p, req, previous, onCut)
     // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
-    const inline = p.request.postData !== undefined && this.settings.bodyMaxBytes > 0 ? cutBody(p.request.postData, false, Math.max(0, this.settings.bodyMaxBytes)) : undefined
+    const inline = p.request.postData !== undefined && this.settings.bodyMaxBytes > 0 ? cutBody(p.request.postData, false, this.settings.bodyMaxBytes) : undefined
     if (inline) data.post_data = inline.body
     if (cut) req.cut = true // (not part of the table's byte estimate: no second set())
     let sent = false

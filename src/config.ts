@@ -180,6 +180,10 @@ function size(flag: string, v: string): number {
   if (n === undefined || n <= 0) throw new ConfigError(`--${flag}: expected a size like 65536, 64KiB, 1MiB, got ${JSON.stringify(v)}`)
   return n
 }
+/** A size where 0 means off (any spelling of zero: 0, 0B, 0KiB). */
+function sizeOrOff(flag: string, v: string): number {
+  return parseSize(v) === 0 ? 0 : size(flag, v)
+}
 function minSize(flag: string, v: string, min: number): number {
   const n = size(flag, v)
   if (n < min) throw new ConfigError(`--${flag}: at least ${min} bytes, got ${JSON.stringify(v)}`)
@@ -281,7 +285,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     streamKeepaliveMs: duration('stream-keepalive', get('stream-keepalive')!),
     streamBufferEvents: int('stream-buffer-events', get('stream-buffer-events')!, 1),
     streamBufferBytes: size('stream-buffer-bytes', get('stream-buffer-bytes')!),
-    streamRingBytes: get('stream-ring-bytes')!.trim() === '0' ? 0 : size('stream-ring-bytes', get('stream-ring-bytes')!),
+    streamRingBytes: sizeOrOff('stream-ring-bytes', get('stream-ring-bytes')!),
     maxStreamClients: int('max-stream-clients', get('max-stream-clients')!, 1),
     proxyMaxConnections: int('proxy-max-connections', get('proxy-max-connections')!, 1),
     maxTargets: int('max-targets', get('max-targets')!, 1),
@@ -295,10 +299,10 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     budget: budgetConfig(get),
     redactHeaders: (get('redact-headers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     redactParams: (get('redact-params') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    diskReserveBytes: get('disk-reserve') === '0' ? 0 : size('disk-reserve', get('disk-reserve')!),
+    diskReserveBytes: sizeOrOff('disk-reserve', get('disk-reserve')!),
     retentionBytes: size('retention-bytes', get('retention-bytes')!),
     retentionAgeMs: duration('retention-age', get('retention-age')!),
-    networkBodyMaxBytes: parseSize(get('network-body-max-bytes')!) === 0 ? 0 : size('network-body-max-bytes', get('network-body-max-bytes')!),
+    networkBodyMaxBytes: sizeOrOff('network-body-max-bytes', get('network-body-max-bytes')!),
     screenshotIntervalMs: duration('screenshot-interval', get('screenshot-interval')!),
     uploadMaxBytes: size('upload-max-bytes', get('upload-max-bytes')!),
     zipMaxEntries: int('zip-max-entries', get('zip-max-entries')!, 1),
@@ -337,7 +341,7 @@ function natsConfig(get: (flag: string) => string | undefined): NatsConfig | und
     subjectPrefix,
     duplicateWindowMs,
     maxAgeMs: duration('nats-max-age', get('nats-max-age')!),
-    maxBytes: maxBytesText.trim() === '0' ? 0 : size('nats-max-bytes', maxBytesText),
+    maxBytes: sizeOrOff('nats-max-bytes', maxBytesText),
     replicas,
     maxInFlight: int('nats-max-in-flight', get('nats-max-in-flight')!, 1),
   }

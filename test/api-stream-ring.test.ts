@@ -1,7 +1,7 @@
 // The SSE frame ring: exact byte bound and eviction, slices without copies, and the hub serving
 // resumes from it (no store read), falling back to the store losslessly for what is older, handing
 // a store replay over to the ring, and forgetting everything when commits went by unseen.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import type { ServerResponse } from 'node:http'
 import { FrameRing } from '../src/api/frame-ring.js'
 import { TelemetryStreams, frames } from '../src/api/telemetry-stream.js'
@@ -35,6 +35,23 @@ async function emitEach(log: EventLog, emit: () => void, n: number): Promise<voi
 async function frameBytes(log: EventLog, from: number, to: number): Promise<number> {
   const page = await log.read({ order: 'asc', limit: to - from + 1, cursor: from })
   return page.records.reduce((a, r) => a + frames([r]).buf.length, 0)
+}
+
+/**
+ * A hub whose ring holds exactly the frame bytes of seqs ringOf[0]..ringOf[1] (measured on a probe
+ * log), with store reads counted and one live client, after `events` commits of one event each.
+ */
+async function ringHub(t: Test, o: { ringOf: [number, number]; pageSize: number; events: number }) {
+  const { log, pipeline } = await openStore(t)
+  const probe = await openStore(t)
+  await emitEach(probe.log, () => probe.pipeline.emit(tick()), o.ringOf[1])
+  const ringBytes = await frameBytes(probe.log, o.ringOf[0], o.ringOf[1])
+  const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs: 0, ringBytes, pageSize: o.pageSize })
+  const reads = countReads(log)
+  const live = new RecordingResponse()
+  const liveDone = streams.open(live as unknown as ServerResponse, { kind: 'new' })
+  await emitEach(log, () => pipeline.emit(tick()), o.events)
+  return { log, pipeline, streams, reads, ringBytes, liveDone }
 }
 
 t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the next frame', async (t) => {
@@ -116,16 +133,8 @@ t.test('a resume the ring covers is served from memory: no store read, every fra
 })
 
 t.test('a resume older than the ring reads the store, then hands over to the ring: lossless', async (t) => {
-  const { log, pipeline } = await openStore(t)
-  // Warm up a log to size the ring: the newest 10 one-frame batches fit, no more.
-  const probe = await openStore(t)
-  await emitEach(probe.log, () => probe.pipeline.emit(tick()), 50)
-  const ringBytes = await frameBytes(probe.log, 41, 50)
-  const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs: 0, ringBytes, pageSize: 10 })
-  const reads = countReads(log)
-  const live = new RecordingResponse()
-  const liveDone = streams.open(live as unknown as ServerResponse, { kind: 'new' })
-  await emitEach(log, () => pipeline.emit(tick()), 50)
+  // The ring sized so that the newest 10 one-frame batches fit, no more.
+  const { log, pipeline, streams, reads, ringBytes, liveDone } = await ringHub(t, { ringOf: [41, 50], pageSize: 10, events: 50 })
   t.equal(streams.ring.bytes, ringBytes, 'exactly the bound: the newest 10 frames')
   t.equal(streams.ring.coveredAfter, 40)
   reads.n = 0
@@ -143,15 +152,7 @@ t.test('a resume older than the ring reads the store, then hands over to the rin
 })
 
 t.test('ring catch-up writes one batch per drain; a batch evicted meanwhile is read from the store', async (t) => {
-  const { log, pipeline } = await openStore(t)
-  const probe = await openStore(t)
-  await emitEach(probe.log, () => probe.pipeline.emit(tick()), 60)
-  const ringBytes = await frameBytes(probe.log, 11, 20)
-  const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs: 0, ringBytes, pageSize: 100 })
-  const reads = countReads(log)
-  const live = new RecordingResponse()
-  const liveDone = streams.open(live as unknown as ServerResponse, { kind: 'new' })
-  await emitEach(log, () => pipeline.emit(tick()), 20)
+  const { log, pipeline, streams, reads, liveDone } = await ringHub(t, { ringOf: [11, 20], pageSize: 100, events: 20 })
   t.equal(streams.ring.coveredAfter, 10)
   reads.n = 0
 

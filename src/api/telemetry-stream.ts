@@ -262,10 +262,7 @@ class StreamSession {
       return
     }
     this.hub.stats.storeResumes++
-    void this.replay().catch((err) => {
-      this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
-      this.close()
-    })
+    this.startReplay()
   }
 
   private async replay(): Promise<void> {
@@ -298,6 +295,14 @@ class StreamSession {
     this.mode = 'live'
   }
 
+  /** Pages the store from the last sent seq; a failed read closes the stream (the client resumes). */
+  private startReplay(): void {
+    void this.replay().catch((err) => {
+      this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
+      this.close()
+    })
+  }
+
   /**
    * Ring mode: writes ring batches after the last sent seq until the socket pushes back (the next
    * drain continues), the ring has nothing more (live: what is committed but not yet written goes
@@ -307,14 +312,7 @@ class StreamSession {
     while (this.mode === 'ring' && !this.blocked) {
       const next = this.hub.ring.after(this.lastSent)
       if (next === 'caught-up') { this.mode = 'live'; return }
-      if (next === 'behind') {
-        this.mode = 'backlog'
-        void this.replay().catch((err) => {
-          this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
-          this.close()
-        })
-        return
-      }
+      if (next === 'behind') { this.mode = 'backlog'; this.startReplay(); return }
       this.write(next.buf, next.events, next.lastSeq)
     }
   }
