@@ -29,22 +29,74 @@ export function renderRemoteObject(obj: RemoteObject): string {
 }
 
 /**
- * Console arguments rendered, each cut to `maxBytes` UTF-16 units and at most maxBytes / 3 of them
- * (`cut` says whether anything was). With maxBytes the envelope cap this loses nothing the pipeline
- * would keep: a string of maxBytes units encodes to more than the cap, and an array entry costs at
- * least 3 bytes, so the envelope fit cuts further anyway; but an 8 MB argument or a million
- * arguments are never rendered, copied and serialised in full on the way (work bounded per call).
+ * Console arguments rendered: each cut to `maxBytes` UTF-16 units, at most maxBytes / 3 of them,
+ * and, when they add up to more than maxBytes, all cut to one common length (`cut` says whether
+ * anything was). With maxBytes the envelope cap, an 8 MB argument, a million arguments or 5,000
+ * arguments of 300 characters are never rendered, copied, measured and serialised in full on the
+ * way (work bounded per call). The common length is the longest that leaves room for the event
+ * around the arguments (FRAME_SHARE of the cap, and 3 bytes per argument for its quotes and comma;
+ * the first argument counts twice, as the collector stores it as the event's text too),
+ * so a call of plain text is stored as it leaves here with one serialisation; the envelope fit
+ * still has the last word (escapes, non-ASCII text, a large stack trace). When that length would
+ * be very short (many arguments), the cut is only as deep as the fit's would surely go anyway.
  */
 export function renderArgs(objs: readonly RemoteObject[], maxBytes: number): { args: string[]; cut: boolean } {
   const n = Math.min(objs.length, Math.floor(maxBytes / 3))
   const args = new Array<string>(n)
   let cut = n < objs.length
+  let total = 0
   for (let i = 0; i < n; i++) {
     const s = renderRemoteObject(objs[i]!)
     if (s.length > maxBytes) cut = true
-    args[i] = cutChars(s, maxBytes)
+    total += (args[i] = cutChars(s, maxBytes)).length
+  }
+  // The first argument is stored twice: also as the event's text.
+  if (n > 0) total += args[0]!.length
+  if (total > maxBytes) {
+    const lengths = args.map((a) => a.length)
+    lengths.push(args[0]!.length)
+    lengths.sort((a, b) => b - a)
+    let level = levelWithin(lengths, total, maxBytes - Math.ceil(maxBytes * FRAME_SHARE) - 3 * (n + 1))
+    if (level < MIN_COMMON_LENGTH) level = levelAbove(lengths, total, maxBytes)
+    for (let i = 0; i < n; i++) if (args[i]!.length > level) { args[i] = args[i]!.slice(0, level); cut = true }
   }
   return { args, cut }
+}
+
+/** Share of the cap left for the rest of a console event (context, level, text, stack trace). */
+const FRAME_SHARE = 1 / 64
+/**
+ * No common length below this: the envelope fit never cuts a string below 64 bytes before it drops
+ * whole entries, and a cut it would not make must not be made here.
+ */
+const MIN_COMMON_LENGTH = 64
+
+/** The largest L with sum(min(length, L)) <= budget (lengths sorted longest first, summing to total > budget). */
+function levelWithin(lengths: readonly number[], total: number, budget: number): number {
+  if (budget <= 0) return 0
+  // With the k longest cut to L: k * L + (the rest, uncut) <= budget.
+  let rest = total
+  for (let k = 1; k <= lengths.length; k++) {
+    rest -= lengths[k - 1]!
+    const level = Math.floor((budget - rest) / k)
+    if (level >= (lengths[k] ?? 0)) return Math.max(0, level)
+  }
+  return 0
+}
+
+/**
+ * The smallest L >= MIN_COMMON_LENGTH with sum(min(length, L)) > max: the arguments still add up
+ * to more than the cap, so the envelope fit cuts every one of them below L anyway (its water level
+ * is in encoded bytes, never fewer than units) and the stored envelope is the same as without this cut.
+ */
+function levelAbove(lengths: readonly number[], total: number, max: number): number {
+  let rest = total
+  for (let k = 1; k <= lengths.length; k++) {
+    rest -= lengths[k - 1]!
+    const level = Math.floor((max - rest) / k) + 1
+    if (level >= (lengths[k] ?? 0)) return Math.max(level, MIN_COMMON_LENGTH)
+  }
+  return lengths[0]!
 }
 
 /** The first `max` UTF-16 units of s (the event is short-lived: the slice's parent goes with it). */

@@ -139,9 +139,11 @@ function waterFill(leaves: StrLeaf[], need: number, floor: number): number {
   let removed = 0
   for (const leaf of big) {
     if (leaf.enc <= level) break
-    const cut = cutToEncoded(leaf.value, level)
+    // Plain ASCII (measured as one byte per unit, no escapes): a slice of level - 2 units is exact.
+    const plain = leaf.enc === leaf.value.length + 2
+    const cut = plain ? leaf.value.slice(0, Math.max(0, level - 2)) : cutToEncoded(leaf.value, level)
     ;(leaf.holder as Obj)[leaf.key as string] = cut
-    removed += leaf.enc - encodedBytes(cut)
+    removed += leaf.enc - (plain ? cut.length + 2 : encodedBytes(cut))
   }
   return removed
 }

@@ -77,25 +77,46 @@ t.test('stack traces keep CDP camelCase and drop parentId', async (t) => {
   t.equal(stackTraceOf(undefined), undefined)
 })
 
-t.test('console arguments are cut to the cap before the event is built, losing nothing the envelope would keep', async (t) => {
+t.test('console arguments are cut before the event is built: plain text to fit the cap in one serialisation, the rest as the envelope fit would', async (t) => {
   const cap = 64 * 1024
   const str = (value: string) => ({ type: 'string' as const, value })
-  const fitted = (args: string[]) => fitEvent({ ts: 1, type: 'console_log', category: 'console', source: { kind: 'cdp' }, data: { level: 'log', text: args[0] ?? '', args } } as TelemetryEvent, cap).json
+  const fit = (args: string[]) => fitEvent({ ts: 1, type: 'console_log', category: 'console', source: { kind: 'cdp' }, data: { level: 'log', text: args[0] ?? '', args } } as TelemetryEvent, cap)
+  const fitted = (args: string[]) => fit(args).json
+  // What the console collector leaves for the rest of the event, and each argument's quotes and comma.
+  const room = (n: number) => cap - Math.ceil(cap / 64) - 3 * (n + 1)
 
-  const none = renderArgs([str('a'), str('b'.repeat(cap))], cap)
-  t.same(none, { args: ['a', 'b'.repeat(cap)], cut: false }, 'nothing over the cap: untouched')
+  const none = renderArgs([str('a'), str('b'.repeat(cap - 2))], cap)
+  t.same(none, { args: ['a', 'b'.repeat(cap - 2)], cut: false }, 'arguments adding up to the cap (the first twice: it is the text too): untouched')
 
   const huge = [str('y'.repeat(8 * cap)), str('z'), { type: 'number' as const, value: 1, description: '1' }]
   const r = renderArgs(huge, cap)
   t.equal(r.cut, true)
-  t.same(r.args.map((a) => a.length), [cap, 1, 1], 'one string longer than the cap: cut to the cap')
-  t.equal(fitted(r.args), fitted(huge.map(renderRemoteObject)), 'the stored envelope is the same as from the uncut arguments')
+  t.same(r.args.map((a) => a.length), [Math.floor((room(3) - 2) / 2), 1, 1], 'one string longer than the cap: cut to leave room for the rest (it is stored twice)')
+  t.equal(fit(r.args).cut, false, 'the envelope fit has nothing left to cut')
+  t.ok(Buffer.byteLength(fitted(r.args)) > cap - 2048, `close to the cap: ${Buffer.byteLength(fitted(r.args))}`)
 
+  // The hostile page's call: 5,000 arguments of 300 characters.
+  const wide5k = Array.from({ length: 5000 }, (_, i) => str(String(i).padEnd(300, 'x')))
+  const w = renderArgs(wide5k, 16 * cap)
+  t.equal(w.cut, true)
+  // 5,001 strings (the first is the text too) share what the cap leaves.
+  t.same(new Set(w.args.map((a) => a.length)), new Set([Math.floor((16 * cap - Math.ceil(16 * cap / 64) - 3 * 5001) / 5001)]), 'one common length for all')
+  t.ok(w.args.every((a, i) => wide5k[i]!.value.startsWith(a)), 'each a prefix of its argument')
+  const wideFit = fitEvent({ ts: 1, type: 'console_log', category: 'console', source: { kind: 'cdp' }, data: { level: 'log', text: w.args[0]!, args: w.args } } as TelemetryEvent, 16 * cap)
+  t.equal(wideFit.cut, false, 'stored as it leaves the collector')
+  t.ok(Buffer.byteLength(wideFit.json) > 16 * cap - 32 * 1024, `close to the cap: ${Buffer.byteLength(wideFit.json)}`)
+
+  // Too many arguments for a common length of 64 or more: cut only as deep as the fit's cut surely
+  // goes, which then drops tail entries; the stored envelope is the same as from the uncut arguments.
   const many = Array.from({ length: cap }, (_, i) => str(String(i % 10)))
   const m = renderArgs(many, cap)
   t.equal(m.cut, true)
   t.equal(m.args.length, Math.floor(cap / 3), 'no more entries than could ever fit (each costs at least 3 bytes)')
   t.equal(fitted(m.args), fitted(many.map(renderRemoteObject)), 'same stored envelope for a million-argument call')
+  const hundreds = Array.from({ length: 5000 }, (_, i) => str(String(i).padEnd(100, 'x')))
+  const h = renderArgs(hundreds, cap)
+  t.same(new Set(h.args.map((a) => a.length)), new Set([64]), '5,000 arguments of 100 characters at a 64 KiB cap: cut to 64')
+  t.equal(fitted(h.args), fitted(hundreds.map(renderRemoteObject)), 'and stored as without the cut')
 
   // Multi-byte: cut by UTF-16 units, still above the cap in bytes, so the fit decides the final cut.
   const wide = [str('é'.repeat(2 * cap)), str('x'.repeat(300))]

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
-import { CdpClient, CdpCommandError, SLICE_MS } from '../src/monitor/cdp-client.js'
+import { CdpClient, CdpCommandError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
@@ -55,6 +55,32 @@ t.test('a burst is handled in order, in slices that let other work run in betwee
   await new Promise<void>((r) => { const check = () => (order.length === N ? r() : setTimeout(check, 5)); check() })
   t.same(order, Array.from({ length: N }, (_, i) => `Runtime.consoleAPICalled:${i}:S`), 'every event, in order')
   t.ok(otherWorkAt > 0 && otherWorkAt < N, `other work ran after ${otherWorkAt} of ${N} events (slices of ${SLICE_MS} ms)`)
+})
+
+t.test('a message that outlasts a slice by itself is followed by a rest as long as its overrun', async (t) => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  t.teardown(() => client.close())
+  const ws = await peer
+  // Each event costs 4 slices (a console call with thousands of long arguments): the loop then gets
+  // 3 slices for other I/O before the next one (an HTTP accept and its request are two poll phases).
+  const COST = 4 * SLICE_MS
+  const N = 4
+  const spans: { start: number; end: number }[] = []
+  client.on('event', () => {
+    const start = performance.now()
+    while (performance.now() < start + COST) { /* busy */ }
+    spans.push({ start, end: performance.now() })
+  })
+  // Large messages (the clock is read after each): 20 KB of arguments.
+  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Runtime.consoleAPICalled', params: { i, args: [{ type: 'string', value: 'x'.repeat(20_000) }] }, sessionId: 'S' }))
+  await new Promise<void>((r) => { const check = () => (spans.length === N ? r() : setTimeout(check, 5)); check() })
+  for (let i = 1; i < N; i++) {
+    const ran = spans[i - 1]!.end - spans[i - 1]!.start
+    const gap = spans[i]!.start - spans[i - 1]!.end
+    // Timers fire on the loop's millisecond clock: up to 1 ms early against performance.now().
+    t.ok(gap >= Math.min(ran - SLICE_MS, MAX_REST_MS) - 1.5, `event ${i} started ${gap.toFixed(1)} ms after event ${i - 1} ran ${ran.toFixed(1)} ms`)
+  }
 })
 
 t.test('close: what arrived first is delivered, then pending commands fail and disconnect fires', async (t) => {

@@ -5,6 +5,8 @@
 // for hundreds of milliseconds and /healthz, the API and SSE wait. Here messages are queued raw
 // and handled in slices of at most SLICE_MS, yielding to other I/O in between; while more than
 // QUEUE_HIGH_BYTES wait, the socket is paused (the backlog stays in the kernel and the browser).
+// One message can outlast a slice by itself (a console call with 5,000 long arguments: tens of ms);
+// after such a slice the loop gets as long again for other I/O before the next one (see drain).
 // Console arguments over the envelope cap are cut in the raw frame first (console-frame-cut.ts).
 import WebSocket from 'ws'
 import { bounds } from '../bounds.js'
@@ -22,6 +24,8 @@ export interface CdpMessage {
 
 /** Handling time per turn of the event loop before other I/O gets its turn. */
 export const SLICE_MS = 10
+/** The longest pause after an overrun slice (the queue is bounded, so this only delays, never grows, the backlog). */
+export const MAX_REST_MS = 100
 /** Raw bytes received and not yet handled above which the socket is paused (at least one message is always taken). */
 export const QUEUE_HIGH_BYTES = 8 * 1024 * 1024
 const QUEUE_LOW_BYTES = QUEUE_HIGH_BYTES / 4
@@ -48,6 +52,8 @@ export class CdpClient {
   private head = 0
   private queuedBytes = 0
   private scheduled = false
+  /** performance.now() before which no slice starts (set after a slice that overran). */
+  private restUntil = 0
   private paused = false
   private closed = false
   private eventHandler: (m: CdpMessage) => void = () => undefined
@@ -114,21 +120,36 @@ export class CdpClient {
     this.queue.push(data)
     this.queuedBytes += data.length
     if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) { this.paused = true; this.ws.pause() }
-    if (!this.scheduled) { this.scheduled = true; setImmediate(() => this.drain()) }
+    if (!this.scheduled) this.schedule()
+  }
+
+  private schedule(): void {
+    this.scheduled = true
+    const rest = this.restUntil - performance.now()
+    if (rest > 0) setTimeout(() => this.drain(), Math.ceil(rest))
+    else setImmediate(() => this.drain())
   }
 
   /** Handles queued messages for at most SLICE_MS, then yields to the rest of the event loop. */
   private drain(): void {
-    const until = performance.now() + SLICE_MS
+    const start = performance.now()
+    const until = start + SLICE_MS
     // The clock is read after every 16 small messages (they take microseconds; reading it costs
     // one) and after every large one.
     for (let n = 1; this.head < this.queue.length; n++) {
       const bytes = this.handleNext()
       if (((n & 15) === 0 || bytes > 16 * 1024) && performance.now() >= until) break
     }
+    const now = performance.now()
+    // A slice that overran by more than a slice (one huge message) is followed by a rest as long as
+    // the overrun: a new HTTP connection needs two poll phases (accept, then its request), and
+    // with a huge message handled in every turn between them a /healthz probe would wait for two
+    // or three of them. Half the loop for the browser, half for the rest, while messages are huge.
+    const over = now - start - SLICE_MS
+    if (over > SLICE_MS) this.restUntil = now + Math.min(over, MAX_REST_MS)
     this.compact()
     if (this.paused && this.queuedBytes <= QUEUE_LOW_BYTES && !this.closed) { this.paused = false; this.ws.resume() }
-    if (this.head < this.queue.length) setImmediate(() => this.drain())
+    if (this.head < this.queue.length) this.schedule()
     else this.scheduled = false
   }
 
