@@ -6,9 +6,9 @@
 // counted as a failure; latency = request sent to last body byte. The daemon and the probe run at
 // the daemon's deployed priority (Nice=-5, README "Limits"). A probe during which the machine
 // starved either of CPU for over 50 ms (the prober's own event-loop delay; the daemon main thread's
-// kernel run-queue wait) is counted apart, not used as a latency sample: it has to be answered
-// (200, within 2 s) but its latency is the machine's, which a test on a shared 2-core machine
-// cannot bound.
+// kernel run-queue wait; the hypervisor's steal time on a VM) is counted apart, not used as a
+// latency sample: it has to be answered (200, within 2 s) but its latency is the machine's, which
+// a test on a shared 2-core machine cannot bound.
 // Counts are the issue's, except COUNTS below (suite time; bench/hostile.ts runs the full counts).
 // Needs dist/ (npm test builds it first).
 import t, { type Test } from 'tap'
@@ -63,7 +63,7 @@ for (const c of hostileCases(COUNTS)) {
     t.setTimeout(300_000)
     const r = await runHostileCase(t, c)
     t.comment(JSON.stringify({ elapsedMs: Math.round(r.elapsedMs), healthz: r.healthz, peakRssMb: Math.round(r.peakRssMb), stored: r.stored, lastSeq: r.lastSeq, missing: r.missing, largest: r.largestEnvelope, metrics: r.metrics }))
-    t.ok(r.healthz.n >= 5, `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of CPU for over 50 ms)`)
+    t.ok(r.healthz.n >= 5, `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`)
     t.equal(r.healthz.failures, 0, 'every probe answered 200 within its timeout')
     t.ok(r.healthz.maxMs < HEALTHZ_MAX_MS, `/healthz max ${r.healthz.maxMs.toFixed(0)} ms (p50 ${r.healthz.p50Ms.toFixed(0)}, p95 ${r.healthz.p95Ms.toFixed(0)}) < ${HEALTHZ_MAX_MS} ms`)
     t.ok(r.peakRssMb < RSS_MAX_MB, `daemon peak RSS ${r.peakRssMb.toFixed(1)} MB < ${RSS_MAX_MB} MB`)

@@ -4,11 +4,13 @@
 // argv: url intervalMs timeoutMs maxStallMs daemonPid. Probes back to back (intervalMs between the
 // end of one and the start of the next) until stdin closes, then prints one JSON line:
 // { latencies: number[] (ms, send to last body byte), failures, timeouts, stalled, selfLagMaxMs,
-//   daemonRunDelayMaxMs }.
+//   daemonRunDelayMaxMs, machineStealMaxMs }.
 // What the daemon cannot answer for is told apart: a probe during which the prober itself could
 // not run for more than maxStallMs (a 5 ms timer watches its event loop), or the daemon's main
 // thread waited more than maxStallMs in total for a CPU while runnable (the kernel's run-queue
-// delay, /proc/<pid>/task/<pid>/schedstat), measures the machine, not the daemon: it is no latency
+// delay, /proc/<pid>/task/<pid>/schedstat), or the hypervisor took more than maxStallMs of CPU time
+// from the machine's virtual CPUs (steal time, /proc/stat: a VM's CPUs frozen under the guest, which
+// neither of the first two can see), measures the machine, not the daemon: it is no latency
 // sample and is counted in `stalled` (its answer still has to come, as a 200, within the timeout).
 import http from 'node:http'
 import { readFileSync } from 'node:fs'
@@ -24,7 +26,15 @@ function daemonRunDelay() {
   if (!daemonPid) return 0
   try { return Number(readFileSync(`/proc/${daemonPid}/task/${daemonPid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 } catch { return 0 }
 }
+/** CPU time the hypervisor took from all of the machine's virtual CPUs so far, ms (0 when unreadable). */
+function machineSteal() {
+  try {
+    // cpu user nice system idle iowait irq softirq steal ...: clock ticks of 10 ms (USER_HZ = 100).
+    return Number(readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/)[8] ?? 0) * 10
+  } catch { return 0 }
+}
 let runDelayMax = 0
+let stealMax = 0
 let lastTick = performance.now()
 let probeLag = 0 // the longest gap between ticks during the current probe
 const ticker = setInterval(() => { const now = performance.now(); probeLag = Math.max(probeLag, now - lastTick - 5); lastTick = now }, 5)
@@ -41,6 +51,7 @@ process.stdin.resume()
 function probe() {
   return new Promise((resolve) => {
     const delay0 = daemonRunDelay()
+    const steal0 = machineSteal()
     const t0 = performance.now()
     lastTick = t0
     probeLag = 0
@@ -53,7 +64,9 @@ function probe() {
       probeLag = Math.max(probeLag, performance.now() - lastTick - 5)
       const runDelay = daemonRunDelay() - delay0
       runDelayMax = Math.max(runDelayMax, runDelay)
-      if ((probeLag > maxSelfLagMs || runDelay > maxSelfLagMs) && ok) stalled++
+      const steal = machineSteal() - steal0
+      stealMax = Math.max(stealMax, steal)
+      if ((probeLag > maxSelfLagMs || runDelay > maxSelfLagMs || steal > maxSelfLagMs) && ok) stalled++
       else latencies.push(latency)
       if (!ok) failures++
       if (timedOut) timeouts++
@@ -75,5 +88,5 @@ while (running) {
 }
 clearInterval(ticker)
 lag.disable()
-process.stdout.write(JSON.stringify({ latencies, failures, timeouts, stalled, selfLagMaxMs: lag.max / 1e6, daemonRunDelayMaxMs: runDelayMax }) + '\n')
+process.stdout.write(JSON.stringify({ latencies, failures, timeouts, stalled, selfLagMaxMs: lag.max / 1e6, daemonRunDelayMaxMs: runDelayMax, machineStealMaxMs: stealMax }) + '\n')
 process.stdin.destroy()

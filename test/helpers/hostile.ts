@@ -56,11 +56,12 @@ export interface CaseResult {
    * /healthz as a separate probe process saw it: latency of each probe from sending the request on a
    * fresh connection to the last body byte (ms); failures = non-200, errors and timeouts (2 s);
    * machineStalled = answered probes that are no latency sample because meanwhile the prober could
-   * not run, or the daemon waited for a CPU, for over MACHINE_STALL_MS; proberLagMaxMs = the
-   * prober's event-loop delay maximum; daemonRunDelayMaxMs = the daemon's longest run-queue wait in
-   * one probe.
+   * not run, or the daemon waited for a CPU, or the hypervisor took CPU time from the machine
+   * (steal), for over MACHINE_STALL_MS; proberLagMaxMs = the prober's event-loop delay maximum;
+   * daemonRunDelayMaxMs = the daemon's longest run-queue wait in one probe; machineStealMaxMs = the
+   * most steal time during one probe.
    */
-  healthz: { n: number; p50Ms: number; p95Ms: number; maxMs: number; failures: number; timeouts: number; machineStalled: number; proberLagMaxMs: number; daemonRunDelayMaxMs: number }
+  healthz: { n: number; p50Ms: number; p95Ms: number; maxMs: number; failures: number; timeouts: number; machineStalled: number; proberLagMaxMs: number; daemonRunDelayMaxMs: number; machineStealMaxMs: number }
   peakRssMb: number
   stored: number
   lastSeq: number
@@ -94,7 +95,8 @@ function shebangFlags(): string[] {
 const DAEMON_NICE = ['-n', '-5']
 /**
  * A probe during which the prober could not run for longer than this, or the daemon waited longer
- * than this for a CPU (kernel run-queue delay), measures the machine, not the daemon.
+ * than this for a CPU (kernel run-queue delay), or the hypervisor took more CPU time than this from
+ * the machine (steal), measures the machine, not the daemon.
  */
 export const MACHINE_STALL_MS = 50
 
@@ -183,7 +185,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const elapsedMs = performance.now() - t0
   prober.stdin!.end()
   await proberExited
-  const probe = JSON.parse(proberOut) as { latencies: number[]; failures: number; timeouts: number; stalled: number; selfLagMaxMs: number; daemonRunDelayMaxMs: number }
+  const probe = JSON.parse(proberOut) as { latencies: number[]; failures: number; timeouts: number; stalled: number; selfLagMaxMs: number; daemonRunDelayMaxMs: number; machineStealMaxMs: number }
 
   const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
   const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024
@@ -230,7 +232,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0
   return {
     name: c.name, elapsedMs,
-    healthz: { n: sorted.length, p50Ms: at(0.5), p95Ms: at(0.95), maxMs: sorted[sorted.length - 1] ?? 0, failures: probe.failures, timeouts: probe.timeouts, machineStalled: probe.stalled, proberLagMaxMs: probe.selfLagMaxMs, daemonRunDelayMaxMs: probe.daemonRunDelayMaxMs },
+    healthz: { n: sorted.length, p50Ms: at(0.5), p95Ms: at(0.95), maxMs: sorted[sorted.length - 1] ?? 0, failures: probe.failures, timeouts: probe.timeouts, machineStalled: probe.stalled, proberLagMaxMs: probe.selfLagMaxMs, daemonRunDelayMaxMs: probe.daemonRunDelayMaxMs, machineStealMaxMs: probe.machineStealMaxMs },
     peakRssMb, stored, lastSeq, missing: lastSeq - stored, largestEnvelope: largest, invalidEnvelopes: invalid, truncated, metrics,
     logLines: lines, storedByType, notes: ctx.notes,
   }
