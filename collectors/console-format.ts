@@ -53,11 +53,14 @@ export function renderArgs(objs: readonly RemoteObject[], maxBytes: number): { a
   // The first argument is stored twice: also as the event's text.
   if (n > 0) total += args[0]!.length
   if (total > maxBytes) {
-    const lengths = args.map((a) => a.length)
-    lengths.push(args[0]!.length)
-    lengths.sort((a, b) => b - a)
-    let level = levelWithin(lengths, total, maxBytes - Math.ceil(maxBytes * FRAME_SHARE) - 3 * (n + 1))
-    if (level < MIN_COMMON_LENGTH) level = levelAbove(lengths, total, maxBytes)
+    const lengths = new Uint32Array(n + 1)
+    for (let i = 0; i < n; i++) lengths[i] = args[i]!.length
+    lengths[n] = args[0]!.length
+    let level = commonLength(lengths, maxBytes - Math.ceil(maxBytes * FRAME_SHARE) - 3 * (n + 1))
+    // The arguments still add up to more than the cap when cut to this: the envelope fit cuts every
+    // one of them below it anyway (its water level is in encoded bytes, never fewer than units), so
+    // the stored envelope is the same as without this cut.
+    if (level < MIN_COMMON_LENGTH) level = Math.max(commonLength(lengths, maxBytes) + 1, MIN_COMMON_LENGTH)
     for (let i = 0; i < n; i++) if (args[i]!.length > level) { args[i] = args[i]!.slice(0, level); cut = true }
   }
   return { args, cut }
@@ -71,32 +74,20 @@ const FRAME_SHARE = 1 / 64
  */
 const MIN_COMMON_LENGTH = 64
 
-/** The largest L with sum(min(length, L)) <= budget (lengths sorted longest first, summing to total > budget). */
-function levelWithin(lengths: readonly number[], total: number, budget: number): number {
-  if (budget <= 0) return 0
-  // With the k longest cut to L: k * L + (the rest, uncut) <= budget.
-  let rest = total
-  for (let k = 1; k <= lengths.length; k++) {
-    rest -= lengths[k - 1]!
-    const level = Math.floor((budget - rest) / k)
-    if (level >= (lengths[k] ?? 0)) return Math.max(0, level)
+/** The largest L >= 0 with sum(min(length, L)) <= budget (a binary search: no sort, no callbacks). */
+function commonLength(lengths: Uint32Array, budget: number): number {
+  if (budget < 0) return 0
+  let lo = 0
+  let hi = 0
+  for (const l of lengths) if (l > hi) hi = l
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2)
+    let sum = 0
+    for (const l of lengths) sum += l < mid ? l : mid
+    if (sum <= budget) lo = mid
+    else hi = mid - 1
   }
-  return 0
-}
-
-/**
- * The smallest L >= MIN_COMMON_LENGTH with sum(min(length, L)) > max: the arguments still add up
- * to more than the cap, so the envelope fit cuts every one of them below L anyway (its water level
- * is in encoded bytes, never fewer than units) and the stored envelope is the same as without this cut.
- */
-function levelAbove(lengths: readonly number[], total: number, max: number): number {
-  let rest = total
-  for (let k = 1; k <= lengths.length; k++) {
-    rest -= lengths[k - 1]!
-    const level = Math.floor((max - rest) / k) + 1
-    if (level >= (lengths[k] ?? 0)) return Math.max(level, MIN_COMMON_LENGTH)
-  }
-  return lengths[0]!
+  return lo
 }
 
 /** The first `max` UTF-16 units of s (the event is short-lived: the slice's parent goes with it). */
