@@ -234,6 +234,7 @@ if (!process.env.SKIP_BUILD) {
 interface Sample { loadMs: number[]; cpuMs: number; loads: number; events: number; threads: Map<string, number> }
 const samples = new Map<string, Sample>(BLOCKS.map((b) => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map() }]))
 const THREADS = process.env.THREADS === '1'
+const WARM_LOADS = Math.max(1, Number(process.env.WARM_LOADS ?? 1))
 
 await withTempDir(async (tmp) => {
   const site = await startSite()
@@ -248,7 +249,9 @@ await withTempDir(async (tmp) => {
       let watcher: Watcher | undefined
       if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
       if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root, block.nodeArgs ?? process.env.DAEMON_NODE_ARGS)
-      await loadOnce(driver, site.url(`settle${nonce++}`)) // one unmeasured load: attach-time work is not page-load work
+      // Unmeasured loads: attach-time work is not page-load work; WARM_LOADS > 1 also lets a fresh
+      // daemon's JIT settle (a production daemon serves thousands of loads per process).
+      for (let w = 0; w < WARM_LOADS; w++) await loadOnce(driver, site.url(`settle${nonce++}`))
       // The stored-event counts (/metrics: some ms of the daemon's CPU each) are read outside the CPU window.
       const ev0 = watcher ? await watcher.storedEvents() : 0
       const cpu0 = watcher ? cpuMs(watcher.pid) : 0
