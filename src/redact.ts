@@ -169,6 +169,8 @@ export class Redactor {
   private json(text: string): string | undefined {
     let value: unknown
     try { value = JSON.parse(text) } catch { return this.jsonText(text) }
+    // Most bodies hold no secret-looking field: look first, copy only when something is masked.
+    if (!this.hasSecretField(value, 0)) return text
     let changed = false
     const visit = (node: unknown, depth: number): unknown => {
       if (depth > 64 || node === null || typeof node !== 'object') return node
@@ -183,6 +185,21 @@ export class Redactor {
     }
     const masked = visit(value, 0)
     return changed ? JSON.stringify(masked) : text
+  }
+
+  /** True when visit() in json() would mask something (same depth limit), without building anything. */
+  private hasSecretField(node: unknown, depth: number): boolean {
+    if (depth > 64 || node === null || typeof node !== 'object') return false
+    if (Array.isArray(node)) {
+      for (const v of node) if (this.hasSecretField(v, depth + 1)) return true
+      return false
+    }
+    const obj = node as Record<string, unknown>
+    for (const k of Object.keys(obj)) {
+      const v = obj[k]
+      if ((this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number')) || this.hasSecretField(v, depth + 1)) return true
+    }
+    return false
   }
 
   /** JSON that does not parse (cut by a body cap): mask `"name": "value"` / `"name": 123` pairs textually. */

@@ -35,6 +35,9 @@ const MAX_PAYLOAD = 256 * 1024 * 1024
 /** How Chromium starts every event message: `{"method":"<name>",...`. */
 const EVENT_PREFIX = Buffer.from('{"method":"')
 
+/** Buffer's own latin1 decoder (what toString('latin1', …) calls after looking the codec up, once per message here). */
+type LatinSliceable = Buffer & { latin1Slice(start: number, end: number): string }
+
 /** A command the browser answered with an error (message and code as the browser sent them). */
 export class CdpCommandError extends Error {
   constructor(readonly method: string, readonly response: { code?: number; message?: string; data?: string }) {
@@ -160,7 +163,8 @@ export class CdpClient {
     this.queuedBytes -= data.length
     if (this.unread && this.isUnread(data, this.unread)) return data.length
     let message: CdpMessage
-    try { message = JSON.parse(data.toString('utf8')) as CdpMessage } catch { return data.length }
+    // toString() without arguments is Buffer's direct UTF-8 path (with an encoding name it looks the codec up first).
+    try { message = JSON.parse(data.toString()) as CdpMessage } catch { return data.length }
     if (message.id !== undefined) {
       const p = this.pending.get(message.id)
       if (p) {
@@ -178,7 +182,7 @@ export class CdpClient {
     // Byte by byte: Buffer#compare with offsets is a native call with argument checks, dearer than these 11 reads.
     for (let i = 0; i < EVENT_PREFIX.length; i++) if (data[i] !== EVENT_PREFIX[i]) return false
     const end = data.indexOf(0x22, EVENT_PREFIX.length) // the closing quote; CDP method names have no escapes
-    return end > 0 && end - EVENT_PREFIX.length <= 64 && unread(data.toString('latin1', EVENT_PREFIX.length, end))
+    return end > 0 && end - EVENT_PREFIX.length <= 64 && unread((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
   }
 
   private compact(): void {

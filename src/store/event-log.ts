@@ -5,7 +5,7 @@ import type { Category, Envelope, TelemetryEvent } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import {
   eventKey, setEventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord, envelopePrefix, EncodedRecord,
-  tsOfRecord, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE, MAX_WRITE_EVENTS,
+  tsOfRecord, writeSeq, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE, MAX_WRITE_EVENTS,
 } from './keys.js'
 
 export type { StoredRecord } from './keys.js'
@@ -118,7 +118,7 @@ const SYNC_META = metaKey('sync')
 
 function u64(n: number): Buffer {
   const b = Buffer.allocUnsafe(8)
-  b.writeBigUInt64BE(BigInt(n), 0)
+  writeSeq(b, n, 0)
   return b
 }
 /** Namespace of readMeta/writeMeta names inside the 'm' prefix. */
@@ -357,7 +357,7 @@ export class EventLog {
           batch.put(categoryKey(CATEGORY_BY_CODE[code]!, first), value)
         }
         const meta = Buffer.allocUnsafe(16)
-        meta.writeBigUInt64BE(BigInt(Math.max(last.seq, this.skippedSeq)), 0)
+        writeSeq(meta, Math.max(last.seq, this.skippedSeq), 0) // (no BigInt per write)
         meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
         batch.put(SEQ_META, meta)
         // Durable seq: the write that first commits a seq above the synced reservation carries a new
@@ -624,7 +624,7 @@ export class EventLog {
     if (this.skippedSeq > this.committedSeq) {
       // Seqs skipped after the last write: record them so the next run does not hand them out again.
       const meta = Buffer.allocUnsafe(16)
-      meta.writeBigUInt64BE(BigInt(this.skippedSeq), 0)
+      writeSeq(meta, this.skippedSeq, 0)
       meta.writeDoubleBE(this.lastTs, 8)
       await this.db.put(SEQ_META, meta).catch(() => undefined)
     }
