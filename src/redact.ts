@@ -169,37 +169,34 @@ export class Redactor {
   private json(text: string): string | undefined {
     let value: unknown
     try { value = JSON.parse(text) } catch { return this.jsonText(text) }
-    // Most bodies hold no secret-looking field: look first, copy only when something is masked.
-    if (!this.hasSecretField(value, 0)) return text
-    let changed = false
-    const visit = (node: unknown, depth: number): unknown => {
-      if (depth > 64 || node === null || typeof node !== 'object') return node
-      if (Array.isArray(node)) return node.map((v) => visit(v, depth + 1))
-      const out: Record<string, unknown> = {}
-      for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
-        if (this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number')) {
-          out[k] = maskValue(String(v)); changed = true
-        } else out[k] = visit(v, depth + 1)
-      }
-      return out
-    }
-    const masked = visit(value, 0)
-    return changed ? JSON.stringify(masked) : text
+    const masked = this.maskFields(value, 0)
+    return masked === value ? text : JSON.stringify(masked)
   }
 
-  /** True when visit() in json() would mask something (same depth limit), without building anything. */
-  private hasSecretField(node: unknown, depth: number): boolean {
-    if (depth > 64 || node === null || typeof node !== 'object') return false
+  /**
+   * `node` with its secret-looking string and number fields masked, down to depth 64. Copy on
+   * write: what holds nothing to mask is returned as is, so a clean body (most are) costs one walk
+   * and no allocation.
+   */
+  private maskFields(node: unknown, depth: number): unknown {
+    if (depth > 64 || node === null || typeof node !== 'object') return node
     if (Array.isArray(node)) {
-      for (const v of node) if (this.hasSecretField(v, depth + 1)) return true
-      return false
+      let out: unknown[] | undefined
+      for (let i = 0; i < node.length; i++) {
+        const m = this.maskFields(node[i], depth + 1)
+        if (m !== node[i]) (out ??= node.slice())[i] = m
+      }
+      return out ?? node
     }
     const obj = node as Record<string, unknown>
+    let out: Record<string, unknown> | undefined
     for (const k of Object.keys(obj)) {
       const v = obj[k]
-      if ((this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number')) || this.hasSecretField(v, depth + 1)) return true
+      const m = this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number') ? maskValue(String(v)) : this.maskFields(v, depth + 1)
+      // The spread copies a "__proto__" key as an own property, so assigning it sets that property.
+      if (m !== v) (out ??= { ...obj })[k] = m
     }
-    return false
+    return out ?? node
   }
 
   /** JSON that does not parse (cut by a body cap): mask `"name": "value"` / `"name": 123` pairs textually. */

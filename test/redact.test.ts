@@ -56,6 +56,8 @@ t.test('bodies: form-encoded and JSON fields (nested, numbers), cut JSON, other 
     'a secret only deep inside arrays is found')
   const deep = '['.repeat(70) + '{"password":"x"}' + ']'.repeat(70)
   t.equal(r.body(deep, 'application/json'), deep, 'past the depth limit (64) nothing is masked, as before')
+  t.equal(r.body('{"__proto__":{"token":"abc"},"a":1}', 'application/json'), '{"__proto__":{"token":"[redacted:8]"},"a":1}',
+    'a "__proto__" key stays a field of the copy, masked inside (not the copy\'s prototype, which JSON.stringify would drop)')
 })
 
 t.test('the pipeline masks every place before storage; the producer object is untouched', async (t) => {
