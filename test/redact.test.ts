@@ -49,7 +49,7 @@ t.test('bodies: form-encoded and JSON fields (nested, numbers), cut JSON, other 
   t.equal(r.body('{"user":"bob", "password": "hunter2", "note": "cut her', 'application/json'), '{"user":"bob", "password": "[redacted:8]", "note": "cut her', 'JSON cut by a body cap is masked textually')
   t.equal(r.body('{"a":1}', 'application/json'), '{"a":1}', 'no secret: unchanged, byte for byte')
   t.equal(r.body('hello password=x', 'text/plain'), 'hello password=x', 'free text is not guessed at')
-  // The look-before-copy pass must find what the copying pass masks, wherever it sits.
+  // The copy-on-write walk: what it masks is found wherever it sits; what it does not touch stays as sent.
   t.equal(r.body('{ "a" : [1, {"b": null}], "token": {"not": "a leaf"} }', 'application/json'), '{ "a" : [1, {"b": null}], "token": {"not": "a leaf"} }',
     'a secret name holding an object is walked, not masked: nothing to mask, so the text stays byte for byte')
   t.equal(r.body('{"token":{"deep":[[{"api_key":"k1"}]]}}', 'application/json'), '{"token":{"deep":[[{"api_key":"[redacted:8]"}]]}}',

@@ -357,7 +357,7 @@ export class EventLog {
           batch.put(categoryKey(CATEGORY_BY_CODE[code]!, first), value)
         }
         const meta = Buffer.allocUnsafe(16)
-        writeSeq(meta, Math.max(last.seq, this.skippedSeq), 0) // (no BigInt per write)
+        writeSeq(meta, Math.max(last.seq, this.skippedSeq), 0)
         meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
         batch.put(SEQ_META, meta)
         // Durable seq: the write that first commits a seq above the synced reservation carries a new

@@ -15,7 +15,7 @@ export const PREFIX_META = 0x6d // 'm'
 export const CATEGORY_CODE = new Map<Category, number>(CATEGORIES.map((c, i) => [c, i]))
 export const CATEGORY_BY_CODE: readonly Category[] = CATEGORIES
 
-/** Writes a seq (a safe integer) as 8 bytes big-endian: two uint32 writes, no BigInt per key. */
+/** Writes a seq (a safe integer) as 8 bytes big-endian: two uint32 writes, no BigInt per key or seq meta. */
 export function writeSeq(b: Buffer, seq: number, at: number): void {
   b.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), at)
   b.writeUInt32BE(seq >>> 0, at + 4)
