@@ -1,0 +1,176 @@
+// What the watcher benchmarks share (overhead.ts against a real Chromium, replay.ts against a recorded one):
+// the heavy local site, a minimal flattened CDP driver, the bare observer and the daemon as child
+// processes, and their CPU read from /proc (every thread).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import WebSocket from 'ws'
+import { heavyHandler } from '../test/helpers/heavy-page.js'
+
+export const root = join(import.meta.dirname, '..')
+const TOKEN = 'bt_overhead_bench_token'
+const CLK_TCK = 100 // Linux USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s
+export const ALL_BUT_SCREENSHOT = 'console,network,page,interaction,control,connection,system,captcha'
+
+// ---------- the heavy page ----------
+export async function startSite(): Promise<{ server: Server; url: (n: string) => string }> {
+  const server = createServer(heavyHandler)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const { port } = server.address() as AddressInfo
+  return { server, url: (n) => `http://127.0.0.1:${port}/heavy.html?n=${n}` }
+}
+
+// ---------- a minimal flattened CDP client (the driver) ----------
+export class Cdp {
+  private id = 0
+  private pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>()
+  private waiters: { method: string; sessionId?: string; resolve: (p: any) => void }[] = []
+  private constructor(private ws: WebSocket) {
+    ws.on('message', (d) => {
+      const m = JSON.parse(String(d))
+      if (m.id !== undefined) {
+        const p = this.pending.get(m.id); this.pending.delete(m.id)
+        if (m.error) p?.reject(new Error(`${m.error.message}`)); else p?.resolve(m.result)
+      } else {
+        const i = this.waiters.findIndex((w) => w.method === m.method && w.sessionId === m.sessionId)
+        if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(m.params)
+      }
+    })
+  }
+  static async connect(url: string): Promise<Cdp> {
+    const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
+    await new Promise((r, j) => { ws.once('open', r); ws.once('error', j) })
+    return new Cdp(ws)
+  }
+  send(method: string, params: object = {}, sessionId?: string): Promise<any> {
+    const id = ++this.id
+    this.ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }))
+    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }))
+  }
+  once(method: string, sessionId?: string): Promise<any> { return new Promise((resolve) => this.waiters.push({ method, sessionId, resolve })) }
+  close(): void { this.ws.close() }
+}
+
+/** One load in a fresh tab: the tab is created and attached first (watchers set it up meanwhile), then navigate -> load is timed. */
+export async function loadOnce(cdp: Cdp, url: string): Promise<number> {
+  const { targetId } = await cdp.send('Target.createTarget', { url: 'about:blank' })
+  const { sessionId } = await cdp.send('Target.attachToTarget', { targetId, flatten: true })
+  // Answers only once every watcher has resumed the paused target.
+  await cdp.send('Runtime.evaluate', { expression: '1' }, sessionId)
+  await cdp.send('Page.enable', {}, sessionId)
+  const loaded = cdp.once('Page.loadEventFired', sessionId)
+  const t0 = performance.now()
+  await cdp.send('Page.navigate', { url }, sessionId)
+  await loaded
+  const ms = performance.now() - t0
+  await cdp.send('Target.closeTarget', { targetId })
+  return ms
+}
+
+// ---------- watchers ----------
+const BARE_OBSERVER = `
+import WebSocket from 'ws'
+const [url, domainList] = process.argv.slice(-2)
+const domains = domainList.split(',')
+const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
+let id = 0
+const send = (method, params = {}, sessionId) => ws.send(JSON.stringify({ id: ++id, method, params, ...(sessionId ? { sessionId } : {}) }))
+ws.on('message', (d) => {
+  const m = JSON.parse(String(d)) // every message is parsed, as any CDP client must
+  if (m.method !== 'Target.attachedToTarget') return
+  const s = m.params.sessionId, type = m.params.targetInfo.type
+  send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
+  for (const dom of domains) {
+    if (dom === 'Page' && type !== 'page' && type !== 'iframe') continue
+    send(dom + '.enable', dom === 'PerformanceTimeline' ? { eventTypes: ['layout-shift', 'largest-contentful-paint'] } : {}, s)
+  }
+  send('Runtime.runIfWaitingForDebugger', {}, s)
+})
+ws.once('open', () => {
+  send('Target.setDiscoverTargets', { discover: true })
+  send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true })
+  process.send('ready')
+})
+`
+export interface Watcher { pid: number; stop(): Promise<void>; storedEvents(): Promise<number> }
+
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK // utime + stime
+}
+/** CPU ms per thread name (/proc/<pid>/task/<tid>/comm; same-named threads summed), user and system apart, for THREADS=1. */
+export function cpuByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/\d+$/, '')
+      out.set(`${name} usr`, (out.get(`${name} usr`) ?? 0) + (Number(f[11]) * 1000) / CLK_TCK)
+      out.set(`${name} sys`, (out.get(`${name} sys`) ?? 0) + (Number(f[12]) * 1000) / CLK_TCK)
+    } catch { /* thread ended */ }
+  }
+  return out
+}
+/** CPU ms of every live thread of pid, at nanosecond resolution (/proc/<pid>/task/<tid>/schedstat); for idle rates. */
+export function threadsCpuMs(pid: number): number {
+  let ns = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) } catch { /* thread ended */ }
+  }
+  return ns / 1e6
+}
+export function exitOf(child: ChildProcess): Promise<void> { return new Promise((r) => { if (child.exitCode !== null || child.signalCode) r(); else child.once('exit', () => r()) }) }
+
+export async function startBare(wsUrl: string, domains: string): Promise<Watcher> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_OBSERVER, wsUrl, domains], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: root })
+  await new Promise<void>((r, j) => { child.once('message', () => r()); child.once('exit', (c) => j(new Error(`observer exited ${c}`))) })
+  return { pid: child.pid!, storedEvents: async () => 0, stop: async () => { child.kill('SIGTERM'); await exitOf(child) } }
+}
+
+export async function freePort(): Promise<number> {
+  const s = createServer(); await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
+  const { port } = s.address() as AddressInfo; await new Promise((r) => s.close(r)); return port
+}
+
+/** `#!/usr/bin/env -S node <flags>` of src/cli.ts -> the flags. */
+export function shebangFlags(checkout: string): string[] {
+  const first = readFileSync(join(checkout, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!
+  const m = /^#!\/usr\/bin\/env -S node(.*)$/.exec(first)
+  if (!m) throw new Error(`unexpected shebang in ${checkout}/src/cli.ts: ${first}`)
+  return m[1]!.trim().split(/\s+/).filter(Boolean)
+}
+
+export async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root, extraNodeArgs = process.env.DAEMON_NODE_ARGS): Promise<Watcher> {
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const nodeArgs = extraNodeArgs?.split(' ').filter(Boolean) ?? []
+  // The node flags of that checkout's `browser-telemetry` shebang (how the daemon is run) first, so a knob can override them.
+  const args = [...shebangFlags(checkout), ...nodeArgs, join(checkout, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
+    '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
+    ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
+  const deadline = Date.now() + 30_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}`)
+    try {
+      const h = await (await fetch(`${base}/healthz`)).json() as { monitor?: { state?: string } }
+      if (!cdpUrl || h.monitor?.state === 'collecting') break
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) throw new Error('daemon did not become ready in 30 s')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return {
+    pid: child.pid!,
+    storedEvents: async () => {
+      const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+      let n = 0
+      for (const line of text.split('\n')) if (line.startsWith('browser_telemetry_events_stored_total{')) n += Number(line.slice(line.lastIndexOf(' ') + 1))
+      return n
+    },
+    stop: async () => { child.kill('SIGTERM'); await exitOf(child) },
+  }
+}
