@@ -20,7 +20,8 @@
 // IDLE_MS=0 skips it), THREADS=1 (also print each watcher's CPU per load by thread name), SKIP_BUILD=1 (run
 // dist/ as it is), BASELINE_ROOT (another built checkout whose daemon runs as one more interleaved block,
 // baseline:all-but-screenshot), BASELINE_NODE_ARGS (node flags of that block; alone: this checkout under them),
-// DAEMON_NODE_ARGS (extra node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+// BASELINE_NICE (that block's daemon at this niceness, e.g. -5 as the systemd unit runs it), DAEMON_NODE_ARGS (extra
+// node flags for the daemon, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), DAEMON_NICE (the daemon blocks' niceness).
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { launchChromium, type LaunchedBrowser } from '../src/monitor/launch.js'
@@ -31,7 +32,7 @@ import { ALL_BUT_SCREENSHOT, Cdp, cpuByThread, cpuMs, loadOnce, root, startBare,
 const ROUNDS = Number(process.env.ROUNDS ?? 4)
 const LOADS = Number(process.env.LOADS ?? 4)
 
-interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string; root?: string; nodeArgs?: string }
+interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string; root?: string; nodeArgs?: string; nice?: number }
 /** The bare observer block enabling what the capture plan gives a page target for these categories. */
 const planObserver = (categories: string): Block => {
   const domains = capturePlan(categories.split(',')).byTarget('page').domains
@@ -53,8 +54,10 @@ const BLOCKS = wanted
   : ALL_BLOCKS
 // BASELINE_ROOT=<another checkout, built>: its daemon runs as one more block (all but screenshot), interleaved with ours.
 // BASELINE_NODE_ARGS: node flags of that block only (with no BASELINE_ROOT, this checkout's daemon runs under them).
-if (process.env.BASELINE_ROOT || process.env.BASELINE_NODE_ARGS) {
-  BLOCKS.push({ name: 'baseline:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network', root: process.env.BASELINE_ROOT ?? root, nodeArgs: process.env.BASELINE_NODE_ARGS })
+// BASELINE_NICE: the niceness of that block's daemon (alone: this checkout at that niceness, e.g. -5 as the systemd unit runs it).
+const niceOf = (v: string | undefined) => (v === undefined || v === '' ? undefined : Number(v))
+if (process.env.BASELINE_ROOT || process.env.BASELINE_NODE_ARGS || process.env.BASELINE_NICE) {
+  BLOCKS.push({ name: 'baseline:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network', root: process.env.BASELINE_ROOT ?? root, nodeArgs: process.env.BASELINE_NODE_ARGS, nice: niceOf(process.env.BASELINE_NICE) })
 }
 
 // ---------- the run ----------
@@ -79,7 +82,7 @@ await withTempDir(async (tmp) => {
     for (const block of order) {
       let watcher: Watcher | undefined
       if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
-      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root, block.nodeArgs ?? process.env.DAEMON_NODE_ARGS)
+      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root, block.nodeArgs ?? process.env.DAEMON_NODE_ARGS, block.nice ?? niceOf(process.env.DAEMON_NICE))
       // Unmeasured loads: attach-time work is not page-load work; WARM_LOADS > 1 also lets a fresh
       // daemon's JIT settle (a production daemon serves thousands of loads per process).
       for (let w = 0; w < WARM_LOADS; w++) await loadOnce(driver, site.url(`settle${nonce++}`))

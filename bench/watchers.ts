@@ -144,7 +144,11 @@ export function shebangFlags(checkout: string): string[] {
   return m[1]!.trim().split(/\s+/).filter(Boolean)
 }
 
-export async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root, extraNodeArgs = process.env.DAEMON_NODE_ARGS): Promise<Watcher> {
+/**
+ * The compiled daemon of `checkout` as a child process, ready once its monitor is collecting. `nice`:
+ * run it at that niceness from exec on, every thread (as systemd's `Nice=` does; below 0 needs root).
+ */
+export async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root, extraNodeArgs = process.env.DAEMON_NODE_ARGS, nice?: number): Promise<Watcher> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const nodeArgs = extraNodeArgs?.split(' ').filter(Boolean) ?? []
@@ -152,7 +156,8 @@ export async function startDaemon(dataDir: string, cdpUrl: string | undefined, c
   const args = [...shebangFlags(checkout), ...nodeArgs, join(checkout, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
     '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
     ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
+  const [command, argv] = nice === undefined ? [process.execPath, args] : ['nice', ['-n', String(nice), process.execPath, ...args]]
+  const child = spawn(command, argv, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
   const deadline = Date.now() + 30_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}`)
