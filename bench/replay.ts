@@ -17,7 +17,7 @@
 // per load and CPU µs per stored event.
 // Knobs: RECORD_LOADS (distinct loads recorded, default 4), ROUNDS (default 5), LOADS (replayed loads per
 // block per round, default 8), WARM_LOADS (unmeasured loads per watcher before the first round, default 10), SKIP_BUILD=1,
-// BASELINE_ROOT, BASELINE_NODE_ARGS, DAEMON_NODE_ARGS (as in overhead.ts).
+// BASELINE_ROOT, BASELINE_NODE_ARGS, DAEMON_NODE_ARGS (as in overhead.ts), THREADS=1 (also the mean CPU per load by thread).
 import { execFileSync } from 'node:child_process'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -26,7 +26,7 @@ import WebSocket, { WebSocketServer } from 'ws'
 import { launchChromium } from '../src/monitor/launch.js'
 import { capturePlan } from '../src/monitor/capture-plan.js'
 import { fmt, median, withTempDir } from './common.js'
-import { ALL_BUT_SCREENSHOT, Cdp, loadOnce, root, startBare, startDaemon, startSite, threadsCpuMs, type Watcher } from './watchers.js'
+import { ALL_BUT_SCREENSHOT, Cdp, cpuByThread, loadOnce, root, startBare, startDaemon, startSite, threadsCpuMs, type Watcher } from './watchers.js'
 
 const RECORD_LOADS = Number(process.env.RECORD_LOADS ?? 4)
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
@@ -212,6 +212,8 @@ console.log(`recorded ${recordings.length} loads: ${perLoad.join(', ')} messages
 
 const cpu = new Map<string, number[]>(BLOCKS.map((b) => [b.name, []]))
 const events = new Map<string, number[]>(BLOCKS.map((b) => [b.name, []]))
+const THREADS = process.env.THREADS === '1'
+const threads = new Map<string, Map<string, number>>(BLOCKS.map((b) => [b.name, new Map()]))
 await withTempDir(async (tmp) => {
   const standIn = await StandIn.start()
   let n = 0
@@ -231,9 +233,14 @@ await withTempDir(async (tmp) => {
     for (const { block, watcher, peer } of order) {
       const ev0 = await watcher.storedEvents()
       const c0 = threadsCpuMs(watcher.pid)
+      const t0 = THREADS ? cpuByThread(watcher.pid) : undefined
       for (let l = 0; l < LOADS; l++) await standIn.play(peer, next())
       await new Promise((r) => setTimeout(r, TAIL_MS))
       cpu.get(block.name)!.push((threadsCpuMs(watcher.pid) - c0) / LOADS)
+      if (t0) {
+        const sum = threads.get(block.name)!
+        for (const [name, ms] of cpuByThread(watcher.pid)) sum.set(name, (sum.get(name) ?? 0) + (ms - (t0.get(name) ?? 0)) / LOADS / ROUNDS)
+      }
       events.get(block.name)!.push(((await watcher.storedEvents()) - ev0) / LOADS)
     }
     process.stdout.write(`round ${round}/${ROUNDS} done\n`)
@@ -250,5 +257,8 @@ for (const b of BLOCKS) {
   const ev = median(events.get(b.name)!)
   const daemon = b.name !== bareName
   console.log(`${b.name.padEnd(32)} ${fmt(c, 1).padStart(11)} ${(daemon ? fmt(c / bare, 2) : '').padStart(6)} ${(daemon ? fmt(ev, 1) : '').padStart(11)} ${(daemon && ev ? fmt((c * 1000) / ev, 0) : '').padStart(9)}  ${cpu.get(b.name)!.map((x) => fmt(x, 1)).join(' ')}`)
+}
+if (THREADS) {
+  for (const b of BLOCKS) console.log(`${b.name} cpu ms/load by thread (mean): ${[...threads.get(b.name)!].sort((x, y) => y[1] - x[1]).map(([n, ms]) => `${n} ${fmt(ms, 1)}`).join(', ')}`)
 }
 console.log(`(medians over ${ROUNDS} rounds of ${LOADS} replayed loads per block, each watcher warmed up by ${WARM_LOADS} unmeasured ones; cpu: the watcher process, every thread, including ${TAIL_MS} ms after the last load)`)
