@@ -10,13 +10,16 @@
 //             (BASELINE_NODE_ARGS)
 // Commands are answered at once (a getResponseBody with a ~600-byte JSON body), and a paused target's
 // messages are played only once the watcher resumed it, as Chromium does. With no browser competing
-// for the 2 cores, the watcher's CPU per load (/proc, every thread, nanoseconds) varies by a few
-// percent between runs instead of overhead.ts's ±5 ms, so a change of 2 ms per load shows; what it
-// cannot show is the page-load time (overhead.ts measures that against the real browser).
+// for the 2 cores, the watcher's CPU per load (/proc, every thread, nanoseconds) is the daemon's own
+// work: on a quiet machine rounds agree within a few ms (a same-build pair: 36.1 vs 35.0 ms); when
+// the shared host is busy they spread by ±10 ms, for every block alike, so compare blocks of the same
+// run and repeat. What it cannot show is the page-load time (overhead.ts measures that against the
+// real browser).
 // Prints per block: median CPU ms per load over the rounds, the ratio to the observer's, events stored
 // per load and CPU µs per stored event.
 // Knobs: RECORD_LOADS (distinct loads recorded, default 4), ROUNDS (default 5), LOADS (replayed loads per
-// block per round, default 8), WARM_LOADS (unmeasured loads per watcher before the first round, default 10), SKIP_BUILD=1,
+// block per round, default 8), WARM_LOADS (unmeasured loads per watcher before the first round, default 30: with 10 the first rounds
+// still ran a few ms dearer, the JIT settling), SKIP_BUILD=1,
 // BASELINE_ROOT, BASELINE_NODE_ARGS, DAEMON_NODE_ARGS (as in overhead.ts), THREADS=1 (also the mean CPU per load by thread).
 import { execFileSync } from 'node:child_process'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -31,7 +34,7 @@ import { ALL_BUT_SCREENSHOT, Cdp, cpuByThread, loadOnce, root, startBare, startD
 const RECORD_LOADS = Number(process.env.RECORD_LOADS ?? 4)
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
 const LOADS = Number(process.env.LOADS ?? 8)
-const WARM_LOADS = Number(process.env.WARM_LOADS ?? 10)
+const WARM_LOADS = Number(process.env.WARM_LOADS ?? 30)
 /** Quiet time after the last message of a block's loads, inside its CPU window: settle timers, the last group commit. */
 const TAIL_MS = 1200
 
