@@ -27,7 +27,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import WebSocket, { WebSocketServer } from 'ws'
 import { launchChromium } from '../src/monitor/launch.js'
-import { capturePlan } from '../src/monitor/capture-plan.js'
+import { capturePlan, TIMELINE_EVENT_TYPES } from '../src/monitor/capture-plan.js'
 import { fmt, median, withTempDir } from './common.js'
 import { ALL_BUT_SCREENSHOT, Cdp, cpuByThread, loadOnce, root, startBare, startDaemon, startSite, threadsCpuMs, type Watcher } from './watchers.js'
 
@@ -67,7 +67,7 @@ async function record(): Promise<Recording[]> {
       send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
       for (const dom of PLAN_DOMAINS) {
         if ((dom === 'Page' || dom === 'PerformanceTimeline') && type !== 'page' && type !== 'iframe') continue
-        send(`${dom}.enable`, dom === 'PerformanceTimeline' ? { eventTypes: ['layout-shift', 'largest-contentful-paint'] } : {}, s)
+        send(`${dom}.enable`, dom === 'PerformanceTimeline' ? { eventTypes: TIMELINE_EVENT_TYPES } : {}, s)
       }
       send('Runtime.runIfWaitingForDebugger', {}, s)
     })

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import WebSocket from 'ws'
 import { heavyHandler } from '../test/helpers/heavy-page.js'
+import { TIMELINE_EVENT_TYPES } from '../src/monitor/capture-plan.js'
 
 export const root = join(import.meta.dirname, '..')
 const TOKEN = 'bt_overhead_bench_token'
@@ -84,7 +85,7 @@ ws.on('message', (d) => {
   send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
   for (const dom of domains) {
     if (dom === 'Page' && type !== 'page' && type !== 'iframe') continue
-    send(dom + '.enable', dom === 'PerformanceTimeline' ? { eventTypes: ['layout-shift', 'largest-contentful-paint'] } : {}, s)
+    send(dom + '.enable', dom === 'PerformanceTimeline' ? { eventTypes: ${JSON.stringify(TIMELINE_EVENT_TYPES)} } : {}, s)
   }
   send('Runtime.runIfWaitingForDebugger', {}, s)
 })

@@ -121,6 +121,13 @@ function u64(n: number): Buffer {
   writeSeq(b, n, 0)
   return b
 }
+/** The seq meta: the highest seq consumed (8 bytes BE) and the highest ts stored (float64 BE); open() reads it back. */
+function seqMeta(seq: number, ts: number): Buffer {
+  const b = Buffer.allocUnsafe(16)
+  writeSeq(b, seq, 0)
+  b.writeDoubleBE(ts, 8)
+  return b
+}
 /** Namespace of readMeta/writeMeta names inside the 'm' prefix. */
 const MODULE_META_PREFIX = 'x:'
 
@@ -356,10 +363,7 @@ export class EventLog {
           for (let i = 0; i < list.length; i++) value.writeUInt16BE(list[i]!, i * 2)
           batch.put(categoryKey(CATEGORY_BY_CODE[code]!, first), value)
         }
-        const meta = Buffer.allocUnsafe(16)
-        writeSeq(meta, Math.max(last.seq, this.skippedSeq), 0)
-        meta.writeDoubleBE(Math.max(this.lastTs, last.ts), 8)
-        batch.put(SEQ_META, meta)
+        batch.put(SEQ_META, seqMeta(Math.max(last.seq, this.skippedSeq), Math.max(this.lastTs, last.ts)))
         // Durable seq: the write that first commits a seq above the synced reservation carries a new
         // reservation and is synced, so the reservation is on disk before any reader sees those seqs.
         // Between reservations writes are synced at least every syncIntervalMs. Nothing else is synced.
@@ -623,10 +627,7 @@ export class EventLog {
     if (this.retryTimer) { clearTimeout(this.retryTimer); this.retryTimer = undefined; this.failAllPending() }
     if (this.skippedSeq > this.committedSeq) {
       // Seqs skipped after the last write: record them so the next run does not hand them out again.
-      const meta = Buffer.allocUnsafe(16)
-      writeSeq(meta, this.skippedSeq, 0)
-      meta.writeDoubleBE(this.lastTs, 8)
-      await this.db.put(SEQ_META, meta).catch(() => undefined)
+      await this.db.put(SEQ_META, seqMeta(this.skippedSeq, this.lastTs)).catch(() => undefined)
     }
     await this.db.put(CLEAN_META, Buffer.from('1'), { sync: true } as never)
     await this.db.close()
