@@ -21,8 +21,13 @@ const BROWSER = 'bench-browser'
 type Msg = { kind: string; [k: string]: unknown }
 
 function next(child: ChildProcess, kind: string): Promise<Msg> {
-  return new Promise((resolve) => {
-    const on = (m: Msg) => { if (m.kind === kind) { child.off('message', on); resolve(m) } }
+  return new Promise(resolve => {
+    const on = (m: Msg) => {
+      if (m.kind === kind) {
+        child.off('message', on)
+        resolve(m)
+      }
+    }
     child.on('message', on)
   })
 }
@@ -66,16 +71,24 @@ async function daemon(dir: string): Promise<void> {
       process.exit(0)
     }
   })
-  process.send!({ kind: 'ready', url: server.url, seedS, events: log.lastSeq, mib: (await log.storedBytes()) / 1048576 })
+  process.send!({
+    kind: 'ready',
+    url: server.url,
+    seedS,
+    events: log.lastSeq,
+    mib: (await log.storedBytes()) / 1048576,
+  })
 }
 
 if (process.argv[2] === '--daemon') {
   await daemon(process.argv[3]!)
 } else {
-  await withTempDir(async (dir) => {
+  await withTempDir(async dir => {
     const child = fork(fileURLToPath(import.meta.url), ['--daemon', dir], { execArgv: ['--import', 'tsx'] })
     const ready = await next(child, 'ready')
-    console.log(`daemon child seeded ${ready.events} events (~${fmt(ready.mib as number, 0)} MiB on disk) in ${fmt(ready.seedS as number, 1)} s`)
+    console.log(
+      `daemon child seeded ${ready.events} events (~${fmt(ready.mib as number, 0)} MiB on disk) in ${fmt(ready.seedS as number, 1)} s`,
+    )
     const client = new Kernel({ apiKey: TOKEN, baseURL: ready.url as string, maxRetries: 0 })
     async function http(): Promise<number> {
       let n = 0
@@ -97,14 +110,20 @@ if (process.argv[2] === '--daemon') {
       const n = await http()
       httpTimes.push(performance.now() - t0)
       if (raw.n !== N || n !== N) throw new Error(`drained raw=${raw.n} http=${n}, expected ${N}`)
-      console.log(`run ${run + 1}: raw ${fmt(rawTimes[run]! / 1000)} s, http ${fmt(httpTimes[run]! / 1000)} s, daemon RSS ${fmt(raw.rssMb as number, 0)} MB`)
+      console.log(
+        `run ${run + 1}: raw ${fmt(rawTimes[run]! / 1000)} s, http ${fmt(httpTimes[run]! / 1000)} s, daemon RSS ${fmt(raw.rssMb as number, 0)} MB`,
+      )
     }
     const rawMs = median(rawTimes)
     const httpMs = median(httpTimes)
-    console.log(`raw log.read pages of ${PAGE} (daemon process): ${fmt(N / (rawMs / 1000), 0)} events/s (median of ${RUNS})`)
-    console.log(`HTTP + real client pages of ${PAGE}:          ${fmt(N / (httpMs / 1000), 0)} events/s, ${fmt(N / PAGE / (httpMs / 1000), 0)} pages/s`)
+    console.log(
+      `raw log.read pages of ${PAGE} (daemon process): ${fmt(N / (rawMs / 1000), 0)} events/s (median of ${RUNS})`,
+    )
+    console.log(
+      `HTTP + real client pages of ${PAGE}:          ${fmt(N / (httpMs / 1000), 0)} events/s, ${fmt(N / PAGE / (httpMs / 1000), 0)} pages/s`,
+    )
     console.log(`ratio http/raw = ${fmt(rawMs / httpMs, 3)} (goal >= 0.25)`)
     child.send({ kind: 'stop' })
-    await new Promise((r) => child.once('exit', r))
+    await new Promise(r => child.once('exit', r))
   })
 }

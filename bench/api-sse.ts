@@ -49,17 +49,32 @@ const RING_BYTES = process.env.RING_BYTES === undefined ? undefined : Number(pro
 const TOKEN = 'bench-token'
 const BROWSER = 'bench-browser'
 /** ms on CLOCK_MONOTONIC (libuv's hrtime): the same clock in every process of the machine. */
-const mono = (): number => { const [s, ns] = process.hrtime(); return s * 1e3 + ns / 1e6 }
-const cpuS = (): number => { const c = process.cpuUsage(); return (c.user + c.system) / 1e6 }
+const mono = (): number => {
+  const [s, ns] = process.hrtime()
+  return s * 1e3 + ns / 1e6
+}
+const cpuS = (): number => {
+  const c = process.cpuUsage()
+  return (c.user + c.system) / 1e6
+}
 
 type Msg = { kind: string; [k: string]: any }
 function next(child: ChildProcess, kind: string): Promise<Msg> {
-  return new Promise((resolve) => {
-    const on = (m: Msg) => { if (m.kind === kind) { child.off('message', on); resolve(m) } }
+  return new Promise(resolve => {
+    const on = (m: Msg) => {
+      if (m.kind === kind) {
+        child.off('message', on)
+        resolve(m)
+      }
+    }
     child.on('message', on)
   })
 }
-const ask = (child: ChildProcess, m: Msg): Promise<Msg> => { const p = next(child, m.kind); child.send(m); return p }
+const ask = (child: ChildProcess, m: Msg): Promise<Msg> => {
+  const p = next(child, m.kind)
+  child.send(m)
+  return p
+}
 
 // Latency histogram: 0.1 ms buckets up to 60 s (sparse when sent between processes).
 const BUCKET_MS = 0.1
@@ -79,14 +94,20 @@ class Histogram {
     return { pairs, max: this.max }
   }
   merge(s: { pairs: number[]; max: number }): void {
-    for (let i = 0; i < s.pairs.length; i += 2) { this.counts[s.pairs[i]!]! += s.pairs[i + 1]!; this.n += s.pairs[i + 1]! }
+    for (let i = 0; i < s.pairs.length; i += 2) {
+      this.counts[s.pairs[i]!]! += s.pairs[i + 1]!
+      this.n += s.pairs[i + 1]!
+    }
     this.max = Math.max(this.max, s.max)
   }
   /** Upper edge of the bucket holding the p-quantile. */
   pct(p: number): number {
     const rank = Math.ceil(this.n * p)
     let seen = 0
-    for (let i = 0; i <= BUCKETS; i++) { seen += this.counts[i]!; if (seen >= rank) return Math.min((i + 1) * BUCKET_MS, this.max) }
+    for (let i = 0; i <= BUCKETS; i++) {
+      seen += this.counts[i]!
+      if (seen >= rank) return Math.min((i + 1) * BUCKET_MS, this.max)
+    }
     return this.max
   }
 }
@@ -127,7 +148,11 @@ function leanScanner(st: ClientState, fail: (msg: string) => void) {
   const scanner = {
     /** Where a resumed stream starts: after the last complete frame. */
     resumeAfter: (): number => (open >= 0 ? open - 1 : st.next - 1),
-    reset(): void { if (open >= 0) st.next = open; open = -1; carry = Buffer.alloc(0) },
+    reset(): void {
+      if (open >= 0) st.next = open
+      open = -1
+      carry = Buffer.alloc(0)
+    },
     read(buf: Buffer, t: number): void {
       let marks = 0
       let firstId = -1
@@ -140,7 +165,10 @@ function leanScanner(st: ClientState, fail: (msg: string) => void) {
         const p = edge.indexOf(MARK)
         if (p >= 0 && p < carry.length) {
           const nl = edge.indexOf(10, p + MARK.length)
-          if (nl < 0) { carry = Buffer.from(edge.subarray(p)); return } // a read of a few bytes
+          if (nl < 0) {
+            carry = Buffer.from(edge.subarray(p))
+            return
+          } // a read of a few bytes
           firstId = lastId = idOf(edge, p, nl)
           marks = 1
           pos = nl + 1 - carry.length
@@ -156,7 +184,10 @@ function leanScanner(st: ClientState, fail: (msg: string) => void) {
       while (p >= 0) {
         if (firstId < 0) {
           const nl = buf.indexOf(10, p + MARK.length)
-          if (nl < 0) { cut = p; break }
+          if (nl < 0) {
+            cut = p
+            break
+          }
           firstId = idOf(buf, p, nl)
         }
         marks++
@@ -179,7 +210,12 @@ function leanScanner(st: ClientState, fail: (msg: string) => void) {
       const openDone = open >= 0 && (marks > 0 || Buffer.concat([carry, buf]).indexOf(FRAME_END) >= 0)
       carry = Buffer.from(cut >= 0 ? buf.subarray(cut) : buf.subarray(Math.max(pos, buf.length - (MARK.length - 1))))
       if (marks === 0) {
-        if (openDone) { st.count++; st.lastSeqs.push(open); st.times.push(t); open = -1 }
+        if (openDone) {
+          st.count++
+          st.lastSeqs.push(open)
+          st.times.push(t)
+          open = -1
+        }
         return
       }
       const expected = open >= 0 ? open + 1 : st.next
@@ -190,14 +226,21 @@ function leanScanner(st: ClientState, fail: (msg: string) => void) {
       const to = lastDone ? lastId : lastId - 1
       open = lastDone ? -1 : lastId
       st.next = lastId + 1
-      if (to >= from) { st.count += to - from + 1; st.lastSeqs.push(to); st.times.push(t) }
+      if (to >= from) {
+        st.count += to - from + 1
+        st.lastSeqs.push(to)
+        st.times.push(t)
+      }
     },
   }
   return scanner
 }
 
 function clientsProcess(url: string, n: number, validating: number): void {
-  process.on('uncaughtException', (err) => { console.error('clients process crashed:', err); process.exit(1) })
+  process.on('uncaughtException', err => {
+    console.error('clients process crashed:', err)
+    process.exit(1)
+  })
   const states: ClientState[] = []
   let stopping = false
   const { hostname, port } = new URL(url)
@@ -206,7 +249,11 @@ function clientsProcess(url: string, n: number, validating: number): void {
   const readBuffer = Buffer.allocUnsafe(256 * 1024)
 
   // Lean: a raw socket, HTTP/1.1 request written by hand, response scanned in place (leanScanner).
-  const [stallN, stallMs, stallEvery] = (process.env.STALL ?? '0:0:0').split(':').map(Number) as [number, number, number]
+  const [stallN, stallMs, stallEvery] = (process.env.STALL ?? '0:0:0').split(':').map(Number) as [
+    number,
+    number,
+    number,
+  ]
   let stalled = 0
   const openLean = (st: ClientState, fail: (msg: string) => void) => {
     const scanner = leanScanner(st, fail)
@@ -223,28 +270,44 @@ function clientsProcess(url: string, n: number, validating: number): void {
     const connect = () => {
       let head: Buffer | undefined = Buffer.alloc(0) // until the status line and headers are read
       const lastEventId = st.next > 0 ? `Last-Event-ID: ${scanner.resumeAfter()}\r\n` : ''
-      const sock = current = netConnect({
-        host: hostname, port: Number(port),
-        onread: {
-          buffer: readBuffer,
-          callback: (size: number, buf: Uint8Array) => {
-            const t = mono()
-            let body = (buf as Buffer).subarray(0, size)
-            if (head) {
-              head = Buffer.concat([head, body])
-              const end = head.indexOf(HEAD_END)
-              if (end < 0) return true
-              if (!head.subarray(0, 16).toString('latin1').startsWith('HTTP/1.1 200 ')) fail(`response: ${head.toString('latin1', 0, head.indexOf(13))}`)
-              body = head.subarray(end + 2) // keeps "\r\n": the first chunk-size line is then followed by a MARK
-              head = undefined
-            }
-            scanner.read(body, t)
-            return true
+      const sock = (current = netConnect(
+        {
+          host: hostname,
+          port: Number(port),
+          onread: {
+            buffer: readBuffer,
+            callback: (size: number, buf: Uint8Array) => {
+              const t = mono()
+              let body = (buf as Buffer).subarray(0, size)
+              if (head) {
+                head = Buffer.concat([head, body])
+                const end = head.indexOf(HEAD_END)
+                if (end < 0) return true
+                if (!head.subarray(0, 16).toString('latin1').startsWith('HTTP/1.1 200 '))
+                  fail(`response: ${head.toString('latin1', 0, head.indexOf(13))}`)
+                body = head.subarray(end + 2) // keeps "\r\n": the first chunk-size line is then followed by a MARK
+                head = undefined
+              }
+              scanner.read(body, t)
+              return true
+            },
           },
         },
-      }, () => sock.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nAccept: text/event-stream\r\n${lastEventId}Connection: close\r\n\r\n`))
-      sock.on('error', () => { /* reported through close */ })
-      sock.on('close', () => { if (!stopping) { st.reconnects++; scanner.reset(); connect() } })
+        () =>
+          sock.write(
+            `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nAccept: text/event-stream\r\n${lastEventId}Connection: close\r\n\r\n`,
+          ),
+      ))
+      sock.on('error', () => {
+        /* reported through close */
+      })
+      sock.on('close', () => {
+        if (!stopping) {
+          st.reconnects++
+          scanner.reset()
+          connect()
+        }
+      })
     }
     connect()
   }
@@ -257,38 +320,62 @@ function clientsProcess(url: string, n: number, validating: number): void {
       const decoder = new TextDecoder()
       let lastInChunk = -1
       const parser = createParser({
-        onEvent: (ev) => {
+        onEvent: ev => {
           const id = Number(ev.id)
           if (st.next !== 0 && id !== st.next) fail(`validating client: expected ${st.next}, got ${ev.id}`)
           let seq: unknown
-          try { seq = (JSON.parse(ev.data) as { seq?: unknown }).seq } catch { fail(`validating client: frame ${ev.id}: data is not JSON`) }
+          try {
+            seq = (JSON.parse(ev.data) as { seq?: unknown }).seq
+          } catch {
+            fail(`validating client: frame ${ev.id}: data is not JSON`)
+          }
           if (seq !== id) fail(`validating client: frame ${ev.id} carries seq ${String(seq)}`)
           st.next = id + 1
           st.count++
           lastInChunk = id
         },
-        onError: (err) => fail(`validating client: ${err.message}`),
+        onError: err => fail(`validating client: ${err.message}`),
       })
-      const req = request(`${url}${path}`, { headers, agent: false }, (res) => {
+      const req = request(`${url}${path}`, { headers, agent: false }, res => {
         if (res.statusCode !== 200) fail(`status ${res.statusCode}`)
         res.on('data', (chunk: Buffer) => {
           const t = mono()
           lastInChunk = -1
           parser.feed(decoder.decode(chunk, { stream: true }))
-          if (lastInChunk >= 0) { st.lastSeqs.push(lastInChunk); st.times.push(t) }
+          if (lastInChunk >= 0) {
+            st.lastSeqs.push(lastInChunk)
+            st.times.push(t)
+          }
         })
-        res.on('close', () => { if (!stopping) { st.reconnects++; connect() } })
+        res.on('close', () => {
+          if (!stopping) {
+            st.reconnects++
+            connect()
+          }
+        })
       })
-      req.on('error', () => { /* reported through close */ })
+      req.on('error', () => {
+        /* reported through close */
+      })
       req.end()
     }
     connect()
   }
 
   for (let i = 0; i < n; i++) {
-    const st: ClientState = { validating: i < validating, next: 0, count: 0, errors: [], lastSeqs: [], times: [], reconnects: 0 }
+    const st: ClientState = {
+      validating: i < validating,
+      next: 0,
+      count: 0,
+      errors: [],
+      lastSeqs: [],
+      times: [],
+      reconnects: 0,
+    }
     states.push(st)
-    const fail = (msg: string) => { if (st.errors.length < 5) st.errors.push(msg) }
+    const fail = (msg: string) => {
+      if (st.errors.length < 5) st.errors.push(msg)
+    }
     if (st.validating) openValidating(st, fail)
     else openLean(st, fail)
   }
@@ -298,7 +385,12 @@ function clientsProcess(url: string, n: number, validating: number): void {
       cpu0 = cpuS()
       process.send!({ kind: 'mark' })
     } else if (m.kind === 'progress') {
-      process.send!({ kind: 'progress', minDone: Math.min(...states.map((s) => s.lastSeqs.length > 0 ? s.lastSeqs[s.lastSeqs.length - 1]! : 0)), errors: states.flatMap((s) => s.errors).slice(0, 5), cpuS: cpuS() - cpu0 })
+      process.send!({
+        kind: 'progress',
+        minDone: Math.min(...states.map(s => (s.lastSeqs.length > 0 ? s.lastSeqs[s.lastSeqs.length - 1]! : 0))),
+        errors: states.flatMap(s => s.errors).slice(0, 5),
+        cpuS: cpuS() - cpu0,
+      })
     } else if (m.kind === 'report') {
       // Delay of every event at every client = time its chunk was read - its emit time.
       const emitAt: number[] = m.emitAt
@@ -314,9 +406,13 @@ function clientsProcess(url: string, n: number, validating: number): void {
         }
       }
       process.send!({
-        kind: 'report', counts: states.map((s) => s.count), validatedCounts: states.filter((s) => s.validating).map((s) => s.count),
-        reconnects: states.reduce((a, s) => a + s.reconnects, 0), errors: states.flatMap((s) => s.errors).slice(0, 5),
-        hist: h.toSparse(), rssMb: process.memoryUsage().rss / 1048576,
+        kind: 'report',
+        counts: states.map(s => s.count),
+        validatedCounts: states.filter(s => s.validating).map(s => s.count),
+        reconnects: states.reduce((a, s) => a + s.reconnects, 0),
+        errors: states.flatMap(s => s.errors).slice(0, 5),
+        hist: h.toSparse(),
+        rssMb: process.memoryUsage().rss / 1048576,
       })
     } else if (m.kind === 'quiet') {
       stopping = true
@@ -401,15 +497,43 @@ function machineTicks(): { busy: number; total: number } {
 }
 
 interface RunResult {
-  ok: boolean; events: number; minCount: number; maxCount: number; validated: number; p50: number; p99: number; max: number
-  peakRssMb: number; idleRssMb: number; achievedRate: number; slowDisconnects: number; reconnects: number; ringResumes: number; storeResumes: number
-  wallS: number; daemonCpuS: number; clientCpuS: number; machineBusyCores: number
+  ok: boolean
+  events: number
+  minCount: number
+  maxCount: number
+  validated: number
+  p50: number
+  p99: number
+  max: number
+  peakRssMb: number
+  idleRssMb: number
+  achievedRate: number
+  slowDisconnects: number
+  reconnects: number
+  ringResumes: number
+  storeResumes: number
+  wallS: number
+  daemonCpuS: number
+  clientCpuS: number
+  machineBusyCores: number
 }
 
 async function run(nClients: number): Promise<RunResult> {
-  return withTempDir(async (dir) => {
-    const daemon = spawn(process.execPath, [...(process.env.DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean), '--input-type=module', '-e', DAEMON, '--', join(dir, 'log'), JSON.stringify(realisticEvent(0))], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
-    const daemonExited = new Promise((r) => daemon.once('exit', r))
+  return withTempDir(async dir => {
+    const daemon = spawn(
+      process.execPath,
+      [
+        ...(process.env.DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean),
+        '--input-type=module',
+        '-e',
+        DAEMON,
+        '--',
+        join(dir, 'log'),
+        JSON.stringify(realisticEvent(0)),
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+    )
+    const daemonExited = new Promise(r => daemon.once('exit', r))
     const ready = await next(daemon, 'ready')
     const procs = Math.min(PROCS, nClients)
     const kids: ChildProcess[] = []
@@ -419,11 +543,15 @@ async function run(nClients: number): Promise<RunResult> {
       // Validating clients spread over the processes (the first of each), so none carries them all.
       const v = Math.min(n, Math.ceil(validating / (procs - p)))
       validating -= v
-      kids.push(fork(fileURLToPath(import.meta.url), ['--clients', ready.url, String(n), String(v)], { execArgv: ['--import', 'tsx', ...(process.env.CLIENT_NODE_ARGS ?? '').split(' ').filter(Boolean)] }))
+      kids.push(
+        fork(fileURLToPath(import.meta.url), ['--clients', ready.url, String(n), String(v)], {
+          execArgv: ['--import', 'tsx', ...(process.env.CLIENT_NODE_ARGS ?? '').split(' ').filter(Boolean)],
+        }),
+      )
     }
-    await Promise.all(kids.map((k) => next(k, 'started')))
+    await Promise.all(kids.map(k => next(k, 'started')))
     await ask(daemon, { kind: 'streams', clients: nClients })
-    await Promise.all(kids.map((k) => ask(k, { kind: 'mark' })))
+    await Promise.all(kids.map(k => ask(k, { kind: 'mark' })))
     const m0 = machineTicks()
     const t0 = mono()
     const emitted = await ask(daemon, { kind: 'run', rate: RATE, seconds: SECONDS })
@@ -433,35 +561,59 @@ async function run(nClients: number): Promise<RunResult> {
     let stalledSince = mono()
     let clientCpuS = 0
     for (;;) {
-      const ps = await Promise.all(kids.map((k) => ask(k, { kind: 'progress' })))
-      const minDone = Math.min(...ps.map((p) => p.minDone))
-      const errors = ps.flatMap((p) => p.errors)
+      const ps = await Promise.all(kids.map(k => ask(k, { kind: 'progress' })))
+      const minDone = Math.min(...ps.map(p => p.minDone))
+      const errors = ps.flatMap(p => p.errors)
       clientCpuS = ps.reduce((a, p) => a + p.cpuS, 0)
-      if (process.env.BENCH_DEBUG) console.error('progress', fmt(mono() - t0, 0), minDone, emitted.lastSeq, fmt(clientCpuS, 1), errors)
+      if (process.env.BENCH_DEBUG)
+        console.error('progress', fmt(mono() - t0, 0), minDone, emitted.lastSeq, fmt(clientCpuS, 1), errors)
       if (minDone >= emitted.lastSeq || errors.length > 0) break
-      if (minDone !== lastMin) { lastMin = minDone; stalledSince = mono() }
+      if (minDone !== lastMin) {
+        lastMin = minDone
+        stalledSince = mono()
+      }
       if (mono() - stalledSince > 15_000) break
-      await new Promise((r) => setTimeout(r, 50))
+      await new Promise(r => setTimeout(r, 50))
     }
     const wallS = (mono() - t0) / 1000
     const m1 = machineTicks()
     const { cpuS: daemonCpuS } = await ask(daemon, { kind: 'cpu' })
-    await Promise.all(kids.map((k) => ask(k, { kind: 'quiet' }))) // the daemon is about to close: no more resumes
+    await Promise.all(kids.map(k => ask(k, { kind: 'quiet' }))) // the daemon is about to close: no more resumes
     const fin = await ask(daemon, { kind: 'finish' })
-    const reps = await Promise.all(kids.map((k) => ask(k, { kind: 'report', emitAt: fin.emitAt, firstSeq: emitted.firstSeq })))
+    const reps = await Promise.all(
+      kids.map(k => ask(k, { kind: 'report', emitAt: fin.emitAt, firstSeq: emitted.firstSeq })),
+    )
     for (const k of kids) k.send({ kind: 'stop' })
     await daemonExited
     const h = new Histogram()
     for (const r of reps) h.merge(r.hist)
-    const counts: number[] = reps.flatMap((r) => r.counts)
-    const errors: string[] = reps.flatMap((r) => r.errors)
-    const ok = errors.length === 0 && counts.every((c) => c === emitted.total)
-    if (!ok) console.log(`  incomplete: per-client counts ${JSON.stringify([...new Set(counts)].slice(0, 10))} of ${emitted.total}, errors ${JSON.stringify(errors.slice(0, 5))}`)
+    const counts: number[] = reps.flatMap(r => r.counts)
+    const errors: string[] = reps.flatMap(r => r.errors)
+    const ok = errors.length === 0 && counts.every(c => c === emitted.total)
+    if (!ok)
+      console.log(
+        `  incomplete: per-client counts ${JSON.stringify([...new Set(counts)].slice(0, 10))} of ${emitted.total}, errors ${JSON.stringify(errors.slice(0, 5))}`,
+      )
     return {
-      ok, events: emitted.total, minCount: Math.min(...counts), maxCount: Math.max(...counts), validated: reps.reduce((a, r) => a + r.validatedCounts.length, 0),
-      p50: h.pct(0.5), p99: h.pct(0.99), max: h.max, peakRssMb: fin.peakRssMb, idleRssMb: fin.idleRssMb, achievedRate: emitted.achievedRate,
-      slowDisconnects: fin.slowDisconnects, ringResumes: fin.ringResumes, storeResumes: fin.storeResumes, reconnects: reps.reduce((a, r) => a + r.reconnects, 0),
-      wallS, daemonCpuS, clientCpuS, machineBusyCores: ((m1.busy - m0.busy) / (m1.total - m0.total)) * cpus().length,
+      ok,
+      events: emitted.total,
+      minCount: Math.min(...counts),
+      maxCount: Math.max(...counts),
+      validated: reps.reduce((a, r) => a + r.validatedCounts.length, 0),
+      p50: h.pct(0.5),
+      p99: h.pct(0.99),
+      max: h.max,
+      peakRssMb: fin.peakRssMb,
+      idleRssMb: fin.idleRssMb,
+      achievedRate: emitted.achievedRate,
+      slowDisconnects: fin.slowDisconnects,
+      ringResumes: fin.ringResumes,
+      storeResumes: fin.storeResumes,
+      reconnects: reps.reduce((a, r) => a + r.reconnects, 0),
+      wallS,
+      daemonCpuS,
+      clientCpuS,
+      machineBusyCores: ((m1.busy - m0.busy) / (m1.total - m0.total)) * cpus().length,
     }
   })
 }
@@ -469,13 +621,18 @@ async function run(nClients: number): Promise<RunResult> {
 if (process.argv[2] === '--clients') {
   clientsProcess(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]))
 } else {
-  try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch {
+  try {
+    execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root })
+  } catch {
     console.log('(tsc reported errors elsewhere in the tree; using what it emitted into dist/)')
   }
-  console.log(`${CLIENTS} SSE clients in ${PROCS} processes (${VALIDATE} validating through eventsource-parser) vs 1 (baseline), ${RATE} events/s for ${SECONDS} s, ${RUNS} runs, ${cpus().length} cores, live writes coalesced over ${COALESCE_MS ?? 'the default'} ms, client buffer ${BUFFER_BYTES ?? 'default'} B, ring ${RING_BYTES ?? 'default'} B`)
+  console.log(
+    `${CLIENTS} SSE clients in ${PROCS} processes (${VALIDATE} validating through eventsource-parser) vs 1 (baseline), ${RATE} events/s for ${SECONDS} s, ${RUNS} runs, ${cpus().length} cores, live writes coalesced over ${COALESCE_MS ?? 'the default'} ms, client buffer ${BUFFER_BYTES ?? 'default'} B, ring ${RING_BYTES ?? 'default'} B`,
+  )
   const main: RunResult[] = []
   const base: RunResult[] = []
-  const line = (r: RunResult) => `ok=${r.ok} delivered ${r.minCount}..${r.maxCount} of ${r.events} per client; emit-to-client p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, max ${fmt(r.max, 0)} ms; ` +
+  const line = (r: RunResult) =>
+    `ok=${r.ok} delivered ${r.minCount}..${r.maxCount} of ${r.events} per client; emit-to-client p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, max ${fmt(r.max, 0)} ms; ` +
     `CPU over ${fmt(r.wallS, 1)} s: daemon ${fmt(r.daemonCpuS, 1)} s, clients ${fmt(r.clientCpuS, 1)} s, machine ${fmt(r.machineBusyCores, 2)} of ${cpus().length} cores busy; ` +
     `rate ${fmt(r.achievedRate, 0)}/s; RSS peak ${fmt(r.peakRssMb, 0)} MB (idle ${fmt(r.idleRssMb, 0)}); slow-client disconnects ${r.slowDisconnects} (resumed: ${r.reconnects}; from the ring ${r.ringResumes}, from the store ${r.storeResumes})`
   for (let i = 0; i < RUNS; i++) {
@@ -488,12 +645,18 @@ if (process.argv[2] === '--clients') {
     main.push(m)
     console.log(`run ${i + 1}: ${CLIENTS} clients: ${line(m)}`)
   }
-  const med = (rs: RunResult[], k: keyof RunResult) => median(rs.map((r) => r[k] as number))
-  console.log(`every client got every event exactly once, in order (with resumes): ${main.every((r) => r.ok) ? 'yes, all runs' : 'NO'}`)
-  console.log(`${CLIENTS} clients, medians: emit-to-client p50 ${fmt(med(main, 'p50'), 1)} ms, p99 ${fmt(med(main, 'p99'), 1)} ms (goal <= 100), max ${fmt(med(main, 'max'), 0)} ms; ` +
-    `daemon CPU ${fmt(med(main, 'daemonCpuS'), 1)} s, clients CPU ${fmt(med(main, 'clientCpuS'), 1)} s, machine ${fmt(med(main, 'machineBusyCores'), 2)} cores busy over ${fmt(med(main, 'wallS'), 1)} s; peak daemon RSS ${fmt(med(main, 'peakRssMb'), 0)} MB (goal <= 200)`)
+  const med = (rs: RunResult[], k: keyof RunResult) => median(rs.map(r => r[k] as number))
+  console.log(
+    `every client got every event exactly once, in order (with resumes): ${main.every(r => r.ok) ? 'yes, all runs' : 'NO'}`,
+  )
+  console.log(
+    `${CLIENTS} clients, medians: emit-to-client p50 ${fmt(med(main, 'p50'), 1)} ms, p99 ${fmt(med(main, 'p99'), 1)} ms (goal <= 100), max ${fmt(med(main, 'max'), 0)} ms; ` +
+      `daemon CPU ${fmt(med(main, 'daemonCpuS'), 1)} s, clients CPU ${fmt(med(main, 'clientCpuS'), 1)} s, machine ${fmt(med(main, 'machineBusyCores'), 2)} cores busy over ${fmt(med(main, 'wallS'), 1)} s; peak daemon RSS ${fmt(med(main, 'peakRssMb'), 0)} MB (goal <= 200)`,
+  )
   if (BASELINE) {
-    console.log(`1 client (baseline), medians: p50 ${fmt(med(base, 'p50'), 1)} ms, p99 ${fmt(med(base, 'p99'), 1)} ms; daemon CPU ${fmt(med(base, 'daemonCpuS'), 1)} s; peak RSS ${fmt(med(base, 'peakRssMb'), 0)} MB`)
+    console.log(
+      `1 client (baseline), medians: p50 ${fmt(med(base, 'p50'), 1)} ms, p99 ${fmt(med(base, 'p99'), 1)} ms; daemon CPU ${fmt(med(base, 'daemonCpuS'), 1)} s; peak RSS ${fmt(med(base, 'peakRssMb'), 0)} MB`,
+    )
     console.log(`ratio p99 ${CLIENTS} clients / 1 client = ${fmt(med(main, 'p99') / med(base, 'p99'), 2)}`)
   }
 }

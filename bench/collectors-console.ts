@@ -57,26 +57,51 @@ process.send({ kind: 'ready', rssMb: process.memoryUsage().rss / 1048576, stats:
 
 function next(child: ChildProcess, kind: string, timeoutMs = 180_000): Promise<any> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.off('message', on); reject(new Error(`daemon child: no '${kind}' in ${timeoutMs} ms`)) }, timeoutMs)
-    const on = (m: any) => { if (m.kind === kind) { clearTimeout(timer); child.off('message', on); resolve(m) } }
+    const timer = setTimeout(() => {
+      child.off('message', on)
+      reject(new Error(`daemon child: no '${kind}' in ${timeoutMs} ms`))
+    }, timeoutMs)
+    const on = (m: any) => {
+      if (m.kind === kind) {
+        clearTimeout(timer)
+        child.off('message', on)
+        resolve(m)
+      }
+    }
     child.on('message', on)
   })
 }
 
-try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch {
+try {
+  execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root })
+} catch {
   console.log('(tsc reported errors elsewhere in the tree; using what it emitted into dist/)')
 }
 
-await withTempDir(async (dir) => {
+await withTempDir(async dir => {
   const browser = await launchChromium()
   // The daemon's runtime settings (as in the systemd unit): small young generation, few malloc arenas.
   const extraFlags = (process.env.DAEMON_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   // A fresh daemon child per run: RSS is a high-water mark, and reading 50,000 events back (the
   // completeness check after each run) would otherwise raise the next run's starting point.
   const startDaemon = async (run: number) => {
-    const child = spawn(process.execPath, ['--max-semi-space-size=2', ...extraFlags, '--input-type=module', '-e', DAEMON, browser.wsUrl, join(dir, `log-${run}`), String(N)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, MALLOC_ARENA_MAX: '2' },
-    })
+    const child = spawn(
+      process.execPath,
+      [
+        '--max-semi-space-size=2',
+        ...extraFlags,
+        '--input-type=module',
+        '-e',
+        DAEMON,
+        browser.wsUrl,
+        join(dir, `log-${run}`),
+        String(N),
+      ],
+      {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+      },
+    )
     return { child, ready: await next(child, 'ready', 30_000) }
   }
   const idleRss: number[] = []
@@ -84,37 +109,53 @@ await withTempDir(async (dir) => {
   const bare = await CDP({ port: browser.port, target: pageTarget.id })
   await bare.Runtime.enable()
 
-  const captured: number[] = [], ratios: number[] = [], bareRates: number[] = [], daemonRates: number[] = [], peaks: number[] = []
+  const captured: number[] = [],
+    ratios: number[] = [],
+    bareRates: number[] = [],
+    daemonRates: number[] = [],
+    peaks: number[] = []
   for (let run = 1; run <= RUNS; run++) {
     const { child, ready } = await startDaemon(run)
     idleRss.push(ready.rssMb)
     const text = `bench-${run}`
     child.send({ kind: 'run', marker: `"text":"${text}"` })
     await next(child, 'armed')
-    let bareCount = 0, bareDone = 0
-    const onBare = (p: { args: { value?: unknown }[] }) => { if (p.args[0]?.value === text && ++bareCount === N) bareDone = Date.now() }
+    let bareCount = 0,
+      bareDone = 0
+    const onBare = (p: { args: { value?: unknown }[] }) => {
+      if (p.args[0]?.value === text && ++bareCount === N) bareDone = Date.now()
+    }
     const offBare = bare.Runtime.consoleAPICalled(onBare)
     const daemonDone = next(child, 'done')
     const t0 = Date.now()
     await bare.Runtime.evaluate({ expression: `for (let i = 0; i < ${N}; i++) console.log('${text}', i, {i})` })
     const done = await daemonDone
-    while (bareCount < N) await new Promise((r) => setTimeout(r, 10))
+    while (bareCount < N) await new Promise(r => setTimeout(r, 10))
     offBare()
     child.send({ kind: 'read' })
     const read = await next(child, 'read')
-    const bareMs = bareDone - t0, daemonMs = done.at - t0
+    const bareMs = bareDone - t0,
+      daemonMs = done.at - t0
     captured.push((read.readable / bareCount) * 100)
     bareRates.push(bareCount / (bareMs / 1000))
     daemonRates.push(read.committed / (daemonMs / 1000))
     ratios.push(bareMs / daemonMs)
     peaks.push(done.peakMb)
-    console.log(`run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}; daemon peak RSS while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} MB`)
+    console.log(
+      `run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}; daemon peak RSS while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} MB`,
+    )
     child.send({ kind: 'stop' })
-    await new Promise((r) => child.once('exit', r))
+    await new Promise(r => child.once('exit', r))
   }
-  console.log(`captured end to end (readable / bare): median ${fmt(median(captured), 2)}% (min ${fmt(Math.min(...captured), 2)}%)`)
-  console.log(`rate: bare ${fmt(median(bareRates), 0)} ev/s, daemon ${fmt(median(daemonRates), 0)} ev/s; ratio daemon/bare median ${fmt(median(ratios), 3)} (goal >= 0.9)`)
-  console.log(`daemon process RSS while capturing: peak median ${fmt(median(peaks), 1)} MB, max ${fmt(Math.max(...peaks), 1)} MB (goal <= 150 MB); attached and idle ${fmt(median(idleRss), 1)} MB`)
+  console.log(
+    `captured end to end (readable / bare): median ${fmt(median(captured), 2)}% (min ${fmt(Math.min(...captured), 2)}%)`,
+  )
+  console.log(
+    `rate: bare ${fmt(median(bareRates), 0)} ev/s, daemon ${fmt(median(daemonRates), 0)} ev/s; ratio daemon/bare median ${fmt(median(ratios), 3)} (goal >= 0.9)`,
+  )
+  console.log(
+    `daemon process RSS while capturing: peak median ${fmt(median(peaks), 1)} MB, max ${fmt(Math.max(...peaks), 1)} MB (goal <= 150 MB); attached and idle ${fmt(median(idleRss), 1)} MB`,
+  )
   await bare.close()
   await browser.close()
 })

@@ -12,7 +12,11 @@ export function median(xs: number[]): number {
 
 export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'bt-bench-'))
-  try { return await fn(dir) } finally { await rm(dir, { recursive: true, force: true }) }
+  try {
+    return await fn(dir)
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+  }
 }
 
 /** A network_request of about 500 bytes once wrapped in an envelope (the issue's "realistic ~500-byte envelope"). */
@@ -21,13 +25,21 @@ export function realisticEvent(i: number): EventInput {
     type: 'network_request',
     source: { kind: 'cdp', event: 'Network.requestWillBeSent' },
     data: {
-      url: `https://shop.example.com/api/v2/products/${i}?include=prices`, frame_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
-      session_id: 'B1C2D3E4F5A6B7C8D9E0F1A2B3C4D5E6', target_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
-      target_type: 'page', nav_seq: 3, request_id: `1234.${i}`, method: 'GET',
+      url: `https://shop.example.com/api/v2/products/${i}?include=prices`,
+      frame_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
+      session_id: 'B1C2D3E4F5A6B7C8D9E0F1A2B3C4D5E6',
+      target_id: '8F1D0E8C3B5A4F2E9D7C6B5A4F3E2D1C',
+      target_type: 'page',
+      nav_seq: 3,
+      request_id: `1234.${i}`,
+      method: 'GET',
       headers: { accept: 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) Chrome/156.0' },
-      resource_type: 'Fetch', initiator_type: 'script',
+      resource_type: 'Fetch',
+      initiator_type: 'script',
     },
   }
 }
 
-export function fmt(n: number, digits = 2): string { return n.toFixed(digits) }
+export function fmt(n: number, digits = 2): string {
+  return n.toFixed(digits)
+}

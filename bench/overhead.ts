@@ -27,12 +27,32 @@ import { join } from 'node:path'
 import { launchChromium, type LaunchedBrowser } from '../src/monitor/launch.js'
 import { capturePlan } from '../src/monitor/capture-plan.js'
 import { fmt, median, withTempDir } from './common.js'
-import { ALL_BUT_SCREENSHOT, Cdp, cpuByThread, cpuMs, loadOnce, root, startBare, startDaemon, startSite, threadsCpuMs, type Watcher } from './watchers.js'
+import {
+  ALL_BUT_SCREENSHOT,
+  Cdp,
+  cpuByThread,
+  cpuMs,
+  loadOnce,
+  root,
+  startBare,
+  startDaemon,
+  startSite,
+  threadsCpuMs,
+  type Watcher,
+} from './watchers.js'
 
 const ROUNDS = Number(process.env.ROUNDS ?? 4)
 const LOADS = Number(process.env.LOADS ?? 4)
 
-interface Block { name: string; kind: 'none' | 'bare' | 'daemon'; arg: string; bare?: string; root?: string; nodeArgs?: string; nice?: number }
+interface Block {
+  name: string
+  kind: 'none' | 'bare' | 'daemon'
+  arg: string
+  bare?: string
+  root?: string
+  nodeArgs?: string
+  nice?: number
+}
 /** The bare observer block enabling what the capture plan gives a page target for these categories. */
 const planObserver = (categories: string): Block => {
   const domains = capturePlan(categories.split(',')).byTarget('page').domains
@@ -40,37 +60,76 @@ const planObserver = (categories: string): Block => {
 }
 const daemonBlocks: Block[] = [
   { name: 'daemon:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network' },
-  ...['network', 'page', 'console', 'interaction'].map((c): Block => ({ name: `daemon:${c}`, kind: 'daemon', arg: c, bare: planObserver(c).name })),
+  ...['network', 'page', 'console', 'interaction'].map((c): Block => ({
+    name: `daemon:${c}`,
+    kind: 'daemon',
+    arg: c,
+    bare: planObserver(c).name,
+  })),
 ]
-const bareBlocks = new Map<string, Block>([['bare:Page+Runtime+Network', { name: 'bare:Page+Runtime+Network', kind: 'bare', arg: 'Page,Runtime,Network' }]])
-for (const c of ['network', 'page', 'console', 'interaction']) { const b = planObserver(c); bareBlocks.set(b.name, b) }
+const bareBlocks = new Map<string, Block>([
+  ['bare:Page+Runtime+Network', { name: 'bare:Page+Runtime+Network', kind: 'bare', arg: 'Page,Runtime,Network' }],
+])
+for (const c of ['network', 'page', 'console', 'interaction']) {
+  const b = planObserver(c)
+  bareBlocks.set(b.name, b)
+}
 const ALL_BLOCKS: Block[] = [{ name: 'none', kind: 'none', arg: '' }, ...bareBlocks.values(), ...daemonBlocks]
 /** What each domain alone costs (the README's category table): run only when named in BLOCKS. */
-const DOMAIN_BLOCKS: Block[] = ['Page', 'Runtime', 'Network', 'PerformanceTimeline'].map((d) => ({ name: `bare:${d}`, kind: 'bare', arg: d }))
+const DOMAIN_BLOCKS: Block[] = ['Page', 'Runtime', 'Network', 'PerformanceTimeline'].map(d => ({
+  name: `bare:${d}`,
+  kind: 'bare',
+  arg: d,
+}))
 const wanted = process.env.BLOCKS?.split(',')
 // A daemon block brings its matching observer along.
 const BLOCKS = wanted
-  ? [...ALL_BLOCKS, ...DOMAIN_BLOCKS.filter((b) => !bareBlocks.has(b.name))].filter((b) => b.name === 'none' || wanted.includes(b.name) || daemonBlocks.some((d) => wanted.includes(d.name) && d.bare === b.name))
+  ? [...ALL_BLOCKS, ...DOMAIN_BLOCKS.filter(b => !bareBlocks.has(b.name))].filter(
+      b =>
+        b.name === 'none' ||
+        wanted.includes(b.name) ||
+        daemonBlocks.some(d => wanted.includes(d.name) && d.bare === b.name),
+    )
   : ALL_BLOCKS
 // BASELINE_ROOT=<another checkout, built>: its daemon runs as one more block (all but screenshot), interleaved with ours.
 // BASELINE_NODE_ARGS: node flags of that block only (with no BASELINE_ROOT, this checkout's daemon runs under them).
 // BASELINE_NICE: the niceness of that block's daemon (alone: this checkout at that niceness, e.g. -5 as the systemd unit runs it).
 const niceOf = (v: string | undefined) => (v === undefined || v === '' ? undefined : Number(v))
 if (process.env.BASELINE_ROOT || process.env.BASELINE_NODE_ARGS || process.env.BASELINE_NICE) {
-  BLOCKS.push({ name: 'baseline:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network', root: process.env.BASELINE_ROOT ?? root, nodeArgs: process.env.BASELINE_NODE_ARGS, nice: niceOf(process.env.BASELINE_NICE) })
+  BLOCKS.push({
+    name: 'baseline:all-but-screenshot',
+    kind: 'daemon',
+    arg: ALL_BUT_SCREENSHOT,
+    bare: 'bare:Page+Runtime+Network',
+    root: process.env.BASELINE_ROOT ?? root,
+    nodeArgs: process.env.BASELINE_NODE_ARGS,
+    nice: niceOf(process.env.BASELINE_NICE),
+  })
 }
 
 // ---------- the run ----------
 if (!process.env.SKIP_BUILD) {
-  try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch { console.log('(tsc reported errors; using what it emitted into dist/)') }
+  try {
+    execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root })
+  } catch {
+    console.log('(tsc reported errors; using what it emitted into dist/)')
+  }
 }
 
-interface Sample { loadMs: number[]; cpuMs: number; loads: number; events: number; threads: Map<string, number> }
-const samples = new Map<string, Sample>(BLOCKS.map((b) => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map() }]))
+interface Sample {
+  loadMs: number[]
+  cpuMs: number
+  loads: number
+  events: number
+  threads: Map<string, number>
+}
+const samples = new Map<string, Sample>(
+  BLOCKS.map(b => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map() }]),
+)
 const THREADS = process.env.THREADS === '1'
 const WARM_LOADS = Math.max(1, Number(process.env.WARM_LOADS ?? 1))
 
-await withTempDir(async (tmp) => {
+await withTempDir(async tmp => {
   const site = await startSite()
   const browser: LaunchedBrowser = await launchChromium()
   const driver = await Cdp.connect(browser.wsUrl)
@@ -82,7 +141,15 @@ await withTempDir(async (tmp) => {
     for (const block of order) {
       let watcher: Watcher | undefined
       if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
-      if (block.kind === 'daemon') watcher = await startDaemon(join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`), browser.wsUrl, block.arg, block.root, block.nodeArgs ?? process.env.DAEMON_NODE_ARGS, block.nice ?? niceOf(process.env.DAEMON_NICE))
+      if (block.kind === 'daemon')
+        watcher = await startDaemon(
+          join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`),
+          browser.wsUrl,
+          block.arg,
+          block.root,
+          block.nodeArgs ?? process.env.DAEMON_NODE_ARGS,
+          block.nice ?? niceOf(process.env.DAEMON_NICE),
+        )
       // Unmeasured loads: attach-time work is not page-load work; WARM_LOADS > 1 also lets a fresh
       // daemon's JIT settle (a production daemon serves thousands of loads per process).
       for (let w = 0; w < WARM_LOADS; w++) await loadOnce(driver, site.url(`settle${nonce++}`))
@@ -93,9 +160,11 @@ await withTempDir(async (tmp) => {
       const s = samples.get(block.name)!
       for (let l = 0; l < LOADS; l++) s.loadMs.push(await loadOnce(driver, site.url(`${nonce++}`)))
       if (watcher) {
-        await new Promise((r) => setTimeout(r, 1200)) // let settle timers and late events land before counting
+        await new Promise(r => setTimeout(r, 1200)) // let settle timers and late events land before counting
         s.cpuMs += cpuMs(watcher.pid) - cpu0
-        if (threads0) for (const [name, ms] of cpuByThread(watcher.pid)) s.threads.set(name, (s.threads.get(name) ?? 0) + ms - (threads0.get(name) ?? 0))
+        if (threads0)
+          for (const [name, ms] of cpuByThread(watcher.pid))
+            s.threads.set(name, (s.threads.get(name) ?? 0) + ms - (threads0.get(name) ?? 0))
         s.events += (await watcher.storedEvents()) - ev0
         await watcher.stop()
       }
@@ -105,7 +174,9 @@ await withTempDir(async (tmp) => {
   }
 
   const none = median(samples.get('none')!.loadMs)
-  console.log(`\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)}`)
+  console.log(
+    `\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)}`,
+  )
   for (const b of BLOCKS) {
     const s = samples.get(b.name)!
     const load = median(s.loadMs)
@@ -116,34 +187,56 @@ await withTempDir(async (tmp) => {
     const evPerLoad = s.loads ? s.events / s.loads : 0
     // What the daemon adds on top of an observer receiving the same CDP traffic (issue 14: Chromium charges the observer too).
     const added = b.kind === 'daemon' && bareCpu !== undefined ? cpuPerLoad - bareCpu : undefined
-    console.log(`${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`)
+    console.log(
+      `${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`,
+    )
   }
   if (THREADS) {
     for (const b of BLOCKS) {
       const s = samples.get(b.name)!
-      if (s.threads.size) console.log(`${b.name} cpu ms/load by thread: ${[...s.threads].sort((x, y) => y[1] - x[1]).map(([n, ms]) => `${n} ${fmt(ms / s.loads, 1)}`).join(', ')}`)
+      if (s.threads.size)
+        console.log(
+          `${b.name} cpu ms/load by thread: ${[...s.threads]
+            .sort((x, y) => y[1] - x[1])
+            .map(([n, ms]) => `${n} ${fmt(ms / s.loads, 1)}`)
+            .join(', ')}`,
+        )
     }
   }
-  console.log(`(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored; added: daemon CPU minus its bare observer's, per load and per stored event)`)
+  console.log(
+    `(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored; added: daemon CPU minus its bare observer's, per load and per stored event)`,
+  )
 
   // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser, sampled
   // every second over IDLE_MS after IDLE_WARM_MS. The median second is the steady state; the mean
   // also counts V8's one-off major GCs some 15-30 s after startup (~50-100 ms each).
-  const IDLE_WARM_MS = Number(process.env.IDLE_WARM_MS ?? 5_000), IDLE_MS = Number(process.env.IDLE_MS ?? 30_000)
-  for (const [label, cdpUrl] of IDLE_MS <= 0 ? [] : [['attached to an idle browser', browser.wsUrl], ['with no browser', undefined]] as const) {
+  const IDLE_WARM_MS = Number(process.env.IDLE_WARM_MS ?? 5_000),
+    IDLE_MS = Number(process.env.IDLE_MS ?? 30_000)
+  for (const [label, cdpUrl] of IDLE_MS <= 0
+    ? []
+    : ([
+        ['attached to an idle browser', browser.wsUrl],
+        ['with no browser', undefined],
+      ] as const)) {
     const d = await startDaemon(join(tmp, `idle-${cdpUrl ? 'b' : 'n'}`), cdpUrl, ALL_BUT_SCREENSHOT)
-    await new Promise((r) => setTimeout(r, IDLE_WARM_MS))
+    await new Promise(r => setTimeout(r, IDLE_WARM_MS))
     const rates: number[] = []
-    const c0 = threadsCpuMs(d.pid), t0 = performance.now()
-    let c = c0, t = t0
+    const c0 = threadsCpuMs(d.pid),
+      t0 = performance.now()
+    let c = c0,
+      t = t0
     while (performance.now() - t0 < IDLE_MS) {
-      await new Promise((r) => setTimeout(r, 1000))
-      const c1 = threadsCpuMs(d.pid), t1 = performance.now()
+      await new Promise(r => setTimeout(r, 1000))
+      const c1 = threadsCpuMs(d.pid),
+        t1 = performance.now()
       rates.push((c1 - c) / ((t1 - t) / 1000))
-      c = c1; t = t1
+      c = c1
+      t = t1
     }
     const mean = (c - c0) / ((t - t0) / 1000)
-    console.log(`idle daemon ${label}: median ${fmt(median(rates), 2)} ms CPU per second (goal <= 2), mean ${fmt(mean, 2)} over ${rates.length} s`)
+    console.log(
+      `idle daemon ${label}: median ${fmt(median(rates), 2)} ms CPU per second (goal <= 2), mean ${fmt(mean, 2)} over ${rates.length} s`,
+    )
     await d.stop()
   }
   driver.close()

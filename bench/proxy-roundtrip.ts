@@ -32,7 +32,10 @@ if (process.argv[2] === '--serve') {
   })
   const { port } = await proxy.start()
   process.send!({ port } satisfies FromChild)
-  process.on('message', async () => { await proxy.close(); process.exit(0) })
+  process.on('message', async () => {
+    await proxy.close()
+    process.exit(0)
+  })
 } else {
   await main()
 }
@@ -41,11 +44,15 @@ async function main(): Promise<void> {
   const browser = await launchChromium()
   let child: ChildProcess | undefined
   try {
-    const list = await (await fetch(`${browser.httpUrl}/json/list`)).json() as { type: string; id: string; webSocketDebuggerUrl: string }[]
-    const page = list.find((x) => x.type === 'page')!
+    const list = (await (await fetch(`${browser.httpUrl}/json/list`)).json()) as {
+      type: string
+      id: string
+      webSocketDebuggerUrl: string
+    }[]
+    const page = list.find(x => x.type === 'page')!
     child = fork(fileURLToPath(import.meta.url), ['--serve', browser.wsUrl], { execArgv: process.execArgv })
     const disconnects: { message_count: number; reason: string }[] = []
-    const port = await new Promise<number>((resolve) => {
+    const port = await new Promise<number>(resolve => {
       child!.on('message', (m: FromChild) => {
         if ('port' in m) resolve(m.port)
         else disconnects.push(m.disconnect)
@@ -60,9 +67,14 @@ async function main(): Promise<void> {
     await waitUntil(() => disconnects.length === 1)
     disconnects.length = 0
 
-    console.log(`CDP proxy round trips: ${ROUND_TRIPS} Runtime.evaluate per run, median of ${RUNS} runs, Chromium ${(await (await fetch(`${browser.httpUrl}/json/version`)).json() as { Browser: string }).Browser}`)
+    console.log(
+      `CDP proxy round trips: ${ROUND_TRIPS} Runtime.evaluate per run, median of ${RUNS} runs, Chromium ${((await (await fetch(`${browser.httpUrl}/json/version`)).json()) as { Browser: string }).Browser}`,
+    )
     let allOk = true
-    for (const [mode, window] of [['sequential', 1], ['pipelined', WINDOW]] as const) {
+    for (const [mode, window] of [
+      ['sequential', 1],
+      ['pipelined', WINDOW],
+    ] as const) {
       const d: number[] = []
       const p: number[] = []
       for (let i = 0; i < RUNS; i++) {
@@ -73,13 +85,17 @@ async function main(): Promise<void> {
       const md = median(d)
       const mp = median(p)
       const ratio = md / mp // throughput ratio = time direct / time proxied
-      console.log(`${mode.padEnd(10)} (window ${String(window).padStart(3)}): direct ${fmt(md)} (${rate(md)}/s)  proxy ${fmt(mp)} (${rate(mp)}/s)  proxy/direct throughput ${ratio.toFixed(3)}  ${ratio >= 0.8 ? 'OK (>= 0.8)' : 'BELOW GOAL 0.8'}`)
+      console.log(
+        `${mode.padEnd(10)} (window ${String(window).padStart(3)}): direct ${fmt(md)} (${rate(md)}/s)  proxy ${fmt(mp)} (${rate(mp)}/s)  proxy/direct throughput ${ratio.toFixed(3)}  ${ratio >= 0.8 ? 'OK (>= 0.8)' : 'BELOW GOAL 0.8'}`,
+      )
       if (ratio < 0.8) allOk = false
     }
     await waitUntil(() => disconnects.length === 2 * RUNS)
-    const counts = disconnects.map((x) => x.message_count)
-    const exact = counts.every((c) => c === 2 * ROUND_TRIPS) && disconnects.every((x) => x.reason === 'client_close')
-    console.log(`message_count per proxied connection: ${[...new Set(counts)].join(', ')} (expected exactly ${2 * ROUND_TRIPS}, reason client_close): ${exact ? 'OK' : 'MISMATCH'}`)
+    const counts = disconnects.map(x => x.message_count)
+    const exact = counts.every(c => c === 2 * ROUND_TRIPS) && disconnects.every(x => x.reason === 'client_close')
+    console.log(
+      `message_count per proxied connection: ${[...new Set(counts)].join(', ')} (expected exactly ${2 * ROUND_TRIPS}, reason client_close): ${exact ? 'OK' : 'MISMATCH'}`,
+    )
     if (!exact) allOk = false
     process.exitCode = allOk ? 0 : 1
   } finally {
@@ -91,8 +107,12 @@ async function main(): Promise<void> {
 /** Opens a connection, runs n Runtime.evaluate with `window` in flight, closes; resolves with ms taken. */
 async function timed(url: string, window: number, n: number): Promise<number> {
   const ws = new WebSocket(url, { perMessageDeflate: false })
-  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })
-  const payload = (id: number) => `{"id":${id},"method":"Runtime.evaluate","params":{"expression":"1+1","returnByValue":true}}`
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  const payload = (id: number) =>
+    `{"id":${id},"method":"Runtime.evaluate","params":{"expression":"1+1","returnByValue":true}}`
   const start = performance.now()
   await new Promise<void>((resolve, reject) => {
     let sent = 0
@@ -104,24 +124,33 @@ async function timed(url: string, window: number, n: number): Promise<number> {
       if (received === n) resolve()
       else if (sent < n) ws.send(payload(++sent))
     })
-    ws.once('close', () => { if (received < n) reject(new Error(`closed after ${received} answers`)) })
+    ws.once('close', () => {
+      if (received < n) reject(new Error(`closed after ${received} answers`))
+    })
     for (; sent < Math.min(window, n);) ws.send(payload(++sent))
   })
   const ms = performance.now() - start
   ws.close()
-  await new Promise((r) => ws.once('close', r))
+  await new Promise(r => ws.once('close', r))
   return ms
 }
 
 // (function declarations: main() runs from the top-level await above, before any const here exists)
-function median(xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]! }
-function fmt(ms: number): string { return `${ms.toFixed(0)} ms` }
-function rate(ms: number): string { return Math.round(ROUND_TRIPS / (ms / 1000)).toLocaleString('en-US') }
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]!
+}
+function fmt(ms: number): string {
+  return `${ms.toFixed(0)} ms`
+}
+function rate(ms: number): string {
+  return Math.round(ROUND_TRIPS / (ms / 1000)).toLocaleString('en-US')
+}
 
 async function waitUntil(pred: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms
   while (!pred()) {
     if (Date.now() > end) throw new Error('timed out waiting for the proxy to report its connections')
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise(r => setTimeout(r, 10))
   }
 }

@@ -29,7 +29,18 @@ import WebSocket, { WebSocketServer } from 'ws'
 import { launchChromium } from '../src/monitor/launch.js'
 import { capturePlan, TIMELINE_EVENT_TYPES } from '../src/monitor/capture-plan.js'
 import { fmt, median, withTempDir } from './common.js'
-import { ALL_BUT_SCREENSHOT, Cdp, cpuByThread, loadOnce, root, startBare, startDaemon, startSite, threadsCpuMs, type Watcher } from './watchers.js'
+import {
+  ALL_BUT_SCREENSHOT,
+  Cdp,
+  cpuByThread,
+  loadOnce,
+  root,
+  startBare,
+  startDaemon,
+  startSite,
+  threadsCpuMs,
+  type Watcher,
+} from './watchers.js'
 
 const RECORD_LOADS = Number(process.env.RECORD_LOADS ?? 4)
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
@@ -50,7 +61,10 @@ async function record(): Promise<Recording[]> {
   const loads: Recording[] = []
   try {
     const recorder = new WebSocket(browser.wsUrl, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
-    await new Promise((r, j) => { recorder.once('open', r); recorder.once('error', j) })
+    await new Promise((r, j) => {
+      recorder.once('open', r)
+      recorder.once('error', j)
+    })
     let id = 0
     const send = (method: string, params: object = {}, sessionId?: string) =>
       recorder.send(JSON.stringify({ id: --id, method, params, ...(sessionId ? { sessionId } : {}) }))
@@ -58,12 +72,18 @@ async function record(): Promise<Recording[]> {
     let t0 = 0
     recorder.on('message', (d: Buffer) => {
       const data = d.toString()
-      const m = JSON.parse(data) as { id?: number; method?: string; sessionId?: string; params?: { sessionId: string; targetInfo: { type: string } } }
+      const m = JSON.parse(data) as {
+        id?: number
+        method?: string
+        sessionId?: string
+        params?: { sessionId: string; targetInfo: { type: string } }
+      }
       if (m.id !== undefined) return // our own commands' answers: the stand-in answers the watcher's
       current?.push({ t: performance.now() - t0, data })
       if (m.method !== 'Target.attachedToTarget') return
       // Set up as the daemon's capture plan does, then resume the paused target.
-      const s = m.params!.sessionId, type = m.params!.targetInfo.type
+      const s = m.params!.sessionId,
+        type = m.params!.targetInfo.type
       send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
       for (const dom of PLAN_DOMAINS) {
         if ((dom === 'Page' || dom === 'PerformanceTimeline') && type !== 'page' && type !== 'iframe') continue
@@ -79,7 +99,7 @@ async function record(): Promise<Recording[]> {
       current = []
       t0 = performance.now()
       await loadOnce(driver, site.url(`rec${i}`))
-      await new Promise((r) => setTimeout(r, 300)) // the closed tab's detach and late events
+      await new Promise(r => setTimeout(r, 300)) // the closed tab's detach and late events
       loads.push(current)
       current = undefined
     }
@@ -93,7 +113,10 @@ async function record(): Promise<Recording[]> {
 }
 
 // ---------- the stand-in browser ----------
-const BODY = JSON.stringify({ path: '/data/0.json', items: Array.from({ length: 20 }, (_, i) => ({ i, name: `item ${i}` })) })
+const BODY = JSON.stringify({
+  path: '/data/0.json',
+  items: Array.from({ length: 20 }, (_, i) => ({ i, name: `item ${i}` })),
+})
 
 /** One watcher's connection to the stand-in: what it resumed, which target each session is. */
 class Peer {
@@ -108,10 +131,13 @@ class StandIn {
   private arrived: (() => void) | undefined
   readonly url: string
 
-  private constructor(private readonly http: ReturnType<typeof createServer>, port: number) {
+  private constructor(
+    private readonly http: ReturnType<typeof createServer>,
+    port: number,
+  ) {
     this.url = `ws://127.0.0.1:${port}/devtools/browser/replay`
     const wss = new WebSocketServer({ server: http, perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
-    wss.on('connection', (ws) => {
+    wss.on('connection', ws => {
       const peer = new Peer(ws)
       ws.on('message', (d: Buffer) => this.answer(peer, JSON.parse(d.toString())))
       this.arrivals.push(peer)
@@ -123,32 +149,76 @@ class StandIn {
     const http = createServer((_req: IncomingMessage, res: ServerResponse) => {
       // The daemon asks /json/version for the browser's WebSocket URL first.
       res.setHeader('content-type', 'application/json')
-      res.end(JSON.stringify({ Browser: 'HeadlessChrome/replay', 'Protocol-Version': '1.3', webSocketDebuggerUrl: standIn.url }))
+      res.end(
+        JSON.stringify({
+          Browser: 'HeadlessChrome/replay',
+          'Protocol-Version': '1.3',
+          webSocketDebuggerUrl: standIn.url,
+        }),
+      )
     })
-    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r))
+    await new Promise<void>(r => http.listen(0, '127.0.0.1', r))
     const standIn = new StandIn(http, (http.address() as AddressInfo).port)
     return standIn
   }
 
   /** The next watcher that connects. */
   async nextPeer(): Promise<Peer> {
-    while (this.arrivals.length === 0) await new Promise<void>((r) => { this.arrived = r })
+    while (this.arrivals.length === 0)
+      await new Promise<void>(r => {
+        this.arrived = r
+      })
     return this.arrivals.shift()!
   }
 
-  private answer(peer: Peer, m: { id: number; method: string; params?: Record<string, unknown>; sessionId?: string }): void {
+  private answer(
+    peer: Peer,
+    m: { id: number; method: string; params?: Record<string, unknown>; sessionId?: string },
+  ): void {
     const target = m.sessionId ? peer.targets.get(m.sessionId) : undefined
     let result: unknown = {}
     switch (m.method) {
-      case 'Target.getTargets': result = { targetInfos: [] }; break
-      case 'Page.getFrameTree':
-        result = { frameTree: { frame: { id: target?.targetId ?? 'F', loaderId: 'L', url: target?.url ?? 'about:blank', domainAndRegistry: '', securityOrigin: 'http://127.0.0.1', mimeType: 'text/html', secureContextType: 'InsecureScheme', crossOriginIsolatedContextType: 'NotIsolated', gatedAPIFeatures: [] } } }
+      case 'Target.getTargets':
+        result = { targetInfos: [] }
         break
-      case 'Network.getResponseBody': result = { body: BODY, base64Encoded: false }; break
-      case 'Page.addScriptToEvaluateOnNewDocument': result = { identifier: '1' }; break
-      case 'Page.createIsolatedWorld': result = { executionContextId: 1000 }; break
-      case 'Runtime.evaluate': result = { result: { type: 'undefined' } }; break
-      case 'Browser.getVersion': result = { protocolVersion: '1.3', product: 'HeadlessChrome/replay', revision: '', userAgent: 'replay', jsVersion: '' }; break
+      case 'Page.getFrameTree':
+        result = {
+          frameTree: {
+            frame: {
+              id: target?.targetId ?? 'F',
+              loaderId: 'L',
+              url: target?.url ?? 'about:blank',
+              domainAndRegistry: '',
+              securityOrigin: 'http://127.0.0.1',
+              mimeType: 'text/html',
+              secureContextType: 'InsecureScheme',
+              crossOriginIsolatedContextType: 'NotIsolated',
+              gatedAPIFeatures: [],
+            },
+          },
+        }
+        break
+      case 'Network.getResponseBody':
+        result = { body: BODY, base64Encoded: false }
+        break
+      case 'Page.addScriptToEvaluateOnNewDocument':
+        result = { identifier: '1' }
+        break
+      case 'Page.createIsolatedWorld':
+        result = { executionContextId: 1000 }
+        break
+      case 'Runtime.evaluate':
+        result = { result: { type: 'undefined' } }
+        break
+      case 'Browser.getVersion':
+        result = {
+          protocolVersion: '1.3',
+          product: 'HeadlessChrome/replay',
+          revision: '',
+          userAgent: 'replay',
+          jsVersion: '',
+        }
+        break
     }
     peer.ws.send(JSON.stringify({ id: m.id, result, ...(m.sessionId ? { sessionId: m.sessionId } : {}) }))
     if (m.method === 'Runtime.runIfWaitingForDebugger' && m.sessionId) {
@@ -164,22 +234,32 @@ class StandIn {
     for (let i = 0; i < load.length;) {
       const due = start + shift + load[i]!.t
       const wait = due - performance.now()
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait))
+      if (wait > 1) await new Promise(r => setTimeout(r, wait))
       // Everything due by now goes out together, as one socket write would carry it.
       const now = performance.now()
       for (; i < load.length && start + shift + load[i]!.t <= now + 1; i++) {
         const { data } = load[i]!
         peer.ws.send(data)
         if (!data.startsWith('{"method":"Target.attachedToTarget"')) continue
-        const p = (JSON.parse(data) as { params: { sessionId: string; waitingForDebugger: boolean; targetInfo: { targetId: string; url: string } } }).params
+        const p = (
+          JSON.parse(data) as {
+            params: { sessionId: string; waitingForDebugger: boolean; targetInfo: { targetId: string; url: string } }
+          }
+        ).params
         peer.targets.set(p.sessionId, { targetId: p.targetInfo.targetId, url: p.targetInfo.url })
         peer.resumed.delete(p.sessionId) // the same recording plays again later: a new pause each time
         if (!p.waitingForDebugger) continue
         const t = performance.now()
-        await new Promise<void>((r) => {
+        await new Promise<void>(r => {
           const timer = setTimeout(r, 5000)
-          peer.resumeWaiters.set(p.sessionId, () => { clearTimeout(timer); r() })
-          if (peer.resumed.has(p.sessionId)) { clearTimeout(timer); r() }
+          peer.resumeWaiters.set(p.sessionId, () => {
+            clearTimeout(timer)
+            r()
+          })
+          if (peer.resumed.has(p.sessionId)) {
+            clearTimeout(timer)
+            r()
+          }
         })
         peer.resumeWaiters.delete(p.sessionId)
         shift += performance.now() - t
@@ -197,27 +277,40 @@ class StandIn {
 
 // ---------- the run ----------
 if (!process.env.SKIP_BUILD) {
-  try { execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root }) } catch { console.log('(tsc reported errors; using what it emitted into dist/)') }
+  try {
+    execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit', cwd: root })
+  } catch {
+    console.log('(tsc reported errors; using what it emitted into dist/)')
+  }
 }
 
-interface Block { name: string; start: (standIn: StandIn, dataDir: string) => Promise<Watcher> }
+interface Block {
+  name: string
+  start: (standIn: StandIn, dataDir: string) => Promise<Watcher>
+}
 const BLOCKS: Block[] = [
-  { name: `bare:${PLAN_DOMAINS.join('+')}`, start: (s) => startBare(s.url, PLAN_DOMAINS.join(',')) },
+  { name: `bare:${PLAN_DOMAINS.join('+')}`, start: s => startBare(s.url, PLAN_DOMAINS.join(',')) },
   { name: 'daemon:all-but-screenshot', start: (s, dir) => startDaemon(dir, s.url, ALL_BUT_SCREENSHOT) },
 ]
 if (process.env.BASELINE_ROOT || process.env.BASELINE_NODE_ARGS) {
-  BLOCKS.push({ name: 'baseline:all-but-screenshot', start: (s, dir) => startDaemon(dir, s.url, ALL_BUT_SCREENSHOT, process.env.BASELINE_ROOT ?? root, process.env.BASELINE_NODE_ARGS) })
+  BLOCKS.push({
+    name: 'baseline:all-but-screenshot',
+    start: (s, dir) =>
+      startDaemon(dir, s.url, ALL_BUT_SCREENSHOT, process.env.BASELINE_ROOT ?? root, process.env.BASELINE_NODE_ARGS),
+  })
 }
 
 const recordings = await record()
-const perLoad = recordings.map((r) => r.length)
-console.log(`recorded ${recordings.length} loads: ${perLoad.join(', ')} messages, ${fmt(recordings.flat().reduce((n, m) => n + m.data.length, 0) / recordings.length / 1024, 0)} KB per load`)
+const perLoad = recordings.map(r => r.length)
+console.log(
+  `recorded ${recordings.length} loads: ${perLoad.join(', ')} messages, ${fmt(recordings.flat().reduce((n, m) => n + m.data.length, 0) / recordings.length / 1024, 0)} KB per load`,
+)
 
-const cpu = new Map<string, number[]>(BLOCKS.map((b) => [b.name, []]))
-const events = new Map<string, number[]>(BLOCKS.map((b) => [b.name, []]))
+const cpu = new Map<string, number[]>(BLOCKS.map(b => [b.name, []]))
+const events = new Map<string, number[]>(BLOCKS.map(b => [b.name, []]))
 const THREADS = process.env.THREADS === '1'
-const threads = new Map<string, Map<string, number>>(BLOCKS.map((b) => [b.name, new Map()]))
-await withTempDir(async (tmp) => {
+const threads = new Map<string, Map<string, number>>(BLOCKS.map(b => [b.name, new Map()]))
+await withTempDir(async tmp => {
   const standIn = await StandIn.start()
   let n = 0
   const next = () => recordings[n++ % recordings.length]!
@@ -230,7 +323,7 @@ await withTempDir(async (tmp) => {
     for (let w = 0; w < WARM_LOADS; w++) await standIn.play(peer, next())
     running.push({ block, watcher, peer })
   }
-  await new Promise((r) => setTimeout(r, TAIL_MS))
+  await new Promise(r => setTimeout(r, TAIL_MS))
   for (let round = 1; round <= ROUNDS; round++) {
     const order = running.map((_, i) => running[(i + round - 1) % running.length]!)
     for (const { block, watcher, peer } of order) {
@@ -238,30 +331,49 @@ await withTempDir(async (tmp) => {
       const c0 = threadsCpuMs(watcher.pid)
       const t0 = THREADS ? cpuByThread(watcher.pid) : undefined
       for (let l = 0; l < LOADS; l++) await standIn.play(peer, next())
-      await new Promise((r) => setTimeout(r, TAIL_MS))
+      await new Promise(r => setTimeout(r, TAIL_MS))
       cpu.get(block.name)!.push((threadsCpuMs(watcher.pid) - c0) / LOADS)
       if (t0) {
         const sum = threads.get(block.name)!
-        for (const [name, ms] of cpuByThread(watcher.pid)) sum.set(name, (sum.get(name) ?? 0) + (ms - (t0.get(name) ?? 0)) / LOADS / ROUNDS)
+        for (const [name, ms] of cpuByThread(watcher.pid))
+          sum.set(name, (sum.get(name) ?? 0) + (ms - (t0.get(name) ?? 0)) / LOADS / ROUNDS)
       }
       events.get(block.name)!.push(((await watcher.storedEvents()) - ev0) / LOADS)
     }
     process.stdout.write(`round ${round}/${ROUNDS} done\n`)
   }
-  for (const { watcher, peer } of running) { peer.ws.terminate(); await watcher.stop() }
+  for (const { watcher, peer } of running) {
+    peer.ws.terminate()
+    await watcher.stop()
+  }
   standIn.close()
 })
 
 const bareName = BLOCKS[0]!.name
 const bare = median(cpu.get(bareName)!)
-console.log(`\n${'block'.padEnd(32)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)}  per round`)
+console.log(
+  `\n${'block'.padEnd(32)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)}  per round`,
+)
 for (const b of BLOCKS) {
   const c = median(cpu.get(b.name)!)
   const ev = median(events.get(b.name)!)
   const daemon = b.name !== bareName
-  console.log(`${b.name.padEnd(32)} ${fmt(c, 1).padStart(11)} ${(daemon ? fmt(c / bare, 2) : '').padStart(6)} ${(daemon ? fmt(ev, 1) : '').padStart(11)} ${(daemon && ev ? fmt((c * 1000) / ev, 0) : '').padStart(9)}  ${cpu.get(b.name)!.map((x) => fmt(x, 1)).join(' ')}`)
+  console.log(
+    `${b.name.padEnd(32)} ${fmt(c, 1).padStart(11)} ${(daemon ? fmt(c / bare, 2) : '').padStart(6)} ${(daemon ? fmt(ev, 1) : '').padStart(11)} ${(daemon && ev ? fmt((c * 1000) / ev, 0) : '').padStart(9)}  ${cpu
+      .get(b.name)!
+      .map(x => fmt(x, 1))
+      .join(' ')}`,
+  )
 }
 if (THREADS) {
-  for (const b of BLOCKS) console.log(`${b.name} cpu ms/load by thread (mean): ${[...threads.get(b.name)!].sort((x, y) => y[1] - x[1]).map(([n, ms]) => `${n} ${fmt(ms, 1)}`).join(', ')}`)
+  for (const b of BLOCKS)
+    console.log(
+      `${b.name} cpu ms/load by thread (mean): ${[...threads.get(b.name)!]
+        .sort((x, y) => y[1] - x[1])
+        .map(([n, ms]) => `${n} ${fmt(ms, 1)}`)
+        .join(', ')}`,
+    )
 }
-console.log(`(medians over ${ROUNDS} rounds of ${LOADS} replayed loads per block, each watcher warmed up by ${WARM_LOADS} unmeasured ones; cpu: the watcher process, every thread, including ${TAIL_MS} ms after the last load)`)
+console.log(
+  `(medians over ${ROUNDS} rounds of ${LOADS} replayed loads per block, each watcher warmed up by ${WARM_LOADS} unmeasured ones; cpu: the watcher process, every thread, including ${TAIL_MS} ms after the last load)`,
+)

@@ -21,7 +21,6 @@ function committedOf(r: EmitResult): Promise<boolean> {
   return r.committed
 }
 
-
 const N = Number(process.env.N ?? 100_000)
 const RUNS = Number(process.env.RUNS ?? 5)
 const LAG_SECONDS = Number(process.env.LAG_SECONDS ?? 5)
@@ -35,7 +34,7 @@ async function fillLog(dir: string, n: number): Promise<{ log: EventLog; payload
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = 0; i < n; i++) {
     last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
-    if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
+    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
   }
   await last
   const payloads: string[] = []
@@ -49,14 +48,29 @@ async function fillLog(dir: string, n: number): Promise<{ log: EventLog; payload
 }
 
 function until(s: Shipper, seq: number): Promise<void> {
-  return new Promise((resolve) => {
-    if (s.ackedSeq >= seq) { resolve(); return }
-    const off = s.onAcked((a) => { if (a >= seq) { off(); resolve() } })
+  return new Promise(resolve => {
+    if (s.ackedSeq >= seq) {
+      resolve()
+      return
+    }
+    const off = s.onAcked(a => {
+      if (a >= seq) {
+        off()
+        resolve()
+      }
+    })
   })
 }
 
 async function shipRate(nats: NatsServer, log: EventLog, run: number): Promise<number> {
-  const s = new Shipper({ log, browserId: `bench-${run}`, nats: { servers: [nats.url] }, stream: `SHIP${run}`, subjectPrefix: `ship${run}`, limits: LIMITS })
+  const s = new Shipper({
+    log,
+    browserId: `bench-${run}`,
+    nats: { servers: [nats.url] },
+    stream: `SHIP${run}`,
+    subjectPrefix: `ship${run}`,
+    limits: LIMITS,
+  })
   // Connect and create the stream first (publishing one event's worth is excluded from the timing).
   await s.start()
   await until(s, 1)
@@ -77,7 +91,7 @@ async function coreRate(nats: NatsServer, payloads: string[]): Promise<number> {
     h.set('Telemetry-Seq', String(i + 1))
     h.set('Telemetry-Browser-Id', 'bench')
     nc.publish('core.bench.network', payloads[i]!, { headers: h })
-    if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
+    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
   }
   await nc.flush()
   const rate = payloads.length / ((performance.now() - t0) / 1000)
@@ -94,7 +108,9 @@ async function jsPublishRate(nats: NatsServer, payloads: string[], run: number):
   const t0 = performance.now()
   const inflight = new Set<Promise<unknown>>()
   for (let i = 0; i < n; i++) {
-    const p = js.publish(`jspub${run}.bench.network`, payloads[i]!, { msgID: `bench:${i + 1}` }).finally(() => inflight.delete(p))
+    const p = js
+      .publish(`jspub${run}.bench.network`, payloads[i]!, { msgID: `bench:${i + 1}` })
+      .finally(() => inflight.delete(p))
     inflight.add(p)
     if (inflight.size >= 256) await Promise.race(inflight)
   }
@@ -108,39 +124,72 @@ async function jsPublishRate(nats: NatsServer, payloads: string[], run: number):
 async function captureRate(dir: string, nats: NatsServer | undefined, run: number): Promise<number> {
   const log = await EventLog.open({ path: join(dir, `cap-${nats ? 'ship' : 'bare'}`), retentionIntervalMs: 0 })
   const pipeline = new Pipeline({ log, budget: false })
-  const s = nats ? new Shipper({ log, browserId: `cap-${run}`, nats: { servers: [nats.url] }, stream: `CAP${run}`, subjectPrefix: `cap${run}`, limits: LIMITS }) : undefined
-  if (s) { await s.start(); pipeline.emit(INPUTS[0]!); await until(s, 1) }
+  const s = nats
+    ? new Shipper({
+        log,
+        browserId: `cap-${run}`,
+        nats: { servers: [nats.url] },
+        stream: `CAP${run}`,
+        subjectPrefix: `cap${run}`,
+        limits: LIMITS,
+      })
+    : undefined
+  if (s) {
+    await s.start()
+    pipeline.emit(INPUTS[0]!)
+    await until(s, 1)
+  }
   const first = log.lastSeq
   const t0 = performance.now()
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = 0; i < N; i++) {
     last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
-    if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
+    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
   }
   await last
   const rate = (log.lastSeq - first) / ((performance.now() - t0) / 1000)
-  if (s) { await until(s, log.lastSeq); await s.stop() }
+  if (s) {
+    await until(s, log.lastSeq)
+    await s.stop()
+  }
   await log.close()
   return rate
 }
 
 /** Paced emits at RATE/s for LAG_SECONDS; per event: ack time - commit time. */
-async function lagRun(dir: string, nats: NatsServer, run: number): Promise<{ p50: number; p99: number; max: number; count: number }> {
+async function lagRun(
+  dir: string,
+  nats: NatsServer,
+  run: number,
+): Promise<{ p50: number; p99: number; max: number; count: number }> {
   const log = await EventLog.open({ path: join(dir, 'lag'), retentionIntervalMs: 0 })
   const pipeline = new Pipeline({ log, budget: false })
-  const s = new Shipper({ log, browserId: `lag-${run}`, nats: { servers: [nats.url] }, stream: `LAG${run}`, subjectPrefix: `lag${run}`, limits: LIMITS })
+  const s = new Shipper({
+    log,
+    browserId: `lag-${run}`,
+    nats: { servers: [nats.url] },
+    stream: `LAG${run}`,
+    subjectPrefix: `lag${run}`,
+    limits: LIMITS,
+  })
   await s.start()
   pipeline.emit(INPUTS[0]!)
   await until(s, 1)
   const committedAt = new Map<number, number>()
   const lags: number[] = []
-  log.onCommit((records) => { const now = performance.now(); for (const r of records) committedAt.set(r.seq, now) })
+  log.onCommit(records => {
+    const now = performance.now()
+    for (const r of records) committedAt.set(r.seq, now)
+  })
   let lastAcked = s.ackedSeq
-  s.onAcked((seq) => {
+  s.onAcked(seq => {
     const now = performance.now()
     for (let q = lastAcked + 1; q <= seq; q++) {
       const c = committedAt.get(q)
-      if (c !== undefined) { lags.push(now - c); committedAt.delete(q) }
+      if (c !== undefined) {
+        lags.push(now - c)
+        committedAt.delete(q)
+      }
     }
     lastAcked = seq
   })
@@ -151,7 +200,7 @@ async function lagRun(dir: string, nats: NatsServer, run: number): Promise<{ p50
     // Emit what the schedule says is due, then sleep ~1 ms: a steady 5k/s, not bursts of a second.
     const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * RATE))
     for (; emitted < due; emitted++) pipeline.emit(INPUTS[emitted % 1000]!)
-    await new Promise((r) => setTimeout(r, 1))
+    await new Promise(r => setTimeout(r, 1))
   }
   await log.flush()
   await until(s, log.lastSeq)
@@ -172,7 +221,7 @@ try {
   const p99s: number[] = []
   const p50s: number[] = []
   for (let run = 0; run < RUNS; run++) {
-    await withTempDir(async (dir) => {
+    await withTempDir(async dir => {
       const { log, payloads } = await fillLog(dir, N)
       const s = await shipRate(nats, log, run)
       await log.close()
@@ -181,17 +230,31 @@ try {
       const bare = await captureRate(dir, undefined, run)
       const withShip = await captureRate(dir, nats, run)
       const lag = await lagRun(dir, nats, run)
-      ship.push(s); core.push(c); jsPub.push(j); ratios.push(s / c); capRatios.push(withShip / bare); p99s.push(lag.p99); p50s.push(lag.p50)
-      console.log(`run ${run + 1}: ship ${fmt(s, 0)}/s, core ${fmt(c, 0)}/s, ratio ${fmt(s / c)}; js.publish ${fmt(j, 0)}/s; ` +
-        `capture ${fmt(withShip, 0)}/s shipping vs ${fmt(bare, 0)}/s bare (${fmt(withShip / bare)}); ` +
-        `lag at ${RATE}/s: p50 ${fmt(lag.p50, 1)} ms, p99 ${fmt(lag.p99, 1)} ms, max ${fmt(lag.max, 1)} ms (${lag.count} events)`)
+      ship.push(s)
+      core.push(c)
+      jsPub.push(j)
+      ratios.push(s / c)
+      capRatios.push(withShip / bare)
+      p99s.push(lag.p99)
+      p50s.push(lag.p50)
+      console.log(
+        `run ${run + 1}: ship ${fmt(s, 0)}/s, core ${fmt(c, 0)}/s, ratio ${fmt(s / c)}; js.publish ${fmt(j, 0)}/s; ` +
+          `capture ${fmt(withShip, 0)}/s shipping vs ${fmt(bare, 0)}/s bare (${fmt(withShip / bare)}); ` +
+          `lag at ${RATE}/s: p50 ${fmt(lag.p50, 1)} ms, p99 ${fmt(lag.p99, 1)} ms, max ${fmt(lag.max, 1)} ms (${lag.count} events)`,
+      )
     })
   }
   console.log(`\nN=${N}, ${RUNS} runs, medians:`)
-  console.log(`  shipping throughput ${fmt(median(ship), 0)} events/s vs core NATS publish ${fmt(median(core), 0)} msgs/s: ratio ${fmt(median(ratios))} (goal >= 0.4)`)
-  console.log(`  default js.publish (256 in flight) ${fmt(median(jsPub), 0)} msgs/s (${fmt(median(jsPub) / median(core))} of core)`)
+  console.log(
+    `  shipping throughput ${fmt(median(ship), 0)} events/s vs core NATS publish ${fmt(median(core), 0)} msgs/s: ratio ${fmt(median(ratios))} (goal >= 0.4)`,
+  )
+  console.log(
+    `  default js.publish (256 in flight) ${fmt(median(jsPub), 0)} msgs/s (${fmt(median(jsPub) / median(core))} of core)`,
+  )
   console.log(`  capture (emit -> committed) while shipping / without: ${fmt(median(capRatios))}`)
-  console.log(`  commit -> ack lag at ${RATE} events/s: p50 ${fmt(median(p50s), 1)} ms, p99 ${fmt(median(p99s), 1)} ms (goal <= 50 ms)`)
+  console.log(
+    `  commit -> ack lag at ${RATE} events/s: p50 ${fmt(median(p50s), 1)} ms, p99 ${fmt(median(p99s), 1)} ms (goal <= 50 ms)`,
+  )
   console.log(`  nats-server RSS after the runs: ${fmt((await nats.rssBytes()) / 2 ** 20, 0)} MiB`)
 } finally {
   await nats.dispose()

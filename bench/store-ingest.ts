@@ -28,7 +28,7 @@ async function ours(dir: string, n = N): Promise<{ rate: number; bytes: number[]
     last = r.committed
     if (i < 1000) sizes.push(JSON.stringify(r.envelope).length)
     // Yield now and then like a real producer so group commit can run.
-    if (i % 1000 === 999) await new Promise((r) => setImmediate(r))
+    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
   }
   await last
   const rate = n / ((performance.now() - t0) / 1000)
@@ -43,7 +43,9 @@ async function raw(dir: string, payloads: Buffer[], n = N): Promise<number> {
   for (let i = 0; i < n; i += 100) {
     const ops = []
     for (let j = i; j < Math.min(n, i + 100); j++) {
-      const key = Buffer.allocUnsafe(9); key[0] = 0x65; key.writeBigUInt64BE(BigInt(j + 1), 1)
+      const key = Buffer.allocUnsafe(9)
+      key[0] = 0x65
+      key.writeBigUInt64BE(BigInt(j + 1), 1)
       ops.push({ type: 'put' as const, key, value: payloads[j % payloads.length]! })
     }
     await db.batch(ops)
@@ -53,20 +55,43 @@ async function raw(dir: string, payloads: Buffer[], n = N): Promise<number> {
   return rate
 }
 
-const payloadsOf = () => INPUTS.map((input, i) => Buffer.from(JSON.stringify({ seq: i + 1, event: { ts: Date.now() * 1000, type: input.type, category: 'network', source: input.source, data: input.data } })))
-await withTempDir(async (dir) => { await ours(dir, Math.ceil(N / 4)); await raw(dir, payloadsOf(), Math.ceil(N / 4)) }) // warm-up, not counted
+const payloadsOf = () =>
+  INPUTS.map((input, i) =>
+    Buffer.from(
+      JSON.stringify({
+        seq: i + 1,
+        event: { ts: Date.now() * 1000, type: input.type, category: 'network', source: input.source, data: input.data },
+      }),
+    ),
+  )
+await withTempDir(async dir => {
+  await ours(dir, Math.ceil(N / 4))
+  await raw(dir, payloadsOf(), Math.ceil(N / 4))
+}) // warm-up, not counted
 
 const ratios: number[] = []
 const oursRates: number[] = []
 const rawRates: number[] = []
 for (let run = 0; run < RUNS; run++) {
-  await withTempDir(async (dir) => {
+  await withTempDir(async dir => {
     const payloads = payloadsOf()
     let o: Awaited<ReturnType<typeof ours>>
     let r: number
-    if (run % 2 === 0) { o = await ours(dir); r = await raw(dir, payloads) } else { r = await raw(dir, payloads); o = await ours(dir) }
-    oursRates.push(o.rate); rawRates.push(r); ratios.push(o.rate / r)
-    console.log(`run ${run + 1}: ours ${fmt(o.rate, 0)} ev/s, raw ${fmt(r, 0)} ev/s, ratio ${fmt(o.rate / r)} (envelope ~${Math.round(o.bytes.reduce((a, b) => a + b, 0) / o.bytes.length)} B)`)
+    if (run % 2 === 0) {
+      o = await ours(dir)
+      r = await raw(dir, payloads)
+    } else {
+      r = await raw(dir, payloads)
+      o = await ours(dir)
+    }
+    oursRates.push(o.rate)
+    rawRates.push(r)
+    ratios.push(o.rate / r)
+    console.log(
+      `run ${run + 1}: ours ${fmt(o.rate, 0)} ev/s, raw ${fmt(r, 0)} ev/s, ratio ${fmt(o.rate / r)} (envelope ~${Math.round(o.bytes.reduce((a, b) => a + b, 0) / o.bytes.length)} B)`,
+    )
   })
 }
-console.log(`store-ingest: median ours ${fmt(median(oursRates), 0)} ev/s, raw batch(100) ${fmt(median(rawRates), 0)} ev/s, ratio ${fmt(median(ratios))} (goal >= 0.5)`)
+console.log(
+  `store-ingest: median ours ${fmt(median(oursRates), 0)} ev/s, raw batch(100) ${fmt(median(rawRates), 0)} ev/s, ratio ${fmt(median(ratios))} (goal >= 0.5)`,
+)

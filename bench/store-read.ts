@@ -22,14 +22,22 @@ async function fill(dir: string, n: number): Promise<{ log: EventLog; t0: number
   // One event per simulated 100 µs, so time windows are meaningful.
   let now = 1_700_000_000_000_000
   let db: ClassicLevel<Buffer, Buffer> | undefined
-  const log = await EventLog.open({ path: dir, retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3, maxAgeMs: 1e12, level: (p) => (db = new ClassicLevel<Buffer, Buffer>(p, { keyEncoding: 'buffer', valueEncoding: 'buffer' })) })
+  const log = await EventLog.open({
+    path: dir,
+    retentionIntervalMs: 0,
+    maxBytes: 64 * 1024 ** 3,
+    maxAgeMs: 1e12,
+    level: p => (db = new ClassicLevel<Buffer, Buffer>(p, { keyEncoding: 'buffer', valueEncoding: 'buffer' })),
+  })
   rawDbOf.set(log, db!)
   const pipeline = new Pipeline({ log, clock: () => now, budget: false }) // seeding floods one page: no budget gaps
   const t0 = now
   for (let i = 0; i < n; i++) {
     now += 100
     pipeline.emit(realisticEvent(i))
-    if (i % 5000 === 4999) { await log.flush() }
+    if (i % 5000 === 4999) {
+      await log.flush()
+    }
   }
   await log.flush()
   await db!.compactRange(Buffer.of(0) as never, Buffer.of(0xff) as never)
@@ -41,11 +49,17 @@ async function pageVsRaw(log: EventLog, n: number): Promise<number> {
   for (let run = 0; run < RUNS; run++) {
     const starts = Array.from({ length: PAGES }, () => 1 + Math.floor(Math.random() * (n - 200)))
     let t = performance.now()
-    for (const s of starts) { const r = await log.read({ order: 'asc', limit: 100, cursor: s }); if (r.records.length !== 100) throw new Error('short page') }
+    for (const s of starts) {
+      const r = await log.read({ order: 'asc', limit: 100, cursor: s })
+      if (r.records.length !== 100) throw new Error('short page')
+    }
     const ours = performance.now() - t
     t = performance.now()
     for (const s of starts) {
-      const entries = await rawDbOf.get(log)!.iterator({ gte: eventKey(s), lt: eventKey(s + 100), limit: 100 }).all()
+      const entries = await rawDbOf
+        .get(log)!
+        .iterator({ gte: eventKey(s), lt: eventKey(s + 100), limit: 100 })
+        .all()
       if (entries.length !== 100) throw new Error('short raw page')
       for (const [, v] of entries) Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('utf8', 9)
     }
@@ -67,7 +81,7 @@ async function seekLatency(log: EventLog, t0: number, t1: number): Promise<numbe
   return median(lat)
 }
 
-await withTempDir(async (dir) => {
+await withTempDir(async dir => {
   const small = await fill(join(dir, 'small'), SMALL)
   const smallSeek = await seekLatency(small.log, small.t0, small.t1)
   const smallPage = await pageVsRaw(small.log, SMALL)
@@ -78,9 +92,19 @@ await withTempDir(async (dir) => {
   const bigPage = await pageVsRaw(big.log, BIG)
   // Category-filtered page on the big log (every event is network; ask for network+console).
   const t = performance.now()
-  for (let i = 0; i < 100; i++) await big.log.read({ order: 'asc', limit: 100, cursor: 1 + Math.floor(Math.random() * (BIG - 200)), categories: new Set(['network', 'console']) })
+  for (let i = 0; i < 100; i++)
+    await big.log.read({
+      order: 'asc',
+      limit: 100,
+      cursor: 1 + Math.floor(Math.random() * (BIG - 200)),
+      categories: new Set(['network', 'console']),
+    })
   const catMs = (performance.now() - t) / 100
   await big.log.close()
-  console.log(`log of ${BIG}: since-seek median ${fmt(bigSeek, 3)} ms, page ratio ${fmt(bigPage)}, filtered page ${fmt(catMs, 3)} ms`)
-  console.log(`store-read: cursor page vs raw iterator ratio ${fmt(bigPage)} (goal >= 0.5); since-seek ${fmt(bigSeek, 3)} ms on ${BIG} (goal <= 5 ms), ${fmt(bigSeek / smallSeek)}x the ${SMALL} log (goal <= 2x)`)
+  console.log(
+    `log of ${BIG}: since-seek median ${fmt(bigSeek, 3)} ms, page ratio ${fmt(bigPage)}, filtered page ${fmt(catMs, 3)} ms`,
+  )
+  console.log(
+    `store-read: cursor page vs raw iterator ratio ${fmt(bigPage)} (goal >= 0.5); since-seek ${fmt(bigSeek, 3)} ms on ${BIG} (goal <= 5 ms), ${fmt(bigSeek / smallSeek)}x the ${SMALL} log (goal <= 2x)`,
+  )
 })

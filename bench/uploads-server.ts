@@ -21,11 +21,33 @@ const uploadRoots = await prepareUploadRoots([], work)
 const spoolDir = join(work, 'tmp')
 await sweepSpool(spoolDir)
 const app = createApiApp({
-  browserId: 'bench', log, pipeline, tokens,
-  routes: [(r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: 1024 ** 3, zipLimits: { maxEntries: 100_000, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 200 } })],
+  browserId: 'bench',
+  log,
+  pipeline,
+  tokens,
+  routes: [
+    r =>
+      registerUploadRoutes(r, {
+        uploadRoots,
+        spoolDir,
+        uploadMaxBytes: 1024 ** 3,
+        zipLimits: { maxEntries: 100_000, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 200 },
+      }),
+  ],
 })
 const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
 // BENCH_TRACE_MEMORY=1 prints process.memoryUsage() every 250 ms (to see heap vs buffers vs RSS)
-if (process.env.BENCH_TRACE_MEMORY) setInterval(() => { const m = process.memoryUsage(); process.stderr.write(`rss ${(m.rss/2**20).toFixed(0)} heap ${(m.heapUsed/2**20).toFixed(0)}/${(m.heapTotal/2**20).toFixed(0)} ext ${(m.external/2**20).toFixed(0)} ab ${(m.arrayBuffers/2**20).toFixed(0)}\n`) }, 250).unref()
+if (process.env.BENCH_TRACE_MEMORY)
+  setInterval(() => {
+    const m = process.memoryUsage()
+    process.stderr.write(
+      `rss ${(m.rss / 2 ** 20).toFixed(0)} heap ${(m.heapUsed / 2 ** 20).toFixed(0)}/${(m.heapTotal / 2 ** 20).toFixed(0)} ext ${(m.external / 2 ** 20).toFixed(0)} ab ${(m.arrayBuffers / 2 ** 20).toFixed(0)}\n`,
+    )
+  }, 250).unref()
 process.stdout.write(`${new URL(server.url).port}\n`)
-process.on('SIGTERM', () => { void server.close(100).then(() => log.close()).then(() => process.exit(0)) })
+process.on('SIGTERM', () => {
+  void server
+    .close(100)
+    .then(() => log.close())
+    .then(() => process.exit(0))
+})

@@ -26,18 +26,54 @@ const BROWSER_ID = 'bench-browser'
 function sessionEvent(i: number): EventInput {
   const ctx = { target_id: 'T1', target_type: 'page' as const, session_id: 'S1', nav_seq: 1 + Math.floor(i / 5000) }
   switch (i % 4) {
-    case 0: return realisticEvent(i)
-    case 1: return { type: 'network_response', source: { kind: 'cdp' }, data: { ...ctx, url: `https://shop.example.com/api/v2/products/${i - 1}`, request_id: `1234.${i - 1}`, status: 200, status_text: 'OK', headers: { 'content-type': 'application/json' }, mime_type: 'application/json' } }
-    case 2: return { type: 'console_log', source: { kind: 'cdp' }, data: { ...ctx, level: i % 40 === 2 ? 'error' : 'log', text: `render item ${i}`, args: [`render item ${i}`] } }
-    default: return { type: 'interaction_click', source: { kind: 'cdp' }, data: { ...ctx, x: i % 1280, y: i % 720, selector: `#item-${i}`, tag: 'button', text: 'Add' } }
+    case 0:
+      return realisticEvent(i)
+    case 1:
+      return {
+        type: 'network_response',
+        source: { kind: 'cdp' },
+        data: {
+          ...ctx,
+          url: `https://shop.example.com/api/v2/products/${i - 1}`,
+          request_id: `1234.${i - 1}`,
+          status: 200,
+          status_text: 'OK',
+          headers: { 'content-type': 'application/json' },
+          mime_type: 'application/json',
+        },
+      }
+    case 2:
+      return {
+        type: 'console_log',
+        source: { kind: 'cdp' },
+        data: { ...ctx, level: i % 40 === 2 ? 'error' : 'log', text: `render item ${i}`, args: [`render item ${i}`] },
+      }
+    default:
+      return {
+        type: 'interaction_click',
+        source: { kind: 'cdp' },
+        data: { ...ctx, x: i % 1280, y: i % 720, selector: `#item-${i}`, tag: 'button', text: 'Add' },
+      }
   }
 }
 
-interface Figures { firstRowsMs: number; frameMedianMs: number; frameP95Ms: number; frameMaxMs: number; longFrames: number; loadedAfterScroll: number }
+interface Figures {
+  firstRowsMs: number
+  frameMedianMs: number
+  frameP95Ms: number
+  frameMaxMs: number
+  longFrames: number
+  loadedAfterScroll: number
+}
 
 async function measure(browser: Browser, events: number, dir: string, assetsDir: string): Promise<Figures[]> {
   let now = 1_700_000_000_000_000
-  const log = await EventLog.open({ path: join(dir, `log-${events}`), retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3, maxAgeMs: 1e15 })
+  const log = await EventLog.open({
+    path: join(dir, `log-${events}`),
+    retentionIntervalMs: 0,
+    maxBytes: 64 * 1024 ** 3,
+    maxAgeMs: 1e15,
+  })
   const pipeline = new Pipeline({ log, clock: () => (now += 100) })
   for (let i = 0; i < events; i++) {
     pipeline.emit(sessionEvent(i))
@@ -46,7 +82,13 @@ async function measure(browser: Browser, events: number, dir: string, assetsDir:
   await log.flush()
   const tokens = new TokenSet()
   tokens.add(TOKEN, ALL_SCOPES)
-  const app = createApiApp({ browserId: BROWSER_ID, log, pipeline, tokens, routes: [(r) => registerViewerRoutes(r, { assets: loadViewerAssets(assetsDir) })] })
+  const app = createApiApp({
+    browserId: BROWSER_ID,
+    log,
+    pipeline,
+    tokens,
+    routes: [r => registerViewerRoutes(r, { assets: loadViewerAssets(assetsDir) })],
+  })
   const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
   const out: Figures[] = []
   try {
@@ -60,32 +102,43 @@ async function measure(browser: Browser, events: number, dir: string, assetsDir:
         for (;;) {
           const m = performance.getEntriesByName('viewer:first-rows')[0]
           if (m) return m.startTime
-          await new Promise((r) => setTimeout(r, 10))
+          await new Promise(r => setTimeout(r, 10))
         }
       })
       // Background history fill settles first (2000 events), then scroll up through it and beyond.
-      await page.waitForFunction((n) => Number(/^(\d+) events loaded/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? 0) >= n, Math.min(events, 2000), { timeout: 60_000 })
+      await page.waitForFunction(
+        n =>
+          Number(/^(\d+) events loaded/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? 0) >= n,
+        Math.min(events, 2000),
+        { timeout: 60_000 },
+      )
       await page.click('#follow') // pause: scrolling, not following
-      const deltas = await page.evaluate(async (frames) => {
+      const deltas = await page.evaluate(async frames => {
         const list = document.getElementById('list-all')!
         list.scrollTop = list.scrollHeight
-        await new Promise((r) => requestAnimationFrame(r))
+        await new Promise(r => requestAnimationFrame(r))
         const ds: number[] = []
         let last = performance.now()
         for (let i = 0; i < frames; i++) {
           list.scrollTop -= 300
-          await new Promise((r) => requestAnimationFrame(r))
+          await new Promise(r => requestAnimationFrame(r))
           const t = performance.now()
           ds.push(t - last)
           last = t
         }
         return ds
       }, FRAMES)
-      const loadedAfterScroll = await page.evaluate(() => Number(/^(\d+) events loaded/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? 0))
+      const loadedAfterScroll = await page.evaluate(() =>
+        Number(/^(\d+) events loaded/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? 0),
+      )
       const sorted = [...deltas].sort((a, b) => a - b)
       out.push({
-        firstRowsMs, frameMedianMs: median(deltas), frameP95Ms: sorted[Math.floor(sorted.length * 0.95)]!, frameMaxMs: sorted.at(-1)!,
-        longFrames: deltas.filter((d) => d > 50).length, loadedAfterScroll,
+        firstRowsMs,
+        frameMedianMs: median(deltas),
+        frameP95Ms: sorted[Math.floor(sorted.length * 0.95)]!,
+        frameMaxMs: sorted.at(-1)!,
+        longFrames: deltas.filter(d => d > 50).length,
+        loadedAfterScroll,
       })
       await context.close()
     }
@@ -98,26 +151,38 @@ async function measure(browser: Browser, events: number, dir: string, assetsDir:
 }
 
 const summary = (xs: Figures[]) => ({
-  firstRowsMs: median(xs.map((x) => x.firstRowsMs)),
-  frameMedianMs: median(xs.map((x) => x.frameMedianMs)),
-  frameP95Ms: median(xs.map((x) => x.frameP95Ms)),
-  frameMaxMs: median(xs.map((x) => x.frameMaxMs)),
-  longFrames: median(xs.map((x) => x.longFrames)),
-  loadedAfterScroll: median(xs.map((x) => x.loadedAfterScroll)),
+  firstRowsMs: median(xs.map(x => x.firstRowsMs)),
+  frameMedianMs: median(xs.map(x => x.frameMedianMs)),
+  frameP95Ms: median(xs.map(x => x.frameP95Ms)),
+  frameMaxMs: median(xs.map(x => x.frameMaxMs)),
+  longFrames: median(xs.map(x => x.longFrames)),
+  loadedAfterScroll: median(xs.map(x => x.loadedAfterScroll)),
 })
 
-await withTempDir(async (dir) => {
+await withTempDir(async dir => {
   const assetsDir = join(dir, 'viewer')
   await buildViewer({ outDir: assetsDir })
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_FLAGS.filter((f) => !f.startsWith('--headless')) })
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_FLAGS.filter(f => !f.startsWith('--headless')),
+  })
   try {
     const small = summary(await measure(browser, SMALL, dir, assetsDir))
     const big = summary(await measure(browser, BIG, dir, assetsDir))
-    console.log(`viewer, medians of ${RUNS} fresh contexts, ${FRAMES} scroll frames of 300 px each (upwards, paging older history in)`)
-    for (const [name, s] of [[`${SMALL} events (baseline)`, small], [`${BIG} events`, big]] as const) {
-      console.log(`  ${name.padEnd(22)} first rows ${fmt(s.firstRowsMs, 0)} ms; frame median ${fmt(s.frameMedianMs, 1)} ms, p95 ${fmt(s.frameP95Ms, 1)} ms, max ${fmt(s.frameMaxMs, 1)} ms, frames > 50 ms: ${s.longFrames}; events loaded after scrolling: ${s.loadedAfterScroll}`)
+    console.log(
+      `viewer, medians of ${RUNS} fresh contexts, ${FRAMES} scroll frames of 300 px each (upwards, paging older history in)`,
+    )
+    for (const [name, s] of [
+      [`${SMALL} events (baseline)`, small],
+      [`${BIG} events`, big],
+    ] as const) {
+      console.log(
+        `  ${name.padEnd(22)} first rows ${fmt(s.firstRowsMs, 0)} ms; frame median ${fmt(s.frameMedianMs, 1)} ms, p95 ${fmt(s.frameP95Ms, 1)} ms, max ${fmt(s.frameMaxMs, 1)} ms, frames > 50 ms: ${s.longFrames}; events loaded after scrolling: ${s.loadedAfterScroll}`,
+      )
     }
-    console.log(`  ratio ${BIG}/${SMALL}: first rows ${fmt(big.firstRowsMs / small.firstRowsMs)}x, frame p95 ${fmt(big.frameP95Ms / small.frameP95Ms)}x`)
+    console.log(
+      `  ratio ${BIG}/${SMALL}: first rows ${fmt(big.firstRowsMs / small.firstRowsMs)}x, frame p95 ${fmt(big.frameP95Ms / small.frameP95Ms)}x`,
+    )
     console.log(`  goal: first rows <= 1000 ms with ${BIG} events: ${big.firstRowsMs <= 1000 ? 'met' : 'NOT met'}`)
   } finally {
     await browser.close()

@@ -18,9 +18,9 @@ export const ALL_BUT_SCREENSHOT = 'console,network,page,interaction,control,conn
 // ---------- the heavy page ----------
 export async function startSite(): Promise<{ server: Server; url: (n: string) => string }> {
   const server = createServer(heavyHandler)
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  await new Promise<void>(r => server.listen(0, '127.0.0.1', r))
   const { port } = server.address() as AddressInfo
-  return { server, url: (n) => `http://127.0.0.1:${port}/heavy.html?n=${n}` }
+  return { server, url: n => `http://127.0.0.1:${port}/heavy.html?n=${n}` }
 }
 
 // ---------- a minimal flattened CDP client (the driver) ----------
@@ -29,20 +29,25 @@ export class Cdp {
   private pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>()
   private waiters: { method: string; sessionId?: string; resolve: (p: any) => void }[] = []
   private constructor(private ws: WebSocket) {
-    ws.on('message', (d) => {
+    ws.on('message', d => {
       const m = JSON.parse(String(d))
       if (m.id !== undefined) {
-        const p = this.pending.get(m.id); this.pending.delete(m.id)
-        if (m.error) p?.reject(new Error(`${m.error.message}`)); else p?.resolve(m.result)
+        const p = this.pending.get(m.id)
+        this.pending.delete(m.id)
+        if (m.error) p?.reject(new Error(`${m.error.message}`))
+        else p?.resolve(m.result)
       } else {
-        const i = this.waiters.findIndex((w) => w.method === m.method && w.sessionId === m.sessionId)
+        const i = this.waiters.findIndex(w => w.method === m.method && w.sessionId === m.sessionId)
         if (i >= 0) this.waiters.splice(i, 1)[0]!.resolve(m.params)
       }
     })
   }
   static async connect(url: string): Promise<Cdp> {
     const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
-    await new Promise((r, j) => { ws.once('open', r); ws.once('error', j) })
+    await new Promise((r, j) => {
+      ws.once('open', r)
+      ws.once('error', j)
+    })
     return new Cdp(ws)
   }
   send(method: string, params: object = {}, sessionId?: string): Promise<any> {
@@ -50,8 +55,12 @@ export class Cdp {
     this.ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }))
     return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }))
   }
-  once(method: string, sessionId?: string): Promise<any> { return new Promise((resolve) => this.waiters.push({ method, sessionId, resolve })) }
-  close(): void { this.ws.close() }
+  once(method: string, sessionId?: string): Promise<any> {
+    return new Promise(resolve => this.waiters.push({ method, sessionId, resolve }))
+  }
+  close(): void {
+    this.ws.close()
+  }
 }
 
 /** One load in a fresh tab: the tab is created and attached first (watchers set it up meanwhile), then navigate -> load is timed. */
@@ -95,7 +104,11 @@ ws.once('open', () => {
   process.send('ready')
 })
 `
-export interface Watcher { pid: number; stop(): Promise<void>; storedEvents(): Promise<number> }
+export interface Watcher {
+  pid: number
+  stop(): Promise<void>
+  storedEvents(): Promise<number>
+}
 
 export function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -109,10 +122,13 @@ export function cpuByThread(pid: number): Map<string, number> {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/\d+$/, '')
+      const name =
+        tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim().replace(/\d+$/, '')
       out.set(`${name} usr`, (out.get(`${name} usr`) ?? 0) + (Number(f[11]) * 1000) / CLK_TCK)
       out.set(`${name} sys`, (out.get(`${name} sys`) ?? 0) + (Number(f[12]) * 1000) / CLK_TCK)
-    } catch { /* thread ended */ }
+    } catch {
+      /* thread ended */
+    }
   }
   return out
 }
@@ -120,21 +136,46 @@ export function cpuByThread(pid: number): Map<string, number> {
 export function threadsCpuMs(pid: number): number {
   let ns = 0
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) } catch { /* thread ended */ }
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])
+    } catch {
+      /* thread ended */
+    }
   }
   return ns / 1e6
 }
-export function exitOf(child: ChildProcess): Promise<void> { return new Promise((r) => { if (child.exitCode !== null || child.signalCode) r(); else child.once('exit', () => r()) }) }
+export function exitOf(child: ChildProcess): Promise<void> {
+  return new Promise(r => {
+    if (child.exitCode !== null || child.signalCode) r()
+    else child.once('exit', () => r())
+  })
+}
 
 export async function startBare(wsUrl: string, domains: string): Promise<Watcher> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_OBSERVER, wsUrl, domains], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], cwd: root })
-  await new Promise<void>((r, j) => { child.once('message', () => r()); child.once('exit', (c) => j(new Error(`observer exited ${c}`))) })
-  return { pid: child.pid!, storedEvents: async () => 0, stop: async () => { child.kill('SIGTERM'); await exitOf(child) } }
+  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_OBSERVER, wsUrl, domains], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    cwd: root,
+  })
+  await new Promise<void>((r, j) => {
+    child.once('message', () => r())
+    child.once('exit', c => j(new Error(`observer exited ${c}`)))
+  })
+  return {
+    pid: child.pid!,
+    storedEvents: async () => 0,
+    stop: async () => {
+      child.kill('SIGTERM')
+      await exitOf(child)
+    },
+  }
 }
 
 export async function freePort(): Promise<number> {
-  const s = createServer(); await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-  const { port } = s.address() as AddressInfo; await new Promise((r) => s.close(r)); return port
+  const s = createServer()
+  await new Promise<void>(r => s.listen(0, '127.0.0.1', r))
+  const { port } = s.address() as AddressInfo
+  await new Promise(r => s.close(r))
+  return port
 }
 
 /** `#!/usr/bin/env -S node <flags>` of src/cli.ts -> the flags. */
@@ -149,34 +190,68 @@ export function shebangFlags(checkout: string): string[] {
  * The compiled daemon of `checkout` as a child process, ready once its monitor is collecting. `nice`:
  * run it at that niceness from exec on, every thread (as systemd's `Nice=` does; below 0 needs root).
  */
-export async function startDaemon(dataDir: string, cdpUrl: string | undefined, categories: string, checkout = root, extraNodeArgs = process.env.DAEMON_NODE_ARGS, nice?: number): Promise<Watcher> {
+export async function startDaemon(
+  dataDir: string,
+  cdpUrl: string | undefined,
+  categories: string,
+  checkout = root,
+  extraNodeArgs = process.env.DAEMON_NODE_ARGS,
+  nice?: number,
+): Promise<Watcher> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const nodeArgs = extraNodeArgs?.split(' ').filter(Boolean) ?? []
   // The node flags of that checkout's `browser-telemetry` shebang (how the daemon is run) first, so a knob can override them.
-  const args = [...shebangFlags(checkout), ...nodeArgs, join(checkout, 'dist/src/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir,
-    '--token', TOKEN, '--proxy-listen', 'off', '--categories', categories, '--log-level', 'warn',
-    ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser'])]
-  const [command, argv] = nice === undefined ? [process.execPath, args] : ['nice', ['-n', String(nice), process.execPath, ...args]]
-  const child = spawn(command, argv, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } })
+  const args = [
+    ...shebangFlags(checkout),
+    ...nodeArgs,
+    join(checkout, 'dist/src/cli.js'),
+    'serve',
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--data-dir',
+    dataDir,
+    '--token',
+    TOKEN,
+    '--proxy-listen',
+    'off',
+    '--categories',
+    categories,
+    '--log-level',
+    'warn',
+    ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser']),
+  ]
+  const [command, argv] =
+    nice === undefined ? [process.execPath, args] : ['nice', ['-n', String(nice), process.execPath, ...args]]
+  const child = spawn(command, argv, {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, MALLOC_ARENA_MAX: '2' },
+  })
   const deadline = Date.now() + 30_000
   for (;;) {
     if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}`)
     try {
-      const h = await (await fetch(`${base}/healthz`)).json() as { monitor?: { state?: string } }
+      const h = (await (await fetch(`${base}/healthz`)).json()) as { monitor?: { state?: string } }
       if (!cdpUrl || h.monitor?.state === 'collecting') break
-    } catch { /* not up yet */ }
+    } catch {
+      /* not up yet */
+    }
     if (Date.now() > deadline) throw new Error('daemon did not become ready in 30 s')
-    await new Promise((r) => setTimeout(r, 50))
+    await new Promise(r => setTimeout(r, 50))
   }
   return {
     pid: child.pid!,
     storedEvents: async () => {
       const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
       let n = 0
-      for (const line of text.split('\n')) if (line.startsWith('browser_telemetry_events_stored_total{')) n += Number(line.slice(line.lastIndexOf(' ') + 1))
+      for (const line of text.split('\n'))
+        if (line.startsWith('browser_telemetry_events_stored_total{'))
+          n += Number(line.slice(line.lastIndexOf(' ') + 1))
       return n
     },
-    stop: async () => { child.kill('SIGTERM'); await exitOf(child) },
+    stop: async () => {
+      child.kill('SIGTERM')
+      await exitOf(child)
+    },
   }
 }

@@ -10,15 +10,23 @@ type PropertyPreview = Protocol.Runtime.PropertyPreview
 /** One console argument as the console shows it at top level (strings unquoted). */
 export function renderRemoteObject(obj: RemoteObject): string {
   switch (obj.type) {
-    case 'string': return String(obj.value ?? '')
-    case 'number': return obj.unserializableValue ?? String(obj.value)
-    case 'bigint': return obj.unserializableValue ?? `${String(obj.value)}n`
-    case 'boolean': return String(obj.value)
-    case 'undefined': return 'undefined'
+    case 'string':
+      return String(obj.value ?? '')
+    case 'number':
+      return obj.unserializableValue ?? String(obj.value)
+    case 'bigint':
+      return obj.unserializableValue ?? `${String(obj.value)}n`
+    case 'boolean':
+      return String(obj.value)
+    case 'undefined':
+      return 'undefined'
     case 'symbol':
-    case 'function': return obj.description ?? obj.type
-    case 'object': break
-    default: return obj.description ?? String(obj.value)
+    case 'function':
+      return obj.description ?? obj.type
+    case 'object':
+      break
+    default:
+      return obj.description ?? String(obj.value)
   }
   if (obj.subtype === 'null') return 'null'
   // Errors, DOM nodes, dates, regexps: their description is exactly what the console prints.
@@ -61,7 +69,11 @@ export function renderArgs(objs: readonly RemoteObject[], maxBytes: number): { a
     // one of them below it anyway (its water level is in encoded bytes, never fewer than units), so
     // the stored envelope is the same as without this cut.
     if (level < MIN_COMMON_LENGTH) level = Math.max(commonLength(lengths, maxBytes) + 1, MIN_COMMON_LENGTH)
-    for (let i = 0; i < n; i++) if (args[i]!.length > level) { args[i] = args[i]!.slice(0, level); cut = true }
+    for (let i = 0; i < n; i++)
+      if (args[i]!.length > level) {
+        args[i] = args[i]!.slice(0, level)
+        cut = true
+      }
   }
   return { args, cut }
 }
@@ -101,21 +113,25 @@ const DESCRIBED_SUBTYPES = new Set(['error', 'node', 'date', 'regexp', 'promise'
 export function renderPreview(p: ObjectPreview): string {
   const more = p.overflow ? '…' : ''
   if (p.subtype === 'array' || p.subtype === 'typedarray') {
-    const items = p.properties.map((prop) => (/^\d+$/.test(prop.name) ? renderProperty(prop) : `${prop.name}: ${renderProperty(prop)}`))
+    const items = p.properties.map(prop =>
+      /^\d+$/.test(prop.name) ? renderProperty(prop) : `${prop.name}: ${renderProperty(prop)}`,
+    )
     if (more) items.push(more)
     const prefix = p.subtype === 'typedarray' && p.description ? `${p.description} ` : ''
     return `${prefix}[${items.join(', ')}]`
   }
   if ((p.subtype === 'map' || p.subtype === 'set') && p.entries) {
-    const items = p.entries.map((e) => (e.key ? `${renderPreview(e.key)} => ${renderPreview(e.value)}` : renderPreview(e.value)))
+    const items = p.entries.map(e =>
+      e.key ? `${renderPreview(e.key)} => ${renderPreview(e.value)}` : renderPreview(e.value),
+    )
     if (more) items.push(more)
     return `${p.description ?? p.subtype} {${items.join(', ')}}`
   }
   if (p.type !== 'object' || (p.subtype && DESCRIBED_SUBTYPES.has(p.subtype))) {
     // Entries of maps/sets are previews of primitives too.
-    return p.type === 'string' ? JSON.stringify(p.description ?? '') : p.description ?? p.type
+    return p.type === 'string' ? JSON.stringify(p.description ?? '') : (p.description ?? p.type)
   }
-  const items = p.properties.map((prop) => `${prop.name}: ${renderProperty(prop)}`)
+  const items = p.properties.map(prop => `${prop.name}: ${renderProperty(prop)}`)
   if (more) items.push(more)
   const prefix = p.description && p.description !== 'Object' ? `${p.description} ` : ''
   return `${prefix}{${items.join(', ')}}`
@@ -124,26 +140,34 @@ export function renderPreview(p: ObjectPreview): string {
 function renderProperty(prop: PropertyPreview): string {
   if (prop.valuePreview) return renderPreview(prop.valuePreview)
   switch (prop.type) {
-    case 'string': return JSON.stringify(prop.value ?? '')
-    case 'undefined': return 'undefined'
-    case 'function': return 'ƒ'
+    case 'string':
+      return JSON.stringify(prop.value ?? '')
+    case 'undefined':
+      return 'undefined'
+    case 'function':
+      return 'ƒ'
     case 'object':
       if (prop.subtype === 'null') return 'null'
       // Nested plain objects have no preview of their own; the console prints them collapsed.
       if (!prop.subtype && prop.value === 'Object') return '{…}'
       return prop.value ?? 'Object'
-    default: return prop.value ?? prop.type
+    default:
+      return prop.value ?? prop.type
   }
 }
 
 function safeJson(v: unknown): string {
-  try { return JSON.stringify(v) ?? String(v) } catch { return String(v) }
+  try {
+    return JSON.stringify(v) ?? String(v)
+  } catch {
+    return String(v)
+  }
 }
 
 /** An error's description without its "    at ..." stack lines (the stack travels in stack_trace). */
 export function errorMessage(description: string): string {
   const lines = description.split('\n')
-  const stackStart = lines.findIndex((l) => /^\s+at\s/.test(l))
+  const stackStart = lines.findIndex(l => /^\s+at\s/.test(l))
   return (stackStart === -1 ? lines : lines.slice(0, stackStart)).join('\n').trimEnd()
 }
 
@@ -156,9 +180,10 @@ export function exceptionText(d: Protocol.Runtime.ExceptionDetails): string {
   const head = d.text
   const ex = d.exception
   if (!ex) return head
-  const msg = ex.type === 'object' && ex.subtype === 'error' && ex.description !== undefined
-    ? errorMessage(ex.description)
-    : renderRemoteObject(ex)
+  const msg =
+    ex.type === 'object' && ex.subtype === 'error' && ex.description !== undefined
+      ? errorMessage(ex.description)
+      : renderRemoteObject(ex)
   if (!msg || head.includes(msg)) return head
   return head ? `${head} ${msg}` : msg
 }
@@ -167,8 +192,12 @@ export function exceptionText(d: Protocol.Runtime.ExceptionDetails): string {
 export function stackTraceOf(st: Protocol.Runtime.StackTrace | undefined): StackTrace | undefined {
   if (!st) return undefined
   const out: StackTrace = {
-    callFrames: st.callFrames.map((f) => ({
-      functionName: f.functionName, scriptId: f.scriptId, url: f.url, lineNumber: f.lineNumber, columnNumber: f.columnNumber,
+    callFrames: st.callFrames.map(f => ({
+      functionName: f.functionName,
+      scriptId: f.scriptId,
+      url: f.url,
+      lineNumber: f.lineNumber,
+      columnNumber: f.columnNumber,
     })),
   }
   if (st.description !== undefined) out.description = st.description

@@ -15,8 +15,8 @@ export function createConsoleCollector(): Collector {
     category: 'console',
     attach(session: TargetSession, emit: Emit): Detach {
       const listeners = new Disposer()
-      listeners.add(session.on('Runtime.consoleAPICalled', (p) => onConsoleCall(session, emit, p)))
-      listeners.add(session.on('Runtime.exceptionThrown', (p) => onException(session, emit, p)))
+      listeners.add(session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, emit, p)))
+      listeners.add(session.on('Runtime.exceptionThrown', p => onException(session, emit, p)))
       return () => listeners.dispose()
     },
   }
@@ -45,12 +45,19 @@ function onException(session: TargetSession, emit: Emit, p: Protocol.Runtime.Exc
   const d = p.exceptionDetails
   const text = exceptionText(d)
   const data: EventData<'console_error'> = Object.assign(session.context(), {
-    text: cutChars(text, bounds.maxEnvelopeBytes), line: d.lineNumber, column: d.columnNumber,
+    text: cutChars(text, bounds.maxEnvelopeBytes),
+    line: d.lineNumber,
+    column: d.columnNumber,
   })
   // exceptionDetails.url is missing for some origins (eval, promise jobs); the top frame knows it.
   const sourceUrl = d.url || d.stackTrace?.callFrames[0]?.url
   if (sourceUrl) data.source_url = sourceUrl
   const stack = stackTraceOf(d.stackTrace)
   if (stack) data.stack_trace = stack
-  emit({ type: 'console_error', data, source: { kind: 'cdp', event: 'Runtime.exceptionThrown' }, truncated: data.text !== text || undefined })
+  emit({
+    type: 'console_error',
+    data,
+    source: { kind: 'cdp', event: 'Runtime.exceptionThrown' },
+    truncated: data.text !== text || undefined,
+  })
 }

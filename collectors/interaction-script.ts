@@ -28,9 +28,16 @@ export function isSensitiveField(el: Element): boolean {
   if (el.localName === 'input' && (el.getAttribute('type') ?? '').trim().toLowerCase() === 'password') return true
   const tokens = (el.getAttribute('autocomplete') ?? '').toLowerCase().split(/\s+/)
   for (const token of tokens) {
-    if (token === 'one-time-code' || token === 'current-password' || token === 'new-password' || token.startsWith('cc-')) return true
+    if (
+      token === 'one-time-code' ||
+      token === 'current-password' ||
+      token === 'new-password' ||
+      token.startsWith('cc-')
+    )
+      return true
   }
-  const sensitiveName = /passw|passwd|pwd|passcode|passphrase|secret|cvv|cvc|social.?security|security.?code|credit.?card|card.?(num|no([^a-z]|$))|cc.?(num|no([^a-z]|$))|one.?time|(^|[^a-z])(csc|ssn|pin|otp|iban)([^a-z]|$)/
+  const sensitiveName =
+    /passw|passwd|pwd|passcode|passphrase|secret|cvv|cvc|social.?security|security.?code|credit.?card|card.?(num|no([^a-z]|$))|cc.?(num|no([^a-z]|$))|one.?time|(^|[^a-z])(csc|ssn|pin|otp|iban)([^a-z]|$)/
   for (const attr of ['name', 'id']) {
     const value = el.getAttribute(attr)
     if (!value) continue
@@ -109,7 +116,11 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
   if (typeof binding !== 'function') return
   Reflect.set(window, guard, true)
   const send = (payload: PagePayload): void => {
-    try { (binding as (s: string) => void)(JSON.stringify(payload)) } catch { /* binding gone with the session */ }
+    try {
+      ;(binding as (s: string) => void)(JSON.stringify(payload))
+    } catch {
+      /* binding gone with the session */
+    }
   }
   const { cssSelectorFor, isSensitiveField, isOpaqueKeyTarget, clickText } = helpers
 
@@ -136,41 +147,51 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
         x += rect.left + frame.clientLeft + (style ? parseFloat(style.paddingLeft) || 0 : 0)
         y += rect.top + frame.clientTop + (style ? parseFloat(style.paddingTop) || 0 : 0)
       }
-    } catch { /* cross-origin ancestor */ }
+    } catch {
+      /* cross-origin ancestor */
+    }
     return { x, y }
   }
 
-  window.addEventListener('click', (e) => {
-    if (!e.isTrusted || !isElement(e.target)) return
-    const target = e.target
-    const inner = innermost(e) ?? target
-    const offset = frameOffset()
-    const sensitive = isSensitiveField(inner) || isSensitiveField(target)
-    // A click activated from the keyboard (Enter/Space: detail 0) has no pointer position; the
-    // element's centre says where it happened instead of a misleading 0,0.
-    let { clientX: x, clientY: y } = e
-    if (e.detail === 0 && x === 0 && y === 0) {
-      const rect = target.getBoundingClientRect()
-      x = rect.left + rect.width / 2
-      y = rect.top + rect.height / 2
-    }
-    send({
-      t: 'click',
-      x: Math.round(x + offset.x),
-      y: Math.round(y + offset.y),
-      selector: cssSelectorFor(target),
-      tag: target.tagName.toUpperCase(),
-      text: sensitive ? '' : clickText(inner, options.textMax, isSensitiveField),
-    })
-  }, { capture: true })
+  window.addEventListener(
+    'click',
+    e => {
+      if (!e.isTrusted || !isElement(e.target)) return
+      const target = e.target
+      const inner = innermost(e) ?? target
+      const offset = frameOffset()
+      const sensitive = isSensitiveField(inner) || isSensitiveField(target)
+      // A click activated from the keyboard (Enter/Space: detail 0) has no pointer position; the
+      // element's centre says where it happened instead of a misleading 0,0.
+      let { clientX: x, clientY: y } = e
+      if (e.detail === 0 && x === 0 && y === 0) {
+        const rect = target.getBoundingClientRect()
+        x = rect.left + rect.width / 2
+        y = rect.top + rect.height / 2
+      }
+      send({
+        t: 'click',
+        x: Math.round(x + offset.x),
+        y: Math.round(y + offset.y),
+        selector: cssSelectorFor(target),
+        tag: target.tagName.toUpperCase(),
+        text: sensitive ? '' : clickText(inner, options.textMax, isSensitiveField),
+      })
+    },
+    { capture: true },
+  )
 
-  window.addEventListener('keydown', (e) => {
-    if (!e.isTrusted) return
-    const target = isElement(e.target) ? e.target : document.activeElement ?? document.documentElement
-    const inner = innermost(e) ?? target
-    if (isSensitiveField(inner) || isSensitiveField(target) || isOpaqueKeyTarget(target, inner)) return
-    send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase() })
-  }, { capture: true })
+  window.addEventListener(
+    'keydown',
+    e => {
+      if (!e.isTrusted) return
+      const target = isElement(e.target) ? e.target : (document.activeElement ?? document.documentElement)
+      const inner = innermost(e) ?? target
+      if (isSensitiveField(inner) || isSensitiveField(target) || isOpaqueKeyTarget(target, inner)) return
+      send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase() })
+    },
+    { capture: true },
+  )
 
   // Scroll: `from` must be where a burst started, but the first scroll event of a burst already
   // sees the moved position. So positions are remembered: the document's at install time and at
@@ -182,7 +203,9 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
   const settled = new WeakMap<object, Pos>()
   const bursts = new Map<object, { from: Pos; timer: ReturnType<typeof setTimeout> }>()
   const positionOf = (target: Element | Document): Pos =>
-    target === document ? { x: window.scrollX, y: window.scrollY } : { x: (target as Element).scrollLeft, y: (target as Element).scrollTop }
+    target === document
+      ? { x: window.scrollX, y: window.scrollY }
+      : { x: (target as Element).scrollLeft, y: (target as Element).scrollTop }
   settled.set(document, positionOf(document))
   const noteOrigins = (e: Event): void => {
     for (const node of e.composedPath()) {
@@ -192,28 +215,36 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
   for (const type of ['pointerover', 'pointerdown', 'keydown', 'touchstart']) {
     window.addEventListener(type, noteOrigins, { capture: true, passive: true })
   }
-  window.addEventListener('scroll', (e) => {
-    if (!e.isTrusted) return
-    const target = e.target === document ? document : isElement(e.target) ? e.target : undefined
-    if (!target) return
-    const previous = bursts.get(target)
-    if (previous) clearTimeout(previous.timer)
-    const start = previous?.from ?? settled.get(target) ?? { x: 0, y: 0 }
-    const timer = setTimeout(() => {
-      bursts.delete(target)
-      const to = positionOf(target)
-      settled.set(target, to)
-      if (target !== document && !(target as Element).isConnected) return
-      const from = { x: Math.round(start.x), y: Math.round(start.y) }
-      const end = { x: Math.round(to.x), y: Math.round(to.y) }
-      if (from.x === end.x && from.y === end.y) return
-      send({
-        t: 'scroll', from_x: from.x, from_y: from.y, to_x: end.x, to_y: end.y,
-        target_selector: target === document ? 'document' : cssSelectorFor(target as Element),
-      })
-    }, options.scrollQuietMs)
-    bursts.set(target, { from: start, timer })
-  }, { capture: true, passive: true })
+  window.addEventListener(
+    'scroll',
+    e => {
+      if (!e.isTrusted) return
+      const target = e.target === document ? document : isElement(e.target) ? e.target : undefined
+      if (!target) return
+      const previous = bursts.get(target)
+      if (previous) clearTimeout(previous.timer)
+      const start = previous?.from ?? settled.get(target) ?? { x: 0, y: 0 }
+      const timer = setTimeout(() => {
+        bursts.delete(target)
+        const to = positionOf(target)
+        settled.set(target, to)
+        if (target !== document && !(target as Element).isConnected) return
+        const from = { x: Math.round(start.x), y: Math.round(start.y) }
+        const end = { x: Math.round(to.x), y: Math.round(to.y) }
+        if (from.x === end.x && from.y === end.y) return
+        send({
+          t: 'scroll',
+          from_x: from.x,
+          from_y: from.y,
+          to_x: end.x,
+          to_y: end.y,
+          target_selector: target === document ? 'document' : cssSelectorFor(target as Element),
+        })
+      }, options.scrollQuietMs)
+      bursts.set(target, { from: start, timer })
+    },
+    { capture: true, passive: true },
+  )
 }
 
 /**

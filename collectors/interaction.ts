@@ -74,7 +74,11 @@ const FIELDS = {
 export function parseInteractionPayload(payload: unknown, context: Context): EventInput | undefined {
   if (typeof payload !== 'string' || payload.length > MAX_PAYLOAD_CHARS) return undefined
   let raw: unknown
-  try { raw = JSON.parse(payload) } catch { return undefined }
+  try {
+    raw = JSON.parse(payload)
+  } catch {
+    return undefined
+  }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined
   const report = raw as Record<string, unknown>
   const kind = report.t
@@ -123,30 +127,44 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
       paused = true
       removalPending = true
       callsSinceRemoval = 0
-      if (stats.paused++ < 20) logger.warn({ targetId: session.targetId, pauseMs }, 'interaction binding flooded; removed from this target for a while')
-      void session.sendMayFail('Runtime.removeBinding', { name: bindingName }).then(() => { removalPending = false })
+      if (stats.paused++ < 20)
+        logger.warn(
+          { targetId: session.targetId, pauseMs },
+          'interaction binding flooded; removed from this target for a while',
+        )
+      void session.sendMayFail('Runtime.removeBinding', { name: bindingName }).then(() => {
+        removalPending = false
+      })
       resumeTimer = setTimeout(resume, pauseMs)
     }
     const resume = (): void => {
       resumeTimer = undefined
       if (detached || session.signal.aborted) return
-      void session.sendMayFail('Runtime.addBinding', { name: bindingName, executionContextName: worldName }).then(async (added) => {
-        if (detached || !added) return
-        paused = false
-        stats.resumed++
-        // Documents that started while the binding was gone skipped the agent (it waits for the binding).
-        await injectCurrentDocuments(session, worldName, source)
-      })
+      void session
+        .sendMayFail('Runtime.addBinding', { name: bindingName, executionContextName: worldName })
+        .then(async added => {
+          if (detached || !added) return
+          paused = false
+          stats.resumed++
+          // Documents that started while the binding was gone skipped the agent (it waits for the binding).
+          await injectCurrentDocuments(session, worldName, source)
+        })
     }
-    const off = session.on('Runtime.bindingCalled', (p) => {
+    const off = session.on('Runtime.bindingCalled', p => {
       if (p.name !== bindingName) return
       if (removalPending && ++callsSinceRemoval === terminateAfter) {
         stats.terminated++
-        logger.warn({ targetId: session.targetId }, 'interaction binding called in a loop; terminating the running script')
+        logger.warn(
+          { targetId: session.targetId },
+          'interaction binding called in a loop; terminating the running script',
+        )
         void session.sendMayFail('Runtime.terminateExecution')
       }
       const input = parseInteractionPayload(p.payload, session.context())
-      if (!input) { stats.invalid++; return }
+      if (!input) {
+        stats.invalid++
+        return
+      }
       const r = emit(input)
       if (r.dropped === 'over_budget') {
         stats.rateLimited++
@@ -176,7 +194,12 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
  * the new-document script's id. Each step is best effort: a failure (counted and logged by the
  * session, quietly when the tab went away) ends the injection, and detach() undoes what was done.
  */
-async function inject(session: TargetSession, bindingName: string, worldName: string, source: string): Promise<string | undefined> {
+async function inject(
+  session: TargetSession,
+  bindingName: string,
+  worldName: string,
+  source: string,
+): Promise<string | undefined> {
   // Runtime must be enabled for bindingCalled to be delivered (and Runtime.disable drops the
   // binding), Page for the new-document script to run in later documents (verified against
   // Chromium 156): the monitor's capture plan keeps both on while interaction is.
@@ -207,10 +230,13 @@ async function injectCurrentDocuments(session: TargetSession, worldName: string,
     for (const child of node.childFrames ?? []) walk(child)
   }
   walk(tree.frameTree)
-  await Promise.all(frames.map(async (frameId) => {
-    // Same world name -> Chromium returns the world the new-document script already uses. A frame
-    // that navigated or detached meanwhile gets the new-document script instead.
-    const world = await session.sendMayFail('Page.createIsolatedWorld', { frameId, worldName })
-    if (world) await session.sendMayFail('Runtime.evaluate', { expression: source, contextId: world.executionContextId })
-  }))
+  await Promise.all(
+    frames.map(async frameId => {
+      // Same world name -> Chromium returns the world the new-document script already uses. A frame
+      // that navigated or detached meanwhile gets the new-document script instead.
+      const world = await session.sendMayFail('Page.createIsolatedWorld', { frameId, worldName })
+      if (world)
+        await session.sendMayFail('Runtime.evaluate', { expression: source, contextId: world.executionContextId })
+    }),
+  )
 }

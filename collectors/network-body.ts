@@ -4,11 +4,17 @@ import { countEviction } from '../src/bounds.js'
 
 /** Exact text types whose bodies are kept (besides any `+json` / `+xml` suffix type). */
 const TEXT_MIME_TYPES = new Set([
-  'application/json', 'text/json', 'application/x-json',
-  'application/xml', 'text/xml',
-  'text/html', 'application/xhtml+xml',
+  'application/json',
+  'text/json',
+  'application/x-json',
+  'application/xml',
+  'text/xml',
+  'text/html',
+  'application/xhtml+xml',
   'text/plain',
-  'text/csv', 'application/csv', 'text/x-csv',
+  'text/csv',
+  'application/csv',
+  'text/x-csv',
   'application/x-www-form-urlencoded',
   'application/graphql',
 ])
@@ -23,7 +29,10 @@ export function isTextMime(mime: string | undefined): boolean {
   return TEXT_MIME_TYPES.has(essence) || essence.endsWith('+json') || essence.endsWith('+xml')
 }
 
-export interface CutBody { body: string; truncated: boolean }
+export interface CutBody {
+  body: string
+  truncated: boolean
+}
 
 /**
  * Decodes a Network.getResponseBody result to text and cuts it to at most maxBytes UTF-8 bytes
@@ -36,7 +45,9 @@ export function cutBody(raw: string, base64Encoded: boolean, maxBytes: number): 
     // 4 base64 chars = 3 bytes; decode a little past the cap so the cut lands on a char boundary.
     const head = raw.length > 0 && fullBytes > maxBytes ? raw.slice(0, Math.ceil((maxBytes + 4) / 3) * 4) : raw
     const buf = Buffer.from(head, 'base64')
-    return fullBytes > maxBytes ? { body: cutUtf8(buf, maxBytes), truncated: true } : { body: buf.toString('utf8'), truncated: false }
+    return fullBytes > maxBytes
+      ? { body: cutUtf8(buf, maxBytes), truncated: true }
+      : { body: buf.toString('utf8'), truncated: false }
   }
   // Every UTF-16 unit is at least one UTF-8 byte, so short strings need no byte count at all.
   if (raw.length * 3 <= maxBytes) return { body: raw, truncated: false }
@@ -71,34 +82,53 @@ export interface BodyJob {
 export class BodyFetchQueue {
   private active = 0
   private readonly queue: BodyJob[] = []
-  constructor(private readonly concurrency = 4, private readonly maxQueued = 256) {}
+  constructor(
+    private readonly concurrency = 4,
+    private readonly maxQueued = 256,
+  ) {}
 
-  get pending(): number { return this.queue.length }
-  get running(): number { return this.active }
+  get pending(): number {
+    return this.queue.length
+  }
+  get running(): number {
+    return this.active
+  }
 
   submit(job: BodyJob): void {
     if (this.active < this.concurrency) this.start(job)
     else if (this.queue.length < this.maxQueued) this.queue.push(job)
-    else { countEviction('body_fetch_dropped'); job.cancel() }
+    else {
+      countEviction('body_fetch_dropped')
+      job.cancel()
+    }
   }
 
   /** Cancels every queued job of owner (running ones finish or fail on their own). */
   cancelOwner(owner: object): void {
     for (let i = this.queue.length - 1; i >= 0; i--) {
       const job = this.queue[i]!
-      if (job.owner === owner) { this.queue.splice(i, 1); job.cancel() }
+      if (job.owner === owner) {
+        this.queue.splice(i, 1)
+        job.cancel()
+      }
     }
   }
 
   private start(job: BodyJob): void {
     this.active++
     let settled: Promise<void>
-    try { settled = job.run() } catch { settled = Promise.resolve() }
-    settled.catch(() => undefined).finally(() => {
-      this.active--
-      const next = this.queue.shift()
-      if (next) this.start(next)
-    })
+    try {
+      settled = job.run()
+    } catch {
+      settled = Promise.resolve()
+    }
+    settled
+      .catch(() => undefined)
+      .finally(() => {
+        this.active--
+        const next = this.queue.shift()
+        if (next) this.start(next)
+      })
   }
 }
 
@@ -107,7 +137,12 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 /** The bytes as text, or undefined when they are not text (invalid UTF-8, or NUL / control bytes). */
 function asText(buf: Buffer): string | undefined {
   // eslint-disable-next-line no-control-regex
-  try { const s = utf8.decode(buf); return /[\u0000-\u0008\u000e-\u001f]/.test(s) ? undefined : s } catch { return undefined }
+  try {
+    const s = utf8.decode(buf)
+    return /[\u0000-\u0008\u000e-\u001f]/.test(s) ? undefined : s
+  } catch {
+    return undefined
+  }
 }
 
 /**
@@ -116,7 +151,12 @@ function asText(buf: Buffer): string | undefined {
  * binary body becomes `[binary <content-type>, N bytes]`. Chromium already leaves file contents out
  * of multipart bodies it hands to Network.getRequestPostData.
  */
-export function postDataText(raw: string, base64Encoded: boolean, contentType: string | undefined, maxBytes: number): CutBody {
+export function postDataText(
+  raw: string,
+  base64Encoded: boolean,
+  contentType: string | undefined,
+  maxBytes: number,
+): CutBody {
   if (!base64Encoded) return cutBody(raw, false, maxBytes)
   const buf = Buffer.from(raw, 'base64')
   const whole = asText(buf)
@@ -143,7 +183,9 @@ function summariseMultipart(buf: Buffer, boundary: string): string {
     else {
       // Keep the part's headers (name, filename, type); the content ends before the CRLF of the next delimiter.
       const content = part.subarray(headEnd + 4, next < 0 ? part.length : Math.max(headEnd + 4, part.length - 2))
-      out.push(`${asText(part.subarray(0, headEnd + 4)) ?? ''}[binary, ${content.length} bytes]${next < 0 ? '' : '\r\n'}`)
+      out.push(
+        `${asText(part.subarray(0, headEnd + 4)) ?? ''}[binary, ${content.length} bytes]${next < 0 ? '' : '\r\n'}`,
+      )
     }
     at = next
   }

@@ -21,15 +21,22 @@ export class NetworkIdleRule {
   private timer: unknown
   private disposed = false
 
-  constructor(private readonly opts: NetworkIdleOptions, navSeq: number) {
+  constructor(
+    private readonly opts: NetworkIdleOptions,
+    navSeq: number,
+  ) {
     this.timers = opts.timers ?? systemClock
     this.quietMs = opts.quietMs ?? NETWORK_QUIET_MS
     this.navSeq = navSeq
     this.rearm() // a page with zero requests is idle too
   }
 
-  get inFlight(): number { return this.inflight.size }
-  get armed(): boolean { return this.timer !== undefined }
+  get inFlight(): number {
+    return this.inflight.size
+  }
+  get armed(): boolean {
+    return this.timer !== undefined
+  }
 
   /** A new top-level navigation: idle may fire again for it. Requests still in flight keep counting. */
   navigate(navSeq: number): void {
@@ -59,7 +66,10 @@ export class NetworkIdleRule {
   }
 
   private cancel(): void {
-    if (this.timer !== undefined) { this.timers.clear(this.timer); this.timer = undefined }
+    if (this.timer !== undefined) {
+      this.timers.clear(this.timer)
+      this.timer = undefined
+    }
   }
 
   private rearm(): void {

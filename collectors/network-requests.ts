@@ -22,11 +22,17 @@ export class RequestTable<V> {
     this.now = opts.now ?? Date.now
   }
 
-  get size(): number { return this.entries.size }
+  get size(): number {
+    return this.entries.size
+  }
   /** Estimated bytes held (0 without sizeOf). */
-  get bytes(): number { return this.bytes_ }
+  get bytes(): number {
+    return this.bytes_
+  }
 
-  get(id: string): V | undefined { return this.entries.get(id)?.value }
+  get(id: string): V | undefined {
+    return this.entries.get(id)?.value
+  }
 
   /** Adds a new entry (sweeping expired and over-cap ones first) or replaces the value of an existing one. */
   set(id: string, value: V): void {
@@ -44,7 +50,8 @@ export class RequestTable<V> {
     }
     // Over the byte bound: oldest first, but never the entry just written.
     const maxBytes = this.opts.maxBytes ?? Infinity
-    while (this.bytes_ > maxBytes && this.entries.size > 1 && this.entries.keys().next().value !== id) this.evictOldest()
+    while (this.bytes_ > maxBytes && this.entries.size > 1 && this.entries.keys().next().value !== id)
+      this.evictOldest()
   }
 
   delete(id: string): V | undefined {
@@ -66,7 +73,10 @@ export class RequestTable<V> {
     }
   }
 
-  clear(): void { this.entries.clear(); this.bytes_ = 0 }
+  clear(): void {
+    this.entries.clear()
+    this.bytes_ = 0
+  }
 
   private evictOldest(): void {
     const first = this.entries.entries().next()

@@ -36,7 +36,14 @@ export interface NetworkCollectorOptions {
   clock?: Clock
 }
 
-interface ResponseRecord { url: string; status: number; statusText: string; headers: Record<string, string>; mimeType: string; cut: boolean }
+interface ResponseRecord {
+  url: string
+  status: number
+  statusText: string
+  headers: Record<string, string>
+  mimeType: string
+  cut: boolean
+}
 
 interface TrackedRequest {
   url: string
@@ -98,11 +105,11 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
       const tracker = new SessionRequests(session, emit, settings, bodies, idleReported)
       const listeners = new Disposer()
       listeners.add(() => tracker.dispose())
-      listeners.add(session.on('Network.requestWillBeSent', (p) => tracker.onRequest(p)))
-      listeners.add(session.on('Network.responseReceived', (p) => tracker.onResponse(p)))
-      listeners.add(session.on('Network.loadingFinished', (p) => tracker.onFinished(p)))
-      listeners.add(session.on('Network.loadingFailed', (p) => tracker.onFailed(p)))
-      if (tracker.isPage) listeners.add(session.on('Page.frameNavigated', (p) => tracker.onFrameNavigated(p)))
+      listeners.add(session.on('Network.requestWillBeSent', p => tracker.onRequest(p)))
+      listeners.add(session.on('Network.responseReceived', p => tracker.onResponse(p)))
+      listeners.add(session.on('Network.loadingFinished', p => tracker.onFinished(p)))
+      listeners.add(session.on('Network.loadingFailed', p => tracker.onFailed(p)))
+      if (tracker.isPage) listeners.add(session.on('Page.frameNavigated', p => tracker.onFrameNavigated(p)))
       return () => listeners.dispose()
     },
   }
@@ -136,7 +143,10 @@ class SessionRequests {
       maxBytes: bounds.maxRequestTableBytes,
       sizeOf: entryBytes,
       now: settings.clock.now,
-      onEvict: (id) => { countEviction('network_requests'); this.idle?.done(id) },
+      onEvict: id => {
+        countEviction('network_requests')
+        this.idle?.done(id)
+      },
     })
   }
 
@@ -147,28 +157,37 @@ class SessionRequests {
    */
   private idleRule(): NetworkIdleRule {
     const { session } = this
-    return new NetworkIdleRule({
-      timers: this.settings.clock, quietMs: this.settings.idleQuietMs,
-      onIdle: (navSeq) => {
-        const report = () => {
-          if (this.disposed || session.signal.aborted) return
-          const ctx = session.context()
-          if ((ctx.nav_seq ?? 0) !== navSeq || this.idleReported.get(session) === navSeq) return
-          this.idleReported.set(session, navSeq)
-          this.emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
-        }
-        // Quiet before the frame tree was read (a slow renderer): report with the context it gives.
-        if (session.contextPending) void session.contextPending.then(report)
-        else report()
+    return new NetworkIdleRule(
+      {
+        timers: this.settings.clock,
+        quietMs: this.settings.idleQuietMs,
+        onIdle: navSeq => {
+          const report = () => {
+            if (this.disposed || session.signal.aborted) return
+            const ctx = session.context()
+            if ((ctx.nav_seq ?? 0) !== navSeq || this.idleReported.get(session) === navSeq) return
+            this.idleReported.set(session, navSeq)
+            this.emit({ type: 'network_idle', data: ctx, source: { kind: 'cdp' } })
+          }
+          // Quiet before the frame tree was read (a slow renderer): report with the context it gives.
+          if (session.contextPending) void session.contextPending.then(report)
+          else report()
+        },
       },
-    }, session.context().nav_seq ?? 0)
+      session.context().nav_seq ?? 0,
+    )
   }
 
   onRequest(p: Protocol.Network.RequestWillBeSentEvent): void {
     const previous = this.requests.get(p.requestId)
     let cut = false
-    const onCut = () => { cut = true }
-    const req: TrackedRequest = { url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut), method: p.request.method }
+    const onCut = () => {
+      cut = true
+    }
+    const req: TrackedRequest = {
+      url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut),
+      method: p.request.method,
+    }
     if (p.frameId) req.frameId = p.frameId
     if (p.loaderId) req.loaderId = p.loaderId
     if (p.type) req.resourceType = p.type
@@ -176,7 +195,10 @@ class SessionRequests {
     this.idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
     const data = requestData(this.session.context(), p, req, previous, onCut)
     // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
-    const inline = p.request.postData !== undefined && this.settings.bodyMaxBytes > 0 ? cutBody(p.request.postData, false, this.settings.bodyMaxBytes) : undefined
+    const inline =
+      p.request.postData !== undefined && this.settings.bodyMaxBytes > 0
+        ? cutBody(p.request.postData, false, this.settings.bodyMaxBytes)
+        : undefined
     if (inline) data.post_data = inline.body
     if (cut) req.cut = true // (not part of the table's byte estimate: no second set())
     let sent = false
@@ -185,14 +207,30 @@ class SessionRequests {
       sent = true
       if (body) data.post_data = body.body
       const truncated = cut || (body ? body.truncated : inline?.truncated)
-      this.emit({ type: 'network_request', data, source: { kind: 'cdp', event: 'Network.requestWillBeSent' }, ...(truncated ? { truncated: true } : {}) })
+      this.emit({
+        type: 'network_request',
+        data,
+        source: { kind: 'cdp', event: 'Network.requestWillBeSent' },
+        ...(truncated ? { truncated: true } : {}),
+      })
     }
     const fetch = this.wantsPostData(p)
-    if (!fetch && !previous?.emitted) { send(undefined); return }
+    if (!fetch && !previous?.emitted) {
+      send(undefined)
+      return
+    }
     // A redirect hop waits for its previous hop's event; the response waits for this one.
     req.emitted = (previous?.emitted ?? Promise.resolve()).then(() => {
-      if (!fetch || this.disposed) { send(undefined); return }
-      return new Promise<void>((done) => this.fetchPostData(p, (body) => { send(body); done() }))
+      if (!fetch || this.disposed) {
+        send(undefined)
+        return
+      }
+      return new Promise<void>(done =>
+        this.fetchPostData(p, body => {
+          send(body)
+          done()
+        }),
+      )
     })
   }
 
@@ -207,23 +245,36 @@ class SessionRequests {
       this.idle?.start(p.requestId)
     }
     let cut = false
-    const onCut = () => { cut = true }
+    const onCut = () => {
+      cut = true
+    }
     req.response = {
-      url: capUrl(p.response.url, onCut), status: p.response.status, statusText: p.response.statusText,
-      headers: capHeaders(p.response.headers, onCut), mimeType: p.response.mimeType, cut: false,
+      url: capUrl(p.response.url, onCut),
+      status: p.response.status,
+      statusText: p.response.statusText,
+      headers: capHeaders(p.response.headers, onCut),
+      mimeType: p.response.mimeType,
+      cut: false,
     }
     req.response.cut = cut
     req.resourceType ??= p.type
     this.requests.set(p.requestId, req) // re-measured with its response
   }
 
-  onFinished(p: Protocol.Network.LoadingFinishedEvent): void { this.afterRequest(p.requestId, () => this.finished(p)) }
-  onFailed(p: Protocol.Network.LoadingFailedEvent): void { this.afterRequest(p.requestId, () => this.failed(p)) }
+  onFinished(p: Protocol.Network.LoadingFinishedEvent): void {
+    this.afterRequest(p.requestId, () => this.finished(p))
+  }
+  onFailed(p: Protocol.Network.LoadingFailedEvent): void {
+    this.afterRequest(p.requestId, () => this.failed(p))
+  }
 
   /** A request whose network_request still waits for its body is ended after it, in order. */
   private afterRequest(requestId: string, handle: () => void): void {
     const pending = this.requests.get(requestId)?.emitted
-    if (pending) void pending.then(() => { if (!this.disposed) handle() })
+    if (pending)
+      void pending.then(() => {
+        if (!this.disposed) handle()
+      })
     else handle()
   }
 
@@ -231,15 +282,20 @@ class SessionRequests {
   private finished(p: Protocol.Network.LoadingFinishedEvent): void {
     const req = this.requests.delete(p.requestId)
     const response = req?.response
-    if (!req || !response) { this.idle?.done(p.requestId); return }
+    if (!req || !response) {
+      this.idle?.done(p.requestId)
+      return
+    }
     const ctx = withRequest(this.session.context(), req)
     let sent = false
     const respond = (body: CutBody | undefined) => {
       if (sent) return
       sent = true
       this.emit({
-        type: 'network_response', data: responseData(ctx, p.requestId, req, response, body),
-        source: { kind: 'cdp', event: 'Network.loadingFinished' }, ...(body?.truncated || response.cut || req.cut ? { truncated: true } : {}),
+        type: 'network_response',
+        data: responseData(ctx, p.requestId, req, response, body),
+        source: { kind: 'cdp', event: 'Network.loadingFinished' },
+        ...(body?.truncated || response.cut || req.cut ? { truncated: true } : {}),
       })
       this.idle?.done(p.requestId)
     }
@@ -251,10 +307,17 @@ class SessionRequests {
     const req = this.requests.delete(p.requestId)
     // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
     const data: EventData<'network_loading_failed'> = Object.assign(withRequest(this.session.context(), req), {
-      request_id: p.requestId, error_text: p.errorText, canceled: p.canceled === true,
+      request_id: p.requestId,
+      error_text: p.errorText,
+      canceled: p.canceled === true,
     })
     if (req?.resourceType) data.resource_type = req.resourceType
-    this.emit({ type: 'network_loading_failed', data, source: { kind: 'cdp', event: 'Network.loadingFailed' }, ...(req?.cut ? { truncated: true } : {}) })
+    this.emit({
+      type: 'network_loading_failed',
+      data,
+      source: { kind: 'cdp', event: 'Network.loadingFailed' },
+      ...(req?.cut ? { truncated: true } : {}),
+    })
     this.idle?.done(p.requestId)
   }
 
@@ -272,7 +335,12 @@ class SessionRequests {
   }
 
   private wantsBody(response: ResponseRecord): boolean {
-    return this.settings.bodyMaxBytes > 0 && isTextMime(response.mimeType) && !this.disposed && this.settings.isEnabled?.() !== false
+    return (
+      this.settings.bodyMaxBytes > 0 &&
+      isTextMime(response.mimeType) &&
+      !this.disposed &&
+      this.settings.isEnabled?.() !== false
+    )
   }
 
   /**
@@ -280,24 +348,41 @@ class SessionRequests {
    * big form, a multipart upload or a long JSON body says hasPostData and must be fetched.
    */
   private wantsPostData(p: Protocol.Network.RequestWillBeSentEvent): boolean {
-    const partial = p.request.postDataEntries?.some((e) => e.bytes === undefined) === true
-    return p.request.hasPostData === true && (p.request.postData === undefined || partial) &&
-      this.settings.bodyMaxBytes > 0 && this.settings.isEnabled?.() !== false
+    const partial = p.request.postDataEntries?.some(e => e.bytes === undefined) === true
+    return (
+      p.request.hasPostData === true &&
+      (p.request.postData === undefined || partial) &&
+      this.settings.bodyMaxBytes > 0 &&
+      this.settings.isEnabled?.() !== false
+    )
   }
 
   /** Network.getResponseBody, cut to the cap. Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost. */
   private fetchBody(requestId: string, respond: (body: CutBody | undefined) => void): void {
     const { bodyMaxBytes } = this.settings
-    this.queueFetch(() => this.session.sendMayFail('Network.getResponseBody', { requestId })
-      .then((r) => r && cutBody(r.body, r.base64Encoded, bodyMaxBytes)), respond)
+    this.queueFetch(
+      () =>
+        this.session
+          .sendMayFail('Network.getResponseBody', { requestId })
+          .then(r => r && cutBody(r.body, r.base64Encoded, bodyMaxBytes)),
+      respond,
+    )
   }
 
   /** Network.getRequestPostData, as text (multipart binary parts summarised). The request may be gone from Chromium's memory: best effort. */
-  private fetchPostData(p: Protocol.Network.RequestWillBeSentEvent, respond: (body: CutBody | undefined) => void): void {
+  private fetchPostData(
+    p: Protocol.Network.RequestWillBeSentEvent,
+    respond: (body: CutBody | undefined) => void,
+  ): void {
     const contentType = headerValue(p.request.headers, 'content-type')
     const { bodyMaxBytes } = this.settings
-    this.queueFetch(() => this.session.sendMayFail('Network.getRequestPostData', { requestId: p.requestId })
-      .then((r) => r && postDataText(r.postData, r.base64Encoded, contentType, bodyMaxBytes)), respond)
+    this.queueFetch(
+      () =>
+        this.session
+          .sendMayFail('Network.getRequestPostData', { requestId: p.requestId })
+          .then(r => r && postDataText(r.postData, r.base64Encoded, contentType, bodyMaxBytes)),
+      respond,
+    )
   }
 
   /**
@@ -319,10 +404,18 @@ class SessionRequests {
  * network_request data: the request's own url/frame/loader over the session context; a redirect
  * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
  */
-function requestData(ctx: Context, p: Protocol.Network.RequestWillBeSentEvent, req: TrackedRequest, previous: TrackedRequest | undefined, onCut: () => void): EventData<'network_request'> {
+function requestData(
+  ctx: Context,
+  p: Protocol.Network.RequestWillBeSentEvent,
+  req: TrackedRequest,
+  previous: TrackedRequest | undefined,
+  onCut: () => void,
+): EventData<'network_request'> {
   // Object.assign onto the fresh object, not a spread (see TargetSession.context).
   const data: EventData<'network_request'> = Object.assign(withRequest(ctx, req), {
-    request_id: p.requestId, method: p.request.method, headers: capHeaders(p.request.headers, onCut),
+    request_id: p.requestId,
+    method: p.request.method,
+    headers: capHeaders(p.request.headers, onCut),
   })
   if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
   if (p.type) data.resource_type = p.type
@@ -335,12 +428,20 @@ function requestData(ctx: Context, p: Protocol.Network.RequestWillBeSentEvent, r
   return data
 }
 
-function responseData(ctx: Context, requestId: string, req: TrackedRequest, response: ResponseRecord, body: CutBody | undefined): EventData<'network_response'> {
+function responseData(
+  ctx: Context,
+  requestId: string,
+  req: TrackedRequest,
+  response: ResponseRecord,
+  body: CutBody | undefined,
+): EventData<'network_response'> {
   // ctx is the caller's own copy (withRequest): extended in place, not spread.
   const data: EventData<'network_response'> = Object.assign(ctx, {
-    request_id: requestId, status: Math.trunc(response.status),
+    request_id: requestId,
+    status: Math.trunc(response.status),
     status_text: response.statusText || STATUS_CODES[response.status] || '',
-    headers: response.headers, mime_type: response.mimeType,
+    headers: response.headers,
+    mime_type: response.mimeType,
   })
   if (req.method) data.method = req.method
   if (req.resourceType) data.resource_type = req.resourceType

@@ -23,12 +23,17 @@ export class NavigationSettleRule {
   private disposed = false
   private readonly stableMs: number
 
-  constructor(private readonly opts: NavigationSettleOptions, navSeq: number) {
+  constructor(
+    private readonly opts: NavigationSettleOptions,
+    navSeq: number,
+  ) {
     this.navSeq = navSeq
     this.stableMs = opts.stableMs ?? LAYOUT_STABLE_MS
   }
 
-  get armed(): boolean { return this.timer !== undefined }
+  get armed(): boolean {
+    return this.timer !== undefined
+  }
 
   /** A top-level navigation: forget everything of the previous one, including its timer. */
   navigate(navSeq: number): void {
@@ -69,7 +74,10 @@ export class NavigationSettleRule {
   }
 
   private cancel(): void {
-    if (this.timer !== undefined) { this.opts.timers.clear(this.timer); this.timer = undefined }
+    if (this.timer !== undefined) {
+      this.opts.timers.clear(this.timer)
+      this.timer = undefined
+    }
   }
 
   private arm(): void {

@@ -34,19 +34,29 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         if (live() && (ctx.nav_seq ?? 0) === navSeq) emit({ type, data: ctx, source: { kind: 'cdp' } })
       }
       // Settling is a property of the whole page, so only page targets compute it.
-      const settle = session.targetType === 'page'
-        ? new NavigationSettleRule({
-          timers, stableMs: opts.layoutStableMs ?? LAYOUT_STABLE_MS,
-          onLayoutSettled: (n) => emitSettled('page_layout_settled', n),
-          onNavigationSettled: (n) => emitSettled('page_navigation_settled', n),
-        }, navSeqNow())
-        : undefined
+      const settle =
+        session.targetType === 'page'
+          ? new NavigationSettleRule(
+              {
+                timers,
+                stableMs: opts.layoutStableMs ?? LAYOUT_STABLE_MS,
+                onLayoutSettled: n => emitSettled('page_layout_settled', n),
+                onNavigationSettled: n => emitSettled('page_navigation_settled', n),
+              },
+              navSeqNow(),
+            )
+          : undefined
 
       const onNavigated = (p: Protocol.Page.FrameNavigatedEvent) => {
         const { nav_seq, url: _url, frame_id: _f, loader_id: _l, ...ids } = session.context()
         const f = p.frame
         // page_navigation describes the navigated frame, not the page; it carries no nav_seq.
-        const data: EventData<'page_navigation'> = { ...ids, url: capUrl(f.url + (f.urlFragment ?? '')), frame_id: f.id, loader_id: f.loaderId }
+        const data: EventData<'page_navigation'> = {
+          ...ids,
+          url: capUrl(f.url + (f.urlFragment ?? '')),
+          frame_id: f.id,
+          loader_id: f.loaderId,
+        }
         if (f.parentId) data.parent_frame_id = f.parentId
         emit({ type: 'page_navigation', data, source: { kind: 'cdp', event: 'Page.frameNavigated' } })
         if (!f.parentId) settle?.navigate(nav_seq ?? 0)
@@ -54,13 +64,21 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
       const onDomContent = (p: Protocol.Page.DomContentEventFiredEvent) => {
         const ctx = session.context()
         const navSeq = ctx.nav_seq ?? 0 // read first: ctx becomes the event's data
-        emit({ type: 'page_dom_content_loaded', data: Object.assign(ctx, { cdp_timestamp: p.timestamp }), source: { kind: 'cdp', event: 'Page.domContentEventFired' } })
+        emit({
+          type: 'page_dom_content_loaded',
+          data: Object.assign(ctx, { cdp_timestamp: p.timestamp }),
+          source: { kind: 'cdp', event: 'Page.domContentEventFired' },
+        })
         settle?.onDomContentLoaded(navSeq)
       }
       const onLoad = (p: Protocol.Page.LoadEventFiredEvent) => {
         const ctx = session.context()
         const navSeq = ctx.nav_seq ?? 0
-        emit({ type: 'page_load', data: Object.assign(ctx, { cdp_timestamp: p.timestamp }), source: { kind: 'cdp', event: 'Page.loadEventFired' } })
+        emit({
+          type: 'page_load',
+          data: Object.assign(ctx, { cdp_timestamp: p.timestamp }),
+          source: { kind: 'cdp', event: 'Page.loadEventFired' },
+        })
         settle?.onLoad(navSeq)
       }
       const onTimeline = ({ event: ev }: Protocol.PerformanceTimeline.TimelineEventAddedEvent) => {
@@ -70,15 +88,23 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         // CDP times are seconds since the epoch; the spec's fields are milliseconds.
         if (ev.type === 'layout-shift' && ev.layoutShiftDetails) {
           const data: EventData<'page_layout_shift'> = Object.assign(ctx, {
-            time: ev.time * 1000, duration: (ev.duration ?? 0) * 1000,
-            layout_shift_details: { value: ev.layoutShiftDetails.value, had_recent_input: ev.layoutShiftDetails.hadRecentInput },
+            time: ev.time * 1000,
+            duration: (ev.duration ?? 0) * 1000,
+            layout_shift_details: {
+              value: ev.layoutShiftDetails.value,
+              had_recent_input: ev.layoutShiftDetails.hadRecentInput,
+            },
           })
           if (ev.frameId) data.source_frame_id = ev.frameId
           emit({ type: 'page_layout_shift', data, source })
           settle?.onLayoutShift(navSeq)
         } else if (ev.type === 'largest-contentful-paint' && ev.lcpDetails) {
           const l = ev.lcpDetails
-          const lcp: EventData<'page_lcp'>['lcp_details'] = { render_time: l.renderTime * 1000, load_time: l.loadTime * 1000, size: l.size }
+          const lcp: EventData<'page_lcp'>['lcp_details'] = {
+            render_time: l.renderTime * 1000,
+            load_time: l.loadTime * 1000,
+            size: l.size,
+          }
           if (l.elementId) lcp.element_id = l.elementId
           if (l.url) lcp.url = capUrl(l.url)
           if (l.nodeId !== undefined) lcp.node_id = l.nodeId
@@ -89,7 +115,9 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
       }
 
       const bag = new Disposer()
-      bag.add(() => { detached = true })
+      bag.add(() => {
+        detached = true
+      })
       if (settle) bag.add(() => settle.dispose())
       bag.add(session.on('Page.frameNavigated', onNavigated))
       bag.add(session.on('Page.domContentEventFired', onDomContent))
@@ -114,10 +142,23 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         emit({ type: 'page_tab_opened', data, source: { kind: 'cdp', event: 'Target.targetCreated' } })
       }
       const bag = new Disposer()
-      bag.add(() => { existing.clear(); reported.clear() })
-      bag.add(browser.on('Target.targetCreated', ({ targetInfo }) => { if (buffered) buffered.push(targetInfo); else report(targetInfo) }))
+      bag.add(() => {
+        existing.clear()
+        reported.clear()
+      })
+      bag.add(
+        browser.on('Target.targetCreated', ({ targetInfo }) => {
+          if (buffered) buffered.push(targetInfo)
+          else report(targetInfo)
+        }),
+      )
       // Both sets stay bounded by the number of live targets.
-      bag.add(browser.on('Target.targetDestroyed', ({ targetId }) => { existing.delete(targetId); reported.delete(targetId) }))
+      bag.add(
+        browser.on('Target.targetDestroyed', ({ targetId }) => {
+          existing.delete(targetId)
+          reported.delete(targetId)
+        }),
+      )
       // Best effort: without the list every page counts as new.
       const listed = await browser.sendMayFail('Target.getTargets')
       for (const t of listed?.targetInfos ?? []) existing.add(t.targetId)

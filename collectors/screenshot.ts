@@ -59,7 +59,11 @@ const ENVELOPE_OVERHEAD = 512
 const MAX_RESCALES = 5
 const SOURCE = { kind: 'cdp', event: 'Page.captureScreenshot' } as const
 
-interface PageEntry { session: TargetSession; emit: Emit; activeAt: number }
+interface PageEntry {
+  session: TargetSession
+  emit: Emit
+  activeAt: number
+}
 type Clip = { x: number; y: number; width: number; height: number; scale: number }
 
 export function createScreenshotCollector(opts: ScreenshotCollectorOptions): ScreenshotCollector {
@@ -77,10 +81,18 @@ class ActivePages {
   private readonly pages = new Map<string, PageEntry>()
   private activity = 0
 
-  get size(): number { return this.pages.size }
-  has(sessionId: string): boolean { return this.pages.has(sessionId) }
-  add(session: TargetSession, emit: Emit): void { this.pages.set(session.sessionId, { session, emit, activeAt: ++this.activity }) }
-  delete(sessionId: string): void { this.pages.delete(sessionId) }
+  get size(): number {
+    return this.pages.size
+  }
+  has(sessionId: string): boolean {
+    return this.pages.has(sessionId)
+  }
+  add(session: TargetSession, emit: Emit): void {
+    this.pages.set(session.sessionId, { session, emit, activeAt: ++this.activity })
+  }
+  delete(sessionId: string): void {
+    this.pages.delete(sessionId)
+  }
   touch(sessionId: string): void {
     const p = this.pages.get(sessionId)
     if (p) p.activeAt = ++this.activity
@@ -125,24 +137,39 @@ class Screenshots {
     this.captureTimeoutMs = opts.captureTimeoutMs ?? 10_000
   }
 
-  activePage(): PageEntry | undefined { return this.pages.active() }
+  activePage(): PageEntry | undefined {
+    return this.pages.active()
+  }
 
   attach(session: TargetSession, emit: Emit): Detach {
     if (session.targetType !== 'page') return () => undefined
     this.pages.add(session, emit)
     const bag = new Disposer()
     bag.add(() => this.removePage(session.sessionId))
-    bag.add(session.on('Page.frameNavigated', (p) => { if (!p.frame.parentId) this.pages.touch(session.sessionId) }))
-    bag.add(session.on('Page.loadEventFired', () => { this.pages.touch(session.sessionId); this.request() }))
+    bag.add(
+      session.on('Page.frameNavigated', p => {
+        if (!p.frame.parentId) this.pages.touch(session.sessionId)
+      }),
+    )
+    bag.add(
+      session.on('Page.loadEventFired', () => {
+        this.pages.touch(session.sessionId)
+        this.request()
+      }),
+    )
     // Page events: the capture plan keeps Page enabled on every page target.
-    if (this.pages.size === 1 && this.opts.onEnabledChange) this.unsubscribe = this.opts.onEnabledChange(() => this.reconcile(true))
+    if (this.pages.size === 1 && this.opts.onEnabledChange)
+      this.unsubscribe = this.opts.onEnabledChange(() => this.reconcile(true))
     this.reconcile(false)
     return () => bag.dispose()
   }
 
   private removePage(sessionId: string): void {
     this.pages.delete(sessionId)
-    if (this.pages.size === 0) { this.unsubscribe?.(); this.unsubscribe = undefined }
+    if (this.pages.size === 0) {
+      this.unsubscribe?.()
+      this.unsubscribe = undefined
+    }
     this.reconcile(false)
   }
 
@@ -157,9 +184,15 @@ class Screenshots {
     if (this.enabled && !was) this.lastHash = undefined // switching screenshots on yields a frame even if nothing changed
     const wantTicker = this.pages.size > 0 && (this.enabled || !this.opts.onEnabledChange)
     if (wantTicker && this.ticker === undefined) this.ticker = this.clock.repeat(() => this.tick(), this.intervalMs)
-    else if (!wantTicker && this.ticker !== undefined) { this.clock.clear(this.ticker); this.ticker = undefined }
+    else if (!wantTicker && this.ticker !== undefined) {
+      this.clock.clear(this.ticker)
+      this.ticker = undefined
+    }
     if (!this.enabled || this.pages.size === 0) {
-      if (this.deferred !== undefined) { this.clock.clear(this.deferred); this.deferred = undefined }
+      if (this.deferred !== undefined) {
+        this.clock.clear(this.deferred)
+        this.deferred = undefined
+      }
       this.pending = false
     }
     if (captureNow && this.enabled && !was) this.request()
@@ -173,10 +206,16 @@ class Screenshots {
   /** Asks for a capture now, respecting the in-flight and minimum-interval rules (coalesced). */
   private request(): void {
     if (!this.enabled || this.pages.size === 0) return
-    if (this.inFlight) { this.pending = true; return }
+    if (this.inFlight) {
+      this.pending = true
+      return
+    }
     const wait = this.lastCaptureAt + this.minIntervalMs - this.clock.now()
     if (wait > 0) {
-      this.deferred ??= this.clock.set(() => { this.deferred = undefined; this.request() }, wait)
+      this.deferred ??= this.clock.set(() => {
+        this.deferred = undefined
+        this.request()
+      }, wait)
       return
     }
     void this.capture()
@@ -191,17 +230,24 @@ class Screenshots {
       const png = await this.fittedScreenshot(page.session)
       if (png === undefined) return
       const hash = createHash('sha1').update(png).digest('hex')
-      if (hash === this.lastHash) { this.stats.duplicates++; return }
+      if (hash === this.lastHash) {
+        this.stats.duplicates++
+        return
+      }
       // Checked again: the category may have been switched off while the capture ran.
       if (!this.enabled || !this.pages.has(page.session.sessionId)) return
       this.lastHash = hash
-      if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE }).accepted !== undefined) this.stats.emitted++
+      if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE }).accepted !== undefined)
+        this.stats.emitted++
     } catch (err) {
       this.stats.failed++
       if (!page.session.signal.aborted) this.logger.debug({ err, targetId: page.session.targetId }, 'screenshot failed')
     } finally {
       this.inFlight = false
-      if (this.pending) { this.pending = false; this.request() }
+      if (this.pending) {
+        this.pending = false
+        this.request()
+      }
     }
   }
 
@@ -219,19 +265,33 @@ class Screenshots {
     for (let i = 0; i < MAX_RESCALES && data.length > budget; i++) {
       scale *= Math.sqrt(budget / data.length) * 0.9
       this.stats.rescaled++
-      data = await this.shoot(session, { x: vp.pageX, y: vp.pageY, width: vp.clientWidth, height: vp.clientHeight, scale })
+      data = await this.shoot(session, {
+        x: vp.pageX,
+        y: vp.pageY,
+        width: vp.clientWidth,
+        height: vp.clientHeight,
+        scale,
+      })
     }
     if (data.length <= budget) return data
     this.stats.oversize++
-    this.logger.warn({ bytes: data.length, budget }, 'screenshot does not fit the envelope cap even scaled down; skipped')
+    this.logger.warn(
+      { bytes: data.length, budget },
+      'screenshot does not fit the envelope cap even scaled down; skipped',
+    )
     return undefined
   }
 
   /** One capture; a protocol failure is counted by the session (sendMayFail), a slow one abandoned. */
   private async shoot(session: TargetSession, clip?: Clip): Promise<string> {
-    const shot = await withTimeout(session.sendMayFail('Page.captureScreenshot', { format: 'png', ...(clip ? { clip } : {}) }), this.captureTimeoutMs, {
-      timers: this.clock, message: `Page.captureScreenshot took over ${this.captureTimeoutMs} ms`,
-    })
+    const shot = await withTimeout(
+      session.sendMayFail('Page.captureScreenshot', { format: 'png', ...(clip ? { clip } : {}) }),
+      this.captureTimeoutMs,
+      {
+        timers: this.clock,
+        message: `Page.captureScreenshot took over ${this.captureTimeoutMs} ms`,
+      },
+    )
     if (!shot) throw new Error('Page.captureScreenshot failed')
     this.stats.captured++
     return shot.data

@@ -54,21 +54,34 @@ export function cssSelectorFor(el: Element): string {
   const own = uniqueId(el)
   if (own) return own
   const steps: string[] = []
-  for (let cur: Element | null = el; cur; ) {
+  for (let cur: Element | null = el; cur;) {
     if (cur !== el) {
       const anchor = uniqueId(cur)
-      if (anchor) { steps.unshift(anchor); break }
+      if (anchor) {
+        steps.unshift(anchor)
+        break
+      }
     }
     const parent: Element | null = cur.parentElement
-    if (!parent) { steps.unshift(esc(cur.localName)); break }
+    if (!parent) {
+      steps.unshift(esc(cur.localName))
+      break
+    }
     let step: string | undefined
     let done = false
     for (const name of stableAttrs) {
       const value = cur.getAttribute(name)
       if (!value) continue
       const candidate = `${esc(cur.localName)}[${name}="${esc(value)}"]`
-      if (selects(doc, candidate, cur)) { step = candidate; done = true; break }
-      if (selects(parent, ':scope > ' + candidate, cur)) { step = candidate; break }
+      if (selects(doc, candidate, cur)) {
+        step = candidate
+        done = true
+        break
+      }
+      if (selects(parent, ':scope > ' + candidate, cur)) {
+        step = candidate
+        break
+      }
     }
     steps.unshift(step ?? typeStep(cur, parent))
     if (done) break

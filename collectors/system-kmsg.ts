@@ -50,11 +50,23 @@ export class OomWatcher {
   constructor(opts: OomWatcherOptions) {
     // Not a spread: startSystemCollectors passes `pollMs: undefined` when unset, which a spread
     // would keep, and setTimeout(fn, undefined) polls every millisecond.
-    this.opts = withDefaults<Required<OomWatcherOptions>>({ kmsgPath: '/dev/kmsg', pollMs: 500, kernelOnly: true, logger: silentLogger, timers: systemClock, emit: opts.emit }, opts)
+    this.opts = withDefaults<Required<OomWatcherOptions>>(
+      {
+        kmsgPath: '/dev/kmsg',
+        pollMs: 500,
+        kernelOnly: true,
+        logger: silentLogger,
+        timers: systemClock,
+        emit: opts.emit,
+      },
+      opts,
+    )
   }
 
   /** For /healthz. */
-  status(): KmsgStatus { return { ...this.state } }
+  status(): KmsgStatus {
+    return { ...this.state }
+  }
 
   /** Opens the log and skips what is already in it. Never throws: an unreadable log is a status. */
   async start(): Promise<KmsgStatus> {
@@ -67,7 +79,10 @@ export class OomWatcher {
       const reason = describe(err)
       this.state = { kmsgReadable: false, reason }
       // Said once: the daemon runs fine without OOM reports (e.g. unprivileged, or a container).
-      this.opts.logger.warn({ path: this.opts.kmsgPath, reason }, 'kernel log not readable: system_oom_kill events are off')
+      this.opts.logger.warn(
+        { path: this.opts.kmsgPath, reason },
+        'kernel log not readable: system_oom_kill events are off',
+      )
       return this.status()
     }
     this.state = { kmsgReadable: true }
@@ -85,15 +100,23 @@ export class OomWatcher {
 
   /** Reads whatever is new now (tests call it instead of waiting for the poll). */
   poll(): Promise<void> {
-    this.reading ??= this.drain(true).finally(() => { this.reading = undefined })
+    this.reading ??= this.drain(true).finally(() => {
+      this.reading = undefined
+    })
     return this.reading
   }
 
   private schedule(): void {
     if (this.stopped) return
-    this.timer = this.opts.timers.set(() => {
-      this.poll().catch((err) => this.opts.logger.warn({ err: describe(err) }, 'kernel log read failed')).finally(() => this.schedule())
-    }, this.opts.pollMs, { unref: true })
+    this.timer = this.opts.timers.set(
+      () => {
+        this.poll()
+          .catch(err => this.opts.logger.warn({ err: describe(err) }, 'kernel log read failed'))
+          .finally(() => this.schedule())
+      },
+      this.opts.pollMs,
+      { unref: true },
+    )
   }
 
   /** Reads until nothing more is available; `deliver` false discards (the backlog at start). */
@@ -108,7 +131,10 @@ export class OomWatcher {
         const code = (err as NodeJS.ErrnoException).code
         if (code === 'EAGAIN' || code === 'EWOULDBLOCK') return
         // The ring buffer overwrote records we had not read yet; reading continues after them.
-        if (code === 'EPIPE') { this.opts.logger.debug('kernel log records were overwritten before being read'); continue }
+        if (code === 'EPIPE') {
+          this.opts.logger.debug('kernel log records were overwritten before being read')
+          continue
+        }
         throw err
       }
       if (n === 0) return // regular file at its end

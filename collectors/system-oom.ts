@@ -27,7 +27,10 @@ const COMM_MAX = 15
 const UNLIMITED_KB = 2 ** 50
 
 const CONSTRAINTS: Record<string, Constraint> = {
-  CONSTRAINT_NONE: 'none', CONSTRAINT_MEMCG: 'memcg', CONSTRAINT_CPUSET: 'cpuset', CONSTRAINT_MEMORY_POLICY: 'memory_policy',
+  CONSTRAINT_NONE: 'none',
+  CONSTRAINT_MEMCG: 'memcg',
+  CONSTRAINT_CPUSET: 'cpuset',
+  CONSTRAINT_MEMORY_POLICY: 'memory_policy',
 }
 
 const RE = {
@@ -78,13 +81,36 @@ export function parseOomReport(lines: readonly string[]): OomKill | undefined {
       }
       inTable = false
     }
-    if (triggerName === undefined && (m = RE.invoked.exec(text))) { triggerName = m[1]; continue }
-    if (triggerName !== undefined && triggerPid === undefined && (m = RE.cpuLine.exec(text))) { triggerPid = Number(m[1]); continue }
-    if ((m = RE.memcgUsage.exec(text))) { memcg = { usage: Number(m[1]), limit: Number(m[2]) }; continue }
-    if (freePages === undefined && (m = RE.memInfoFree.exec(text))) { freePages = Number(m[1]); continue }
-    if ((m = RE.pagesRam.exec(text))) { ramPages = Number(m[1]); continue }
-    if ((m = RE.tasksHeader.exec(text))) { columns = m[1]!.trim().split(/\s+/); inTable = true; tasks.length = 0; continue }
-    if ((m = RE.constraint.exec(text))) { constraint = CONSTRAINTS[m[1]!]; continue }
+    if (triggerName === undefined && (m = RE.invoked.exec(text))) {
+      triggerName = m[1]
+      continue
+    }
+    if (triggerName !== undefined && triggerPid === undefined && (m = RE.cpuLine.exec(text))) {
+      triggerPid = Number(m[1])
+      continue
+    }
+    if ((m = RE.memcgUsage.exec(text))) {
+      memcg = { usage: Number(m[1]), limit: Number(m[2]) }
+      continue
+    }
+    if (freePages === undefined && (m = RE.memInfoFree.exec(text))) {
+      freePages = Number(m[1])
+      continue
+    }
+    if ((m = RE.pagesRam.exec(text))) {
+      ramPages = Number(m[1])
+      continue
+    }
+    if ((m = RE.tasksHeader.exec(text))) {
+      columns = m[1]!.trim().split(/\s+/)
+      inTable = true
+      tasks.length = 0
+      continue
+    }
+    if ((m = RE.constraint.exec(text))) {
+      constraint = CONSTRAINTS[m[1]!]
+      continue
+    }
     if ((m = RE.killed.exec(text))) {
       killed = { pid: Number(m[1]), name: m[2]!, rssKb: Number(m[3]) + Number(m[4]) + Number(m[5] ?? 0) }
     }
@@ -102,9 +128,7 @@ export function parseOomReport(lines: readonly string[]): OomKill | undefined {
     if (ramPages !== undefined) out.mem_total_kb = ramPages * PAGE_KB
   }
   if (tasks.length > 0) {
-    out.top_tasks = tasks
-      .sort((a, b) => b.rss_kb - a.rss_kb || a.pid - b.pid)
-      .slice(0, TOP_TASKS)
+    out.top_tasks = tasks.sort((a, b) => b.rss_kb - a.rss_kb || a.pid - b.pid).slice(0, TOP_TASKS)
   }
   if (triggerPid !== undefined) out.trigger_pid = triggerPid
   if (triggerName !== undefined) out.trigger_process_name = triggerName.slice(0, COMM_MAX)
@@ -135,7 +159,10 @@ export class OomReportAssembler {
   static readonly MAX_LINES = 20_000
 
   push(line: string): OomKill | undefined {
-    if (line.includes(' invoked oom-killer: ')) { this.lines = [line]; return undefined }
+    if (line.includes(' invoked oom-killer: ')) {
+      this.lines = [line]
+      return undefined
+    }
     if (this.lines && this.lines.length < OomReportAssembler.MAX_LINES) this.lines.push(line)
     if (RE.killed.test(line)) {
       const report = this.lines ?? [line]
@@ -168,6 +195,8 @@ export function parseKmsgRecord(line: string): KmsgRecord | undefined {
   const tsUs = Number(head[2])
   if (!Number.isInteger(pri) || !Number.isInteger(seq) || !Number.isInteger(tsUs)) return undefined
   // The kernel escapes non-printable bytes (newlines included) as \xHH.
-  const message = line.slice(semi + 1).replace(/\\x([0-9a-f]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
+  const message = line
+    .slice(semi + 1)
+    .replace(/\\x([0-9a-f]{2})/gi, (_m, h: string) => String.fromCharCode(parseInt(h, 16)))
   return { facility: pri >> 3, level: pri & 7, seq, tsUs, lines: message.split('\n') }
 }

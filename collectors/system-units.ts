@@ -13,7 +13,16 @@ import type { EventData } from '../src/events/index.js'
 import type { Emit } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 
-export const UNIT_PROPERTIES = ['LoadState', 'ActiveState', 'SubState', 'MainPID', 'ExecMainPID', 'Result', 'NRestarts', 'ExecMainStatus'] as const
+export const UNIT_PROPERTIES = [
+  'LoadState',
+  'ActiveState',
+  'SubState',
+  'MainPID',
+  'ExecMainPID',
+  'Result',
+  'NRestarts',
+  'ExecMainStatus',
+] as const
 
 export interface UnitStatus {
   unit: string
@@ -32,14 +41,21 @@ export type ServiceCrash = EventData<'service_crashed'> & { result?: string; exi
 
 /** `systemctl show -p ... u1 u2` prints one block of Key=Value lines per unit, blank-line separated, in argument order. */
 export function parseSystemctlShow(text: string, units: readonly string[]): UnitStatus[] {
-  const blocks = text.replace(/\r/g, '').split(/\n\s*\n/).map((b) => b.trim()).filter((b) => b !== '')
+  const blocks = text
+    .replace(/\r/g, '')
+    .split(/\n\s*\n/)
+    .map(b => b.trim())
+    .filter(b => b !== '')
   return units.map((unit, i) => {
     const kv = new Map<string, string>()
     for (const line of (blocks[i] ?? '').split('\n')) {
       const eq = line.indexOf('=')
       if (eq > 0) kv.set(line.slice(0, eq), line.slice(eq + 1))
     }
-    const int = (k: string) => { const v = kv.get(k); return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined }
+    const int = (k: string) => {
+      const v = kv.get(k)
+      return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined
+    }
     const s: UnitStatus = {
       unit,
       loadState: kv.get('LoadState') ?? 'unknown',
@@ -80,9 +96,13 @@ export function stepUnit(prev: UnitTrack | undefined, cur: UnitStatus): { track:
   if (!prev) {
     return {
       track: {
-        status: cur, reachedActive: cur.activeState === 'active', lastPid: cur.mainPid || undefined,
+        status: cur,
+        reachedActive: cur.activeState === 'active',
+        lastPid: cur.mainPid || undefined,
         // A restart pending at the baseline is for a death before we watched: NRestarts will count it.
-        downReported: isDown(cur), uncountedRestarts: cur.subState === 'auto-restart' ? 1 : 0, gaveUpReported: cur.activeState === 'failed',
+        downReported: isDown(cur),
+        uncountedRestarts: cur.subState === 'auto-restart' ? 1 : 0,
+        gaveUpReported: cur.activeState === 'failed',
       },
       crashes: [],
     }
@@ -113,7 +133,8 @@ export function stepUnit(prev: UnitTrack | undefined, cur: UnitStatus): { track:
 
   const newlyDown = isDown(cur) && !prev.downReported
   if (newlyDown) {
-    if (restarts > 0) restarts-- // this down spell is one of the restarts systemd counted
+    if (restarts > 0)
+      restarts-- // this down spell is one of the restarts systemd counted
     else if (cur.subState === 'auto-restart') uncounted++ // systemd counts it when the restart starts
   }
   const deaths = Math.min(MAX_DEATHS_PER_POLL, restarts + (newlyDown ? 1 : 0))
@@ -129,13 +150,18 @@ export function stepUnit(prev: UnitTrack | undefined, cur: UnitStatus): { track:
 
   let reachedActive: boolean
   if (cur.activeState === 'active') reachedActive = true
-  else if (cur.activeState === 'reloading' || cur.activeState === 'deactivating') reachedActive = deaths > 0 ? false : prev.reachedActive
+  else if (cur.activeState === 'reloading' || cur.activeState === 'deactivating')
+    reachedActive = deaths > 0 ? false : prev.reachedActive
   else reachedActive = false
 
   return {
     track: {
-      status: cur, reachedActive, lastPid: cur.mainPid || (isDown(cur) ? undefined : prev.lastPid),
-      downReported: isDown(cur), uncountedRestarts: uncounted, gaveUpReported,
+      status: cur,
+      reachedActive,
+      lastPid: cur.mainPid || (isDown(cur) ? undefined : prev.lastPid),
+      downReported: isDown(cur),
+      uncountedRestarts: uncounted,
+      gaveUpReported,
     },
     crashes,
   }
@@ -144,12 +170,13 @@ export function stepUnit(prev: UnitTrack | undefined, cur: UnitStatus): { track:
 export type SystemctlRunner = (args: string[]) => Promise<string>
 
 /** Runs /usr/bin/env systemctl with a timeout; rejects with stderr on failure. */
-export const runSystemctl: SystemctlRunner = (args) => new Promise((resolve, reject) => {
-  execFile('systemctl', args, { timeout: 10_000, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
-    if (err) reject(new Error((stderr || err.message).trim()))
-    else resolve(stdout)
+export const runSystemctl: SystemctlRunner = args =>
+  new Promise((resolve, reject) => {
+    execFile('systemctl', args, { timeout: 10_000, maxBuffer: 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error((stderr || err.message).trim()))
+      else resolve(stdout)
+    })
   })
-})
 
 export interface UnitWatcherOptions {
   units: readonly string[]
@@ -191,13 +218,17 @@ export class UnitWatcher {
 
   /** One poll of every unit (tests drive it directly). */
   poll(): Promise<void> {
-    this.polling ??= this.pollOnce().finally(() => { this.polling = undefined })
+    this.polling ??= this.pollOnce().finally(() => {
+      this.polling = undefined
+    })
     return this.polling
   }
 
   private schedule(): void {
     if (this.stopped) return
-    this.timer = setTimeout(() => { this.poll().finally(() => this.schedule()) }, this.opts.intervalMs ?? 2000)
+    this.timer = setTimeout(() => {
+      this.poll().finally(() => this.schedule())
+    }, this.opts.intervalMs ?? 2000)
     this.timer.unref()
   }
 
@@ -208,7 +239,8 @@ export class UnitWatcher {
       text = await this.run(['show', '-p', UNIT_PROPERTIES.join(','), '--', ...units])
     } catch (err) {
       // Said once per outage (systemd absent, D-Bus down); polling goes on.
-      if (!this.failing) this.logger.warn({ err: (err as Error).message, units }, 'cannot query systemd for --watch-unit units')
+      if (!this.failing)
+        this.logger.warn({ err: (err as Error).message, units }, 'cannot query systemd for --watch-unit units')
       this.failing = true
       return
     }
@@ -216,7 +248,8 @@ export class UnitWatcher {
     this.failing = false
     for (const status of parseSystemctlShow(text, units)) {
       if (status.loadState === 'not-found') {
-        if (!this.notFound.has(status.unit)) this.logger.warn({ unit: status.unit }, '--watch-unit: no such systemd unit')
+        if (!this.notFound.has(status.unit))
+          this.logger.warn({ unit: status.unit }, '--watch-unit: no such systemd unit')
         this.notFound.add(status.unit)
       } else {
         this.notFound.delete(status.unit)
@@ -231,7 +264,8 @@ export class UnitWatcher {
         const data: EventData<'service_crashed'> = { service_name: c.service_name, phase: c.phase }
         if (c.pid !== undefined) data.pid = c.pid
         this.opts.emit({
-          type: 'service_crashed', data,
+          type: 'service_crashed',
+          data,
           source: { kind: 'local_process', event: 'systemd', ...(Object.keys(metadata).length ? { metadata } : {}) },
         })
       }

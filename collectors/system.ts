@@ -42,24 +42,39 @@ export function watchLaunchedBrowser(monitor: MonitorView, emit: Emit, logger: L
     if (exit.code !== null) metadata.exit_code = String(exit.code)
     if (exit.signal !== null) metadata.signal = exit.signal
     logger.warn({ pid: exit.pid, code: exit.code, signal: exit.signal, phase: exit.phase }, 'launched Chromium exited')
-    emit({ type: 'service_crashed', data, source: { kind: 'local_process', event: 'browser-exit', ...(Object.keys(metadata).length ? { metadata } : {}) } })
+    emit({
+      type: 'service_crashed',
+      data,
+      source: { kind: 'local_process', event: 'browser-exit', ...(Object.keys(metadata).length ? { metadata } : {}) },
+    })
   }
   const onState = (state: MonitorState) => {
     if (state === 'collecting') gaveUpReported = false
     if (state === 'failed' && monitor.status().lastBrowserExit && !gaveUpReported) {
       gaveUpReported = true
-      emit({ type: 'service_crashed', data: { service_name: CHROMIUM_SERVICE, phase: 'gave_up' }, source: { kind: 'local_process', event: 'monitor-state' } })
+      emit({
+        type: 'service_crashed',
+        data: { service_name: CHROMIUM_SERVICE, phase: 'gave_up' },
+        source: { kind: 'local_process', event: 'monitor-state' },
+      })
     }
   }
   monitor.events.on('browser-exit', onExit)
   monitor.events.on('state', onState)
-  return () => { monitor.events.off('browser-exit', onExit); monitor.events.off('state', onState) }
+  return () => {
+    monitor.events.off('browser-exit', onExit)
+    monitor.events.off('state', onState)
+  }
 }
 
 /** service_crashed {browser-telemetry, running} when the event log says the previous run did not stop cleanly. */
 export function reportPreviousUncleanStop(log: { readonly previousStopWasUnclean: boolean }, emit: Emit): boolean {
   if (!log.previousStopWasUnclean) return false
-  emit({ type: 'service_crashed', data: { service_name: DAEMON_SERVICE, phase: 'running' }, source: { kind: 'local_process', event: 'unclean-stop' } })
+  emit({
+    type: 'service_crashed',
+    data: { service_name: DAEMON_SERVICE, phase: 'running' },
+    source: { kind: 'local_process', event: 'unclean-stop' },
+  })
   return true
 }
 
@@ -92,9 +107,21 @@ export async function startSystemCollectors(opts: SystemCollectorsOptions): Prom
   const logger = opts.logger ?? silentLogger
   if (opts.log) reportPreviousUncleanStop(opts.log, opts.emit)
   const unwatchBrowser = opts.monitor ? watchLaunchedBrowser(opts.monitor, opts.emit, logger) : undefined
-  const oom = new OomWatcher({ kmsgPath: opts.kmsgPath, emit: opts.emit, logger, pollMs: opts.kmsgPollMs, timers: opts.timers })
+  const oom = new OomWatcher({
+    kmsgPath: opts.kmsgPath,
+    emit: opts.emit,
+    logger,
+    pollMs: opts.kmsgPollMs,
+    timers: opts.timers,
+  })
   await oom.start()
-  const units = new UnitWatcher({ units: opts.watchUnits ?? [], emit: opts.emit, logger, intervalMs: opts.unitPollMs, run: opts.systemctl })
+  const units = new UnitWatcher({
+    units: opts.watchUnits ?? [],
+    emit: opts.emit,
+    logger,
+    intervalMs: opts.unitPollMs,
+    run: opts.systemctl,
+  })
   await units.start()
   return {
     kmsg: () => oom.status(),

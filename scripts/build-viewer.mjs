@@ -32,11 +32,13 @@ export async function buildViewer({ outDir = DEFAULT_OUT_DIR, minify = true } = 
     logLevel: 'warning',
     define: { 'process.env.NODE_ENV': '"production"' },
   })
-  const outputs = Object.keys(result.metafile.outputs).map((p) => basename(p))
-  const js = outputs.find((f) => f.endsWith('.js'))
-  const css = outputs.find((f) => f.endsWith('.css'))
+  const outputs = Object.keys(result.metafile.outputs).map(p => basename(p))
+  const js = outputs.find(f => f.endsWith('.js'))
+  const css = outputs.find(f => f.endsWith('.css'))
   if (!js || !css) throw new Error(`viewer build produced ${outputs.join(', ')}`)
-  const html = (await readFile(join(repo, 'src/viewer/index.html'), 'utf8')).replace('{{js}}', js).replace('{{css}}', css)
+  const html = (await readFile(join(repo, 'src/viewer/index.html'), 'utf8'))
+    .replace('{{js}}', js)
+    .replace('{{css}}', css)
   await writeFile(join(tmp, 'index.html'), html)
   await mkdir(dirname(outDir), { recursive: true })
   await rm(outDir, { recursive: true, force: true })
@@ -47,7 +49,10 @@ export async function buildViewer({ outDir = DEFAULT_OUT_DIR, minify = true } = 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const out = process.argv[2] ? resolve(process.argv[2]) : DEFAULT_OUT_DIR
   buildViewer({ outDir: out }).then(
-    (r) => process.stdout.write(`viewer: ${r.files.join(', ')} -> ${r.outDir}\n`),
-    (err) => { process.stderr.write(`viewer build failed: ${err.message}\n`); process.exit(1) },
+    r => process.stdout.write(`viewer: ${r.files.join(', ')} -> ${r.outDir}\n`),
+    err => {
+      process.stderr.write(`viewer build failed: ${err.message}\n`)
+      process.exit(1)
+    },
   )
 }

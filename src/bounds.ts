@@ -52,7 +52,10 @@ export function cutUtf8(s: string, bytes: number): string {
 export function capUrl(url: string, onCut?: () => void): string {
   if (url.length <= bounds.maxUrlBytes / 3) return url
   const cut = cutUtf8(url, bounds.maxUrlBytes)
-  if (cut !== url) { countEviction('url_cut'); onCut?.() }
+  if (cut !== url) {
+    countEviction('url_cut')
+    onCut?.()
+  }
   return cut
 }
 
@@ -67,7 +70,10 @@ export function capHeaders(h: Record<string, unknown> | undefined, onCut?: () =>
   let strings = true
   for (const k of Object.keys(h)) {
     const v = h[k]
-    if (typeof v !== 'string') { strings = false; break }
+    if (typeof v !== 'string') {
+      strings = false
+      break
+    }
     units += k.length + v.length
   }
   if (strings && units * 3 <= bounds.maxHeaderBytes) return h as Record<string, string>
@@ -77,12 +83,22 @@ export function capHeaders(h: Record<string, unknown> | undefined, onCut?: () =>
   for (const [k, raw] of Object.entries(h)) {
     const v = typeof raw === 'string' ? raw : String(raw)
     const need = Buffer.byteLength(k) + Buffer.byteLength(v)
-    if (need <= left) { out[k] = v; left -= need; continue }
+    if (need <= left) {
+      out[k] = v
+      left -= need
+      continue
+    }
     cut = true
     const keyBytes = Buffer.byteLength(k)
-    if (keyBytes < left) { out[k] = cutUtf8(v, left - keyBytes); left = 0 }
+    if (keyBytes < left) {
+      out[k] = cutUtf8(v, left - keyBytes)
+      left = 0
+    }
     break
   }
-  if (cut) { countEviction('headers_cut'); onCut?.() }
+  if (cut) {
+    countEviction('headers_cut')
+    onCut?.()
+  }
   return out
 }

@@ -18,7 +18,10 @@ export interface BudgetOptions {
   categoryEvents?: Partial<Record<string, CategoryEventBudget>>
 }
 
-export interface CategoryEventBudget { eventsPerSec: number; eventsBurst: number }
+export interface CategoryEventBudget {
+  eventsPerSec: number
+  eventsBurst: number
+}
 
 /**
  * Interaction events come from one person at a screen: 50/s sustained with bursts of 100 never
@@ -35,7 +38,13 @@ export const DEFAULT_BUDGET: BudgetOptions = {
   categoryEvents: { interaction: INTERACTION_BUDGET },
 }
 
-interface Bucket { events: number; bytes: number; at: number; eventsPerSec: number; eventsBurst: number }
+interface Bucket {
+  events: number
+  bytes: number
+  at: number
+  eventsPerSec: number
+  eventsBurst: number
+}
 
 export type BudgetVerdict = 'ok' | 'over_events' | 'over_bytes'
 
@@ -43,11 +52,16 @@ export class PageBudgets {
   private readonly buckets = new Map<string, Bucket>()
   private readonly maxBuckets: number
 
-  constructor(private readonly opts: BudgetOptions, private readonly nowMs: () => number = () => performance.now()) {
+  constructor(
+    private readonly opts: BudgetOptions,
+    private readonly nowMs: () => number = () => performance.now(),
+  ) {
     this.maxBuckets = opts.maxBuckets ?? 4096
   }
 
-  get size(): number { return this.buckets.size }
+  get size(): number {
+    return this.buckets.size
+  }
 
   /** The bucket used last: an event takes from the same one twice, and events come in runs per page. */
   private last: { target: string; category: string; bucket: Bucket } | undefined
@@ -65,7 +79,13 @@ export class PageBudgets {
           this.last = undefined // it may have been the one forgotten
         }
         const rate = this.opts.categoryEvents?.[category] ?? this.opts
-        b = { events: rate.eventsBurst, bytes: this.opts.bytesBurst, at: now, eventsPerSec: rate.eventsPerSec, eventsBurst: rate.eventsBurst }
+        b = {
+          events: rate.eventsBurst,
+          bytes: this.opts.bytesBurst,
+          at: now,
+          eventsPerSec: rate.eventsPerSec,
+          eventsBurst: rate.eventsBurst,
+        }
         this.buckets.set(key, b)
         this.last = { target, category, bucket: b }
         return b

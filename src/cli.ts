@@ -19,7 +19,8 @@ export interface Command {
 
 const SERVE_SPEC: CommandSpec = {
   name: 'serve',
-  summary: 'Run the daemon: event log, capture pipeline and HTTP API. Each flag is also read from the env var shown in brackets.',
+  summary:
+    'Run the daemon: event log, capture pipeline and HTTP API. Each flag is also read from the env var shown in brackets.',
   connection: false,
   options: Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([flag, o]) => [flag, { ...o, env: envName(flag) }])),
 }
@@ -30,9 +31,14 @@ export const HEAP_GROWING_PERCENT = 25
 const serve: Command = {
   name: 'serve',
   summary: 'Run the daemon: event log, capture pipeline and HTTP API',
-  get usage() { return helpText(SERVE_SPEC) },
+  get usage() {
+    return helpText(SERVE_SPEC)
+  },
   async run(argv) {
-    if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(helpText(SERVE_SPEC)); return 0 }
+    if (argv.includes('--help') || argv.includes('-h')) {
+      process.stdout.write(helpText(SERVE_SPEC))
+      return 0
+    }
     // V8 lets the old generation grow up to 4x its live size before a full collection. Huge CDP
     // messages (a page's 1.6 MB console calls) leave their JSON text and serialisations as large
     // objects that only a full collection frees: 10 such calls grew the daemon's RSS by ~90 MB.
@@ -44,23 +50,35 @@ const serve: Command = {
       handle = await startDaemon(parseServeConfig(argv, process.env))
     } catch (err) {
       // One line, no stack: configuration and startup problems are the user's to fix.
-      process.stderr.write(`browser-telemetry: ${err instanceof ConfigError ? '' : 'cannot start: '}${(err as Error).message}\n`)
+      process.stderr.write(
+        `browser-telemetry: ${err instanceof ConfigError ? '' : 'cannot start: '}${(err as Error).message}\n`,
+      )
       return 1
     }
     // Ready for systemd (Type=notify) only now: the store is open and the API listens.
     void notifyReady(`listening on ${handle.url}`)
-    return await new Promise<number>((resolve) => {
+    return await new Promise<number>(resolve => {
       let stopping = false
       const stop = (signal: NodeJS.Signals) => {
-        if (stopping) { process.stderr.write(`browser-telemetry: ${signal} again, exiting now\n`); resolve(1); return }
+        if (stopping) {
+          process.stderr.write(`browser-telemetry: ${signal} again, exiting now\n`)
+          resolve(1)
+          return
+        }
         stopping = true
         void notifyStopping()
         // Bound the shutdown: a stuck producer must not keep a stopping service alive.
-        setTimeout(() => { process.stderr.write('browser-telemetry: shutdown took over 5 s, exiting\n'); resolve(1) }, 5000).unref()
-        handle.close().then(() => resolve(0), (err: unknown) => {
-          process.stderr.write(`browser-telemetry: unclean shutdown: ${(err as Error).message}\n`)
+        setTimeout(() => {
+          process.stderr.write('browser-telemetry: shutdown took over 5 s, exiting\n')
           resolve(1)
-        })
+        }, 5000).unref()
+        handle.close().then(
+          () => resolve(0),
+          (err: unknown) => {
+            process.stderr.write(`browser-telemetry: unclean shutdown: ${(err as Error).message}\n`)
+            resolve(1)
+          },
+        )
       }
       process.on('SIGTERM', stop)
       process.on('SIGINT', stop)
@@ -70,12 +88,23 @@ const serve: Command = {
 
 export const COMMANDS: Command[] = [
   serve,
-  ...Object.entries(clientCommands).map(([name, c]): Command => ({ name, summary: c.summary, usage: '', run: (argv) => c.run(argv) })),
+  ...Object.entries(clientCommands).map(([name, c]): Command => ({
+    name,
+    summary: c.summary,
+    usage: '',
+    run: argv => c.run(argv),
+  })),
 ]
 
 function usage(): string {
-  return ['Usage: browser-telemetry <command> [flags]', '', 'Commands:',
-    ...COMMANDS.map((c) => `  ${c.name.padEnd(12)} ${c.summary}`), '', 'Run "browser-telemetry <command> --help" for its flags.'].join('\n')
+  return [
+    'Usage: browser-telemetry <command> [flags]',
+    '',
+    'Commands:',
+    ...COMMANDS.map(c => `  ${c.name.padEnd(12)} ${c.summary}`),
+    '',
+    'Run "browser-telemetry <command> --help" for its flags.',
+  ].join('\n')
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -84,16 +113,22 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage() + '\n')
     return name === undefined ? 2 : 0
   }
-  const cmd = COMMANDS.find((c) => c.name === name)
-  if (!cmd) { process.stderr.write(`browser-telemetry: unknown command ${JSON.stringify(name)}\n\n${usage()}\n`); return 2 }
+  const cmd = COMMANDS.find(c => c.name === name)
+  if (!cmd) {
+    process.stderr.write(`browser-telemetry: unknown command ${JSON.stringify(name)}\n\n${usage()}\n`)
+    return 2
+  }
   return cmd.run(rest)
 }
 
 // Run when executed directly (node dist/src/cli.js, tsx src/cli.ts, or the npm bin symlink).
 const invoked = process.argv[1] ? pathToFileURL(realpathSync(process.argv[1])).href : ''
 if (invoked === import.meta.url) {
-  main(process.argv.slice(2)).then((code) => process.exit(code), (err: unknown) => {
-    process.stderr.write(`browser-telemetry: ${(err as Error).message}\n`)
-    process.exit(1)
-  })
+  main(process.argv.slice(2)).then(
+    code => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`browser-telemetry: ${(err as Error).message}\n`)
+      process.exit(1)
+    },
+  )
 }

@@ -13,10 +13,16 @@ import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
 
 export class ConfigError extends Error {
-  constructor(message: string) { super(message); this.name = 'ConfigError' }
+  constructor(message: string) {
+    super(message)
+    this.name = 'ConfigError'
+  }
 }
 
-export interface HostPort { host: string; port: number }
+export interface HostPort {
+  host: string
+  port: number
+}
 
 export interface ServeConfig {
   listen: HostPort
@@ -95,67 +101,213 @@ export const MIN_NATS_DUPLICATE_WINDOW_MS = 120_000
 
 /** Every serve flag. The README's configuration table and the env example are written from this. */
 export const SERVE_OPTIONS: Record<string, OptionSpec> = {
-  'listen': { type: 'string', default: '127.0.0.1:10222', help: 'API listen address host:port' },
+  listen: { type: 'string', default: '127.0.0.1:10222', help: 'API listen address host:port' },
   'data-dir': { type: 'string', default: './data', help: 'Where the event log, token, browser id and extensions live' },
-  'browser-id': { type: 'string', help: 'Browser session id served under /browsers/{id} (default: generated once, kept in the data dir)' },
+  'browser-id': {
+    type: 'string',
+    help: 'Browser session id served under /browsers/{id} (default: generated once, kept in the data dir)',
+  },
   'cdp-url': { type: 'string', help: 'Attach to a running browser: http://host:port or a ws:// DevTools URL' },
-  'launch': { type: 'boolean', help: 'Launch a local headless Chromium (default when --cdp-url is not given)' },
+  launch: { type: 'boolean', help: 'Launch a local headless Chromium (default when --cdp-url is not given)' },
   'no-browser': { type: 'boolean', help: 'Run without any browser (API and store only)' },
   'chromium-path': { type: 'string', default: '/usr/bin/chromium', help: 'Chromium binary for --launch' },
   'chromium-arg': { type: 'string', multiple: true, help: 'Extra Chromium flag for --launch (repeatable)' },
-  'chromium-user': { type: 'string', default: 'nobody', help: 'When the daemon runs as root, the launched Chromium runs as this user (name or uid; must exist in /etc/passwd, nobody falls back to 65534), sandboxed where the kernel allows' },
-  'open': { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
-  'token': { type: 'string', help: 'API bearer token with every scope' },
-  'token-file': { type: 'string', help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)' },
-  'categories': { type: 'string', default: DEFAULT_CATEGORIES.join(','), help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)' },
-  'proxy-listen': { type: 'string', default: '127.0.0.1:9222', help: 'CDP WebSocket proxy listen address ("off" disables)' },
-  'proxy-auth': { type: 'boolean', help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)' },
-  'upload-root': { type: 'string', multiple: true, help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)' },
+  'chromium-user': {
+    type: 'string',
+    default: 'nobody',
+    help: 'When the daemon runs as root, the launched Chromium runs as this user (name or uid; must exist in /etc/passwd, nobody falls back to 65534), sandboxed where the kernel allows',
+  },
+  open: { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
+  token: { type: 'string', help: 'API bearer token with every scope' },
+  'token-file': {
+    type: 'string',
+    help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)',
+  },
+  categories: {
+    type: 'string',
+    default: DEFAULT_CATEGORIES.join(','),
+    help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)',
+  },
+  'proxy-listen': {
+    type: 'string',
+    default: '127.0.0.1:9222',
+    help: 'CDP WebSocket proxy listen address ("off" disables)',
+  },
+  'proxy-auth': {
+    type: 'boolean',
+    help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)',
+  },
+  'upload-root': {
+    type: 'string',
+    multiple: true,
+    help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)',
+  },
   'reconnect-attempts': { type: 'string', default: '10', help: 'Reconnect attempts before giving up' },
-  'reconnect-initial-backoff': { type: 'string', default: '250ms', help: 'First reconnect delay (doubles each attempt)' },
-  'reconnect-max-backoff': { type: 'string', default: '2s', help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)' },
+  'reconnect-initial-backoff': {
+    type: 'string',
+    default: '250ms',
+    help: 'First reconnect delay (doubles each attempt)',
+  },
+  'reconnect-max-backoff': {
+    type: 'string',
+    default: '2s',
+    help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)',
+  },
   'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
-  'stream-buffer-events': { type: 'string', default: '10000', help: 'Per-SSE-client buffer before a slow client is disconnected' },
-  'stream-buffer-bytes': { type: 'string', default: '8MiB', help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID' },
-  'stream-ring-bytes': { type: 'string', default: '16MiB', help: 'SSE frames of the most recent events kept in memory (shared by all streams); a stream resuming (Last-Event-ID) within them is served without reading the store (0 = off)' },
-  'max-stream-clients': { type: 'string', default: '64', help: 'Open SSE streams at most (429 too_many_streams beyond)' },
-  'proxy-max-connections': { type: 'string', default: '32', help: 'Open CDP proxy connections at most (503 too_many_connections beyond)' },
-  'max-targets': { type: 'string', default: '500', help: 'Attached CDP targets at most; more are left unwatched, counted and logged' },
-  'max-url-bytes': { type: 'string', default: '8KiB', help: 'URLs in events and per-target state are cut to this (event marked truncated)' },
-  'max-header-bytes': { type: 'string', default: '32KiB', help: 'One header set in an event (names + values); further headers are dropped (event marked truncated)' },
-  'request-table-bytes': { type: 'string', default: '4MiB', help: 'Per-target table of in-flight requests; oldest evicted first (counted)' },
+  'stream-buffer-events': {
+    type: 'string',
+    default: '10000',
+    help: 'Per-SSE-client buffer before a slow client is disconnected',
+  },
+  'stream-buffer-bytes': {
+    type: 'string',
+    default: '8MiB',
+    help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID',
+  },
+  'stream-ring-bytes': {
+    type: 'string',
+    default: '16MiB',
+    help: 'SSE frames of the most recent events kept in memory (shared by all streams); a stream resuming (Last-Event-ID) within them is served without reading the store (0 = off)',
+  },
+  'max-stream-clients': {
+    type: 'string',
+    default: '64',
+    help: 'Open SSE streams at most (429 too_many_streams beyond)',
+  },
+  'proxy-max-connections': {
+    type: 'string',
+    default: '32',
+    help: 'Open CDP proxy connections at most (503 too_many_connections beyond)',
+  },
+  'max-targets': {
+    type: 'string',
+    default: '500',
+    help: 'Attached CDP targets at most; more are left unwatched, counted and logged',
+  },
+  'max-url-bytes': {
+    type: 'string',
+    default: '8KiB',
+    help: 'URLs in events and per-target state are cut to this (event marked truncated)',
+  },
+  'max-header-bytes': {
+    type: 'string',
+    default: '32KiB',
+    help: 'One header set in an event (names + values); further headers are dropped (event marked truncated)',
+  },
+  'request-table-bytes': {
+    type: 'string',
+    default: '4MiB',
+    help: 'Per-target table of in-flight requests; oldest evicted first (counted)',
+  },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
-  'max-envelope-bytes': { type: 'string', default: '1MiB', help: 'Envelope size cap; larger events are cut and marked truncated' },
-  'budget-events-per-sec': { type: 'string', default: '200', help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted' },
-  'budget-events-burst': { type: 'string', default: '2000', help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies' },
-  'budget-bytes-per-sec': { type: 'string', default: '4MiB', help: 'Per-page budget: sustained envelope bytes per second per target and category' },
-  'budget-bytes-burst': { type: 'string', default: '32MiB', help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)' },
-  'redact-headers': { type: 'string', help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})` },
-  'redact-params': { type: 'string', help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter((p) => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter((p) => p.length < 5).join(', ')})` },
-  'disk-reserve': { type: 'string', default: '8MiB', help: 'Space held in <data-dir>/.disk-reserve; when the disk fills it is released so the daemon stays up read-only (reads work, writes get 507) until space returns (0 disables the reserve)' },
+  'max-envelope-bytes': {
+    type: 'string',
+    default: '1MiB',
+    help: 'Envelope size cap; larger events are cut and marked truncated',
+  },
+  'budget-events-per-sec': {
+    type: 'string',
+    default: '200',
+    help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted',
+  },
+  'budget-events-burst': {
+    type: 'string',
+    default: '2000',
+    help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies',
+  },
+  'budget-bytes-per-sec': {
+    type: 'string',
+    default: '4MiB',
+    help: 'Per-page budget: sustained envelope bytes per second per target and category',
+  },
+  'budget-bytes-burst': {
+    type: 'string',
+    default: '32MiB',
+    help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)',
+  },
+  'redact-headers': {
+    type: 'string',
+    help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})`,
+  },
+  'redact-params': {
+    type: 'string',
+    help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter(p => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter(p => p.length < 5).join(', ')})`,
+  },
+  'disk-reserve': {
+    type: 'string',
+    default: '8MiB',
+    help: 'Space held in <data-dir>/.disk-reserve; when the disk fills it is released so the daemon stays up read-only (reads work, writes get 507) until space returns (0 disables the reserve)',
+  },
   'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
   'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
-  'network-body-max-bytes': { type: 'string', default: '64KiB', help: 'Cap on captured text response bodies and request post data (0 = no bodies: none fetched, none inlined)' },
+  'network-body-max-bytes': {
+    type: 'string',
+    default: '64KiB',
+    help: 'Cap on captured text response bodies and request post data (0 = no bodies: none fetched, none inlined)',
+  },
   'screenshot-interval': { type: 'string', default: '5s', help: 'Periodic screenshot cadence (screenshot category)' },
   'upload-max-bytes': { type: 'string', default: '1GiB', help: 'Largest accepted upload (413 above)' },
-  'zip-max-entries': { type: 'string', default: '100000', help: 'Most paths an uploaded zip may create (entries plus the directories they imply)' },
-  'zip-max-total-bytes': { type: 'string', default: '4GiB', help: 'Largest total uncompressed size of an uploaded zip' },
-  'zip-max-ratio': { type: 'string', default: '200', help: 'Largest compression ratio of any zip entry and of the whole archive (zip-bomb guard)' },
-  'upload-max-concurrent': { type: 'string', default: '4', help: 'Uploads (upload_zip, extensions) in progress at once; 429 above' },
-  'drain-max-bytes': { type: 'string', default: '64MiB', help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond' },
-  'drain-timeout': { type: 'string', default: '10s', help: 'How long a refused request body is drained before the connection is closed' },
+  'zip-max-entries': {
+    type: 'string',
+    default: '100000',
+    help: 'Most paths an uploaded zip may create (entries plus the directories they imply)',
+  },
+  'zip-max-total-bytes': {
+    type: 'string',
+    default: '4GiB',
+    help: 'Largest total uncompressed size of an uploaded zip',
+  },
+  'zip-max-ratio': {
+    type: 'string',
+    default: '200',
+    help: 'Largest compression ratio of any zip entry and of the whole archive (zip-bomb guard)',
+  },
+  'upload-max-concurrent': {
+    type: 'string',
+    default: '4',
+    help: 'Uploads (upload_zip, extensions) in progress at once; 429 above',
+  },
+  'drain-max-bytes': {
+    type: 'string',
+    default: '64MiB',
+    help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond',
+  },
+  'drain-timeout': {
+    type: 'string',
+    default: '10s',
+    help: 'How long a refused request body is drained before the connection is closed',
+  },
   'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
   'kmsg-path': { type: 'string', default: '/dev/kmsg', help: 'Kernel log to read OOM-kill reports from' },
-  'nats-url': { type: 'string', help: 'Ship every committed event to NATS JetStream: nats://host:port, comma-separated for a cluster (shipping is off when unset)' },
+  'nats-url': {
+    type: 'string',
+    help: 'Ship every committed event to NATS JetStream: nats://host:port, comma-separated for a cluster (shipping is off when unset)',
+  },
   'nats-creds-file': { type: 'string', help: 'NATS credentials file (user JWT + NKey seed, .creds)' },
   'nats-token-file': { type: 'string', help: 'File holding a NATS auth token' },
   'nats-tls-ca': { type: 'string', help: 'CA bundle that signs the NATS server certificate (turns TLS on)' },
-  'nats-stream': { type: 'string', default: 'BROWSER_TELEMETRY', help: 'JetStream stream to publish to (created when missing; an existing one is used as is)' },
-  'nats-subject-prefix': { type: 'string', default: 'telemetry', help: 'Subjects are <prefix>.<browser_id>.<category>' },
-  'nats-duplicate-window': { type: 'string', default: '2m', help: 'Duplicate window of a stream the daemon creates (at least 2m)' },
+  'nats-stream': {
+    type: 'string',
+    default: 'BROWSER_TELEMETRY',
+    help: 'JetStream stream to publish to (created when missing; an existing one is used as is)',
+  },
+  'nats-subject-prefix': {
+    type: 'string',
+    default: 'telemetry',
+    help: 'Subjects are <prefix>.<browser_id>.<category>',
+  },
+  'nats-duplicate-window': {
+    type: 'string',
+    default: '2m',
+    help: 'Duplicate window of a stream the daemon creates (at least 2m)',
+  },
   'nats-max-age': { type: 'string', default: '7d', help: 'Max age of a stream the daemon creates (0 = unlimited)' },
   'nats-max-bytes': { type: 'string', default: '0', help: 'Max bytes of a stream the daemon creates (0 = unlimited)' },
-  'nats-replicas': { type: 'string', default: '1', help: 'Replicas of a stream the daemon creates (3 on a 3-node cluster)' },
+  'nats-replicas': {
+    type: 'string',
+    default: '1',
+    help: 'Replicas of a stream the daemon creates (3 on a 3-node cluster)',
+  },
   'nats-max-in-flight': { type: 'string', default: '256', help: 'Unacknowledged publishes at most' },
 }
 
@@ -172,12 +324,14 @@ export function parseHostPort(text: string, what: string): HostPort {
 
 function duration(flag: string, v: string): number {
   const ms = parseDuration(v)
-  if (ms === undefined) throw new ConfigError(`--${flag}: expected a duration like 250ms, 2s, 5m, got ${JSON.stringify(v)}`)
+  if (ms === undefined)
+    throw new ConfigError(`--${flag}: expected a duration like 250ms, 2s, 5m, got ${JSON.stringify(v)}`)
   return ms
 }
 function size(flag: string, v: string): number {
   const n = parseSize(v)
-  if (n === undefined || n <= 0) throw new ConfigError(`--${flag}: expected a size like 65536, 64KiB, 1MiB, got ${JSON.stringify(v)}`)
+  if (n === undefined || n <= 0)
+    throw new ConfigError(`--${flag}: expected a size like 65536, 64KiB, 1MiB, got ${JSON.stringify(v)}`)
   return n
 }
 /** A size where 0 means off (any spelling of zero: 0, 0B, 0KiB). */
@@ -190,7 +344,8 @@ function minSize(flag: string, v: string, min: number): number {
   return n
 }
 function int(flag: string, v: string, min: number): number {
-  if (!/^\d+$/.test(v.trim()) || Number(v) < min) throw new ConfigError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(v)}`)
+  if (!/^\d+$/.test(v.trim()) || Number(v) < min)
+    throw new ConfigError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(v)}`)
   return Number(v)
 }
 
@@ -199,8 +354,14 @@ export function parseCategories(text: string, what = '--categories'): Configurab
   for (const raw of text.split(',')) {
     const c = raw.trim()
     if (c === '') continue
-    if (c === 'monitor') throw new ConfigError(`${what}: monitor is not configurable (it flows whenever console, network, page or interaction is on)`)
-    if (!(CONFIGURABLE_CATEGORIES as string[]).includes(c)) throw new ConfigError(`${what}: unknown category ${JSON.stringify(c)} (allowed: ${CONFIGURABLE_CATEGORIES.join(', ')})`)
+    if (c === 'monitor')
+      throw new ConfigError(
+        `${what}: monitor is not configurable (it flows whenever console, network, page or interaction is on)`,
+      )
+    if (!(CONFIGURABLE_CATEGORIES as string[]).includes(c))
+      throw new ConfigError(
+        `${what}: unknown category ${JSON.stringify(c)} (allowed: ${CONFIGURABLE_CATEGORIES.join(', ')})`,
+      )
     if (!out.includes(c as ConfigurableCategory)) out.push(c as ConfigurableCategory)
   }
   return out
@@ -217,7 +378,8 @@ function budgetConfig(get: (flag: string) => string | undefined): BudgetOptions 
   }
   const envelope = parseSize(get('max-envelope-bytes')!) ?? 0
   // A burst below one envelope would refuse the largest events forever.
-  if (budget.bytesBurst < envelope) throw new ConfigError(`--budget-bytes-burst: at least --max-envelope-bytes (${envelope})`)
+  if (budget.bytesBurst < envelope)
+    throw new ConfigError(`--budget-bytes-burst: at least --max-envelope-bytes (${envelope})`)
   return budget
 }
 
@@ -240,7 +402,12 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     const v = values[flag]
     if (Array.isArray(v) && v.length > 0) return v
     const e = env[envName(flag)]
-    return e ? e.split(/[,:\n]/).map((s) => s.trim()).filter(Boolean) : []
+    return e
+      ? e
+          .split(/[,:\n]/)
+          .map(s => s.trim())
+          .filter(Boolean)
+      : []
   }
   const bool = (flag: string): boolean => {
     if (values[flag] === true) return true
@@ -249,20 +416,25 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
   }
   const dataDir = get('data-dir')!
   const cdpUrl = get('cdp-url')
-  if (cdpUrl && !/^(https?|wss?):\/\//.test(cdpUrl)) throw new ConfigError(`--cdp-url: expected http://host:port or ws://..., got ${JSON.stringify(cdpUrl)}`)
+  if (cdpUrl && !/^(https?|wss?):\/\//.test(cdpUrl))
+    throw new ConfigError(`--cdp-url: expected http://host:port or ws://..., got ${JSON.stringify(cdpUrl)}`)
   const proxyListenText = get('proxy-listen')!
   const warnings: string[] = []
   let initial = duration('reconnect-initial-backoff', get('reconnect-initial-backoff')!)
   const max = duration('reconnect-max-backoff', get('reconnect-max-backoff')!)
   // A cap below the first delay means "never wait longer than this": use it for both.
   if (max < initial) {
-    warnings.push(`--reconnect-initial-backoff ${initial}ms is above --reconnect-max-backoff ${max}ms; using ${max}ms for both`)
+    warnings.push(
+      `--reconnect-initial-backoff ${initial}ms is above --reconnect-max-backoff ${max}ms; using ${max}ms for both`,
+    )
     initial = max
   }
   const logLevel = get('log-level')!
-  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel)) throw new ConfigError(`--log-level: unknown level ${JSON.stringify(logLevel)}`)
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel))
+    throw new ConfigError(`--log-level: unknown level ${JSON.stringify(logLevel)}`)
   const browserId = get('browser-id')
-  if (browserId !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(browserId)) throw new ConfigError('--browser-id: 1-128 characters of letters, digits, ".", "_", "-"')
+  if (browserId !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(browserId))
+    throw new ConfigError('--browser-id: 1-128 characters of letters, digits, ".", "_", "-"')
   return {
     listen: parseHostPort(get('listen')!, '--listen'),
     dataDir,
@@ -297,8 +469,14 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     logLevel,
     maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
     budget: budgetConfig(get),
-    redactHeaders: (get('redact-headers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    redactParams: (get('redact-params') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    redactHeaders: (get('redact-headers') ?? '')
+      .split(',')
+      .map(s => s.trim())
+      .filter(Boolean),
+    redactParams: (get('redact-params') ?? '')
+      .split(',')
+      .map(s => s.trim())
+      .filter(Boolean),
     diskReserveBytes: sizeOrOff('disk-reserve', get('disk-reserve')!),
     retentionBytes: size('retention-bytes', get('retention-bytes')!),
     retentionAgeMs: duration('retention-age', get('retention-age')!),
@@ -322,13 +500,22 @@ function natsConfig(get: (flag: string) => string | undefined): NatsConfig | und
   const url = get('nats-url')
   if (url === undefined) return undefined
   let servers: string[]
-  try { servers = parseNatsServers(url) } catch (err) { throw new ConfigError(`--nats-url: ${(err as Error).message}`) }
+  try {
+    servers = parseNatsServers(url)
+  } catch (err) {
+    throw new ConfigError(`--nats-url: ${(err as Error).message}`)
+  }
   const stream = get('nats-stream')!
-  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream)) throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
+  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream))
+    throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
   const subjectPrefix = get('nats-subject-prefix')!
-  if (!isValidSubjectPrefix(subjectPrefix)) throw new ConfigError(`--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`)
+  if (!isValidSubjectPrefix(subjectPrefix))
+    throw new ConfigError(
+      `--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`,
+    )
   const duplicateWindowMs = duration('nats-duplicate-window', get('nats-duplicate-window')!)
-  if (duplicateWindowMs < MIN_NATS_DUPLICATE_WINDOW_MS) throw new ConfigError('--nats-duplicate-window: must be at least 2m (re-sends after a reconnect rely on it)')
+  if (duplicateWindowMs < MIN_NATS_DUPLICATE_WINDOW_MS)
+    throw new ConfigError('--nats-duplicate-window: must be at least 2m (re-sends after a reconnect rely on it)')
   const maxBytesText = get('nats-max-bytes')!
   const replicas = int('nats-replicas', get('nats-replicas')!, 1)
   if (replicas > 5) throw new ConfigError('--nats-replicas: JetStream allows at most 5')

@@ -32,7 +32,9 @@ async function realFreeBytes(dir: string): Promise<number> {
 }
 
 export const isNoSpaceError = (err: unknown): boolean =>
-  /ENOSPC|no space left|disk full/i.test(`${(err as { code?: string })?.code ?? ''} ${(err as Error)?.message ?? ''} ${(err as { cause?: Error })?.cause?.message ?? ''}`)
+  /ENOSPC|no space left|disk full/i.test(
+    `${(err as { code?: string })?.code ?? ''} ${(err as Error)?.message ?? ''} ${(err as { cause?: Error })?.cause?.message ?? ''}`,
+  )
 
 export class DiskGuard {
   private state: DiskState = { readOnly: false }
@@ -52,35 +54,48 @@ export class DiskGuard {
   static async start(opts: DiskGuardOptions): Promise<DiskGuard> {
     const g = new DiskGuard(opts)
     await g.check()
-    g.timer = setInterval(() => { void g.check() }, opts.checkIntervalMs ?? 5000)
+    g.timer = setInterval(() => {
+      void g.check()
+    }, opts.checkIntervalMs ?? 5000)
     g.timer.unref()
     return g
   }
 
-  get status(): DiskState { return { ...this.state } }
-  get readOnly(): boolean { return this.state.readOnly }
+  get status(): DiskState {
+    return { ...this.state }
+  }
+  get readOnly(): boolean {
+    return this.state.readOnly
+  }
 
   /** A write somewhere failed: if for lack of space, go read-only now (the next check may resume). */
   noteWriteError(err: unknown): void {
-    if (isNoSpaceError(err) && !this.state.readOnly) void this.enterReadOnly('the data disk is full (a write failed with ENOSPC)')
+    if (isNoSpaceError(err) && !this.state.readOnly)
+      void this.enterReadOnly('the data disk is full (a write failed with ENOSPC)')
   }
 
   check(): Promise<void> {
-    this.checking ??= this.checkOnce().finally(() => { this.checking = undefined })
+    this.checking ??= this.checkOnce().finally(() => {
+      this.checking = undefined
+    })
     return this.checking
   }
 
   private async checkOnce(): Promise<void> {
     let free: number
-    try { free = await this.freeBytes(this.opts.dir) } catch (err) {
+    try {
+      free = await this.freeBytes(this.opts.dir)
+    } catch (err) {
       this.log.warn({ err: (err as Error).message }, 'cannot read free disk space')
       return
     }
-    const hasReserve = await this.reserveSize() >= this.opts.reserveBytes
+    const hasReserve = (await this.reserveSize()) >= this.opts.reserveBytes
     if (this.state.readOnly) {
       // Resume when the reserve can be re-made and as much again stays free.
       if (free < this.opts.reserveBytes * 2 + CHUNK) return
-      try { await this.makeReserve() } catch (err) {
+      try {
+        await this.makeReserve()
+      } catch (err) {
         if (isNoSpaceError(err)) return
         throw err
       }
@@ -90,7 +105,10 @@ export class DiskGuard {
     }
     if (hasReserve && free > CHUNK) return
     if (!hasReserve) {
-      try { await this.makeReserve(); return } catch (err) {
+      try {
+        await this.makeReserve()
+        return
+      } catch (err) {
         if (!isNoSpaceError(err)) throw err
       }
     }
@@ -107,8 +125,14 @@ export class DiskGuard {
   private async reserveSize(): Promise<number> {
     try {
       const fh = await open(this.reservePath, 'r')
-      try { return (await fh.stat()).size } finally { await fh.close() }
-    } catch { return 0 }
+      try {
+        return (await fh.stat()).size
+      } finally {
+        await fh.close()
+      }
+    } catch {
+      return 0
+    }
   }
 
   /** Real blocks (zeros written, not a sparse file), so the space is really held. */

@@ -29,8 +29,18 @@ export interface FitResult {
 
 type Obj = Record<string, unknown>
 
-interface StrLeaf { holder: Obj | unknown[]; key: string | number; value: string; enc: number }
-interface Collection { node: unknown[] | Obj; keys: (string | number)[]; sizes: number[]; size: number }
+interface StrLeaf {
+  holder: Obj | unknown[]
+  key: string | number
+  value: string
+  enc: number
+}
+interface Collection {
+  node: unknown[] | Obj
+  keys: (string | number)[]
+  sizes: number[]
+  size: number
+}
 
 /** Keys of maps (open records) whose entries may be dropped: HTTP headers and source metadata. */
 const RECORD_KEYS = new Set(['headers', 'metadata'])
@@ -84,7 +94,12 @@ function copyContainers(node: unknown): unknown {
 function measure(root: Obj): { leaves: StrLeaf[]; collections: Collection[] } {
   const leaves: StrLeaf[] = []
   const collections: Collection[] = []
-  const visit = (node: unknown, holder: Obj | unknown[] | undefined, key: string | number, isRecord: boolean): number => {
+  const visit = (
+    node: unknown,
+    holder: Obj | unknown[] | undefined,
+    key: string | number,
+    isRecord: boolean,
+  ): number => {
     if (typeof node === 'string') {
       const enc = encodedBytes(node)
       if (holder) leaves.push({ holder, key, value: node, enc })
@@ -95,7 +110,7 @@ function measure(root: Obj): { leaves: StrLeaf[]; collections: Collection[] } {
     if (Array.isArray(node)) {
       const sizes = new Array<number>(node.length)
       let total = 2 + Math.max(0, node.length - 1)
-      for (let i = 0; i < node.length; i++) total += (sizes[i] = visit(node[i], node, i, false))
+      for (let i = 0; i < node.length; i++) total += sizes[i] = visit(node[i], node, i, false)
       if (node.length > 0) collections.push({ node, keys: node.map((_, i) => i), sizes, size: total })
       return total
     }
@@ -123,7 +138,7 @@ function measure(root: Obj): { leaves: StrLeaf[]; collections: Collection[] } {
  * bytes go. Returns the bytes actually removed. O(n log n) in the number of strings, O(bytes) in cuts.
  */
 function waterFill(leaves: StrLeaf[], need: number, floor: number): number {
-  const big = leaves.filter((l) => l.enc > floor).sort((a, b) => b.enc - a.enc)
+  const big = leaves.filter(l => l.enc > floor).sort((a, b) => b.enc - a.enc)
   if (big.length === 0) return 0
   // Find the level: cutting the k largest to L removes sum(e_i) - k*L.
   let sum = 0
@@ -133,7 +148,10 @@ function waterFill(leaves: StrLeaf[], need: number, floor: number): number {
     const next = k < big.length ? Math.max(big[k]!.enc, floor) : floor
     // Level at which the k largest would give exactly `need`.
     const l = Math.floor((sum - need) / k)
-    if (l >= next) { level = l; break }
+    if (l >= next) {
+      level = l
+      break
+    }
     level = next
   }
   let removed = 0
@@ -213,8 +231,9 @@ export function cutToEncoded(s: string, bytes: number): string {
   let n = 2
   if (n >= bytes) return ''
   // Plain ASCII (no escapes): bytes = units, a slice is exact.
-  if (s.length + 2 <= bytes) { if (encodedBytes(s) <= bytes) return s }
-  else if (PLAIN_ASCII.test(s.slice(0, bytes - 2))) return s.slice(0, bytes - 2)
+  if (s.length + 2 <= bytes) {
+    if (encodedBytes(s) <= bytes) return s
+  } else if (PLAIN_ASCII.test(s.slice(0, bytes - 2))) return s.slice(0, bytes - 2)
   let i = 0
   while (i < s.length) {
     const cost = charCost(s, i)

@@ -2,8 +2,16 @@
 // ServiceError carrying the spec's error object {code, message, details?} and its HTTP status.
 // Domains subclass it (ApiError in api/, UploadError in uploads/); nothing here depends on Koa, so
 // any layer may throw one and the API renders it as is.
-export interface ErrorDetail { code: string; message: string }
-export interface ErrorBody { code: string; message: string; details?: ErrorDetail[]; inner_error?: ErrorDetail }
+export interface ErrorDetail {
+  code: string
+  message: string
+}
+export interface ErrorBody {
+  code: string
+  message: string
+  details?: ErrorDetail[]
+  inner_error?: ErrorDetail
+}
 
 export class ServiceError extends Error {
   constructor(

@@ -78,7 +78,11 @@ export function packageVersion(): string {
   for (const rel of ['../package.json', '../../package.json']) {
     const url = new URL(rel, import.meta.url)
     if (existsSync(url)) {
-      try { return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? '0.0.0' } catch { /* next */ }
+      try {
+        return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? '0.0.0'
+      } catch {
+        /* next */
+      }
     }
   }
   return '0.0.0'
@@ -114,7 +118,11 @@ export class Daemon {
   /** api */ server!: ApiServer
   /** proxy (undefined with --proxy-listen off or without a browser) */ proxy?: CdpProxy
 
-  constructor(readonly config: ServeConfig, readonly logger: Logger, readonly opts: DaemonOptions) {}
+  constructor(
+    readonly config: ServeConfig,
+    readonly logger: Logger,
+    readonly opts: DaemonOptions,
+  ) {}
 }
 
 /** The data dir holds the token and the log: owner only (0700), also when it already existed. */
@@ -128,9 +136,12 @@ async function resolveIdentity(d: Daemon): Promise<StopStep> {
   const { config } = d
   for (const w of config.warnings) d.logger.warn(w)
   await prepareDataDir(config.dataDir)
-  const disk = d.disk = await DiskGuard.start({
-    dir: config.dataDir, reserveBytes: config.diskReserveBytes, checkIntervalMs: d.opts.diskCheckIntervalMs, logger: d.logger.child({ module: 'disk' }),
-  })
+  const disk = (d.disk = await DiskGuard.start({
+    dir: config.dataDir,
+    reserveBytes: config.diskReserveBytes,
+    checkIntervalMs: d.opts.diskCheckIntervalMs,
+    logger: d.logger.child({ module: 'disk' }),
+  }))
   d.browserId = await resolveBrowserId(config.dataDir, config.browserId)
   d.tokens = await loadTokens({ token: config.token, tokenFile: config.tokenFile, dataDir: config.dataDir })
   return () => disk.close()
@@ -144,7 +155,8 @@ async function openStore(d: Daemon): Promise<StopStep> {
     maxAgeMs: d.config.retentionAgeMs,
   })
   d.log = log
-  if (log.previousStopWasUnclean) d.logger.warn('previous run did not stop cleanly; a seq gap marks possibly lost events')
+  if (log.previousStopWasUnclean)
+    d.logger.warn('previous run did not stop cleanly; a seq gap marks possibly lost events')
   return () => log.close()
 }
 
@@ -169,7 +181,11 @@ function buildPipeline(d: Daemon): void {
 
 /** Fleet shipping (off unless --nats-url): follows committed envelopes, never waits for NATS; stops before the log closes. */
 async function startShipper(d: Daemon): Promise<StopStep | void> {
-  const shipper = await startShipping(d.config.nats, { log: d.log, browserId: d.browserId, logger: d.logger.child({ module: 'ship' }) })
+  const shipper = await startShipping(d.config.nats, {
+    log: d.log,
+    browserId: d.browserId,
+    logger: d.logger.child({ module: 'ship' }),
+  })
   if (!shipper) return
   d.shipper = shipper
   return () => shipper.stop()
@@ -177,10 +193,11 @@ async function startShipper(d: Daemon): Promise<StopStep | void> {
 
 /** The capture plan follows the enabled categories (PUT/PATCH of the telemetry config applies it live). */
 function captureSource(d: Daemon): CaptureSource {
-  const planOf = (categories: Iterable<string>) => capturePlan(categories, { bodyMaxBytes: d.config.networkBodyMaxBytes })
+  const planOf = (categories: Iterable<string>) =>
+    capturePlan(categories, { bodyMaxBytes: d.config.networkBodyMaxBytes })
   return {
     current: () => planOf(d.pipeline.enabledCategories()),
-    onChange: (l) => d.pipeline.onCategoriesChanged((c) => l(planOf(c))),
+    onChange: l => d.pipeline.onCategoriesChanged(c => l(planOf(c))),
   }
 }
 
@@ -193,24 +210,37 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
   const monitor = new Monitor({
     cdpUrl: config.launch ? undefined : config.cdpUrl,
     // A root daemon never runs the browser as root: pages and CDP clients must not reach the data dir.
-    launch: config.launch ? { chromiumPath: config.chromiumPath, extraArgs: config.chromiumArgs, user: await chromiumUserFor(config.chromiumUser) } : undefined,
+    launch: config.launch
+      ? {
+          chromiumPath: config.chromiumPath,
+          extraArgs: config.chromiumArgs,
+          user: await chromiumUserFor(config.chromiumUser),
+        }
+      : undefined,
     emit: pipeline.emit,
     capture: captureSource(d),
     collectors: [
       createConsoleCollector(),
-      createNetworkCollector({ bodyMaxBytes: config.networkBodyMaxBytes, isEnabled: () => pipeline.isEnabled('network') }),
+      createNetworkCollector({
+        bodyMaxBytes: config.networkBodyMaxBytes,
+        isEnabled: () => pipeline.isEnabled('network'),
+      }),
       createPageCollector(),
       d.interaction,
       createScreenshotCollector({
         intervalMs: config.screenshotIntervalMs,
         maxBytes: config.maxEnvelopeBytes,
         isEnabled: () => pipeline.isEnabled('screenshot'),
-        onEnabledChange: (l) => pipeline.onCategoriesChanged((c) => l(c.has('screenshot'))),
+        onEnabledChange: l => pipeline.onCategoriesChanged(c => l(c.has('screenshot'))),
         logger: collectorLogger,
       }),
     ],
     logger: logger.child({ module: 'monitor' }),
-    reconnect: { attempts: config.reconnectAttempts, initialBackoffMs: config.reconnectInitialBackoffMs, maxBackoffMs: config.reconnectMaxBackoffMs },
+    reconnect: {
+      attempts: config.reconnectAttempts,
+      initialBackoffMs: config.reconnectInitialBackoffMs,
+      maxBackoffMs: config.reconnectMaxBackoffMs,
+    },
     maxTargets: config.maxTargets,
   })
   d.monitor = monitor
@@ -225,7 +255,8 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
   if (config.open) {
     await monitor.openPage(config.open).then(
       () => logger.info({ url: config.open }, 'opened demo page'),
-      (err: Error) => logger.warn({ url: config.open, err: err.message }, 'could not open the demo page'))
+      (err: Error) => logger.warn({ url: config.open, err: err.message }, 'could not open the demo page'),
+    )
   }
   return stop
 }
@@ -233,8 +264,12 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
 /** System events: OOM kills, watched units, the launched browser's crashes, our own unclean stop. */
 async function startSystem(d: Daemon): Promise<StopStep> {
   const system = await startSystemCollectors({
-    emit: d.pipeline.emit, logger: d.logger.child({ module: 'system' }), kmsgPath: d.config.kmsgPath,
-    watchUnits: d.config.watchUnits, log: d.log, monitor: d.monitor,
+    emit: d.pipeline.emit,
+    logger: d.logger.child({ module: 'system' }),
+    kmsgPath: d.config.kmsgPath,
+    watchUnits: d.config.watchUnits,
+    log: d.log,
+    monitor: d.monitor,
   })
   d.system = system
   return () => system.stop()
@@ -248,14 +283,23 @@ async function prepareUploads(d: Daemon): Promise<StopStep> {
   const { config } = d
   const spoolDir = join(config.dataDir, 'tmp')
   await mkdir(spoolDir, { recursive: true })
-  await sweepSpool(spoolDir, undefined, (r) => {
-    if (r.rolledBack + r.settled + r.failed.length > 0) d.logger.warn({ rolledBack: r.rolledBack, settled: r.settled, failed: r.failed }, 'settled upload merges interrupted by a crash')
+  await sweepSpool(spoolDir, undefined, r => {
+    if (r.rolledBack + r.settled + r.failed.length > 0)
+      d.logger.warn(
+        { rolledBack: r.rolledBack, settled: r.settled, failed: r.failed },
+        'settled upload merges interrupted by a crash',
+      )
   })
   const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
-  const zipLimits: ZipLimits = { maxEntries: config.zipMaxEntries, maxTotalBytes: config.zipMaxTotalBytes, maxRatio: config.zipMaxRatio }
+  const zipLimits: ZipLimits = {
+    maxEntries: config.zipMaxEntries,
+    maxTotalBytes: config.zipMaxTotalBytes,
+    maxRatio: config.zipMaxRatio,
+  }
   // Extension metadata has its own database, so nothing done to the telemetry log can touch it.
-  const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'),
-    (into) => d.log.moveOutLegacySublevel<ExtensionRecord>('extensions', into))
+  const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'), into =>
+    d.log.moveOutLegacySublevel<ExtensionRecord>('extensions', into),
+  )
   let extensions: ExtensionStore
   try {
     extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: meta })
@@ -265,15 +309,18 @@ async function prepareUploads(d: Daemon): Promise<StopStep> {
   }
   const slots = new UploadSlots(config.uploadMaxConcurrent)
   d.routes.push(
-    (r) => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots }),
-    (r) => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots }),
+    r => registerUploadRoutes(r, { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots }),
+    r => registerExtensionRoutes(r, { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots }),
   )
   return () => meta.close()
 }
 
 async function startApi(d: Daemon): Promise<StopStep> {
   const { config, pipeline, monitor, system } = d
-  const monitorState = (): unknown => ({ ...(monitor ? monitor.health() : { state: 'disabled' }), kernel_log: system.kmsg() })
+  const monitorState = (): unknown => ({
+    ...(monitor ? monitor.health() : { state: 'disabled' }),
+    kernel_log: system.kmsg(),
+  })
   d.api = createApiApp({
     browserId: d.browserId,
     log: d.log,
@@ -294,9 +341,9 @@ async function startApi(d: Daemon): Promise<StopStep> {
     diskState: () => d.disk.status,
     routes: [
       ...d.routes,
-      (r) => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),
-      (r) => registerMetricsRoute(r, { metrics: d.metrics }),
-      (r) => registerViewerRoutes(r),
+      r => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),
+      r => registerMetricsRoute(r, { metrics: d.metrics }),
+      r => registerViewerRoutes(r),
       ...(d.opts.routes ?? []),
     ],
   })
@@ -312,9 +359,16 @@ async function startProxy(d: Daemon): Promise<StopStep | void> {
   const proxy = new CdpProxy({
     listen: config.proxyListen,
     upstream: () => monitor.browserWsUrl,
-    onUpstreamChanged: (l) => { monitor.events.on('upstream', l); return () => { monitor.events.off('upstream', l) } },
+    onUpstreamChanged: l => {
+      monitor.events.on('upstream', l)
+      return () => {
+        monitor.events.off('upstream', l)
+      }
+    },
     emit: d.pipeline.emit,
-    auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth) ? { verify: (t) => tokens.tokens.lookup(t) } : undefined,
+    auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth)
+      ? { verify: t => tokens.tokens.lookup(t) }
+      : undefined,
     logger: d.logger.child({ module: 'proxy' }),
     maxConnections: config.proxyMaxConnections,
   })
@@ -327,7 +381,8 @@ async function startProxy(d: Daemon): Promise<StopStep | void> {
 function attachMetrics(d: Daemon): StopStep {
   const { monitor, proxy } = d
   return d.metrics.attach({
-    pipeline: d.pipeline, log: d.log,
+    pipeline: d.pipeline,
+    log: d.log,
     monitor,
     sseClients: () => d.api.streams.stats.open,
     proxyConnections: proxy ? () => proxy.connectionCount : undefined,
@@ -343,15 +398,26 @@ function attachMetrics(d: Daemon): StopStep {
 
 function announceReady(d: Daemon): void {
   const { config, server, browserId } = d
-  d.logger.info({ url: server.url, browserId, dataDir: config.dataDir, categories: config.categories }, 'browser-telemetry listening')
+  d.logger.info(
+    { url: server.url, browserId, dataDir: config.dataDir, categories: config.categories },
+    'browser-telemetry listening',
+  )
   const generated = d.tokens.generated
   if (generated) {
-    const announce = d.opts.announce ?? ((line: string) => { process.stderr.write(line + '\n') })
+    const announce =
+      d.opts.announce ??
+      ((line: string) => {
+        process.stderr.write(line + '\n')
+      })
     // Never logged. The token itself is shown once, when just created and a person is watching
     // (stderr is a terminal); a journal only ever gets the file's path.
     const show = generated.created && (d.opts.showNewToken ?? process.stderr.isTTY === true)
-    announce(`API token ${generated.created ? 'generated and ' : ''}stored in ${generated.path} (mode 0600)${show ? `: ${generated.token}` : ''}`)
-    announce(`Try: curl -H "Authorization: Bearer $(cat ${generated.path})" '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`)
+    announce(
+      `API token ${generated.created ? 'generated and ' : ''}stored in ${generated.path} (mode 0600)${show ? `: ${generated.token}` : ''}`,
+    )
+    announce(
+      `Try: curl -H "Authorization: Bearer $(cat ${generated.path})" '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`,
+    )
   }
 }
 
@@ -380,7 +446,11 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
   const stops: { name: string; stop: StopStep }[] = []
   const stopAll = async () => {
     for (const { name, stop } of stops.splice(0).reverse()) {
-      try { await stop() } catch (err) { logger.error({ step: name, err: (err as Error).message }, 'shutdown step failed') }
+      try {
+        await stop()
+      } catch (err) {
+        logger.error({ step: name, err: (err as Error).message }, 'shutdown step failed')
+      }
     }
   }
   try {

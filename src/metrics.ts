@@ -98,48 +98,90 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     counts.clear()
   }
   const eventsEmitted: Counter<'category'> = new Counter({
-    name: 'browser_telemetry_events_emitted_total', help: 'Events accepted by the pipeline, by category', labelNames: ['category'] as const, registers,
-    collect() { flush(emitted, eventsEmitted) },
+    name: 'browser_telemetry_events_emitted_total',
+    help: 'Events accepted by the pipeline, by category',
+    labelNames: ['category'] as const,
+    registers,
+    collect() {
+      flush(emitted, eventsEmitted)
+    },
   })
-  const eventsStored = new Counter({ name: 'browser_telemetry_events_stored_total', help: 'Events committed to the event log, by category', labelNames: ['category'] as const, registers })
+  const eventsStored = new Counter({
+    name: 'browser_telemetry_events_stored_total',
+    help: 'Events committed to the event log, by category',
+    labelNames: ['category'] as const,
+    registers,
+  })
   const eventsDropped: Counter<'category' | 'reason'> = new Counter({
     name: 'browser_telemetry_events_dropped_total',
     help: 'Events not stored, by category and reason (category_disabled, invalid, over_budget, store)',
-    labelNames: ['category', 'reason'] as const, registers,
+    labelNames: ['category', 'reason'] as const,
+    registers,
     collect() {
-      for (const [reason, counts] of dropped) for (const [category, n] of counts) eventsDropped.inc({ category, reason }, n)
+      for (const [reason, counts] of dropped)
+        for (const [category, n] of counts) eventsDropped.inc({ category, reason }, n)
       dropped.clear()
     },
   })
   const eventsTruncated: Counter<'category'> = new Counter({
-    name: 'browser_telemetry_events_truncated_total', help: 'Events cut to fit the envelope size cap, by category', labelNames: ['category'] as const, registers,
-    collect() { flush(truncated, eventsTruncated) },
+    name: 'browser_telemetry_events_truncated_total',
+    help: 'Events cut to fit the envelope size cap, by category',
+    labelNames: ['category'] as const,
+    registers,
+    collect() {
+      flush(truncated, eventsTruncated)
+    },
   })
-  const count = (counts: Map<string, number>, key: string) => { counts.set(key, (counts.get(key) ?? 0) + 1) }
+  const count = (counts: Map<string, number>, key: string) => {
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
 
   const storeBytes = new Gauge({
-    name: 'browser_telemetry_store_bytes', help: 'Approximate on-disk bytes of stored events (LevelDB estimate)', registers,
-    async collect() { if (deps) this.set(await deps.log.storedBytes().catch(() => 0)) },
+    name: 'browser_telemetry_store_bytes',
+    help: 'Approximate on-disk bytes of stored events (LevelDB estimate)',
+    registers,
+    async collect() {
+      if (deps) this.set(await deps.log.storedBytes().catch(() => 0))
+    },
   })
   const storeOldestSeq = new Gauge({
-    name: 'browser_telemetry_store_oldest_seq', help: 'Seq of the oldest retained event (newest + 1 when empty)', registers,
-    collect() { if (deps) this.set(deps.log.firstSeq) },
+    name: 'browser_telemetry_store_oldest_seq',
+    help: 'Seq of the oldest retained event (newest + 1 when empty)',
+    registers,
+    collect() {
+      if (deps) this.set(deps.log.firstSeq)
+    },
   })
   const storeNewestSeq = new Gauge({
-    name: 'browser_telemetry_store_newest_seq', help: 'Seq of the newest committed event (0 when none ever)', registers,
-    collect() { if (deps) this.set(deps.log.lastSeq) },
+    name: 'browser_telemetry_store_newest_seq',
+    help: 'Seq of the newest committed event (0 when none ever)',
+    registers,
+    collect() {
+      if (deps) this.set(deps.log.lastSeq)
+    },
   })
   const storePendingEvents = new Gauge({
-    name: 'browser_telemetry_store_pending_events', help: 'Events accepted but not yet committed', registers,
-    collect() { if (deps) this.set(deps.log.health().pendingEvents) },
+    name: 'browser_telemetry_store_pending_events',
+    help: 'Events accepted but not yet committed',
+    registers,
+    collect() {
+      if (deps) this.set(deps.log.health().pendingEvents)
+    },
   })
   const storeWritable = new Gauge({
-    name: 'browser_telemetry_store_writable', help: '1 when the last event log write succeeded, else 0', registers,
-    collect() { if (deps) this.set(deps.log.health().writable ? 1 : 0) },
+    name: 'browser_telemetry_store_writable',
+    help: '1 when the last event log write succeeded, else 0',
+    registers,
+    collect() {
+      if (deps) this.set(deps.log.health().writable ? 1 : 0)
+    },
   })
 
   const monitorState = new Gauge({
-    name: 'browser_telemetry_monitor_state', help: 'CDP monitor state: 1 for the current state, 0 for the others', labelNames: ['state'] as const, registers,
+    name: 'browser_telemetry_monitor_state',
+    help: 'CDP monitor state: 1 for the current state, 0 for the others',
+    labelNames: ['state'] as const,
+    registers,
     collect() {
       const current = deps?.monitor?.status().state ?? 'none'
       this.reset()
@@ -149,7 +191,9 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   })
   // Counters read from the monitor's own tallies at scrape time (it counts; metrics only report).
   const monitorReconnects = new Counter({
-    name: 'browser_telemetry_monitor_reconnects_total', help: 'Successful CDP reconnects (monitor_reconnected)', registers,
+    name: 'browser_telemetry_monitor_reconnects_total',
+    help: 'Successful CDP reconnects (monitor_reconnected)',
+    registers,
     collect() {
       const n = deps?.monitor?.status().reconnects
       if (n === undefined) return
@@ -158,8 +202,10 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     },
   })
   const cdpErrors = new Counter({
-    name: 'browser_telemetry_cdp_errors_total', help: 'Failed CDP commands, by method (not those whose session, target or document was gone)',
-    labelNames: ['method'] as const, registers,
+    name: 'browser_telemetry_cdp_errors_total',
+    help: 'Failed CDP commands, by method (not those whose session, target or document was gone)',
+    labelNames: ['method'] as const,
+    registers,
     collect() {
       const byMethod = deps?.monitor?.status().cdpErrors
       if (!byMethod) return
@@ -168,7 +214,10 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     },
   })
   const attachedTargets = new Gauge({
-    name: 'browser_telemetry_attached_targets', help: 'CDP targets the monitor is attached to, by target_type', labelNames: ['target_type'] as const, registers,
+    name: 'browser_telemetry_attached_targets',
+    help: 'CDP targets the monitor is attached to, by target_type',
+    labelNames: ['target_type'] as const,
+    registers,
     collect() {
       const byType = deps?.monitor?.status().targets
       if (!byType) return
@@ -177,18 +226,29 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     },
   })
   const sseClients = new Gauge({
-    name: 'browser_telemetry_sse_clients', help: 'Open telemetry stream (SSE) connections', registers,
-    collect() { const n = deps?.sseClients?.(); if (n !== undefined) this.set(n) },
+    name: 'browser_telemetry_sse_clients',
+    help: 'Open telemetry stream (SSE) connections',
+    registers,
+    collect() {
+      const n = deps?.sseClients?.()
+      if (n !== undefined) this.set(n)
+    },
   })
   const proxyConnections = new Gauge({
-    name: 'browser_telemetry_cdp_proxy_connections', help: 'Open CDP proxy client connections', registers,
-    collect() { const n = deps?.proxyConnections?.(); if (n !== undefined) this.set(n) },
+    name: 'browser_telemetry_cdp_proxy_connections',
+    help: 'Open CDP proxy client connections',
+    registers,
+    collect() {
+      const n = deps?.proxyConnections?.()
+      if (n !== undefined) this.set(n)
+    },
   })
 
   new Counter({
     name: 'browser_telemetry_interaction_binding_total',
     help: 'Interaction binding: removed from a flooding target (paused), added back (resumed), the flooding script terminated (terminated), payloads not a valid report (invalid)',
-    labelNames: ['action'] as const, registers,
+    labelNames: ['action'] as const,
+    registers,
     collect() {
       const counts = deps?.interactionBinding?.()
       if (!counts) return
@@ -198,17 +258,30 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   })
 
   // Fleet shipping: counters mirror the shipper's own tallies at scrape time.
-  const mirror = (value: (p: ShipProbe) => number) => function (this: Counter | Gauge) {
-    const p = deps?.ship
-    if (!p) return
-    this.reset()
-    ;(this as Gauge).inc(value(p))
-  }
-  new Counter({ name: 'browser_telemetry_ship_events_total', help: 'Events acknowledged by JetStream (fleet shipping)', registers, collect: mirror((p) => p.stats.shippedEvents) })
-  new Counter({ name: 'browser_telemetry_ship_bytes_total', help: 'Payload bytes of events acknowledged by JetStream', registers, collect: mirror((p) => p.stats.shippedBytes) })
+  const mirror = (value: (p: ShipProbe) => number) =>
+    function (this: Counter | Gauge) {
+      const p = deps?.ship
+      if (!p) return
+      this.reset()
+      ;(this as Gauge).inc(value(p))
+    }
   new Counter({
-    name: 'browser_telemetry_ship_errors_total', help: 'Shipping failures by kind (connect, setup, timeout, no_responders, stream, publish)',
-    labelNames: ['kind'] as const, registers,
+    name: 'browser_telemetry_ship_events_total',
+    help: 'Events acknowledged by JetStream (fleet shipping)',
+    registers,
+    collect: mirror(p => p.stats.shippedEvents),
+  })
+  new Counter({
+    name: 'browser_telemetry_ship_bytes_total',
+    help: 'Payload bytes of events acknowledged by JetStream',
+    registers,
+    collect: mirror(p => p.stats.shippedBytes),
+  })
+  new Counter({
+    name: 'browser_telemetry_ship_errors_total',
+    help: 'Shipping failures by kind (connect, setup, timeout, no_responders, stream, publish)',
+    labelNames: ['kind'] as const,
+    registers,
     collect() {
       const p = deps?.ship
       if (!p) return
@@ -217,29 +290,64 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     },
   })
   new Counter({
-    name: 'browser_telemetry_ship_unshipped_dropped_events_total', help: 'Events local retention removed before they were shipped (the stream shows them as missing seqs)',
-    registers, collect: mirror((p) => p.stats.retentionDroppedEvents),
+    name: 'browser_telemetry_ship_unshipped_dropped_events_total',
+    help: 'Events local retention removed before they were shipped (the stream shows them as missing seqs)',
+    registers,
+    collect: mirror(p => p.stats.retentionDroppedEvents),
   })
-  new Gauge({ name: 'browser_telemetry_ship_acked_seq', help: 'Highest seq such that it and every earlier one is stored in JetStream', registers, collect() { if (deps?.ship) this.set(deps.ship.ackedSeq) } })
-  new Gauge({ name: 'browser_telemetry_ship_lag_events', help: 'Committed events not yet acknowledged by JetStream (newest seq - acked seq)', registers, collect() { if (deps?.ship) this.set(deps.ship.lagEvents()) } })
-  new Gauge({ name: 'browser_telemetry_ship_lag_seconds', help: 'Age of the oldest committed event not yet acknowledged by JetStream', registers, collect() { if (deps?.ship) this.set(deps.ship.lagSeconds()) } })
   new Gauge({
-    name: 'browser_telemetry_ship_state', help: 'Fleet shipping state: 1 for the current state (off, connected, reconnecting, behind), 0 for the others',
-    labelNames: ['state'] as const, registers,
+    name: 'browser_telemetry_ship_acked_seq',
+    help: 'Highest seq such that it and every earlier one is stored in JetStream',
+    registers,
+    collect() {
+      if (deps?.ship) this.set(deps.ship.ackedSeq)
+    },
+  })
+  new Gauge({
+    name: 'browser_telemetry_ship_lag_events',
+    help: 'Committed events not yet acknowledged by JetStream (newest seq - acked seq)',
+    registers,
+    collect() {
+      if (deps?.ship) this.set(deps.ship.lagEvents())
+    },
+  })
+  new Gauge({
+    name: 'browser_telemetry_ship_lag_seconds',
+    help: 'Age of the oldest committed event not yet acknowledged by JetStream',
+    registers,
+    collect() {
+      if (deps?.ship) this.set(deps.ship.lagSeconds())
+    },
+  })
+  new Gauge({
+    name: 'browser_telemetry_ship_state',
+    help: 'Fleet shipping state: 1 for the current state (off, connected, reconnecting, behind), 0 for the others',
+    labelNames: ['state'] as const,
+    registers,
     collect() {
       const current = deps?.ship?.state() ?? 'off'
       for (const s of SHIP_STATES) this.set({ state: s }, s === current ? 1 : 0)
     },
   })
   // Counters kept by the modules themselves (monitor, streams, proxy, bounds), read at scrape time.
-  const setCounter = (c: Counter<string>, n: number) => { c.reset(); c.inc(n) }
+  const setCounter = (c: Counter<string>, n: number) => {
+    c.reset()
+    c.inc(n)
+  }
   new Counter({
-    name: 'browser_telemetry_targets_refused_total', help: 'CDP targets left unwatched because --max-targets were attached', registers,
-    collect() { const n = deps?.monitor?.status().refusedTargets; if (n !== undefined) setCounter(this, n) },
+    name: 'browser_telemetry_targets_refused_total',
+    help: 'CDP targets left unwatched because --max-targets were attached',
+    registers,
+    collect() {
+      const n = deps?.monitor?.status().refusedTargets
+      if (n !== undefined) setCounter(this, n)
+    },
   })
   new Counter({
-    name: 'browser_telemetry_connections_refused_total', help: 'Connections refused by a cap, by kind (sse: 429 too_many_streams, cdp_proxy: 503 too_many_connections)',
-    labelNames: ['kind'] as const, registers,
+    name: 'browser_telemetry_connections_refused_total',
+    help: 'Connections refused by a cap, by kind (sse: 429 too_many_streams, cdp_proxy: 503 too_many_connections)',
+    labelNames: ['kind'] as const,
+    registers,
     collect() {
       const v = deps?.refusedConnections?.()
       if (!v) return
@@ -248,33 +356,49 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     },
   })
   new Counter({
-    name: 'browser_telemetry_sse_lag_disconnects_total', help: 'SSE clients closed because they fell behind their buffer (they resume with Last-Event-ID)', registers,
-    collect() { const n = deps?.sseLagDisconnects?.(); if (n !== undefined) setCounter(this, n) },
+    name: 'browser_telemetry_sse_lag_disconnects_total',
+    help: 'SSE clients closed because they fell behind their buffer (they resume with Last-Event-ID)',
+    registers,
+    collect() {
+      const n = deps?.sseLagDisconnects?.()
+      if (n !== undefined) setCounter(this, n)
+    },
   })
   new Counter({
-    name: 'browser_telemetry_state_evictions_total', help: 'Per-target state cut or evicted to stay within its byte bound, by table (network_requests, url_cut, headers_cut, body_fetch_dropped)',
-    labelNames: ['table'] as const, registers,
+    name: 'browser_telemetry_state_evictions_total',
+    help: 'Per-target state cut or evicted to stay within its byte bound, by table (network_requests, url_cut, headers_cut, body_fetch_dropped)',
+    labelNames: ['table'] as const,
+    registers,
     collect() {
       this.reset()
       for (const [table, n] of evictions) this.inc({ table }, n)
     },
   })
 
-  const httpRequests = new Counter({ name: 'browser_telemetry_http_requests_total', help: 'HTTP API requests, by operation id and status', labelNames: ['operation', 'status'] as const, registers })
+  const httpRequests = new Counter({
+    name: 'browser_telemetry_http_requests_total',
+    help: 'HTTP API requests, by operation id and status',
+    labelNames: ['operation', 'status'] as const,
+    registers,
+  })
   const httpRequestDuration = new Histogram({
-    name: 'browser_telemetry_http_request_duration_seconds', help: 'HTTP API handler duration (for streams: until the stream is set up)',
-    labelNames: ['operation'] as const, buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10], registers,
+    name: 'browser_telemetry_http_request_duration_seconds',
+    help: 'HTTP API handler duration (for streams: until the stream is set up)',
+    labelNames: ['operation'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers,
   })
 
   // The event-loop delay histogram samples on a libuv timer: prom-client's default 10 ms wakes an
   // idle daemon 100 times a second (~8 ms CPU/s measured); 100 ms keeps it near 1 ms/s (issue 14).
-  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
+  if (opts.processMetrics !== false)
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
 
   const onEmit = (o: EmitObservation): void => {
     const category = o.category ?? 'unknown'
     if (o.outcome !== 'accepted') {
       let counts = dropped.get(o.outcome)
-      if (!counts) dropped.set(o.outcome, counts = new Map())
+      if (!counts) dropped.set(o.outcome, (counts = new Map()))
       count(counts, category)
     } else {
       count(emitted, category)
@@ -283,10 +407,24 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   }
 
   return {
-    registry, eventsEmitted, eventsStored, eventsDropped, eventsTruncated,
-    storeBytes, storeOldestSeq, storeNewestSeq, storePendingEvents, storeWritable,
-    monitorState, monitorReconnects, cdpErrors, attachedTargets, sseClients, proxyConnections,
-    httpRequests, httpRequestDuration,
+    registry,
+    eventsEmitted,
+    eventsStored,
+    eventsDropped,
+    eventsTruncated,
+    storeBytes,
+    storeOldestSeq,
+    storeNewestSeq,
+    storePendingEvents,
+    storeWritable,
+    monitorState,
+    monitorReconnects,
+    cdpErrors,
+    attachedTargets,
+    sseClients,
+    proxyConnections,
+    httpRequests,
+    httpRequestDuration,
     observeHttp(operation, status, seconds) {
       httpRequests.inc({ operation, status: String(status) })
       httpRequestDuration.observe({ operation }, seconds)
@@ -294,17 +432,22 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     attach(d) {
       deps = d
       const offEmit = d.pipeline.onEmit(onEmit)
-      const offCommit = d.log.onCommit((records) => {
+      const offCommit = d.log.onCommit(records => {
         // One inc per category per batch: batches hold up to a few hundred events.
         const counts = new Map<string, number>()
         for (const r of records) counts.set(r.category, (counts.get(r.category) ?? 0) + 1)
         for (const [category, n] of counts) eventsStored.inc({ category }, n)
       })
       // Store drops are reported by the log per batch, not watched per event on the emit path.
-      const offDrop = d.log.onDrop((records) => {
+      const offDrop = d.log.onDrop(records => {
         for (const r of records) eventsDropped.inc({ category: r.category, reason: 'store' })
       })
-      return () => { offEmit(); offCommit(); offDrop(); if (deps === d) deps = undefined }
+      return () => {
+        offEmit()
+        offCommit()
+        offDrop()
+        if (deps === d) deps = undefined
+      }
     },
     async render() {
       return { contentType: registry.contentType, body: await registry.metrics() }

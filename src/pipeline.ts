@@ -3,8 +3,18 @@
 // re-validates an event. Subscribers (SSE, metrics) hear about envelopes only after they are
 // committed (EventLog.onCommit).
 import {
-  CONFIGURABLE_CATEGORIES, CDP_CATEGORIES, categoryOf, isEventType, validateAssembledEvent,
-  type Category, type Envelope, type EventData, type EventType, type Source, type TelemetryEvent, type ValidationIssue,
+  CONFIGURABLE_CATEGORIES,
+  CDP_CATEGORIES,
+  categoryOf,
+  isEventType,
+  validateAssembledEvent,
+  type Category,
+  type Envelope,
+  type EventData,
+  type EventType,
+  type Source,
+  type TelemetryEvent,
+  type ValidationIssue,
 } from './events/index.js'
 import type { EventLog } from './store/event-log.js'
 import { silentLogger, type Logger } from './log.js'
@@ -47,7 +57,7 @@ export type EmitResult = EmitAccepted | EmitDropped
 /** The function every producer gets. Producers that do not care may ignore the result. */
 export type Emit = (input: EventInput) => EmitResult
 
-export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter((c) => c !== 'screenshot')
+export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter(c => c !== 'screenshot')
 export const DEFAULT_MAX_ENVELOPE_BYTES = 1024 * 1024
 
 export interface PipelineOptions {
@@ -138,23 +148,31 @@ export class Pipeline {
   /** Producers that do costly work (screenshots, CDP domains) listen to switch themselves on and off. */
   onCategoriesChanged(listener: (enabled: ReadonlySet<Category>) => void): () => void {
     this.categoryListeners.add(listener)
-    return () => { this.categoryListeners.delete(listener) }
+    return () => {
+      this.categoryListeners.delete(listener)
+    }
   }
 
   /** Observers must be cheap and must not throw; they run synchronously inside emit(). */
   onEmit(observer: EmitObserver): () => void {
     this.emitObservers.add(observer)
-    return () => { this.emitObservers.delete(observer) }
+    return () => {
+      this.emitObservers.delete(observer)
+    }
   }
 
   private observe(o: EmitObservation): void {
     for (const obs of this.emitObservers) {
-      try { obs(o) } catch { /* an observer bug must never break emit() */ }
+      try {
+        obs(o)
+      } catch {
+        /* an observer bug must never break emit() */
+      }
     }
   }
 
   private updateMonitor(): void {
-    this.monitorOn = CDP_CATEGORIES.some((c) => this.enabled.has(c as ConfigurableCategory))
+    this.monitorOn = CDP_CATEGORIES.some(c => this.enabled.has(c as ConfigurableCategory))
   }
 
   emit(input: EventInput): EmitResult {
@@ -172,7 +190,8 @@ export class Pipeline {
     }
     // Budgets are per page: events that carry a target (everything CDP collectors emit).
     const target = this.budgets ? (input.data as { target_id?: unknown }).target_id : undefined
-    if (typeof target === 'string' && !this.budgets!.takeEvent(target, category)) return this.overBudget(input.type, category, target)
+    if (typeof target === 'string' && !this.budgets!.takeEvent(target, category))
+      return this.overBudget(input.type, category, target)
     let ts = Math.floor(this.clock())
     if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
     const event = this.build(input, category, ts)
@@ -192,7 +211,8 @@ export class Pipeline {
     }
     this.stats.accepted++
     const { envelope, committed } = this.log.append(event, json, bytes)
-    if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'accepted', truncated: event.truncated === true })
+    if (this.emitObservers.size > 0)
+      this.observe({ type: input.type, category, outcome: 'accepted', truncated: event.truncated === true })
     return { accepted: envelope.seq, envelope, committed }
   }
 
@@ -201,7 +221,8 @@ export class Pipeline {
     const seq = this.log.skipSeq()
     this.stats.overBudget++
     // A flooding page drops thousands a second: say it a few times, then only count (/metrics).
-    if (this.overBudgetLogged++ < 20) this.logger.warn({ type, category, target_id: target, seq }, 'event over the page budget dropped')
+    if (this.overBudgetLogged++ < 20)
+      this.logger.warn({ type, category, target_id: target, seq }, 'event over the page budget dropped')
     if (this.emitObservers.size > 0) this.observe({ type, category, outcome: 'over_budget', seq })
     return { dropped: 'over_budget', seq }
   }

@@ -11,12 +11,31 @@
 import type { TelemetryEvent } from './events/index.js'
 
 export const DEFAULT_REDACTED_HEADERS = [
-  'authorization', 'cookie', 'set-cookie', 'proxy-authorization', 'x-api-key', 'x-auth-token', 'x-csrf-token',
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'proxy-authorization',
+  'x-api-key',
+  'x-auth-token',
+  'x-csrf-token',
 ] as const
 /** Parameter / field names that look secret. Terms under 5 characters match whole words only (key, sig, code, ...). */
 export const DEFAULT_REDACTED_PARAMS = [
-  'token', 'key', 'secret', 'password', 'sig', 'signature', 'code', 'access_token', 'refresh_token', 'session',
-  'passwd', 'pwd', 'apikey', 'auth', 'credential',
+  'token',
+  'key',
+  'secret',
+  'password',
+  'sig',
+  'signature',
+  'code',
+  'access_token',
+  'refresh_token',
+  'session',
+  'passwd',
+  'pwd',
+  'apikey',
+  'auth',
+  'credential',
 ] as const
 /** Header values that are URLs: their query and userinfo are masked like any URL. */
 const URL_HEADERS = new Set(['referer', 'location', 'content-location', 'origin'])
@@ -49,10 +68,12 @@ export class Redactor {
   private readonly headerKinds = new Map<string, HeaderKind>()
 
   constructor(opts: RedactionOptions = {}) {
-    this.headerNames = new Set([...DEFAULT_REDACTED_HEADERS, ...(opts.headers ?? [])].map((h) => h.trim().toLowerCase()).filter(Boolean))
-    const terms = [...DEFAULT_REDACTED_PARAMS, ...(opts.params ?? [])].map((p) => p.trim().toLowerCase()).filter(Boolean)
-    this.wordTerms = new Set(terms.filter((p) => p.length < 5))
-    this.substringTerms = terms.filter((p) => p.length >= 5)
+    this.headerNames = new Set(
+      [...DEFAULT_REDACTED_HEADERS, ...(opts.headers ?? [])].map(h => h.trim().toLowerCase()).filter(Boolean),
+    )
+    const terms = [...DEFAULT_REDACTED_PARAMS, ...(opts.params ?? [])].map(p => p.trim().toLowerCase()).filter(Boolean)
+    this.wordTerms = new Set(terms.filter(p => p.length < 5))
+    this.substringTerms = terms.filter(p => p.length >= 5)
   }
 
   /** True when a parameter or field name looks like it holds a secret. */
@@ -60,11 +81,14 @@ export class Redactor {
     let hit = this.nameCache.get(name)
     if (hit !== undefined) return hit
     const lower = name.toLowerCase()
-    hit = this.substringTerms.some((t) => lower.includes(t))
+    hit = this.substringTerms.some(t => lower.includes(t))
     if (!hit) {
       // Words: split on non-alphanumerics and camelCase boundaries (apiKey, X-Amz-Signature, client_code).
-      const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/)
-      hit = words.some((w) => this.wordTerms.has(w))
+      const words = name
+        .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+        .toLowerCase()
+        .split(/[^a-z0-9]+/)
+      hit = words.some(w => this.wordTerms.has(w))
     }
     if (this.nameCache.size < 4096) this.nameCache.set(name, hit) // bounded: names come from pages
     return hit
@@ -83,7 +107,10 @@ export class Redactor {
       const value = headers[name]!
       let masked: string | undefined
       if (kind === HEADER_SECRET) masked = maskValue(value)
-      else { const u = this.url(value); if (u !== value) masked = u }
+      else {
+        const u = this.url(value)
+        if (u !== value) masked = u
+      }
       if (masked !== undefined) {
         copy ??= { ...headers }
         copy[name] = masked
@@ -108,7 +135,8 @@ export class Redactor {
     if (url.indexOf('?') < 0 && url.indexOf('#') < 0 && url.indexOf('@') < 0) return url
     let out = url
     const userinfo = url.indexOf('@') < 0 ? null : /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^/?#@]*)@/.exec(out)
-    if (userinfo && userinfo[2] !== '') out = userinfo[1] + maskValue(userinfo[2]!) + '@' + out.slice(userinfo[0].length)
+    if (userinfo && userinfo[2] !== '')
+      out = userinfo[1] + maskValue(userinfo[2]!) + '@' + out.slice(userinfo[0].length)
     const hash = out.indexOf('#')
     const q = out.indexOf('?')
     if (q >= 0 && (hash < 0 || q < hash)) {
@@ -141,7 +169,11 @@ export class Redactor {
         const rawName = query.slice(start, eq)
         let name = rawName
         if (rawName.indexOf('%') >= 0 || rawName.indexOf('+') >= 0) {
-          try { name = decodeURIComponent(rawName.replace(/\+/g, ' ')) } catch { /* keep raw */ }
+          try {
+            name = decodeURIComponent(rawName.replace(/\+/g, ' '))
+          } catch {
+            /* keep raw */
+          }
         }
         if (this.isSecretName(name)) {
           out = (out ?? '') + query.slice(copied, eq + 1) + maskValue(query.slice(eq + 1, end))
@@ -168,7 +200,11 @@ export class Redactor {
   /** JSON text with secret-looking fields masked, or undefined when it is not JSON (e.g. cut by truncation). */
   private json(text: string): string | undefined {
     let value: unknown
-    try { value = JSON.parse(text) } catch { return this.jsonText(text) }
+    try {
+      value = JSON.parse(text)
+    } catch {
+      return this.jsonText(text)
+    }
     const masked = this.maskFields(value, 0)
     return masked === value ? text : JSON.stringify(masked)
   }
@@ -192,7 +228,10 @@ export class Redactor {
     let out: Record<string, unknown> | undefined
     for (const k of Object.keys(obj)) {
       const v = obj[k]
-      const m = this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number') ? maskValue(String(v)) : this.maskFields(v, depth + 1)
+      const m =
+        this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number')
+          ? maskValue(String(v))
+          : this.maskFields(v, depth + 1)
       // The spread copies a "__proto__" key as an own property, so assigning it sets that property.
       if (m !== v) (out ??= { ...obj })[k] = m
     }
@@ -203,12 +242,16 @@ export class Redactor {
   private jsonText(text: string): string | undefined {
     if (!text.includes('"')) return undefined
     let changed = false
-    const out = text.replace(/"((?:[^"\\\n]|\\.){1,256})"(\s*:\s*)(?:"((?:[^"\\]|\\.)*)("?)|(-?\d[\d.eE+-]*))/g,
+    const out = text.replace(
+      /"((?:[^"\\\n]|\\.){1,256})"(\s*:\s*)(?:"((?:[^"\\]|\\.)*)("?)|(-?\d[\d.eE+-]*))/g,
       (whole, name: string, colon: string, str: string | undefined, close: string, num: string | undefined) => {
         if (!this.isSecretName(name)) return whole
         changed = true
-        return str !== undefined ? `"${name}"${colon}"${maskValue(str)}${close}` : `"${name}"${colon}"${maskValue(num ?? '')}"`
-      })
+        return str !== undefined
+          ? `"${name}"${colon}"${maskValue(str)}${close}`
+          : `"${name}"${colon}"${maskValue(num ?? '')}"`
+      },
+    )
     return changed ? out : undefined
   }
 
@@ -218,7 +261,10 @@ export class Redactor {
     let out: Record<string, unknown> | undefined
     for (const k of URL_FIELDS) {
       const v = data[k]
-      if (typeof v === 'string') { const m = this.url(v); if (m !== v) (out ??= { ...data })[k] = m }
+      if (typeof v === 'string') {
+        const m = this.url(v)
+        if (m !== v) (out ??= { ...data })[k] = m
+      }
     }
     const headers = data.headers as Record<string, string> | undefined
     if (headers && typeof headers === 'object') {
@@ -240,7 +286,10 @@ export class Redactor {
       }
     }
     const lcp = data.lcp_details as { url?: string } | undefined
-    if (lcp && typeof lcp.url === 'string') { const m = this.url(lcp.url); if (m !== lcp.url) (out ??= { ...data }).lcp_details = { ...lcp, url: m } }
+    if (lcp && typeof lcp.url === 'string') {
+      const m = this.url(lcp.url)
+      if (m !== lcp.url) (out ??= { ...data }).lcp_details = { ...lcp, url: m }
+    }
     if (data.stack_trace && typeof data.stack_trace === 'object') {
       const st = this.stackTrace(data.stack_trace as StackLike)
       if (st !== data.stack_trace) (out ??= { ...data }).stack_trace = st
@@ -251,8 +300,8 @@ export class Redactor {
   private stackTrace(st: StackLike, depth = 0): StackLike {
     if (depth > 32) return st
     let frames = st.callFrames
-    if (Array.isArray(frames) && frames.some((f) => typeof f.url === 'string' && this.url(f.url) !== f.url)) {
-      frames = frames.map((f) => (typeof f.url === 'string' ? { ...f, url: this.url(f.url) } : f))
+    if (Array.isArray(frames) && frames.some(f => typeof f.url === 'string' && this.url(f.url) !== f.url)) {
+      frames = frames.map(f => (typeof f.url === 'string' ? { ...f, url: this.url(f.url) } : f))
     }
     const parent = st.parent ? this.stackTrace(st.parent, depth + 1) : undefined
     if (frames === st.callFrames && parent === st.parent) return st
@@ -267,15 +316,21 @@ export class Redactor {
     const visit = (node: unknown, key: string, depth: number): unknown => {
       if (typeof node === 'string') {
         if (key === 'headers') return node
-        if (this.headerNames.has(key.toLowerCase()) || (LOG_SECRET_KEY.test(key) && !/(name|id|path|file)$/i.test(key))) return maskValue(node)
-        if (key === 'url' || key.endsWith('_url') || key.endsWith('Url') || key === 'href' || key === 'referer') return this.url(node)
+        if (this.headerNames.has(key.toLowerCase()) || (LOG_SECRET_KEY.test(key) && !/(name|id|path|file)$/i.test(key)))
+          return maskValue(node)
+        if (key === 'url' || key.endsWith('_url') || key.endsWith('Url') || key === 'href' || key === 'referer')
+          return this.url(node)
         return node
       }
-      if (depth > 8 || node === null || typeof node !== 'object' || node instanceof Error || Array.isArray(node)) return node
+      if (depth > 8 || node === null || typeof node !== 'object' || node instanceof Error || Array.isArray(node))
+        return node
       let copy: Record<string, unknown> | undefined
       for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
         const m = visit(v, k, depth + 1)
-        if (m !== v) { copy ??= { ...(node as Record<string, unknown>) }; copy[k] = m }
+        if (m !== v) {
+          copy ??= { ...(node as Record<string, unknown>) }
+          copy[k] = m
+        }
       }
       return copy ?? node
     }

@@ -20,8 +20,8 @@ export function sdNotify(assignments: Record<string, string>, opts: NotifyOption
   const env = opts.env ?? process.env
   if (!env.NOTIFY_SOCKET) return Promise.resolve(false)
   const args = Object.entries(assignments).map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`)
-  return new Promise((resolve) => {
-    execFile(opts.bin ?? 'systemd-notify', args, { env, timeout: opts.timeoutMs ?? 10_000 }, (err) => resolve(!err))
+  return new Promise(resolve => {
+    execFile(opts.bin ?? 'systemd-notify', args, { env, timeout: opts.timeoutMs ?? 10_000 }, err => resolve(!err))
   })
 }
 

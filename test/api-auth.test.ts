@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { ALL_SCOPES, TokenError, TokenSet, loadTokens, parseTokenFile } from '../src/api/auth.js'
 import { tempDir } from './helpers/store.js'
 
-t.test('TokenSet: lookup by exact token, scopes kept apart', async (t) => {
+t.test('TokenSet: lookup by exact token, scopes kept apart', async t => {
   const set = new TokenSet()
   set.add('alpha-1', ['read'])
   set.add('beta_2', ['write', 'publish'])
@@ -18,15 +18,17 @@ t.test('TokenSet: lookup by exact token, scopes kept apart', async (t) => {
   t.throws(() => set.add('', ['read']), TokenError)
 })
 
-t.test('token file: "<token> <scope>[,<scope>]" per line, comments and blanks ignored', async (t) => {
-  const entries = parseTokenFile([
-    '# control plane',
-    'cp-token-1 read,write',
-    '',
-    '   agent-token   read   ',
-    'pub-token publish, cdp',
-    '\t# indented comment',
-  ].join('\n'))
+t.test('token file: "<token> <scope>[,<scope>]" per line, comments and blanks ignored', async t => {
+  const entries = parseTokenFile(
+    [
+      '# control plane',
+      'cp-token-1 read,write',
+      '',
+      '   agent-token   read   ',
+      'pub-token publish, cdp',
+      '\t# indented comment',
+    ].join('\n'),
+  )
   t.same(entries, [
     { token: 'cp-token-1', scopes: ['read', 'write'] },
     { token: 'agent-token', scopes: ['read'] },
@@ -40,11 +42,15 @@ t.test('token file: "<token> <scope>[,<scope>]" per line, comments and blanks ig
   ]
   for (const [text, msg] of bad) {
     t.throws(() => parseTokenFile(text), { name: 'TokenError', message: msg }, text)
-    try { parseTokenFile(text) } catch (err) { t.notMatch((err as Error).message, /lonely-token|tok"x/, 'error messages never echo a token') }
+    try {
+      parseTokenFile(text)
+    } catch (err) {
+      t.notMatch((err as Error).message, /lonely-token|tok"x/, 'error messages never echo a token')
+    }
   }
 })
 
-t.test('loadTokens: flag token has every scope; file tokens have theirs; both together', async (t) => {
+t.test('loadTokens: flag token has every scope; file tokens have theirs; both together', async t => {
   const dir = await tempDir(t)
   const file = join(dir, 'tokens')
   await writeFile(file, 'reader-x read\nwriter-x write\n')
@@ -54,18 +60,25 @@ t.test('loadTokens: flag token has every scope; file tokens have theirs; both to
   t.same([...tokens.lookup('reader-x')!], ['read'])
   t.same([...tokens.lookup('writer-x')!], ['write'])
   await t.rejects(stat(join(dir, 'token')), { code: 'ENOENT' })
-  await t.rejects(loadTokens({ tokenFile: join(dir, 'missing'), dataDir: dir }), { name: 'TokenError', message: /--token-file: cannot read .*missing: ENOENT/ })
+  await t.rejects(loadTokens({ tokenFile: join(dir, 'missing'), dataDir: dir }), {
+    name: 'TokenError',
+    message: /--token-file: cannot read .*missing: ENOENT/,
+  })
   await writeFile(file, '# nothing\n')
   await t.rejects(loadTokens({ tokenFile: file, dataDir: dir }), { name: 'TokenError', message: /lists no tokens/ })
 })
 
-t.test('loadTokens: with none configured, generate once into <dataDir>/token (0600) and reuse it', async (t) => {
+t.test('loadTokens: with none configured, generate once into <dataDir>/token (0600) and reuse it', async t => {
   const dir = await tempDir(t)
   const first = await loadTokens({ dataDir: dir })
   t.ok(first.generated)
   t.equal(first.generated!.created, true)
   t.equal(first.generated!.path, join(dir, 'token'))
-  t.match(first.generated!.token, /^bt_[A-Za-z0-9_-]{43}$/, '256 random bits, base64url, prefixed so it never starts with -')
+  t.match(
+    first.generated!.token,
+    /^bt_[A-Za-z0-9_-]{43}$/,
+    '256 random bits, base64url, prefixed so it never starts with -',
+  )
   t.equal((await stat(first.generated!.path)).mode & 0o777, 0o600)
   t.equal((await readFile(first.generated!.path, 'utf8')).trim(), first.generated!.token)
   t.same([...first.tokens.lookup(first.generated!.token)!].sort(), [...ALL_SCOPES].sort())

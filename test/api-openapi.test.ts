@@ -6,13 +6,23 @@ import { BROWSER_ID, startApi } from './helpers/api.js'
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete']
 
-t.test('openapi.json lists every route and its schemas validate real responses', async (t) => {
+t.test('openapi.json lists every route and its schemas validate real responses', async t => {
   const api = await startApi(t, {
     deps: {
-      routes: [(r) => r.add({
-        method: 'POST', path: '/extra/:name', operationId: 'extraThing', summary: 'a route added by another group', scope: 'write',
-        responses: { 204: { description: 'done' } }, handler: async (ctx) => { ctx.status = 204 },
-      })],
+      routes: [
+        r =>
+          r.add({
+            method: 'POST',
+            path: '/extra/:name',
+            operationId: 'extraThing',
+            summary: 'a route added by another group',
+            scope: 'write',
+            responses: { 204: { description: 'done' } },
+            handler: async ctx => {
+              ctx.status = 204
+            },
+          }),
+      ],
     },
   })
   const res = await api.get('/openapi.json')
@@ -25,10 +35,16 @@ t.test('openapi.json lists every route and its schemas validate real responses',
   t.type(doc.info.title, 'string')
   t.type(doc.info.version, 'string')
   t.type(doc.paths, 'object')
-  t.same(doc.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer', description: doc.components.securitySchemes.bearerAuth.description })
+  t.same(doc.components.securitySchemes.bearerAuth, {
+    type: 'http',
+    scheme: 'bearer',
+    description: doc.components.securitySchemes.bearerAuth.description,
+  })
 
   // Every registered route is in it, with its operation id; nothing else is.
-  const registered = api.app.router.routes.map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, '{$1}')} ${r.operationId}`).sort()
+  const registered = api.app.router.routes
+    .map(r => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, '{$1}')} ${r.operationId}`)
+    .sort()
   const documented: string[] = []
   const opIds = new Set<string>()
   for (const [path, item] of Object.entries<any>(doc.paths)) {
@@ -44,8 +60,11 @@ t.test('openapi.json lists every route and its schemas validate real responses',
         t.type(r.description, 'string', `${op.operationId} ${status}: description`)
       }
       // Path templates and path parameters agree.
-      const templ = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort()
-      const params = (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name).sort()
+      const templ = [...path.matchAll(/\{(\w+)\}/g)].map(m => m[1]).sort()
+      const params = (op.parameters ?? [])
+        .filter((p: any) => p.in === 'path')
+        .map((p: any) => p.name)
+        .sort()
       t.same(params, templ, `${op.operationId}: path parameters`)
       for (const p of op.parameters ?? []) {
         t.ok(['path', 'query', 'header'].includes(p.in), `${op.operationId}: ${p.name} location`)
@@ -56,13 +75,29 @@ t.test('openapi.json lists every route and its schemas validate real responses',
     }
   }
   t.same(documented.sort(), registered, 'documented routes == registered routes (including other groups)')
-  t.ok(registered.some((r) => r.includes('extraThing')))
-  for (const op of ['readBrowserTelemetryEvents', 'streamBrowserTelemetryEvents', 'getBrowserTelemetryConfig', 'replaceBrowserTelemetryConfig', 'updateBrowserTelemetryConfig', 'getHealth', 'getOpenApiDocument']) {
+  t.ok(registered.some(r => r.includes('extraThing')))
+  for (const op of [
+    'readBrowserTelemetryEvents',
+    'streamBrowserTelemetryEvents',
+    'getBrowserTelemetryConfig',
+    'replaceBrowserTelemetryConfig',
+    'updateBrowserTelemetryConfig',
+    'getHealth',
+    'getOpenApiDocument',
+  ]) {
     t.ok(opIds.has(op), `${op} documented`)
   }
   const read = doc.paths['/browsers/{id}/telemetry/events'].get
   t.same(Object.keys(read.responses['200'].headers).sort(), ['X-Has-More', 'X-Next-Offset'])
-  t.same(read.parameters.map((p: any) => p.name).sort(), ['category', 'id', 'limit', 'offset', 'order', 'since', 'until'])
+  t.same(read.parameters.map((p: any) => p.name).sort(), [
+    'category',
+    'id',
+    'limit',
+    'offset',
+    'order',
+    'since',
+    'until',
+  ])
   t.same(Object.keys(read.responses).sort(), ['200', '400', '401', '403', '404', '500'])
 
   // Every $ref resolves inside the document.
@@ -81,11 +116,29 @@ t.test('openapi.json lists every route and its schemas validate real responses',
   t.ok(doc.components.schemas.TelemetryEventEnvelope, 'envelope schema from the event model')
   t.ok(doc.components.schemas.Event_console_log, 'one component per event type')
   const envelope = validate('TelemetryEventEnvelope')
-  api.pipeline.emit({ type: 'console_log', data: { level: 'log', text: 'hi', args: ['hi'], stack_trace: { callFrames: [{ functionName: 'f', url: 'u', lineNumber: 1, columnNumber: 2 }], parent: { callFrames: [] } } } })
-  api.pipeline.emit({ type: 'network_request', data: { request_id: 'r1', method: 'GET', headers: { a: 'b' }, url: 'http://x/' } })
+  api.pipeline.emit({
+    type: 'console_log',
+    data: {
+      level: 'log',
+      text: 'hi',
+      args: ['hi'],
+      stack_trace: {
+        callFrames: [{ functionName: 'f', url: 'u', lineNumber: 1, columnNumber: 2 }],
+        parent: { callFrames: [] },
+      },
+    },
+  })
+  api.pipeline.emit({
+    type: 'network_request',
+    data: { request_id: 'r1', method: 'GET', headers: { a: 'b' }, url: 'http://x/' },
+  })
   await api.log.flush()
   const page = JSON.parse(await (await api.get(`/browsers/${BROWSER_ID}/telemetry/events`)).text())
-  t.same(page.map((e: any) => e.event.type), ['api_call', 'console_log', 'network_request'], 'the openapi.json call itself emitted api_call')
+  t.same(
+    page.map((e: any) => e.event.type),
+    ['api_call', 'console_log', 'network_request'],
+    'the openapi.json call itself emitted api_call',
+  )
   for (const e of page) t.ok(envelope(e), `served envelope valid: ${ajv.errorsText(envelope.errors)}`)
   t.notOk(envelope({ seq: 0, event: page[0].event }), 'seq minimum 1 enforced')
   t.notOk(envelope({ ...page[0], extra: 1 }), 'no extra envelope properties')

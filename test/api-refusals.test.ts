@@ -28,7 +28,10 @@ const ROUNDS = 50
 const BODY = randomBytes(5 * 1024 * 1024)
 const LIMITS = { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 }
 
-async function setup(tt: Test, opts: { drainLimits?: { maxBytes: number; maxMs: number }; uploadMaxBytes?: number } = {}) {
+async function setup(
+  tt: Test,
+  opts: { drainLimits?: { maxBytes: number; maxMs: number }; uploadMaxBytes?: number } = {},
+) {
   const { drainLimits, uploadMaxBytes = 16 * 1024 * 1024 } = opts
   const { log, pipeline } = await openStore(tt)
   const base = await tempDir(tt, 'bt-refusals-')
@@ -39,16 +42,35 @@ async function setup(tt: Test, opts: { drainLimits?: { maxBytes: number; maxMs: 
   tokens.add(TOKEN, ALL_SCOPES)
   tokens.add(READ_ONLY, ['read'])
   const app = createApiApp({
-    browserId: BROWSER, log, pipeline, tokens, drainLimits,
+    browserId: BROWSER,
+    log,
+    pipeline,
+    tokens,
+    drainLimits,
     routes: [
-      (r) => registerUploadRoutes(r, { uploadRoots: [root], spoolDir: join(base, 'spool'), uploadMaxBytes, zipLimits: LIMITS }),
-      (r) => registerExtensionRoutes(r, { store, uploadMaxBytes, zipLimits: LIMITS }),
+      r =>
+        registerUploadRoutes(r, {
+          uploadRoots: [root],
+          spoolDir: join(base, 'spool'),
+          uploadMaxBytes,
+          zipLimits: LIMITS,
+        }),
+      r => registerExtensionRoutes(r, { store, uploadMaxBytes, zipLimits: LIMITS }),
     ],
   })
   const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
   tt.teardown(() => server.close(500))
-  const ext = await yazlZip([{ name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'x', version: '1' }) }])
-  const taken = await fetch(`${server.url}/extensions`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: formOf([['name', 'taken'], ['file', new Blob([new Uint8Array(ext)])]]) })
+  const ext = await yazlZip([
+    { name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'x', version: '1' }) },
+  ])
+  const taken = await fetch(`${server.url}/extensions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: formOf([
+      ['name', 'taken'],
+      ['file', new Blob([new Uint8Array(ext)])],
+    ]),
+  })
   tt.equal(taken.status, 201, 'the name "taken" exists')
   return { server, root, port: Number(new URL(server.url).port) }
 }
@@ -59,39 +81,83 @@ function formOf(parts: [string, string | Blob][]): FormData {
   return f
 }
 
-interface Case { status: number; code: string; small?: boolean; fetch: (url: string) => Promise<Response>; sdk: (url: string) => Promise<unknown> }
+interface Case {
+  status: number
+  code: string
+  small?: boolean
+  fetch: (url: string) => Promise<Response>
+  sdk: (url: string) => Promise<unknown>
+}
 
 const sdk = (url: string, apiKey = TOKEN) => new Kernel({ apiKey, baseURL: url, maxRetries: 0, timeout: 30_000 })
-const uploadForm = (dest: string) => formOf([['dest_path', dest], ['zip_file', new Blob([new Uint8Array(BODY)])]])
-const post = (url: string, body: FormData, token = TOKEN) => fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body })
+const uploadForm = (dest: string) =>
+  formOf([
+    ['dest_path', dest],
+    ['zip_file', new Blob([new Uint8Array(BODY)])],
+  ])
+const post = (url: string, body: FormData, token = TOKEN) =>
+  fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body })
 
 function cases(root: string): Case[] {
   const dest = join(root, 'x')
   const upload = (url: string, id = BROWSER) => `${url}/browsers/${id}/fs/upload_zip`
   return [
-    { status: 400, code: 'bad_request',
-      fetch: (u) => post(upload(u), uploadForm('relative/dest')),
-      sdk: async (u) => sdk(u).browsers.fs.uploadZip(BROWSER, { dest_path: 'relative/dest', zip_file: await toFile(BODY, 'a.zip') }) },
-    { status: 401, code: 'unauthorized',
-      fetch: (u) => post(upload(u), uploadForm(dest), 'wrong-token'),
-      sdk: async (u) => sdk(u, 'wrong-token').browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }) },
-    { status: 403, code: 'forbidden',
-      fetch: (u) => post(upload(u), uploadForm(dest), READ_ONLY),
-      sdk: async (u) => sdk(u, READ_ONLY).browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }) },
-    { status: 404, code: 'not_found',
-      fetch: (u) => post(upload(u, 'other-browser'), uploadForm(dest)),
-      sdk: async (u) => sdk(u).browsers.fs.uploadZip('other-browser', { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }) },
-    { status: 409, code: 'conflict',
-      fetch: (u) => post(`${u}/extensions`, formOf([['name', 'taken'], ['file', new Blob([new Uint8Array(BODY)])]])),
-      sdk: async (u) => sdk(u).extensions.upload({ name: 'taken', file: await toFile(BODY, 'ext.zip') }) },
+    {
+      status: 400,
+      code: 'bad_request',
+      fetch: u => post(upload(u), uploadForm('relative/dest')),
+      sdk: async u =>
+        sdk(u).browsers.fs.uploadZip(BROWSER, { dest_path: 'relative/dest', zip_file: await toFile(BODY, 'a.zip') }),
+    },
+    {
+      status: 401,
+      code: 'unauthorized',
+      fetch: u => post(upload(u), uploadForm(dest), 'wrong-token'),
+      sdk: async u =>
+        sdk(u, 'wrong-token').browsers.fs.uploadZip(BROWSER, {
+          dest_path: dest,
+          zip_file: await toFile(BODY, 'a.zip'),
+        }),
+    },
+    {
+      status: 403,
+      code: 'forbidden',
+      fetch: u => post(upload(u), uploadForm(dest), READ_ONLY),
+      sdk: async u =>
+        sdk(u, READ_ONLY).browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }),
+    },
+    {
+      status: 404,
+      code: 'not_found',
+      fetch: u => post(upload(u, 'other-browser'), uploadForm(dest)),
+      sdk: async u =>
+        sdk(u).browsers.fs.uploadZip('other-browser', { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }),
+    },
+    {
+      status: 409,
+      code: 'conflict',
+      fetch: u =>
+        post(
+          `${u}/extensions`,
+          formOf([
+            ['name', 'taken'],
+            ['file', new Blob([new Uint8Array(BODY)])],
+          ]),
+        ),
+      sdk: async u => sdk(u).extensions.upload({ name: 'taken', file: await toFile(BODY, 'ext.zip') }),
+    },
     // against a server whose upload cap is 1 MiB
-    { status: 413, code: 'payload_too_large', small: true,
-      fetch: (u) => post(upload(u), uploadForm(dest)),
-      sdk: async (u) => sdk(u).browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }) },
+    {
+      status: 413,
+      code: 'payload_too_large',
+      small: true,
+      fetch: u => post(upload(u), uploadForm(dest)),
+      sdk: async u => sdk(u).browsers.fs.uploadZip(BROWSER, { dest_path: dest, zip_file: await toFile(BODY, 'a.zip') }),
+    },
   ]
 }
 
-t.test(`every early refusal reaches fetch and the SDK as its status (${ROUNDS} x 5 MB each)`, async (t) => {
+t.test(`every early refusal reaches fetch and the SDK as its status (${ROUNDS} x 5 MB each)`, async t => {
   const s = await setup(t)
   const small = await setup(t, { uploadMaxBytes: 1024 * 1024 })
   for (const c of cases(s.root)) {
@@ -101,7 +167,7 @@ t.test(`every early refusal reaches fetch and the SDK as its status (${ROUNDS} x
     for (let i = 0; i < ROUNDS; i++) {
       try {
         const res = await c.fetch(url)
-        const body = await res.json() as { code?: string }
+        const body = (await res.json()) as { code?: string }
         bump(`fetch ${res.status} ${body.code}`)
       } catch (err) {
         bump(`fetch error ${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message}`)
@@ -111,10 +177,16 @@ t.test(`every early refusal reaches fetch and the SDK as its status (${ROUNDS} x
         bump('sdk no error')
       } catch (err) {
         const e = err as InstanceType<typeof Kernel.APIError>
-        bump(`sdk ${e.status ?? (e as Error).constructor.name} ${(e.error as { code?: string } | undefined)?.code ?? (e as Error).message}`)
+        bump(
+          `sdk ${e.status ?? (e as Error).constructor.name} ${(e.error as { code?: string } | undefined)?.code ?? (e as Error).message}`,
+        )
       }
     }
-    t.same(Object.fromEntries(seen), { [`fetch ${c.status} ${c.code}`]: ROUNDS, [`sdk ${c.status} ${c.code}`]: ROUNDS }, `${c.status} ${c.code}`)
+    t.same(
+      Object.fromEntries(seen),
+      { [`fetch ${c.status} ${c.code}`]: ROUNDS, [`sdk ${c.status} ${c.code}`]: ROUNDS },
+      `${c.status} ${c.code}`,
+    )
   }
 })
 
@@ -122,10 +194,13 @@ t.test(`every early refusal reaches fetch and the SDK as its status (${ROUNDS} x
 function rawClient(port: number, head: string, first: Buffer) {
   const sock = connect(port, '127.0.0.1')
   let data = ''
-  const response = new Promise<string>((resolve) => {
-    sock.on('data', (c) => { data += c.toString('latin1'); if (/\r\n\r\n[\s\S]*\}$/.test(data)) resolve(data) })
+  const response = new Promise<string>(resolve => {
+    sock.on('data', c => {
+      data += c.toString('latin1')
+      if (/\r\n\r\n[\s\S]*\}$/.test(data)) resolve(data)
+    })
   })
-  const closed = new Promise<'end' | 'error'>((resolve) => {
+  const closed = new Promise<'end' | 'error'>(resolve => {
     sock.on('end', () => resolve('end'))
     sock.on('error', () => resolve('error'))
   })
@@ -134,9 +209,10 @@ function rawClient(port: number, head: string, first: Buffer) {
   return { sock, response, closed }
 }
 
-t.test('drain bounds: past the byte cap or the time cap the connection is closed; a drained one is reused', async (t) => {
+t.test('drain bounds: past the byte cap or the time cap the connection is closed; a drained one is reused', async t => {
   const s = await setup(t, { drainLimits: { maxBytes: 1024 * 1024, maxMs: 300 } })
-  const head = (length: number) => `POST /browsers/other-browser/fs/upload_zip HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+  const head = (length: number) =>
+    `POST /browsers/other-browser/fs/upload_zip HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
     `Content-Type: multipart/form-data; boundary=b\r\nContent-Length: ${length}\r\n\r\n`
 
   // keeps sending past the 1 MiB cap: answered, then cut off
@@ -144,8 +220,13 @@ t.test('drain bounds: past the byte cap or the time cap the connection is closed
   t.match(await flood.response, /^HTTP\/1\.1 404 /, 'the refusal arrives first')
   const chunk = Buffer.alloc(256 * 1024)
   let written = 0
-  const pump = () => { while (!flood.sock.destroyed && written < 8 * 1024 * 1024 && flood.sock.write(chunk)) written += chunk.length }
-  flood.sock.on('drain', () => { written += chunk.length; pump() })
+  const pump = () => {
+    while (!flood.sock.destroyed && written < 8 * 1024 * 1024 && flood.sock.write(chunk)) written += chunk.length
+  }
+  flood.sock.on('drain', () => {
+    written += chunk.length
+    pump()
+  })
   pump()
   await flood.closed
   t.ok(written < 8 * 1024 * 1024, `connection closed after the byte cap (${written} bytes written)`)
@@ -160,10 +241,13 @@ t.test('drain bounds: past the byte cap or the time cap the connection is closed
   const polite = rawClient(s.port, head(small.length), Buffer.alloc(0))
   polite.sock.write(small)
   t.match(await polite.response, /^HTTP\/1\.1 404 /)
-  const second = new Promise<string>((resolve) => {
+  const second = new Promise<string>(resolve => {
     let more = ''
     polite.sock.removeAllListeners('data')
-    polite.sock.on('data', (c) => { more += c.toString('latin1'); if (/\r\n\r\n[\s\S]*\}$/.test(more)) resolve(more) })
+    polite.sock.on('data', c => {
+      more += c.toString('latin1')
+      if (/\r\n\r\n[\s\S]*\}$/.test(more)) resolve(more)
+    })
   })
   polite.sock.write(`GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`)
   t.match(await second, /^HTTP\/1\.1 200 /, 'keep-alive connection reused after the drain')

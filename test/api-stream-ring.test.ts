@@ -13,7 +13,7 @@ import { openStore } from './helpers/store.js'
 
 const tick = (): EventInput => ({ type: 'cdp_connect', data: {} })
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
-const frameIds = (write: string) => [...write.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+const frameIds = (write: string) => [...write.matchAll(/^id: (\d+)$/gm)].map(m => Number(m[1]))
 const allIds = (res: RecordingResponse) => res.writes.flatMap(frameIds)
 const record = (seq: number): StoredRecord => ({ seq, ts: 0, category: 'control', json: `{"seq":${seq},"event":{}}` })
 const frameText = (seq: number) => `id: ${seq}\ndata: {"seq":${seq},"event":{}}\n\n`
@@ -22,13 +22,19 @@ const frameText = (seq: number) => `id: ${seq}\ndata: {"seq":${seq},"event":{}}\
 function countReads(log: EventLog): { n: number } {
   const count = { n: 0 }
   const read = log.read.bind(log)
-  log.read = (q) => { count.n++; return read(q) }
+  log.read = q => {
+    count.n++
+    return read(q)
+  }
   return count
 }
 
 /** One commit per event (coalesceMs 0 writes each commit at once): batch = one frame. */
 async function emitEach(log: EventLog, emit: () => void, n: number): Promise<void> {
-  for (let i = 0; i < n; i++) { emit(); await log.flush() }
+  for (let i = 0; i < n; i++) {
+    emit()
+    await log.flush()
+  }
 }
 
 /** Frame bytes of the stored records from..to (what the ring holds for them, one batch per record). */
@@ -46,7 +52,13 @@ async function ringHub(t: Test, o: { ringOf: [number, number]; pageSize: number;
   const probe = await openStore(t)
   await emitEach(probe.log, () => probe.pipeline.emit(tick()), o.ringOf[1])
   const ringBytes = await frameBytes(probe.log, o.ringOf[0], o.ringOf[1])
-  const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs: 0, ringBytes, pageSize: o.pageSize })
+  const streams = new TelemetryStreams(log, {
+    keepaliveMs: 3_600_000,
+    bufferEvents: 1000,
+    coalesceMs: 0,
+    ringBytes,
+    pageSize: o.pageSize,
+  })
   const reads = countReads(log)
   const live = new RecordingResponse()
   const liveDone = streams.open(live as unknown as ServerResponse, { kind: 'new' })
@@ -54,7 +66,7 @@ async function ringHub(t: Test, o: { ringOf: [number, number]; pageSize: number;
   return { log, pipeline, streams, reads, ringBytes, liveDone }
 }
 
-t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the next frame', async (t) => {
+t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the next frame', async t => {
   const batch = (seqs: number[]) => frames(seqs.map(record))
   const size = (seqs: number[]) => seqs.reduce((a, s) => a + frameText(s).length, 0)
   const ring = new FrameRing(size([1, 2, 3, 4, 5, 6]))
@@ -75,7 +87,11 @@ t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the 
     t.equal(mid.lastSeq, 3)
   }
   const next = ring.after(3)
-  t.same(typeof next === 'object' && [next.buf.toString(), next.events, next.lastSeq], [frameText(4) + frameText(5), 2, 5])
+  t.same(typeof next === 'object' && [next.buf.toString(), next.events, next.lastSeq], [
+    frameText(4) + frameText(5),
+    2,
+    5,
+  ])
   t.equal(ring.after(5), 'caught-up')
   t.equal(ring.after(99), 'caught-up', 'past the end: whatever comes next')
 
@@ -104,12 +120,16 @@ t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the 
     t.ok(small.coveredAfter! >= covered)
     covered = small.coveredAfter!
   }
-  t.equal(small.bytes, size(range(400 - 3 * Math.floor(1000 / size([397, 398, 399])), 399)), 'exactly the newest whole batches that fit')
+  t.equal(
+    small.bytes,
+    size(range(400 - 3 * Math.floor(1000 / size([397, 398, 399])), 399)),
+    'exactly the newest whole batches that fit',
+  )
   small.clear()
   t.same([small.bytes, small.batchCount, small.coveredAfter], [0, 0, undefined])
 })
 
-t.test('a resume the ring covers is served from memory: no store read, every frame once, then live', async (t) => {
+t.test('a resume the ring covers is served from memory: no store read, every frame once, then live', async t => {
   const { log, pipeline } = await openStore(t)
   const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs: 0 })
   const reads = countReads(log)
@@ -132,9 +152,13 @@ t.test('a resume the ring covers is served from memory: no store read, every fra
   await Promise.all([liveDone, resumedDone])
 })
 
-t.test('a resume older than the ring reads the store, then hands over to the ring: lossless', async (t) => {
+t.test('a resume older than the ring reads the store, then hands over to the ring: lossless', async t => {
   // The ring sized so that the newest 10 one-frame batches fit, no more.
-  const { log, pipeline, streams, reads, ringBytes, liveDone } = await ringHub(t, { ringOf: [41, 50], pageSize: 10, events: 50 })
+  const { log, pipeline, streams, reads, ringBytes, liveDone } = await ringHub(t, {
+    ringOf: [41, 50],
+    pageSize: 10,
+    events: 50,
+  })
   t.equal(streams.ring.bytes, ringBytes, 'exactly the bound: the newest 10 frames')
   t.equal(streams.ring.coveredAfter, 40)
   reads.n = 0
@@ -151,7 +175,7 @@ t.test('a resume older than the ring reads the store, then hands over to the rin
   await Promise.all([liveDone, resumedDone])
 })
 
-t.test('ring catch-up writes one batch per drain; a batch evicted meanwhile is read from the store', async (t) => {
+t.test('ring catch-up writes one batch per drain; a batch evicted meanwhile is read from the store', async t => {
   const { log, pipeline, streams, reads, liveDone } = await ringHub(t, { ringOf: [11, 20], pageSize: 100, events: 20 })
   t.equal(streams.ring.coveredAfter, 10)
   reads.n = 0
@@ -177,7 +201,7 @@ t.test('ring catch-up writes one batch per drain; a batch evicted meanwhile is r
   await Promise.all([liveDone, slowDone])
 })
 
-t.test('commits with no stream open clear the ring: a later resume reads the store', async (t) => {
+t.test('commits with no stream open clear the ring: a later resume reads the store', async t => {
   const { log, pipeline } = await openStore(t)
   const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs: 0 })
   const first = new RecordingResponse()

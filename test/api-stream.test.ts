@@ -31,7 +31,7 @@ async function openStream(api: TestApi, opts: { lastEventId?: string; query?: st
   const res = await api.get(STREAM + (opts.query ?? ''), { signal: ac.signal, headers })
   const msgs: EventSourceMessage[] = []
   const comments: string[] = []
-  const parser = createParser({ onEvent: (e) => msgs.push(e), onComment: (c) => comments.push(c) })
+  const parser = createParser({ onEvent: e => msgs.push(e), onComment: c => comments.push(c) })
   const done = (async (): Promise<'ended' | 'aborted'> => {
     if (!res.body) return 'ended'
     const reader = res.body.getReader()
@@ -49,7 +49,7 @@ async function openStream(api: TestApi, opts: { lastEventId?: string; query?: st
   return { res, msgs, comments, done, close: () => ac.abort() }
 }
 
-const ids = (msgs: EventSourceMessage[]) => msgs.map((m) => Number(m.id))
+const ids = (msgs: EventSourceMessage[]) => msgs.map(m => Number(m.id))
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
 async function emitN(api: TestApi, n: number): Promise<void> {
@@ -57,7 +57,7 @@ async function emitN(api: TestApi, n: number): Promise<void> {
   await api.log.flush()
 }
 
-t.test('frames: id + data, no event field; default start is "new events only"', async (t) => {
+t.test('frames: id + data, no event field; default start is "new events only"', async t => {
   const api = await startApi(t)
   await emitN(api, 5)
   const s = await openStream(api)
@@ -78,7 +78,7 @@ t.test('frames: id + data, no event field; default start is "new events only"', 
   await waitFor(() => api.app.streams.size === 0, 10_000, 'server noticed the disconnect')
 })
 
-t.test('replay=all starts at the oldest retained event; Last-Event-ID wins over replay', async (t) => {
+t.test('replay=all starts at the oldest retained event; Last-Event-ID wins over replay', async t => {
   const api = await startApi(t)
   await emitN(api, 12)
   const all = await openStream(api, { query: '?replay=all' })
@@ -97,9 +97,13 @@ t.test('replay=all starts at the oldest retained event; Last-Event-ID wins over 
   for (const s of [all, resumed, ahead]) s.close()
 })
 
-t.test('bad Last-Event-ID or replay value -> 400 naming it', async (t) => {
+t.test('bad Last-Event-ID or replay value -> 400 naming it', async t => {
   const api = await startApi(t)
-  for (const [headers, query, param] of [[{ 'last-event-id': 'abc' }, '', 'Last-Event-ID'], [{ 'last-event-id': '-3' }, '', 'Last-Event-ID'], [{}, '?replay=some', 'replay']] as const) {
+  for (const [headers, query, param] of [
+    [{ 'last-event-id': 'abc' }, '', 'Last-Event-ID'],
+    [{ 'last-event-id': '-3' }, '', 'Last-Event-ID'],
+    [{}, '?replay=some', 'replay'],
+  ] as const) {
     const res = await api.get(STREAM + query, { headers })
     t.equal(res.status, 400)
     const body = JSON.parse(await res.text())
@@ -109,7 +113,7 @@ t.test('bad Last-Event-ID or replay value -> 400 naming it', async (t) => {
   }
 })
 
-t.test('resume is exact under concurrent emits: no duplicate, no hole at the handover', async (t) => {
+t.test('resume is exact under concurrent emits: no duplicate, no hole at the handover', async t => {
   t.setTimeout(120_000)
   // Small backlog pages and a small hold buffer force many pages and hold-buffer overflows.
   const api = await startApi(t, { deps: { streamPageSize: 37, streamBufferEvents: 200 } })
@@ -118,7 +122,7 @@ t.test('resume is exact under concurrent emits: no duplicate, no hole at the han
   const producer = (async () => {
     while (producing) {
       for (let i = 0; i < 25; i++) api.pipeline.emit(tick())
-      await new Promise((r) => setImmediate(r))
+      await new Promise(r => setImmediate(r))
     }
   })()
   const streams: [string, OpenStream][] = []
@@ -128,7 +132,7 @@ t.test('resume is exact under concurrent emits: no duplicate, no hole at the han
   streams.push(['replay=all', await openStream(api, { query: '?replay=all' })])
   const liveFrom = api.log.lastSeq
   streams.push(['new', await openStream(api)])
-  await new Promise((r) => setTimeout(r, 300)) // let the producer run across the handovers
+  await new Promise(r => setTimeout(r, 300)) // let the producer run across the handovers
   producing = false
   await producer
   await api.log.flush()
@@ -137,7 +141,11 @@ t.test('resume is exact under concurrent emits: no duplicate, no hole at the han
   for (const [what, s] of streams) {
     await waitFor(() => s.msgs.length > 0 && Number(s.msgs[s.msgs.length - 1]!.id) >= last, 60_000, `${what} caught up`)
     const got = ids(s.msgs)
-    const from = what.startsWith('Last-Event-ID') ? Number(what.split(' ')[1]) + 1 : what === 'replay=all' ? 1 : undefined
+    const from = what.startsWith('Last-Event-ID')
+      ? Number(what.split(' ')[1]) + 1
+      : what === 'replay=all'
+        ? 1
+        : undefined
     if (from !== undefined) {
       t.equal(got[0], from, `${what}: starts right after the resume point`)
       t.same(got, range(from, last), `${what}: every seq once, in order`)
@@ -149,7 +157,7 @@ t.test('resume is exact under concurrent emits: no duplicate, no hole at the han
   }
 })
 
-t.test('the real client reads the stream and resumes with Last-Event-ID', async (t) => {
+t.test('the real client reads the stream and resumes with Last-Event-ID', async t => {
   const api = await startApi(t)
   await emitN(api, 4)
   const stream = await api.client.browsers.telemetry.stream(BROWSER_ID, { 'Last-Event-ID': '2' } as never)
@@ -163,44 +171,63 @@ t.test('the real client reads the stream and resumes with Last-Event-ID', async 
   await waitFor(() => api.app.streams.size === 0, 10_000, 'client break closes the stream')
 })
 
-const frameIds = (write: string) => [...write.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+const frameIds = (write: string) => [...write.matchAll(/^id: (\d+)$/gm)].map(m => Number(m[1]))
 
-t.test('live writes are coalesced: commits within coalesceMs reach a client in one write, in order', async (t) => {
-  for (const [coalesceMs, expected] of [[3_600_000, [[1], [2, 3, 4]]], [0, [[1], [2], [3], [4]]]] as const) {
+t.test('live writes are coalesced: commits within coalesceMs reach a client in one write, in order', async t => {
+  for (const [coalesceMs, expected] of [
+    [3_600_000, [[1], [2, 3, 4]]],
+    [0, [[1], [2], [3], [4]]],
+  ] as const) {
     const { log, pipeline } = await openStore(t)
     const streams = new TelemetryStreams(log, { keepaliveMs: 3_600_000, bufferEvents: 1000, coalesceMs })
     const res = new RecordingResponse()
     const done = streams.open(res as unknown as ServerResponse, { kind: 'new' })
     // Four commits: the first after a quiet spell goes out at once, the next three within the interval.
-    for (let i = 0; i < 4; i++) { pipeline.emit(tick()); await log.flush() }
-    t.same(res.writes.map(frameIds), coalesceMs === 0 ? expected : [[1]], `coalesceMs ${coalesceMs}: writes before shutdown`)
+    for (let i = 0; i < 4; i++) {
+      pipeline.emit(tick())
+      await log.flush()
+    }
+    t.same(
+      res.writes.map(frameIds),
+      coalesceMs === 0 ? expected : [[1]],
+      `coalesceMs ${coalesceMs}: writes before shutdown`,
+    )
     await streams.closeAll() // flushes what is pending, then ends the stream
     await done
-    t.same(res.writes.map(frameIds).filter((ids) => ids.length > 0), expected, `coalesceMs ${coalesceMs}: every frame once, in order`)
+    t.same(
+      res.writes.map(frameIds).filter(ids => ids.length > 0),
+      expected,
+      `coalesceMs ${coalesceMs}: every frame once, in order`,
+    )
   }
 })
 
-t.test('keepalive comments while idle', async (t) => {
+t.test('keepalive comments while idle', async t => {
   const api = await startApi(t, { deps: { streamKeepaliveMs: 100 } })
   const s = await openStream(api)
   await waitFor(() => s.comments.length >= 2, 10_000, 'two keepalives')
-  t.ok(s.comments.every((c) => c.trim() === 'keepalive'), JSON.stringify(s.comments))
+  t.ok(
+    s.comments.every(c => c.trim() === 'keepalive'),
+    JSON.stringify(s.comments),
+  )
   t.equal(s.msgs.length, 0)
   s.close()
 })
 
-t.test('a slow client is disconnected past its buffer, others and ingest are unaffected, and it resumes', async (t) => {
+t.test('a slow client is disconnected past its buffer, others and ingest are unaffected, and it resumes', async t => {
   t.setTimeout(120_000)
   // Small commit batches so the fast reader (same process) gets turns between them.
   const api = await startApi(t, { deps: { streamBufferEvents: 100 }, logOpts: { commitMaxEvents: 16 } })
   const fast = await openStream(api)
   // A raw client that stops reading: the kernel buffers fill, then the per-client buffer.
   const sock = connect(Number(new URL(api.url).port), '127.0.0.1')
-  await new Promise<void>((r) => sock.once('connect', () => r()))
+  await new Promise<void>(r => sock.once('connect', () => r()))
   sock.setNoDelay(true)
   const chunks: Buffer[] = []
   let closed = false
-  sock.on('close', () => { closed = true })
+  sock.on('close', () => {
+    closed = true
+  })
   sock.write(`GET ${STREAM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nAccept: text/event-stream\r\n\r\n`)
   await waitFor(() => api.app.streams.size === 2, 10_000, 'slow client registered')
   sock.pause()
@@ -209,7 +236,8 @@ t.test('a slow client is disconnected past its buffer, others and ingest are una
   const total = 600 // ~30 MB: far more than socket buffers hold
   // Rounds of 20; the fast client reads each round before the next, the slow one falls behind.
   for (let sent = 0; sent < total;) {
-    for (let i = 0; i < 20; i++, sent++) api.pipeline.emit({ type: 'console_log', data: { level: 'log', text: big, args: [String(sent)] } })
+    for (let i = 0; i < 20; i++, sent++)
+      api.pipeline.emit({ type: 'console_log', data: { level: 'log', text: big, args: [String(sent)] } })
     await api.log.flush()
     await waitFor(() => fast.msgs.length >= sent, 30_000, `fast client read ${sent}`)
   }
@@ -226,7 +254,7 @@ t.test('a slow client is disconnected past its buffer, others and ingest are una
   const body = text.slice(text.indexOf('\r\n\r\n') + 4)
   const got: number[] = []
   // Chunked transfer encoding: strip the chunk-size lines before parsing SSE.
-  const parser = createParser({ onEvent: (e) => got.push(Number(e.id)) })
+  const parser = createParser({ onEvent: e => got.push(Number(e.id)) })
   parser.feed(dechunk(body))
   t.ok(got.length < total, `slow client got ${got.length} of ${total} before the cut`)
   t.same(got, range(1, got.length), 'what it got is a contiguous prefix')
@@ -238,7 +266,7 @@ t.test('a slow client is disconnected past its buffer, others and ingest are una
   again.close()
 })
 
-t.test('streams end cleanly on shutdown', async (t) => {
+t.test('streams end cleanly on shutdown', async t => {
   const api = await startApi(t)
   const a = await openStream(api)
   const b = await openStream(api, { query: '?replay=all' })

@@ -13,8 +13,11 @@ const PER_LOAD = 1 + HEAVY.stylesheets + HEAVY.scripts + HEAVY.images + HEAVY.fe
 
 t.setTimeout(300_000)
 
-t.test(`heavy page loaded ${LOADS} times in one tab: complete with budgets on`, async (t) => {
-  const pages: Record<string, typeof heavyHandler | string> = { '/heavy.html': heavyHandler, '/done': '<!doctype html><script>console.log("heavy-done")</script>' }
+t.test(`heavy page loaded ${LOADS} times in one tab: complete with budgets on`, async t => {
+  const pages: Record<string, typeof heavyHandler | string> = {
+    '/heavy.html': heavyHandler,
+    '/done': '<!doctype html><script>console.log("heavy-done")</script>',
+  }
   for (let i = 0; i < HEAVY.stylesheets; i++) pages[`/css/${i}.css`] = heavyHandler
   for (let i = 0; i < HEAVY.scripts; i++) pages[`/js/${i}.js`] = heavyHandler
   for (let i = 0; i < HEAVY.images; i++) pages[`/img/${i}.png`] = heavyHandler
@@ -56,11 +59,20 @@ t.test(`heavy page loaded ${LOADS} times in one tab: complete with budgets on`, 
     inspect({ event }) {
       const url = String(event.data.url ?? '')
       if (event.type === 'network_request' && load(url)) requests.set(load(url)!, (requests.get(load(url)!) ?? 0) + 1)
-      if (event.type === 'network_response' && load(url)) responses.set(load(url)!, (responses.get(load(url)!) ?? 0) + 1)
+      if (event.type === 'network_response' && load(url))
+        responses.set(load(url)!, (responses.get(load(url)!) ?? 0) + 1)
       if (event.type === 'console_log' && event.data.text !== 'heavy-done') consoleLines++
     },
   })
-  t.comment(JSON.stringify({ elapsedMs: Math.round(r.elapsedMs), stored: r.stored, lastSeq: r.lastSeq, storedByType: r.storedByType, metrics: r.metrics }))
+  t.comment(
+    JSON.stringify({
+      elapsedMs: Math.round(r.elapsedMs),
+      stored: r.stored,
+      lastSeq: r.lastSeq,
+      storedByType: r.storedByType,
+      metrics: r.metrics,
+    }),
+  )
   t.equal(r.metrics.overBudget, 0, 'nothing over the page budget')
   t.equal(r.missing, 0, 'no seq gap')
   t.equal(r.metrics.storeDropped, 0)

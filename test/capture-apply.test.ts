@@ -20,54 +20,86 @@ function harness(type = 'page') {
   const raw = ((method: string, params: unknown) => {
     log.push(params === undefined ? method : `${method} ${JSON.stringify(params)}`)
     if (!holding.has(method)) return Promise.resolve({})
-    return new Promise((resolve) => held.set(method, () => { log.push(`answer ${method}`); resolve({}) }))
+    return new Promise(resolve =>
+      held.set(method, () => {
+        log.push(`answer ${method}`)
+        resolve({})
+      }),
+    )
   }) as ConstructorParameters<typeof AttachedTarget>[0]
-  const target = new AttachedTarget(raw, new ProtocolErrorLog({ logger: silentLogger }), silentLogger,
-    { targetId: 'T1', type, title: '', url: 'about:blank', attached: true, canAccessOpener: false }, 'S1', undefined)
+  const target = new AttachedTarget(
+    raw,
+    new ProtocolErrorLog({ logger: silentLogger }),
+    silentLogger,
+    { targetId: 'T1', type, title: '', url: 'about:blank', attached: true, canAccessOpener: false },
+    'S1',
+    undefined,
+  )
   const collector = (name: string, category?: Collector['category'], gate?: Promise<void>): Collector => ({
-    name, category,
+    name,
+    category,
     async attach(): Promise<Detach> {
       log.push(`attach ${name}`)
       if (gate) await gate
-      return () => { log.push(`detach ${name}`) }
+      return () => {
+        log.push(`detach ${name}`)
+      }
     },
   })
   return { log, target, holding, held, collector }
 }
 const emit = (e: Parameters<typeof fakeAccepted>[0]) => fakeAccepted(e)
 
-t.test('attach: the plan\'s domains in order, then every listed collector (and those without a category)', async (t) => {
+t.test("attach: the plan's domains in order, then every listed collector (and those without a category)", async t => {
   const h = harness()
-  const cap = new TargetCapture(h.target, { collectors: [h.collector('console', 'console'), h.collector('page', 'page'), h.collector('screenshot')], emit, logger: silentLogger })
+  const cap = new TargetCapture(h.target, {
+    collectors: [h.collector('console', 'console'), h.collector('page', 'page'), h.collector('screenshot')],
+    emit,
+    logger: silentLogger,
+  })
   const plan = capturePlan(['console', 'network'])
   const domains = cap.enableDomains(plan)
   const collectors = cap.attachCollectors(plan)
   await Promise.all([domains, collectors])
   t.same(h.log, [
-    'Page.enable', 'Runtime.enable', 'Network.enable {"maxPostDataSize":65536}',
-    'attach console', 'attach screenshot',
+    'Page.enable',
+    'Runtime.enable',
+    'Network.enable {"maxPostDataSize":65536}',
+    'attach console',
+    'attach screenshot',
   ])
   t.same(cap.counts(), { domains: 3, collectors: 2 })
 })
 
-t.test('a worker gets no Page; PerformanceTimeline only on documents', async (t) => {
+t.test('a worker gets no Page; PerformanceTimeline only on documents', async t => {
   const h = harness('worker')
   const cap = new TargetCapture(h.target, { collectors: [], emit, logger: silentLogger })
   await cap.enableDomains(ALL)
   t.same(h.log, ['Runtime.enable', 'Network.enable {"maxPostDataSize":65536}'])
 })
 
-t.test('live: off detaches then disables; on enables, waits for the answer, then attaches', async (t) => {
+t.test('live: off detaches then disables; on enables, waits for the answer, then attaches', async t => {
   const h = harness()
   const cap = new TargetCapture(h.target, {
-    collectors: [h.collector('console', 'console'), h.collector('network', 'network'), h.collector('page', 'page'), h.collector('interaction', 'interaction'), h.collector('screenshot')],
-    emit, logger: silentLogger,
+    collectors: [
+      h.collector('console', 'console'),
+      h.collector('network', 'network'),
+      h.collector('page', 'page'),
+      h.collector('interaction', 'interaction'),
+      h.collector('screenshot'),
+    ],
+    emit,
+    logger: silentLogger,
   })
   await Promise.all([cap.enableDomains(ALL), cap.attachCollectors(ALL)])
   h.log.length = 0
 
   await cap.apply(capturePlan(['page']))
-  t.same(h.log, ['detach console', 'detach network', 'detach interaction', 'Runtime.disable', 'Network.disable'], 'Page and PerformanceTimeline kept; the screenshot collector untouched')
+  t.same(
+    h.log,
+    ['detach console', 'detach network', 'detach interaction', 'Runtime.disable', 'Network.disable'],
+    'Page and PerformanceTimeline kept; the screenshot collector untouched',
+  )
   h.log.length = 0
 
   await cap.apply(capturePlan(['console']))
@@ -85,34 +117,55 @@ t.test('live: off detaches then disables; on enables, waits for the answer, then
 
   h.holding.add('Network.enable')
   const applying = cap.apply(capturePlan(['console', 'interaction', 'network']))
-  await new Promise((r) => setImmediate(r))
-  t.same(h.log, ['Network.enable {"maxPostDataSize":65536}'], 'the network collector waits for the enable answer (Chromium replays before it)')
+  await new Promise(r => setImmediate(r))
+  t.same(
+    h.log,
+    ['Network.enable {"maxPostDataSize":65536}'],
+    'the network collector waits for the enable answer (Chromium replays before it)',
+  )
   h.held.get('Network.enable')!()
   await applying
   t.same(h.log, ['Network.enable {"maxPostDataSize":65536}', 'answer Network.enable', 'attach network'])
 })
 
-t.test('changes queue per target; a collector switched off while attaching is detached once its attach ends', async (t) => {
-  const h = harness()
-  let release!: () => void
-  const gate = new Promise<void>((r) => { release = r })
-  const cap = new TargetCapture(h.target, { collectors: [h.collector('interaction', 'interaction', gate)], emit, logger: silentLogger })
-  const plan = capturePlan(['interaction'])
-  void cap.enableDomains(plan)
-  const attaching = cap.attachCollectors(plan)
-  const off = cap.apply(capturePlan([]))
-  await new Promise((r) => setImmediate(r))
-  t.same(h.log, ['Page.enable', 'Runtime.enable', 'attach interaction'], 'the change waits for the attach in progress')
-  release()
-  await attaching
-  await off
-  t.same(h.log.slice(3), ['detach interaction', 'Runtime.disable'])
-  t.same(cap.counts(), { domains: 1, collectors: 0 })
-})
+t.test(
+  'changes queue per target; a collector switched off while attaching is detached once its attach ends',
+  async t => {
+    const h = harness()
+    let release!: () => void
+    const gate = new Promise<void>(r => {
+      release = r
+    })
+    const cap = new TargetCapture(h.target, {
+      collectors: [h.collector('interaction', 'interaction', gate)],
+      emit,
+      logger: silentLogger,
+    })
+    const plan = capturePlan(['interaction'])
+    void cap.enableDomains(plan)
+    const attaching = cap.attachCollectors(plan)
+    const off = cap.apply(capturePlan([]))
+    await new Promise(r => setImmediate(r))
+    t.same(
+      h.log,
+      ['Page.enable', 'Runtime.enable', 'attach interaction'],
+      'the change waits for the attach in progress',
+    )
+    release()
+    await attaching
+    await off
+    t.same(h.log.slice(3), ['detach interaction', 'Runtime.disable'])
+    t.same(cap.counts(), { domains: 1, collectors: 0 })
+  },
+)
 
-t.test('target closed: every collector detaches once, later changes send nothing', async (t) => {
+t.test('target closed: every collector detaches once, later changes send nothing', async t => {
   const h = harness()
-  const cap = new TargetCapture(h.target, { collectors: [h.collector('console', 'console'), h.collector('screenshot')], emit, logger: silentLogger })
+  const cap = new TargetCapture(h.target, {
+    collectors: [h.collector('console', 'console'), h.collector('screenshot')],
+    emit,
+    logger: silentLogger,
+  })
   await Promise.all([cap.enableDomains(ALL), cap.attachCollectors(ALL)])
   h.log.length = 0
   h.target.close()

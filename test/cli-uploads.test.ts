@@ -21,14 +21,24 @@ function capture(env: NodeJS.ProcessEnv = {}) {
   let out = ''
   let err = ''
   const io: CliIO = {
-    stdout: { write: (c) => { out += typeof c === 'string' ? c : Buffer.from(c).toString('latin1'); return true } },
-    stderr: { write: (c) => { err += typeof c === 'string' ? c : Buffer.from(c).toString(); return true } },
+    stdout: {
+      write: c => {
+        out += typeof c === 'string' ? c : Buffer.from(c).toString('latin1')
+        return true
+      },
+    },
+    stderr: {
+      write: c => {
+        err += typeof c === 'string' ? c : Buffer.from(c).toString()
+        return true
+      },
+    },
     env,
   }
   return { io, out: () => out, err: () => err }
 }
 
-t.test('upload-zip and extension upload|list|get|download|delete', async (t) => {
+t.test('upload-zip and extension upload|list|get|download|delete', async t => {
   const dir = await tempDir(t)
   const dataDir = join(dir, 'data')
   const uploadRoot = join(dir, 'uploads')
@@ -37,15 +47,34 @@ t.test('upload-zip and extension upload|list|get|download|delete', async (t) => 
   const store = await ExtensionStore.open({ dir: join(dir, 'extensions'), db: await openExtensionMeta(t) })
   // Mounted only when src/main.ts does not wire them itself yet.
   const wire = (r: ApiRouter) => {
-    if (!r.routes.some((x) => x.operationId === 'uploadZip')) {
-      registerUploadRoutes(r, { uploadRoots: [uploadRoot], spoolDir: join(dir, 'spool'), uploadMaxBytes: 10 * 1024 * 1024, zipLimits: DEFAULT_ZIP_LIMITS })
+    if (!r.routes.some(x => x.operationId === 'uploadZip')) {
+      registerUploadRoutes(r, {
+        uploadRoots: [uploadRoot],
+        spoolDir: join(dir, 'spool'),
+        uploadMaxBytes: 10 * 1024 * 1024,
+        zipLimits: DEFAULT_ZIP_LIMITS,
+      })
     }
-    if (!r.routes.some((x) => x.path === '/extensions' && x.method === 'POST')) {
+    if (!r.routes.some(x => x.path === '/extensions' && x.method === 'POST')) {
       registerExtensionRoutes(r, { store, uploadMaxBytes: 10 * 1024 * 1024, zipLimits: DEFAULT_ZIP_LIMITS })
     }
   }
-  const config = parseServeConfig(['--listen', '127.0.0.1:0', '--data-dir', dataDir, '--no-browser', '--token', TOKEN,
-    '--proxy-listen', 'off', '--upload-root', uploadRoot], {})
+  const config = parseServeConfig(
+    [
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      dataDir,
+      '--no-browser',
+      '--token',
+      TOKEN,
+      '--proxy-listen',
+      'off',
+      '--upload-root',
+      uploadRoot,
+    ],
+    {},
+  )
   const h = await startDaemon(config, { logger: silentLogger, announce: () => {}, routes: [wire] })
   t.teardown(() => h.close())
   const env = { BROWSER_TELEMETRY_URL: h.url, BROWSER_TELEMETRY_TOKEN: TOKEN }
@@ -56,9 +85,15 @@ t.test('upload-zip and extension upload|list|get|download|delete', async (t) => 
     return c
   }
 
-  await t.test('upload-zip extracts the archive at the destination', async (t) => {
+  await t.test('upload-zip extracts the archive at the destination', async t => {
     const zip = join(dir, 'site.zip')
-    await writeFile(zip, await yazlZip([{ name: 'index.html', data: '<h1>hi</h1>' }, { name: 'css/app.css', data: 'body{}' }]))
+    await writeFile(
+      zip,
+      await yazlZip([
+        { name: 'index.html', data: '<h1>hi</h1>' },
+        { name: 'css/app.css', data: 'body{}' },
+      ]),
+    )
     const dest = join(uploadRoot, 'site')
     const c = await ok('upload-zip', [zip, dest])
     t.equal(c.out(), `extracted ${zip} to ${dest}\n`)
@@ -76,8 +111,11 @@ t.test('upload-zip and extension upload|list|get|download|delete', async (t) => 
     t.equal(args.err(), 'browser-telemetry upload-zip: expected <zip> <dest> (see --help)\n')
   })
 
-  await t.test('extension upload, list, get, download, delete', async (t) => {
-    const bytes = await yazlZip([{ name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'Demo', version: '1.0' }) }, { name: 'bg.js', data: '1' }])
+  await t.test('extension upload, list, get, download, delete', async t => {
+    const bytes = await yazlZip([
+      { name: 'manifest.json', data: JSON.stringify({ manifest_version: 3, name: 'Demo', version: '1.0' }) },
+      { name: 'bg.js', data: '1' },
+    ])
     const zip = join(dir, 'ext.zip')
     await writeFile(zip, bytes)
     const up = await ok('extension', ['upload', zip, '--name', 'demo-ext'])
@@ -90,7 +128,11 @@ t.test('upload-zip and extension upload|list|get|download|delete', async (t) => 
     const rec2 = JSON.parse(other.out())
 
     const list = await ok('extension', ['list'])
-    const listed = list.out().trimEnd().split('\n').map((l) => JSON.parse(l))
+    const listed = list
+      .out()
+      .trimEnd()
+      .split('\n')
+      .map(l => JSON.parse(l))
     t.same(listed.map((e: { id: string }) => e.id).sort(), [rec.id, rec2.id].sort())
     const one = await ok('extension', ['list', '--limit', '1'])
     t.equal(one.out().trimEnd().split('\n').length, 1)
@@ -118,6 +160,9 @@ t.test('upload-zip and extension upload|list|get|download|delete', async (t) => 
     t.match(dup.err(), /^browser-telemetry extension upload: 409 conflict: /)
     const unknown = capture(env)
     t.equal(await clientCommands.extension!.run(['frobnicate'], unknown.io), 2)
-    t.equal(unknown.err(), 'browser-telemetry extension: unknown command "frobnicate" (upload, list, get, download, delete)\n')
+    t.equal(
+      unknown.err(),
+      'browser-telemetry extension: unknown command "frobnicate" (upload, list, get, download, delete)\n',
+    )
   })
 })

@@ -5,7 +5,7 @@ import { startCollecting } from './helpers/collector-harness.js'
 import { createConsoleCollector } from '../collectors/console.js'
 import { createPageCollector } from '../collectors/page.js'
 
-t.test('console_log, console_error (call and uncaught exceptions) with exact fields and context', async (t) => {
+t.test('console_log, console_error (call and uncaught exceptions) with exact fields and context', async t => {
   const server = await startServer(t, {
     '/logs': `<script>
 function logAll() {
@@ -29,39 +29,57 @@ Promise.reject(new TypeError('nope'))
   const ctx = page.context()
   t.equal(ctx.nav_seq, 1)
 
-  const hello = await h.waitEvent('console_log', (e) => e.data.text === 'hello')
+  const hello = await h.waitEvent('console_log', e => e.data.text === 'hello')
   const { stack_trace: helloStack, ...helloData } = hello.data
   t.same(helloData, {
-    ...ctx, level: 'log', text: 'hello', args: ['hello', '1', '{a: 1, b: "x"}', '[1, 2]', 'null', 'undefined', 'true'],
+    ...ctx,
+    level: 'log',
+    text: 'hello',
+    args: ['hello', '1', '{a: 1, b: "x"}', '[1, 2]', 'null', 'undefined', 'true'],
   })
   t.same(hello.source, { kind: 'cdp', event: 'Runtime.consoleAPICalled' })
-  t.match(helloStack, { callFrames: [{ functionName: 'logAll', url: `${server.url}logs`, lineNumber: 2 }, { functionName: '', url: `${server.url}logs` }] })
+  t.match(helloStack, {
+    callFrames: [
+      { functionName: 'logAll', url: `${server.url}logs`, lineNumber: 2 },
+      { functionName: '', url: `${server.url}logs` },
+    ],
+  })
   t.type(helloStack!.callFrames[0]!.columnNumber, 'number')
 
-  await h.waitEvent('console_error', (e) => e.data.text === 'bad') // the last call of logAll()
-  const levels = h.ofType('console_log', (e) => e.data.nav_seq === 1).map((e) => [e.data.level, e.data.text, e.data.args])
-  t.same(levels, [
-    ['log', 'hello', ['hello', '1', '{a: 1, b: "x"}', '[1, 2]', 'null', 'undefined', 'true']],
-    ['warning', 'careful', ['careful']],
-    ['info', 'fyi', ['fyi', '2n']],
-    ['debug', 'dbg', ['dbg']],
-  ], 'every level but error, passed through unfiltered')
+  await h.waitEvent('console_error', e => e.data.text === 'bad') // the last call of logAll()
+  const levels = h.ofType('console_log', e => e.data.nav_seq === 1).map(e => [e.data.level, e.data.text, e.data.args])
+  t.same(
+    levels,
+    [
+      ['log', 'hello', ['hello', '1', '{a: 1, b: "x"}', '[1, 2]', 'null', 'undefined', 'true']],
+      ['warning', 'careful', ['careful']],
+      ['info', 'fyi', ['fyi', '2n']],
+      ['debug', 'dbg', ['dbg']],
+    ],
+    'every level but error, passed through unfiltered',
+  )
 
-  const callError = await h.waitEvent('console_error', (e) => e.data.text === 'bad')
+  const callError = await h.waitEvent('console_error', e => e.data.text === 'bad')
   const { stack_trace: errStack, ...errData } = callError.data
-  t.same(errData, { ...ctx, text: 'bad', level: 'error', args: ['bad', '{code: 7}'] }, 'no line/column/source_url for a console.error call')
+  t.same(
+    errData,
+    { ...ctx, text: 'bad', level: 'error', args: ['bad', '{code: 7}'] },
+    'no line/column/source_url for a console.error call',
+  )
   t.match(errStack, { callFrames: [{ functionName: 'logAll' }] })
-  t.equal(h.ofType('console_log', (e) => e.data.level === 'error').length, 0, 'error is routed to console_error only')
+  t.equal(h.ofType('console_log', e => e.data.level === 'error').length, 0, 'error is routed to console_error only')
 
   await h.navigate(page, `${server.url}throws`)
   const ctx2 = page.context()
-  const uncaught = await h.waitEvent('console_error', (e) => e.data.text === 'Uncaught Error: boom')
+  const uncaught = await h.waitEvent('console_error', e => e.data.text === 'Uncaught Error: boom')
   const { stack_trace: exStack, ...exData } = uncaught.data
   // line and column are CDP's 0-based position of the throw (`new Error` on the script's second line).
   t.same(exData, { ...ctx2, text: 'Uncaught Error: boom', line: 1, column: 24, source_url: `${server.url}throws` })
   t.same(uncaught.source, { kind: 'cdp', event: 'Runtime.exceptionThrown' })
-  t.match(exStack, { callFrames: [{ functionName: 'boom', url: `${server.url}throws`, lineNumber: 1, columnNumber: 24 }] })
-  const rejected = await h.waitEvent('console_error', (e) => e.data.text.startsWith('Uncaught (in promise)'))
+  t.match(exStack, {
+    callFrames: [{ functionName: 'boom', url: `${server.url}throws`, lineNumber: 1, columnNumber: 24 }],
+  })
+  const rejected = await h.waitEvent('console_error', e => e.data.text.startsWith('Uncaught (in promise)'))
   t.equal(rejected.data.text, 'Uncaught (in promise) TypeError: nope')
   t.equal(rejected.data.source_url, `${server.url}throws`)
   t.equal(rejected.data.line, 3)
@@ -69,21 +87,24 @@ Promise.reject(new TypeError('nope'))
 
   // What was accepted is also what readers get: committed and readable, byte-identical data.
   const stored = await h.stored()
-  const storedHello = stored.find((e) => e.seq === hello.seq)
+  const storedHello = stored.find(e => e.seq === hello.seq)
   t.same(storedHello?.event.data, hello.data)
   t.equal(h.pipeline.stats.invalid, 0, 'no event was dropped as invalid')
 })
 
-t.test('console of a worker keeps the worker session context', async (t) => {
+t.test('console of a worker keeps the worker session context', async t => {
   const server = await startServer(t, {
     '/w': `<script>new Worker('/w.js')</script>`,
-    '/w.js': (_req, res) => { res.writeHead(200, { 'content-type': 'text/javascript' }); res.end("console.log('from worker', {n: 1})") },
+    '/w.js': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/javascript' })
+      res.end("console.log('from worker', {n: 1})")
+    },
   })
   const h = await startCollecting(t, [createConsoleCollector()])
   const page = h.firstPage()
   await page.send('Page.navigate', { url: `${server.url}w` })
-  const e = await h.waitEvent('console_log', (x) => x.data.text === 'from worker')
-  const worker = h.sessions.find((s) => s.targetType === 'worker')!
+  const e = await h.waitEvent('console_log', x => x.data.text === 'from worker')
+  const worker = h.sessions.find(s => s.targetType === 'worker')!
   const { stack_trace: _s, ...data } = e.data
   t.same(data, { ...worker.context(), level: 'log', text: 'from worker', args: ['from worker', '{n: 1}'] })
   t.equal(data.target_type, 'worker')

@@ -9,14 +9,21 @@ import { startServer, waitFor } from './helpers/http.js'
 import { openStore } from './helpers/store.js'
 import { recordingEmit } from './helpers/monitor.js'
 
-t.test('re-attaching the same collector does not duplicate events', async (t) => {
-  const server = await startServer(t, { '/': '<title>re</title><body style="margin:0"><button id="b" style="width:100px;height:40px">B</button></body>' })
+t.test('re-attaching the same collector does not duplicate events', async t => {
+  const server = await startServer(t, {
+    '/': '<title>re</title><body style="margin:0"><button id="b" style="width:100px;height:40px">B</button></body>',
+  })
   const browser = await startBrowser(t, { startUrl: server.url })
-  await waitFor(async () => ((await (await fetch(`${browser.httpUrl}/json/list`)).json()) as { title: string }[]).some((x) => x.title === 're'), 10000, 'page')
+  await waitFor(
+    async () =>
+      ((await (await fetch(`${browser.httpUrl}/json/list`)).json()) as { title: string }[]).some(x => x.title === 're'),
+    10000,
+    'page',
+  )
   const { pipeline } = await openStore(t)
   const rec = recordingEmit(pipeline)
   const collector = createInteractionCollector()
-  const pageId = (await CDP.List({ port: browser.port })).find((x) => x.type === 'page')!.id
+  const pageId = (await CDP.List({ port: browser.port })).find(x => x.type === 'page')!.id
   const client = await CDP({ port: browser.port, target: pageId })
   t.teardown(() => client.close())
   const click = async () => {
@@ -36,6 +43,13 @@ t.test('re-attaching the same collector does not duplicate events', async (t) =>
   await monitor.start()
   await client.Runtime.evaluate({ expression: 'document.getElementById("b").textContent = "marker"' })
   await click()
-  await waitFor(() => rec.ofType('interaction_click').some((e) => (e.data as { text: string }).text === 'marker'), 5000, 'marker click')
-  t.same(rec.ofType('interaction_click').map((e) => (e.data as { text: string }).text), ['B', 'B', 'B', 'marker'])
+  await waitFor(
+    () => rec.ofType('interaction_click').some(e => (e.data as { text: string }).text === 'marker'),
+    5000,
+    'marker click',
+  )
+  t.same(
+    rec.ofType('interaction_click').map(e => (e.data as { text: string }).text),
+    ['B', 'B', 'B', 'marker'],
+  )
 })

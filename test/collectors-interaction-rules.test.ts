@@ -4,26 +4,63 @@ import { parseInteractionPayload, MAX_PAYLOAD_CHARS } from '../collectors/intera
 import { PageBudgets, DEFAULT_BUDGET } from '../src/budget.js'
 import type { Context } from '../src/events/index.js'
 
-const ctx: Context = { session_id: 'S1', target_id: 'T1', target_type: 'page', url: 'http://127.0.0.1/', frame_id: 'T1', loader_id: 'L1', nav_seq: 2 }
+const ctx: Context = {
+  session_id: 'S1',
+  target_id: 'T1',
+  target_type: 'page',
+  url: 'http://127.0.0.1/',
+  frame_id: 'T1',
+  loader_id: 'L1',
+  nav_seq: 2,
+}
 const click = { t: 'click', x: 10, y: 20, selector: '#go', tag: 'BUTTON', text: 'Go' }
 
-t.test('well-formed reports become events with the monitor context', async (t) => {
+t.test('well-formed reports become events with the monitor context', async t => {
   t.same(parseInteractionPayload(JSON.stringify(click), ctx), {
-    type: 'interaction_click', source: { kind: 'cdp', event: 'Runtime.bindingCalled' },
+    type: 'interaction_click',
+    source: { kind: 'cdp', event: 'Runtime.bindingCalled' },
     data: { ...ctx, x: 10, y: 20, selector: '#go', tag: 'BUTTON', text: 'Go' },
   })
-  t.same(parseInteractionPayload(JSON.stringify({ t: 'key', key: 'Enter', selector: '#q', tag: 'INPUT' }), ctx)?.data,
-    { ...ctx, key: 'Enter', selector: '#q', tag: 'INPUT' })
-  t.same(parseInteractionPayload(JSON.stringify({ t: 'scroll', from_x: 0, from_y: 0, to_x: 0, to_y: 480, target_selector: 'document' }), ctx),
-    { type: 'interaction_scroll_settled', source: { kind: 'cdp', event: 'Runtime.bindingCalled' }, data: { ...ctx, from_x: 0, from_y: 0, to_x: 0, to_y: 480, target_selector: 'document' } })
+  t.same(parseInteractionPayload(JSON.stringify({ t: 'key', key: 'Enter', selector: '#q', tag: 'INPUT' }), ctx)?.data, {
+    ...ctx,
+    key: 'Enter',
+    selector: '#q',
+    tag: 'INPUT',
+  })
+  t.same(
+    parseInteractionPayload(
+      JSON.stringify({ t: 'scroll', from_x: 0, from_y: 0, to_x: 0, to_y: 480, target_selector: 'document' }),
+      ctx,
+    ),
+    {
+      type: 'interaction_scroll_settled',
+      source: { kind: 'cdp', event: 'Runtime.bindingCalled' },
+      data: { ...ctx, from_x: 0, from_y: 0, to_x: 0, to_y: 480, target_selector: 'document' },
+    },
+  )
   // Absent context stays absent.
-  t.same(parseInteractionPayload(JSON.stringify(click), { session_id: 'S2' })?.data, { session_id: 'S2', x: 10, y: 20, selector: '#go', tag: 'BUTTON', text: 'Go' })
+  t.same(parseInteractionPayload(JSON.stringify(click), { session_id: 'S2' })?.data, {
+    session_id: 'S2',
+    x: 10,
+    y: 20,
+    selector: '#go',
+    tag: 'BUTTON',
+    text: 'Go',
+  })
 })
 
-t.test('forged context and extra keys are dropped', async (t) => {
+t.test('forged context and extra keys are dropped', async t => {
   const forged = {
-    ...click, session_id: 'evil', target_id: 'evil', target_type: 'worker', url: 'http://evil/', frame_id: 'F', loader_id: 'L',
-    nav_seq: 99, extra: 'x', constructor: 'c',
+    ...click,
+    session_id: 'evil',
+    target_id: 'evil',
+    target_type: 'worker',
+    url: 'http://evil/',
+    frame_id: 'F',
+    loader_id: 'L',
+    nav_seq: 99,
+    extra: 'x',
+    constructor: 'c',
   }
   const json = JSON.stringify(forged).replace('{', '{"__proto__":{"polluted":true},')
   const got = parseInteractionPayload(json, ctx)
@@ -31,13 +68,23 @@ t.test('forged context and extra keys are dropped', async (t) => {
   t.same(Object.keys(got!.data).sort(), [...Object.keys(ctx), 'x', 'y', 'selector', 'tag', 'text'].sort())
   t.equal(({} as Record<string, unknown>).polluted, undefined)
   // A key report carrying click fields keeps only key fields.
-  t.same(parseInteractionPayload(JSON.stringify({ t: 'key', key: 'a', selector: 's', tag: 'T', text: 'secret', x: 1 }), {})?.data,
-    { key: 'a', selector: 's', tag: 'T' })
+  t.same(
+    parseInteractionPayload(JSON.stringify({ t: 'key', key: 'a', selector: 's', tag: 'T', text: 'secret', x: 1 }), {})
+      ?.data,
+    { key: 'a', selector: 's', tag: 'T' },
+  )
 })
 
-t.test('malformed or invalid payloads are rejected', async (t) => {
+t.test('malformed or invalid payloads are rejected', async t => {
   const bad: unknown[] = [
-    undefined, 42, '', 'not json', 'null', '[]', '"click"', '{}',
+    undefined,
+    42,
+    '',
+    'not json',
+    'null',
+    '[]',
+    '"click"',
+    '{}',
     JSON.stringify({ ...click, t: 'drag' }),
     JSON.stringify({ ...click, x: '10' }),
     JSON.stringify({ ...click, x: 10.5 }),
@@ -47,18 +94,22 @@ t.test('malformed or invalid payloads are rejected', async (t) => {
     JSON.stringify({ t: 'scroll', from_x: 0, from_y: 0, to_x: 0, to_y: null, target_selector: 'document' }),
     JSON.stringify({ ...click, selector: 'x'.repeat(MAX_PAYLOAD_CHARS) }),
   ]
-  for (const payload of bad) t.equal(parseInteractionPayload(payload, ctx), undefined, `rejects ${String(payload).slice(0, 60)}`)
+  for (const payload of bad)
+    t.equal(parseInteractionPayload(payload, ctx), undefined, `rejects ${String(payload).slice(0, 60)}`)
   t.ok(parseInteractionPayload(JSON.stringify({ ...click, text: 'x'.repeat(100) }), ctx), '100 chars of text is fine')
 })
 
-t.test('the interaction budget (its own, below the general one): steady typing passes, a flood is capped', async (t) => {
+t.test('the interaction budget (its own, below the general one): steady typing passes, a flood is capped', async t => {
   let now = 0
   const budgets = new PageBudgets(DEFAULT_BUDGET, () => now)
   const bucket = { take: () => budgets.takeEvent('T', 'interaction') }
   t.equal(budgets.takeEvent('T', 'console'), true, 'other categories keep the general budget')
   // 30 keys/s for 60 s: every one passes.
   let passed = 0
-  for (let i = 0; i < 1800; i++) { now += 1000 / 30; if (bucket.take()) passed++ }
+  for (let i = 0; i < 1800; i++) {
+    now += 1000 / 30
+    if (bucket.take()) passed++
+  }
   t.equal(passed, 1800)
   // A burst of 1000 at one instant: exactly the bucket (100 full after refilling) passes.
   now += 10_000

@@ -14,27 +14,39 @@ import { createNetworkCollector } from '../collectors/network.js'
 
 const FRAME_TREE_DELAY_MS = 800
 
-t.test('network_idle that fell due before the frame tree was read carries the full document context', async (t) => {
+t.test('network_idle that fell due before the frame tree was read carries the full document context', async t => {
   const server = await startServer(t, { '/quiet': '<title>quiet</title>no requests' })
   const browser = await startBrowser(t, { startUrl: `${server.url}quiet` })
-  const relay = await countingRelay(t, browser.wsUrl, { delayAnswer: (m) => (m === 'Page.getFrameTree' ? FRAME_TREE_DELAY_MS : 0) })
+  const relay = await countingRelay(t, browser.wsUrl, {
+    delayAnswer: m => (m === 'Page.getFrameTree' ? FRAME_TREE_DELAY_MS : 0),
+  })
   const { pipeline } = await openStore(t)
   const rec = recordingEmit(pipeline)
   const sessions: TargetSession[] = []
   const monitor = new Monitor({
-    cdpUrl: relay.url, emit: rec.emit,
-    collectors: [createNetworkCollector({ idleQuietMs: 50 }), { name: 'probe', attach(s) { sessions.push(s); return () => undefined } }],
+    cdpUrl: relay.url,
+    emit: rec.emit,
+    collectors: [
+      createNetworkCollector({ idleQuietMs: 50 }),
+      {
+        name: 'probe',
+        attach(s) {
+          sessions.push(s)
+          return () => undefined
+        },
+      },
+    ],
   })
   t.teardown(() => monitor.stop())
   const started = performance.now()
   await monitor.start()
-  const page = await waitFor(() => sessions.find((s) => s.targetType === 'page'), 10_000, 'the start tab attached')
-  const idle = await waitFor(() => rec.inputs.find((e) => e.type === 'network_idle'), 10_000, 'network_idle')
+  const page = await waitFor(() => sessions.find(s => s.targetType === 'page'), 10_000, 'the start tab attached')
+  const idle = await waitFor(() => rec.inputs.find(e => e.type === 'network_idle'), 10_000, 'network_idle')
   t.ok(performance.now() - started >= FRAME_TREE_DELAY_MS, 'the idle waited for the frame tree')
   t.equal(relay.sent('Page.getFrameTree', page.sessionId).length, 1, 'one frame-tree read, answered late')
   const ctx = page.context()
   t.type(ctx.loader_id, 'string', 'the document context is known by now')
   t.same(idle.data, ctx, 'the idle carries the document context: url, frame_id, loader_id, nav_seq')
   t.equal((idle.data as { url?: string }).url, `${server.url}quiet`)
-  t.equal(rec.inputs.filter((e) => e.type === 'network_idle').length, 1, 'reported once')
+  t.equal(rec.inputs.filter(e => e.type === 'network_idle').length, 1, 'reported once')
 })

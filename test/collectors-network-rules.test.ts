@@ -7,19 +7,39 @@ import { NetworkIdleRule } from '../collectors/network-idle.js'
 import { RequestTable } from '../collectors/network-requests.js'
 import { evictions } from '../src/bounds.js'
 
-
-t.test('isTextMime keeps the spec text types and nothing else', async (t) => {
+t.test('isTextMime keeps the spec text types and nothing else', async t => {
   for (const m of [
-    'application/json', 'application/json; charset=utf-8', 'TEXT/HTML', 'text/plain;charset=UTF-8', 'text/xml', 'application/xml',
-    'text/csv', 'application/x-www-form-urlencoded', 'application/graphql', 'application/ld+json', 'application/problem+json',
-    'application/atom+xml', 'application/graphql-response+json', 'application/xhtml+xml',
-  ]) t.equal(isTextMime(m), true, m)
-  for (const m of ['image/png', 'application/javascript', 'text/javascript', 'text/css', 'application/octet-stream', 'font/woff2', '', undefined]) {
+    'application/json',
+    'application/json; charset=utf-8',
+    'TEXT/HTML',
+    'text/plain;charset=UTF-8',
+    'text/xml',
+    'application/xml',
+    'text/csv',
+    'application/x-www-form-urlencoded',
+    'application/graphql',
+    'application/ld+json',
+    'application/problem+json',
+    'application/atom+xml',
+    'application/graphql-response+json',
+    'application/xhtml+xml',
+  ])
+    t.equal(isTextMime(m), true, m)
+  for (const m of [
+    'image/png',
+    'application/javascript',
+    'text/javascript',
+    'text/css',
+    'application/octet-stream',
+    'font/woff2',
+    '',
+    undefined,
+  ]) {
     t.equal(isTextMime(m), false, String(m))
   }
 })
 
-t.test('cutBody: under the cap untouched, over it cut on a character boundary with truncated', async (t) => {
+t.test('cutBody: under the cap untouched, over it cut on a character boundary with truncated', async t => {
   t.same(cutBody('hello', false, 10), { body: 'hello', truncated: false })
   t.same(cutBody('0123456789', false, 10), { body: '0123456789', truncated: false })
   t.same(cutBody('0123456789a', false, 10), { body: '0123456789', truncated: true })
@@ -42,16 +62,20 @@ t.test('cutBody: under the cap untouched, over it cut on a character boundary wi
   t.equal(cutUtf8(Buffer.from('abc'), 10), 'abc')
 })
 
-t.test('BodyFetchQueue bounds concurrency, cancels overflow and a detached owner\'s queued jobs', async (t) => {
+t.test("BodyFetchQueue bounds concurrency, cancels overflow and a detached owner's queued jobs", async t => {
   const q = new BodyFetchQueue(2, 2)
   const log: string[] = []
   const releases: (() => void)[] = []
   const job = (name: string, owner: object) => ({
     owner,
-    run: () => { log.push(`run ${name}`); return new Promise<void>((r) => releases.push(r)) },
+    run: () => {
+      log.push(`run ${name}`)
+      return new Promise<void>(r => releases.push(r))
+    },
     cancel: () => log.push(`cancel ${name}`),
   })
-  const a = {}, b = {}
+  const a = {},
+    b = {}
   const dropped0 = evictions.get('body_fetch_dropped') ?? 0
   for (const n of ['1', '2', '3', '4', '5']) q.submit(job(n, n === '4' ? b : a))
   t.same(log, ['run 1', 'run 2', 'cancel 5'])
@@ -61,20 +85,24 @@ t.test('BodyFetchQueue bounds concurrency, cancels overflow and a detached owner
   q.cancelOwner(b)
   t.same(log, ['run 1', 'run 2', 'cancel 5', 'cancel 4'])
   releases.shift()!()
-  await new Promise((r) => setImmediate(r))
+  await new Promise(r => setImmediate(r))
   t.same(log.at(-1), 'run 3')
   t.equal(q.running, 2)
-  releases.splice(0).forEach((r) => r())
-  await new Promise((r) => setImmediate(r))
+  releases.splice(0).forEach(r => r())
+  await new Promise(r => setImmediate(r))
   t.equal(q.running, 0)
   t.equal(q.pending, 0)
 })
 
-t.test('RequestTable evicts by TTL and size cap, oldest first', async (t) => {
+t.test('RequestTable evicts by TTL and size cap, oldest first', async t => {
   let now = 0
   const evicted: string[] = []
-  const table = new RequestTable<number>({ ttlMs: 100, maxSize: 3, now: () => now, onEvict: (id) => evicted.push(id) })
-  table.set('a', 1); now = 10; table.set('b', 2); now = 20; table.set('c', 3)
+  const table = new RequestTable<number>({ ttlMs: 100, maxSize: 3, now: () => now, onEvict: id => evicted.push(id) })
+  table.set('a', 1)
+  now = 10
+  table.set('b', 2)
+  now = 20
+  table.set('c', 3)
   table.set('b', 22) // update keeps position
   t.equal(table.get('b'), 22)
   table.set('d', 4) // over cap: a goes
@@ -87,17 +115,19 @@ t.test('RequestTable evicts by TTL and size cap, oldest first', async (t) => {
   t.equal(table.size, 2)
 })
 
-t.test('network_idle: 500 ms after the last request, once per navigation, zero requests too', async (t) => {
+t.test('network_idle: 500 ms after the last request, once per navigation, zero requests too', async t => {
   const timers = new FakeTimers()
   const fired: [number, number][] = []
-  const idle = new NetworkIdleRule({ timers, onIdle: (n) => fired.push([n, timers.now()]) }, 0)
+  const idle = new NetworkIdleRule({ timers, onIdle: n => fired.push([n, timers.now()]) }, 0)
   // No request at all: idle 500 ms after attach.
   timers.advance(499)
   t.same(fired, [])
   timers.advance(1)
   t.same(fired, [[0, 500]])
   // Same navigation: does not fire again.
-  idle.start('r0'); idle.done('r0'); timers.advance(2000)
+  idle.start('r0')
+  idle.done('r0')
+  timers.advance(2000)
   t.same(fired, [[0, 500]])
 
   // Navigation 1: the document request was in flight before the commit.
@@ -105,7 +135,8 @@ t.test('network_idle: 500 ms after the last request, once per navigation, zero r
   idle.navigate(1)
   timers.advance(1000)
   t.same(fired.length, 1, 'in flight blocks idle')
-  idle.start('img'); idle.start('doc') // redirect hop of doc reuses its id: still two in flight
+  idle.start('img')
+  idle.start('doc') // redirect hop of doc reuses its id: still two in flight
   idle.done('doc')
   timers.advance(1000)
   t.equal(fired.length, 1)
@@ -123,10 +154,10 @@ t.test('network_idle: 500 ms after the last request, once per navigation, zero r
   t.equal(idle.inFlight, 0)
 })
 
-t.test('network_idle: a timer of an old navigation or a disposed session never fires', async (t) => {
+t.test('network_idle: a timer of an old navigation or a disposed session never fires', async t => {
   const timers = new FakeTimers()
   const fired: number[] = []
-  const idle = new NetworkIdleRule({ timers, onIdle: (n) => fired.push(n) }, 3)
+  const idle = new NetworkIdleRule({ timers, onIdle: n => fired.push(n) }, 3)
   timers.advance(400)
   idle.navigate(4) // restarts the quiet period for the new navigation
   timers.advance(400)
@@ -138,41 +169,67 @@ t.test('network_idle: a timer of an old navigation or a disposed session never f
   idle.dispose()
   t.equal(timers.pending, 0)
   timers.advance(5000)
-  idle.start('a'); idle.done('a'); idle.navigate(6)
+  idle.start('a')
+  idle.done('a')
+  idle.navigate(6)
   timers.advance(5000)
   t.same(fired, [4])
   t.equal(timers.pending, 0)
 })
 
-t.test('network_idle: a hanging request keeps the page busy', async (t) => {
+t.test('network_idle: a hanging request keeps the page busy', async t => {
   const timers = new FakeTimers()
   const fired: number[] = []
-  const idle = new NetworkIdleRule({ timers, onIdle: (n) => fired.push(n) }, 1)
+  const idle = new NetworkIdleRule({ timers, onIdle: n => fired.push(n) }, 1)
   idle.start('hang')
   timers.advance(60_000)
   t.same(fired, [])
   t.equal(idle.armed, false)
 })
 
-t.test('postDataText: text stays text (capped), binary summarised, multipart per part', async (t) => {
+t.test('postDataText: text stays text (capped), binary summarised, multipart per part', async t => {
   const b64 = (b: Buffer | string) => Buffer.from(b).toString('base64')
-  t.same(postDataText('a=1&b=2', false, 'application/x-www-form-urlencoded', 100), { body: 'a=1&b=2', truncated: false })
+  t.same(postDataText('a=1&b=2', false, 'application/x-www-form-urlencoded', 100), {
+    body: 'a=1&b=2',
+    truncated: false,
+  })
   t.same(postDataText('x'.repeat(10), false, 'text/plain', 4), { body: 'xxxx', truncated: true })
-  t.same(postDataText(b64('{"é":1}'), true, 'application/json', 100), { body: '{"é":1}', truncated: false }, 'base64 text decoded')
+  t.same(
+    postDataText(b64('{"é":1}'), true, 'application/json', 100),
+    { body: '{"é":1}', truncated: false },
+    'base64 text decoded',
+  )
   t.same(postDataText(b64('ééé'), true, 'text/plain', 3), { body: 'é', truncated: true }, 'cut on a character boundary')
-  t.same(postDataText(b64(Buffer.from([0, 1, 2, 255])), true, 'application/octet-stream; x=1', 100), { body: '[binary application/octet-stream, 4 bytes]', truncated: false })
-  t.same(postDataText(b64(Buffer.from([0xff, 0xfe])), true, undefined, 100), { body: '[binary, 2 bytes]', truncated: false })
+  t.same(postDataText(b64(Buffer.from([0, 1, 2, 255])), true, 'application/octet-stream; x=1', 100), {
+    body: '[binary application/octet-stream, 4 bytes]',
+    truncated: false,
+  })
+  t.same(postDataText(b64(Buffer.from([0xff, 0xfe])), true, undefined, 100), {
+    body: '[binary, 2 bytes]',
+    truncated: false,
+  })
   const body = Buffer.concat([
     Buffer.from('--XY\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n'),
-    Buffer.from('--XY\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'),
+    Buffer.from(
+      '--XY\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n',
+    ),
     Buffer.from([0, 1, 2, 255, 254]),
     Buffer.from('\r\n--XY--\r\n'),
   ])
-  t.same(postDataText(b64(body), true, 'multipart/form-data; boundary=XY', 10_000), {
-    body: '--XY\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n' +
-      '--XY\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n[binary, 5 bytes]\r\n' +
-      '--XY--\r\n',
-    truncated: false,
-  }, 'the text part verbatim, the file part summarised with its headers')
-  t.same(postDataText(b64(body), true, 'multipart/form-data; boundary=XY', 20), { body: '--XY\r\nContent-Dispos', truncated: true }, 'capped after summarising')
+  t.same(
+    postDataText(b64(body), true, 'multipart/form-data; boundary=XY', 10_000),
+    {
+      body:
+        '--XY\r\nContent-Disposition: form-data; name="note"\r\n\r\nhello\r\n' +
+        '--XY\r\nContent-Disposition: form-data; name="f"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n[binary, 5 bytes]\r\n' +
+        '--XY--\r\n',
+      truncated: false,
+    },
+    'the text part verbatim, the file part summarised with its headers',
+  )
+  t.same(
+    postDataText(b64(body), true, 'multipart/form-data; boundary=XY', 20),
+    { body: '--XY\r\nContent-Dispos', truncated: true },
+    'capped after summarising',
+  )
 })

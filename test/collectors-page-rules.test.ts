@@ -3,19 +3,21 @@ import t from 'tap'
 import { FakeTimers } from './helpers/fake-timers.js'
 import { NavigationSettleRule } from '../collectors/page-settle.js'
 
-
 function setup(navSeq = 1) {
   const timers = new FakeTimers()
   const out: string[] = []
-  const rule = new NavigationSettleRule({
-    timers,
-    onLayoutSettled: (n) => out.push(`layout ${n} @${timers.now()}`),
-    onNavigationSettled: (n) => out.push(`navigation ${n} @${timers.now()}`),
-  }, navSeq)
+  const rule = new NavigationSettleRule(
+    {
+      timers,
+      onLayoutSettled: n => out.push(`layout ${n} @${timers.now()}`),
+      onNavigationSettled: n => out.push(`navigation ${n} @${timers.now()}`),
+    },
+    navSeq,
+  )
   return { timers, out, rule }
 }
 
-t.test('layout settles 1 s after load; navigation settles once DCL and layout both did', async (t) => {
+t.test('layout settles 1 s after load; navigation settles once DCL and layout both did', async t => {
   const { timers, out, rule } = setup()
   rule.onDomContentLoaded(1)
   timers.advance(100)
@@ -25,11 +27,13 @@ t.test('layout settles 1 s after load; navigation settles once DCL and layout bo
   timers.advance(1)
   t.same(out, ['layout 1 @1100', 'navigation 1 @1100'])
   timers.advance(10_000)
-  rule.onLoad(1); rule.onLayoutShift(1); timers.advance(5000)
+  rule.onLoad(1)
+  rule.onLayoutShift(1)
+  timers.advance(5000)
   t.equal(out.length, 2, 'each fires once per navigation')
 })
 
-t.test('each shift after load restarts the 1 s; shifts before load are ignored', async (t) => {
+t.test('each shift after load restarts the 1 s; shifts before load are ignored', async t => {
   const { timers, out, rule } = setup()
   rule.onLayoutShift(1) // before load: no timer
   t.equal(rule.armed, false)
@@ -45,7 +49,7 @@ t.test('each shift after load restarts the 1 s; shifts before load are ignored',
   t.same(out, ['layout 1 @2200', 'navigation 1 @2200'])
 })
 
-t.test('navigation_settled waits for DCL of the same navigation', async (t) => {
+t.test('navigation_settled waits for DCL of the same navigation', async t => {
   const { timers, out, rule } = setup()
   rule.onLoad(1) // attached after DCL: layout settles, navigation never does
   timers.advance(1000)
@@ -56,7 +60,7 @@ t.test('navigation_settled waits for DCL of the same navigation', async (t) => {
   t.same(out, ['layout 1 @1000', 'layout 2 @2000', 'navigation 2 @2000'])
 })
 
-t.test('a new navigation cancels the old timer; a disposed rule never fires', async (t) => {
+t.test('a new navigation cancels the old timer; a disposed rule never fires', async t => {
   const { timers, out, rule } = setup()
   rule.onDomContentLoaded(1)
   rule.onLoad(1)
@@ -70,6 +74,8 @@ t.test('a new navigation cancels the old timer; a disposed rule never fires', as
   rule.dispose()
   t.equal(timers.pending, 0)
   timers.advance(5000)
-  rule.onDomContentLoaded(3); rule.onLoad(3); timers.advance(5000)
+  rule.onDomContentLoaded(3)
+  rule.onLoad(3)
+  timers.advance(5000)
   t.same(out, [])
 })

@@ -12,34 +12,52 @@ import type { EventInput } from '../src/pipeline.js'
 /** A page session whose captureScreenshot answers with a fresh frame each time (or never, when `stuck`). */
 function fakePage(id = 'P1') {
   const state = { shots: 0, stuck: false }
-  const page = fakeSession('page', (method) => {
-    if (method !== 'Page.captureScreenshot') return Promise.resolve({})
-    if (state.stuck) return new Promise(() => undefined)
-    return Promise.resolve({ data: `frame-${++state.shots}` })
-  }, id)
+  const page = fakeSession(
+    'page',
+    method => {
+      if (method !== 'Page.captureScreenshot') return Promise.resolve({})
+      if (state.stuck) return new Promise(() => undefined)
+      return Promise.resolve({ data: `frame-${++state.shots}` })
+    },
+    id,
+  )
   return { ...page, state }
 }
 
 /** Lets the capture's promise chain run (captures are async; the clock is not). */
-const settle = () => new Promise((r) => setImmediate(r))
+const settle = () => new Promise(r => setImmediate(r))
 
 function setup(opts: { intervalMs?: number; minIntervalMs?: number; captureTimeoutMs?: number } = {}) {
   const clock = new FakeClock()
   const frames: string[] = []
-  const emit = (e: EventInput) => { frames.push((e.data as { png: string }).png); return fakeAccepted(e) }
+  const emit = (e: EventInput) => {
+    frames.push((e.data as { png: string }).png)
+    return fakeAccepted(e)
+  }
   let enabled = false
   let listener: ((on: boolean) => void) | undefined
   let subscriptions = 0
   const collector = createScreenshotCollector({
-    ...opts, clock,
+    ...opts,
+    clock,
     isEnabled: () => enabled,
-    onEnabledChange: (l) => { listener = l; subscriptions++; return () => { listener = undefined; subscriptions-- } },
+    onEnabledChange: l => {
+      listener = l
+      subscriptions++
+      return () => {
+        listener = undefined
+        subscriptions--
+      }
+    },
   })
-  const setEnabled = (on: boolean) => { enabled = on; listener?.(on) }
+  const setEnabled = (on: boolean) => {
+    enabled = on
+    listener?.(on)
+  }
   return { clock, frames, emit, collector, setEnabled, subscriptions: () => subscriptions }
 }
 
-t.test('interval ticker and minimum interval run on the injected clock', async (t) => {
+t.test('interval ticker and minimum interval run on the injected clock', async t => {
   const s = setup({ intervalMs: 5000, minIntervalMs: 1000 })
   const page = fakePage()
   const detach = s.collector.attach!(page.session, s.emit) as () => void
@@ -79,7 +97,7 @@ t.test('interval ticker and minimum interval run on the injected clock', async (
   t.equal(s.subscriptions(), 0, 'and no category subscription')
 })
 
-t.test('a capture that never answers is abandoned after captureTimeoutMs; the next one runs', async (t) => {
+t.test('a capture that never answers is abandoned after captureTimeoutMs; the next one runs', async t => {
   const s = setup({ intervalMs: 5000, minIntervalMs: 1000, captureTimeoutMs: 3000 })
   const page = fakePage()
   s.collector.attach!(page.session, s.emit)
@@ -96,7 +114,7 @@ t.test('a capture that never answers is abandoned after captureTimeoutMs; the ne
   t.same(s.frames, ['frame-1'], 'the ticker capture after the abandoned one')
 })
 
-t.test('the active page is the most recently opened or navigated one', async (t) => {
+t.test('the active page is the most recently opened or navigated one', async t => {
   const s = setup()
   const a = fakePage('A')
   const b = fakePage('B')

@@ -16,7 +16,8 @@ import { FakeClock } from './helpers/fake-timers.js'
 
 const WITH_SCREENSHOTS = [...DEFAULT_CATEGORIES, 'screenshot' as const]
 const PAGES = {
-  '/ticker': '<body style="margin:0"><div id="c" style="font-size:80px"></div><script>let i = 0; setInterval(() => { c.textContent = i++ }, 30)</script></body>',
+  '/ticker':
+    '<body style="margin:0"><div id="c" style="font-size:80px"></div><script>let i = 0; setInterval(() => { c.textContent = i++ }, 30)</script></body>',
   '/static': '<body style="margin:0;background:#eee"><h1>still</h1></body>',
   '/red': '<body style="margin:0;padding-left:20px;background:rgb(255,0,0)"><p>red</p></body>',
   '/blue': '<body style="margin:0;padding-left:20px;background:rgb(0,0,255)"><p>blue</p></body>',
@@ -31,7 +32,8 @@ const PAGES = {
 /** Width/height from the IHDR chunk, after checking the PNG signature. */
 function pngSize(b64: string): { width: number; height: number } {
   const buf = Buffer.from(b64, 'base64')
-  if (!buf.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) throw new Error('not a PNG')
+  if (!buf.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    throw new Error('not a PNG')
   if (buf.toString('latin1', 12, 16) !== 'IHDR') throw new Error('no IHDR first')
   return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) }
 }
@@ -49,27 +51,53 @@ function firstPixel(b64: string): [number, number, number] {
   return [raw[1]!, raw[2]!, raw[3]!]
 }
 
-interface Shot { ts: number; png: string; envelope: Envelope }
-const PNG_1PX = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
+interface Shot {
+  ts: number
+  png: string
+  envelope: Envelope
+}
+const PNG_1PX = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+)
 
-async function setup(t: Test, server: TestServer, startPath: string, opts: Partial<ScreenshotCollectorOptions>, maxEnvelopeBytes?: number) {
+async function setup(
+  t: Test,
+  server: TestServer,
+  startPath: string,
+  opts: Partial<ScreenshotCollectorOptions>,
+  maxEnvelopeBytes?: number,
+) {
   const browser = await startBrowser(t, { startUrl: server.url + startPath.slice(1) })
-  const pageId = (await CDP.List({ port: browser.port })).find((x) => x.type === 'page')!.id
+  const pageId = (await CDP.List({ port: browser.port })).find(x => x.type === 'page')!.id
   const client = await CDP({ port: browser.port, target: pageId })
   t.teardown(() => client.close())
-  const value = async (expression: string) => (await client.Runtime.evaluate({ expression, returnByValue: true })).result.value as unknown
+  const value = async (expression: string) =>
+    (await client.Runtime.evaluate({ expression, returnByValue: true })).result.value as unknown
   // Right after launch the headless window is not sized yet (outerHeight 0, a taller viewport).
-  await waitFor(async () => await value(`document.readyState === 'complete' && outerHeight > 0 && location.pathname === ${JSON.stringify(startPath)}`), 10000, 'start page loaded')
-  const { pipeline } = await openStore(t, {}, { categories: WITH_SCREENSHOTS, ...(maxEnvelopeBytes ? { maxEnvelopeBytes } : {}) })
+  await waitFor(
+    async () =>
+      await value(
+        `document.readyState === 'complete' && outerHeight > 0 && location.pathname === ${JSON.stringify(startPath)}`,
+      ),
+    10000,
+    'start page loaded',
+  )
+  const { pipeline } = await openStore(
+    t,
+    {},
+    { categories: WITH_SCREENSHOTS, ...(maxEnvelopeBytes ? { maxEnvelopeBytes } : {}) },
+  )
   const shots: Shot[] = []
-  const emit: Emit = (input) => {
+  const emit: Emit = input => {
     const r = pipeline.emit(input)
-    if (r.accepted !== undefined && r.envelope.event.type === 'monitor_screenshot') shots.push({ ts: r.envelope.event.ts, png: r.envelope.event.data.png, envelope: r.envelope })
+    if (r.accepted !== undefined && r.envelope.event.type === 'monitor_screenshot')
+      shots.push({ ts: r.envelope.event.ts, png: r.envelope.event.data.png, envelope: r.envelope })
     return r
   }
   const collector = createScreenshotCollector({
     isEnabled: () => pipeline.isEnabled('screenshot'),
-    onEnabledChange: (l) => pipeline.onCategoriesChanged((s) => l(s.has('screenshot'))),
+    onEnabledChange: l => pipeline.onCategoriesChanged(s => l(s.has('screenshot'))),
     ...opts,
   })
   // Sees every Page.captureScreenshot the collector sends: start/end times prove the in-flight and spacing rules.
@@ -77,24 +105,45 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
   const inFlight = { now: 0, max: 0 }
   const spy: Collector = {
     name: 'spy',
-    attach: (session, e) => collector.attach!(new Proxy(session, {
-      get(target, prop) {
-        if (prop !== 'send') return Reflect.get(target, prop, target)
-        return async (method: string, params?: object) => {
-          if (method !== 'Page.captureScreenshot') return (target.send as (m: string, p?: object) => Promise<unknown>)(method, params)
-          const call: { start: number; end?: number } = { start: performance.now() }
-          calls.push(call)
-          inFlight.max = Math.max(inFlight.max, ++inFlight.now)
-          try { return await (target.send as (m: string, p?: object) => Promise<unknown>)(method, params) } finally { call.end = performance.now(); inFlight.now-- }
-        }
-      },
-    }), e),
+    attach: (session, e) =>
+      collector.attach!(
+        new Proxy(session, {
+          get(target, prop) {
+            if (prop !== 'send') return Reflect.get(target, prop, target)
+            return async (method: string, params?: object) => {
+              if (method !== 'Page.captureScreenshot')
+                return (target.send as (m: string, p?: object) => Promise<unknown>)(method, params)
+              const call: { start: number; end?: number } = { start: performance.now() }
+              calls.push(call)
+              inFlight.max = Math.max(inFlight.max, ++inFlight.now)
+              try {
+                return await (target.send as (m: string, p?: object) => Promise<unknown>)(method, params)
+              } finally {
+                call.end = performance.now()
+                inFlight.now--
+              }
+            }
+          },
+        }),
+        e,
+      ),
   }
   const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [spy] })
   t.teardown(() => monitor.stop())
   await monitor.start()
-  const viewport = await value('[innerWidth * devicePixelRatio, innerHeight * devicePixelRatio]') as [number, number]
-  return { browser, pipeline: pipeline as Pipeline, shots, calls, inFlight, collector, monitor, client, pageId, viewport }
+  const viewport = (await value('[innerWidth * devicePixelRatio, innerHeight * devicePixelRatio]')) as [number, number]
+  return {
+    browser,
+    pipeline: pipeline as Pipeline,
+    shots,
+    calls,
+    inFlight,
+    collector,
+    monitor,
+    client,
+    pageId,
+    viewport,
+  }
 }
 
 /**
@@ -103,23 +152,34 @@ async function setup(t: Test, server: TestServer, startPath: string, opts: Parti
  */
 function heldLoad(server: TestServer, path: string) {
   let release: () => void = () => undefined
-  const held = new Promise<void>((r) => { release = r })
+  const held = new Promise<void>(r => {
+    release = r
+  })
   let requested = false
   server.route(`/${path}.png`, (_req, res) => {
     requested = true
-    void held.then(() => { res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' }); res.end(PNG_1PX) })
+    void held.then(() => {
+      res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' })
+      res.end(PNG_1PX)
+    })
   })
-  server.route(`/${path}`, `<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/${path}.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>`)
+  server.route(
+    `/${path}`,
+    `<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/${path}.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>`,
+  )
   return { release, requested: () => requested }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
-t.test('screenshots', async (t) => {
+t.test('screenshots', async t => {
   const server = await startServer(t, PAGES)
 
-  t.test('viewport PNG on the configured cadence; stops when disabled, resumes when enabled', async (t) => {
-    const { pipeline, shots, calls, collector, viewport } = await setup(t, server, '/ticker', { intervalMs: 400, minIntervalMs: 100 })
+  t.test('viewport PNG on the configured cadence; stops when disabled, resumes when enabled', async t => {
+    const { pipeline, shots, calls, collector, viewport } = await setup(t, server, '/ticker', {
+      intervalMs: 400,
+      minIntervalMs: 100,
+    })
     await waitFor(() => shots.length >= 6, 15000, '6 screenshots')
     for (const s of shots) {
       t.same(pngSize(s.png), { width: viewport[0], height: viewport[1] })
@@ -131,16 +191,22 @@ t.test('screenshots', async (t) => {
     const gaps = shots.slice(1, 6).map((s, i) => (s.ts - shots[i]!.ts) / 1000)
     const m = median(gaps)
     t.ok(m >= 200 && m <= 1200, `median gap ${m} ms for a 400 ms interval (gaps ${gaps.map(Math.round).join(', ')})`)
-    const done = calls.filter((c) => c.end !== undefined)
-    t.ok(done.every((c, i) => i === 0 || c.start >= done[i - 1]!.end!), 'at most one capture in flight')
-    t.ok(done.every((c, i) => i === 0 || c.start - done[i - 1]!.start >= 99), 'captures start at least the minimum interval apart')
+    const done = calls.filter(c => c.end !== undefined)
+    t.ok(
+      done.every((c, i) => i === 0 || c.start >= done[i - 1]!.end!),
+      'at most one capture in flight',
+    )
+    t.ok(
+      done.every((c, i) => i === 0 || c.start - done[i - 1]!.start >= 99),
+      'captures start at least the minimum interval apart',
+    )
 
     pipeline.setCategories(DEFAULT_CATEGORIES)
     // One capture may have been in flight when the category went off; after that, nothing.
-    await waitFor(() => calls.every((c) => c.end !== undefined), 10000, 'in-flight capture done')
+    await waitFor(() => calls.every(c => c.end !== undefined), 10000, 'in-flight capture done')
     const captured = collector.stats.captured
     const emitted = shots.length
-    await new Promise((r) => setTimeout(r, 1500)) // absence: more than three intervals
+    await new Promise(r => setTimeout(r, 1500)) // absence: more than three intervals
     t.equal(collector.stats.captured, captured, 'no captures while disabled')
     t.equal(shots.length, emitted, 'no screenshots while disabled')
 
@@ -148,11 +214,14 @@ t.test('screenshots', async (t) => {
     await waitFor(() => shots.length > emitted, 5000, 'screenshot after re-enabling')
   })
 
-  t.test('one capture after each page load (interval far away)', async (t) => {
+  t.test('one capture after each page load (interval far away)', async t => {
     const { shots, client } = await setup(t, server, '/red', { intervalMs: 600_000, minIntervalMs: 50 })
     await client.Page.enable()
-    const colored = (rgb: readonly number[]) => shots.filter((s) => firstPixel(s.png).join() === rgb.join())
-    for (const [path, rgb] of [['blue', [0, 0, 255]], ['green', [0, 255, 0]]] as const) {
+    const colored = (rgb: readonly number[]) => shots.filter(s => firstPixel(s.png).join() === rgb.join())
+    for (const [path, rgb] of [
+      ['blue', [0, 0, 255]],
+      ['green', [0, 255, 0]],
+    ] as const) {
       const loaded = client.Page.loadEventFired()
       await client.Page.navigate({ url: server.url + path })
       await loaded
@@ -161,86 +230,119 @@ t.test('screenshots', async (t) => {
     }
   })
 
-  t.test('captures go on while a page loads, one in flight at most, and never hold its load event back', async (t) => {
+  t.test('captures go on while a page loads, one in flight at most, and never hold its load event back', async t => {
     const { release, requested: imageRequested } = heldLoad(server, 'loading')
     const { calls, inFlight, client } = await setup(t, server, '/static', { intervalMs: 100, minIntervalMs: 50 })
     await client.Page.enable()
     let loadedAt: number | undefined
-    const loaded = client.Page.loadEventFired().then(() => { loadedAt = performance.now() })
+    const loaded = client.Page.loadEventFired().then(() => {
+      loadedAt = performance.now()
+    })
     await client.Page.navigate({ url: `${server.url}loading` })
     await waitFor(imageRequested, 5000, 'the held image requested')
     const startedLoading = calls.length
-    await waitFor(() => calls.filter((c) => c.end !== undefined).length >= startedLoading + 3, 10000, 'three captures while the load is pending')
+    await waitFor(
+      () => calls.filter(c => c.end !== undefined).length >= startedLoading + 3,
+      10000,
+      'three captures while the load is pending',
+    )
     t.equal(loadedAt, undefined, 'no load event yet: the captures did not wait for it')
     const releasedAt = performance.now()
     release()
     await loaded
     t.ok(loadedAt! >= releasedAt, 'load fired once the image came')
     // The capture after load (requested by Page.loadEventFired) follows the load, not the other way round.
-    await waitFor(() => calls.some((c) => c.start >= loadedAt! && c.end !== undefined), 5000, 'a capture after the load')
+    await waitFor(() => calls.some(c => c.start >= loadedAt! && c.end !== undefined), 5000, 'a capture after the load')
     t.equal(inFlight.max, 1, 'never more than one capture in flight')
   })
 
-  t.test('default cadence (5 s, minimum 1 s; injected clock): interval captures run while a load is pending, the load fires with one started, its own capture waits for the minimum interval, one in flight at most', async (t) => {
-    // The collector has its default intervals, driven by a manual clock so five seconds pass in one
-    // call (Chromium and the captures themselves are real).
-    const { release, requested: imageRequested } = heldLoad(server, 'loading-default')
-    const clock = new FakeClock()
-    const { calls, inFlight, client, shots } = await setup(t, server, '/static', { clock })
-    // The monitor replays the start page's load after attach (lifecycle stand-in): one capture, answered first.
-    await waitFor(() => calls.length === 1 && calls[0]!.end !== undefined, 10000, 'the capture for the adopted page\'s load')
-    const base = 1
-    t.same(clock.dueIn, [5000], 'defaults: one ticker, 5 s away, nothing else pending')
-    await client.Page.enable()
-    let loadedAt: number | undefined
-    const loaded = client.Page.loadEventFired().then(() => { loadedAt = performance.now() })
-    await client.Page.navigate({ url: `${server.url}loading-default` })
-    await waitFor(imageRequested, 5000, 'the held image requested')
-    t.equal(calls.length, base, 'a navigation asks for no capture')
-    const ended = (n: number) => waitFor(() => calls[base + n - 1]?.end !== undefined, 10000, `capture ${n} answered`)
-    for (let n = 1; n <= 2; n++) {
+  t.test(
+    'default cadence (5 s, minimum 1 s; injected clock): interval captures run while a load is pending, the load fires with one started, its own capture waits for the minimum interval, one in flight at most',
+    async t => {
+      // The collector has its default intervals, driven by a manual clock so five seconds pass in one
+      // call (Chromium and the captures themselves are real).
+      const { release, requested: imageRequested } = heldLoad(server, 'loading-default')
+      const clock = new FakeClock()
+      const { calls, inFlight, client, shots } = await setup(t, server, '/static', { clock })
+      // The monitor replays the start page's load after attach (lifecycle stand-in): one capture, answered first.
+      await waitFor(
+        () => calls.length === 1 && calls[0]!.end !== undefined,
+        10000,
+        "the capture for the adopted page's load",
+      )
+      const base = 1
+      t.same(clock.dueIn, [5000], 'defaults: one ticker, 5 s away, nothing else pending')
+      await client.Page.enable()
+      let loadedAt: number | undefined
+      const loaded = client.Page.loadEventFired().then(() => {
+        loadedAt = performance.now()
+      })
+      await client.Page.navigate({ url: `${server.url}loading-default` })
+      await waitFor(imageRequested, 5000, 'the held image requested')
+      t.equal(calls.length, base, 'a navigation asks for no capture')
+      const ended = (n: number) => waitFor(() => calls[base + n - 1]?.end !== undefined, 10000, `capture ${n} answered`)
+      for (let n = 1; n <= 2; n++) {
+        clock.advance(5000)
+        t.equal(calls.length, base + n, `the ticker started capture ${n} at ${5000 * n} ms`)
+        await ended(n)
+      }
+      t.equal(loadedAt, undefined, 'two interval captures answered while the load was pending: they do not wait for it')
+      // The third tick and the image in the same turn: the load races a capture Chromium is taking.
       clock.advance(5000)
-      t.equal(calls.length, base + n, `the ticker started capture ${n} at ${5000 * n} ms`)
-      await ended(n)
-    }
-    t.equal(loadedAt, undefined, 'two interval captures answered while the load was pending: they do not wait for it')
-    // The third tick and the image in the same turn: the load races a capture Chromium is taking.
-    clock.advance(5000)
-    t.equal(calls.length, base + 3, 'the ticker started capture 3 at 15000 ms')
-    release()
-    await loaded
-    const third = calls[base + 2]!
-    t.pass(`the load fired ${third.end === undefined || third.end > loadedAt! ? 'while capture 3 was in flight' : 'after capture 3 answered'}`)
-    await ended(3)
-    // The load asked for a capture: deferred to the minimum interval after capture 3, not run next to it.
-    await waitFor(() => clock.dueIn.join() === '1000,5000', 5000, 'the load capture deferred')
-    t.equal(calls.length, base + 3, 'no capture started on the load while one was in flight or within the minimum interval')
-    clock.advance(999)
-    t.equal(calls.length, base + 3, 'not before 1000 ms')
-    clock.advance(1)
-    t.equal(calls.length, base + 4, 'the load capture, 1000 ms after the previous one')
-    await ended(4)
-    t.ok(calls[base + 3]!.start >= loadedAt!, 'it follows the load event')
-    t.equal(inFlight.max, 1, 'never more than one capture in flight')
-    t.ok(calls.every((c, i) => i === 0 || c.start >= calls[i - 1]!.end!), 'each capture starts after the previous one answered')
-    await waitFor(() => shots.length >= 2, 5000, 'frames stored')
-    t.same(firstPixel(shots.at(-1)!.png), [255, 0, 0], 'the last frame is the loaded page')
-  })
+      t.equal(calls.length, base + 3, 'the ticker started capture 3 at 15000 ms')
+      release()
+      await loaded
+      const third = calls[base + 2]!
+      t.pass(
+        `the load fired ${third.end === undefined || third.end > loadedAt! ? 'while capture 3 was in flight' : 'after capture 3 answered'}`,
+      )
+      await ended(3)
+      // The load asked for a capture: deferred to the minimum interval after capture 3, not run next to it.
+      await waitFor(() => clock.dueIn.join() === '1000,5000', 5000, 'the load capture deferred')
+      t.equal(
+        calls.length,
+        base + 3,
+        'no capture started on the load while one was in flight or within the minimum interval',
+      )
+      clock.advance(999)
+      t.equal(calls.length, base + 3, 'not before 1000 ms')
+      clock.advance(1)
+      t.equal(calls.length, base + 4, 'the load capture, 1000 ms after the previous one')
+      await ended(4)
+      t.ok(calls[base + 3]!.start >= loadedAt!, 'it follows the load event')
+      t.equal(inFlight.max, 1, 'never more than one capture in flight')
+      t.ok(
+        calls.every((c, i) => i === 0 || c.start >= calls[i - 1]!.end!),
+        'each capture starts after the previous one answered',
+      )
+      await waitFor(() => shots.length >= 2, 5000, 'frames stored')
+      t.same(firstPixel(shots.at(-1)!.png), [255, 0, 0], 'the last frame is the loaded page')
+    },
+  )
 
-  t.test('identical consecutive frames are skipped', async (t) => {
+  t.test('identical consecutive frames are skipped', async t => {
     const { shots, collector } = await setup(t, server, '/static', { intervalMs: 150, minIntervalMs: 50 })
     await waitFor(() => collector.stats.duplicates >= 4, 10000, 'duplicate frames')
     t.equal(shots.length, 1)
     t.equal(collector.stats.emitted, 1)
   })
 
-  t.test('a PNG too large for the envelope is re-captured smaller, never truncated', async (t) => {
+  t.test('a PNG too large for the envelope is re-captured smaller, never truncated', async t => {
     const cap = 60_000
-    const { shots, collector, viewport } = await setup(t, server, '/noise', { intervalMs: 300, minIntervalMs: 50, maxBytes: cap }, cap)
+    const { shots, collector, viewport } = await setup(
+      t,
+      server,
+      '/noise',
+      { intervalMs: 300, minIntervalMs: 50, maxBytes: cap },
+      cap,
+    )
     await waitFor(() => shots.length >= 1, 15000, 'scaled screenshot')
     const s = shots[0]!
     const size = pngSize(s.png)
-    t.ok(size.width < viewport[0] && size.width > 0 && size.height < viewport[1] && size.height > 0, `scaled to ${size.width}x${size.height} from ${viewport.join('x')}`)
+    t.ok(
+      size.width < viewport[0] && size.width > 0 && size.height < viewport[1] && size.height > 0,
+      `scaled to ${size.width}x${size.height} from ${viewport.join('x')}`,
+    )
     t.ok(Math.abs(size.width / size.height - viewport[0] / viewport[1]) < 0.1, 'aspect ratio kept')
     t.ok(Buffer.byteLength(JSON.stringify(s.envelope)) <= cap, 'envelope within the cap')
     t.equal(s.envelope.event.truncated, undefined)
@@ -248,12 +350,15 @@ t.test('screenshots', async (t) => {
     t.equal(collector.stats.oversize, 0)
   })
 
-  t.test('the active page is the one most recently opened or navigated', async (t) => {
-    const { shots, collector, browser, client, pageId } = await setup(t, server, '/red', { intervalMs: 200, minIntervalMs: 50 })
+  t.test('the active page is the one most recently opened or navigated', async t => {
+    const { shots, collector, browser, client, pageId } = await setup(t, server, '/red', {
+      intervalMs: 200,
+      minIntervalMs: 50,
+    })
     await waitFor(() => shots.length >= 1, 5000, 'first screenshot')
     t.same(firstPixel(shots.at(-1)!.png), [255, 0, 0])
     const res = await fetch(`${browser.httpUrl}/json/new?${server.url}blue`, { method: 'PUT' })
-    const { id: blueId } = await res.json() as { id: string }
+    const { id: blueId } = (await res.json()) as { id: string }
     await waitFor(() => collector.activeTargetId() === blueId, 5000, 'new tab active')
     await waitFor(() => shots.length > 0 && firstPixel(shots.at(-1)!.png)[2] === 255, 5000, 'blue screenshot')
     await client.Page.enable()

@@ -3,7 +3,7 @@ import { parseServeConfig, ConfigError, envName, SERVE_OPTIONS } from '../src/co
 import { parseDuration } from '../src/util/duration.js'
 import { parseSize } from '../src/util/size.js'
 
-t.test('durations', async (t) => {
+t.test('durations', async t => {
   t.equal(parseDuration('250ms'), 250)
   t.equal(parseDuration('2s'), 2000)
   t.equal(parseDuration('90s'), 90_000)
@@ -13,7 +13,7 @@ t.test('durations', async (t) => {
   for (const bad of ['', '5', 'abc', '5x', '-5m', '1h 30m', 'm5']) t.equal(parseDuration(bad), undefined, bad)
 })
 
-t.test('sizes', async (t) => {
+t.test('sizes', async t => {
   t.equal(parseSize('65536'), 65536)
   t.equal(parseSize('64KiB'), 65536)
   t.equal(parseSize('1MiB'), 1048576)
@@ -22,7 +22,7 @@ t.test('sizes', async (t) => {
   t.equal(parseSize('12 parsecs'), undefined)
 })
 
-t.test('defaults match DESIGN.md', async (t) => {
+t.test('defaults match DESIGN.md', async t => {
   const c = parseServeConfig([], {})
   t.same(c.listen, { host: '127.0.0.1', port: 10222 })
   t.equal(c.dataDir, './data')
@@ -35,8 +35,12 @@ t.test('defaults match DESIGN.md', async (t) => {
   t.same([c.retentionBytes, c.retentionAgeMs], [512 * 1024 * 1024, 7 * 86_400_000])
 })
 
-t.test('flags beat env; env twins work', async (t) => {
-  const env = { BROWSER_TELEMETRY_LISTEN: '0.0.0.0:8080', BROWSER_TELEMETRY_CDP_URL: 'http://127.0.0.1:9333', BROWSER_TELEMETRY_UPLOAD_ROOT: '/a,/b' }
+t.test('flags beat env; env twins work', async t => {
+  const env = {
+    BROWSER_TELEMETRY_LISTEN: '0.0.0.0:8080',
+    BROWSER_TELEMETRY_CDP_URL: 'http://127.0.0.1:9333',
+    BROWSER_TELEMETRY_UPLOAD_ROOT: '/a,/b',
+  }
   const c = parseServeConfig(['--listen', '127.0.0.1:9000'], env)
   t.same(c.listen, { host: '127.0.0.1', port: 9000 })
   t.equal(c.cdpUrl, 'http://127.0.0.1:9333')
@@ -47,38 +51,48 @@ t.test('flags beat env; env twins work', async (t) => {
   t.equal(parseServeConfig(['--proxy-listen', 'off'], {}).proxyListen, undefined)
 })
 
-t.test('max backoff below the initial backoff clamps the initial to it, with a warning; flag order does not matter', async (t) => {
-  const warning = '--reconnect-initial-backoff 5000ms is above --reconnect-max-backoff 1000ms; using 1000ms for both'
-  for (const argv of [
-    ['--reconnect-initial-backoff', '5s', '--reconnect-max-backoff', '1s'],
-    ['--reconnect-max-backoff', '1s', '--reconnect-initial-backoff', '5s'],
-  ]) {
-    const c = parseServeConfig(argv, {})
-    t.same([c.reconnectInitialBackoffMs, c.reconnectMaxBackoffMs], [1000, 1000], argv.join(' '))
-    t.same(c.warnings, [warning], argv.join(' '))
-  }
-  // Only the max given (the issue's case): below the default initial 250ms.
-  const onlyMax = parseServeConfig(['--reconnect-max-backoff', '100ms'], {})
-  t.same([onlyMax.reconnectInitialBackoffMs, onlyMax.reconnectMaxBackoffMs], [100, 100])
-  t.same(onlyMax.warnings, ['--reconnect-initial-backoff 250ms is above --reconnect-max-backoff 100ms; using 100ms for both'])
-  const fromEnv = parseServeConfig([], { BROWSER_TELEMETRY_RECONNECT_MAX_BACKOFF: '100ms' })
-  t.same([fromEnv.reconnectInitialBackoffMs, fromEnv.reconnectMaxBackoffMs], [100, 100])
-  t.equal(fromEnv.warnings.length, 1)
-  // Equal and ordinary values: kept as given, no warning.
-  const equal = parseServeConfig(['--reconnect-initial-backoff', '1s', '--reconnect-max-backoff', '1s'], {})
-  t.same([equal.reconnectInitialBackoffMs, equal.reconnectMaxBackoffMs, equal.warnings], [1000, 1000, []])
-  t.same(parseServeConfig([], {}).warnings, [])
-})
+t.test(
+  'max backoff below the initial backoff clamps the initial to it, with a warning; flag order does not matter',
+  async t => {
+    const warning = '--reconnect-initial-backoff 5000ms is above --reconnect-max-backoff 1000ms; using 1000ms for both'
+    for (const argv of [
+      ['--reconnect-initial-backoff', '5s', '--reconnect-max-backoff', '1s'],
+      ['--reconnect-max-backoff', '1s', '--reconnect-initial-backoff', '5s'],
+    ]) {
+      const c = parseServeConfig(argv, {})
+      t.same([c.reconnectInitialBackoffMs, c.reconnectMaxBackoffMs], [1000, 1000], argv.join(' '))
+      t.same(c.warnings, [warning], argv.join(' '))
+    }
+    // Only the max given (the issue's case): below the default initial 250ms.
+    const onlyMax = parseServeConfig(['--reconnect-max-backoff', '100ms'], {})
+    t.same([onlyMax.reconnectInitialBackoffMs, onlyMax.reconnectMaxBackoffMs], [100, 100])
+    t.same(onlyMax.warnings, [
+      '--reconnect-initial-backoff 250ms is above --reconnect-max-backoff 100ms; using 100ms for both',
+    ])
+    const fromEnv = parseServeConfig([], { BROWSER_TELEMETRY_RECONNECT_MAX_BACKOFF: '100ms' })
+    t.same([fromEnv.reconnectInitialBackoffMs, fromEnv.reconnectMaxBackoffMs], [100, 100])
+    t.equal(fromEnv.warnings.length, 1)
+    // Equal and ordinary values: kept as given, no warning.
+    const equal = parseServeConfig(['--reconnect-initial-backoff', '1s', '--reconnect-max-backoff', '1s'], {})
+    t.same([equal.reconnectInitialBackoffMs, equal.reconnectMaxBackoffMs, equal.warnings], [1000, 1000, []])
+    t.same(parseServeConfig([], {}).warnings, [])
+  },
+)
 
-t.test('--network-body-max-bytes: a size, 0 = no bodies; anything else below 1 byte is an error', async (t) => {
+t.test('--network-body-max-bytes: a size, 0 = no bodies; anything else below 1 byte is an error', async t => {
   t.equal(parseServeConfig([], {}).networkBodyMaxBytes, 65536)
   t.equal(parseServeConfig(['--network-body-max-bytes', '0'], {}).networkBodyMaxBytes, 0)
   t.equal(parseServeConfig([], { BROWSER_TELEMETRY_NETWORK_BODY_MAX_BYTES: '0' }).networkBodyMaxBytes, 0)
   t.equal(parseServeConfig(['--network-body-max-bytes', '1KiB'], {}).networkBodyMaxBytes, 1024)
-  for (const bad of ['-1', '-0', 'none', '']) t.throws(() => parseServeConfig([`--network-body-max-bytes=${bad}`], {}), /--network-body-max-bytes: expected a size/, bad)
+  for (const bad of ['-1', '-0', 'none', ''])
+    t.throws(
+      () => parseServeConfig([`--network-body-max-bytes=${bad}`], {}),
+      /--network-body-max-bytes: expected a size/,
+      bad,
+    )
 })
 
-t.test('bad values are clear errors', async (t) => {
+t.test('bad values are clear errors', async t => {
   const cases: [string[], RegExp][] = [
     [['--listen', 'nope'], /--listen: expected host:port/],
     [['--categories', 'console,bogus'], /unknown category "bogus"/],
@@ -95,22 +109,46 @@ t.test('bad values are clear errors', async (t) => {
   t.ok(Object.keys(SERVE_OPTIONS).length >= 30)
 })
 
-t.test('fleet shipping: off by default; --nats-* flags and env twins; bad values are clear errors', async (t) => {
+t.test('fleet shipping: off by default; --nats-* flags and env twins; bad values are clear errors', async t => {
   t.equal(parseServeConfig([], {}).nats, undefined, 'shipping off without --nats-url')
   t.same(parseServeConfig(['--nats-url', 'nats://10.0.0.1:4222, nats://10.0.0.2:4222'], {}).nats, {
-    servers: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'], credsFile: undefined, tokenFile: undefined, tlsCa: undefined,
-    stream: 'BROWSER_TELEMETRY', subjectPrefix: 'telemetry', duplicateWindowMs: 120_000, maxAgeMs: 7 * 86_400_000, maxBytes: 0, replicas: 1, maxInFlight: 256,
+    servers: ['nats://10.0.0.1:4222', 'nats://10.0.0.2:4222'],
+    credsFile: undefined,
+    tokenFile: undefined,
+    tlsCa: undefined,
+    stream: 'BROWSER_TELEMETRY',
+    subjectPrefix: 'telemetry',
+    duplicateWindowMs: 120_000,
+    maxAgeMs: 7 * 86_400_000,
+    maxBytes: 0,
+    replicas: 1,
+    maxInFlight: 256,
   })
   const fromEnv = parseServeConfig([], {
-    BROWSER_TELEMETRY_NATS_URL: 'tls://nats.example:4443', BROWSER_TELEMETRY_NATS_CREDS_FILE: '/etc/bt/nats.creds',
-    BROWSER_TELEMETRY_NATS_TOKEN_FILE: '/etc/bt/nats.token', BROWSER_TELEMETRY_NATS_TLS_CA: '/etc/bt/ca.pem',
-    BROWSER_TELEMETRY_NATS_STREAM: 'FLEET', BROWSER_TELEMETRY_NATS_SUBJECT_PREFIX: 'fleet.eu',
-    BROWSER_TELEMETRY_NATS_DUPLICATE_WINDOW: '10m', BROWSER_TELEMETRY_NATS_MAX_AGE: '0', BROWSER_TELEMETRY_NATS_MAX_BYTES: '10GiB',
-    BROWSER_TELEMETRY_NATS_REPLICAS: '3', BROWSER_TELEMETRY_NATS_MAX_IN_FLIGHT: '64',
+    BROWSER_TELEMETRY_NATS_URL: 'tls://nats.example:4443',
+    BROWSER_TELEMETRY_NATS_CREDS_FILE: '/etc/bt/nats.creds',
+    BROWSER_TELEMETRY_NATS_TOKEN_FILE: '/etc/bt/nats.token',
+    BROWSER_TELEMETRY_NATS_TLS_CA: '/etc/bt/ca.pem',
+    BROWSER_TELEMETRY_NATS_STREAM: 'FLEET',
+    BROWSER_TELEMETRY_NATS_SUBJECT_PREFIX: 'fleet.eu',
+    BROWSER_TELEMETRY_NATS_DUPLICATE_WINDOW: '10m',
+    BROWSER_TELEMETRY_NATS_MAX_AGE: '0',
+    BROWSER_TELEMETRY_NATS_MAX_BYTES: '10GiB',
+    BROWSER_TELEMETRY_NATS_REPLICAS: '3',
+    BROWSER_TELEMETRY_NATS_MAX_IN_FLIGHT: '64',
   }).nats
   t.same(fromEnv, {
-    servers: ['tls://nats.example:4443'], credsFile: '/etc/bt/nats.creds', tokenFile: '/etc/bt/nats.token', tlsCa: '/etc/bt/ca.pem',
-    stream: 'FLEET', subjectPrefix: 'fleet.eu', duplicateWindowMs: 600_000, maxAgeMs: 0, maxBytes: 10 * 1024 ** 3, replicas: 3, maxInFlight: 64,
+    servers: ['tls://nats.example:4443'],
+    credsFile: '/etc/bt/nats.creds',
+    tokenFile: '/etc/bt/nats.token',
+    tlsCa: '/etc/bt/ca.pem',
+    stream: 'FLEET',
+    subjectPrefix: 'fleet.eu',
+    duplicateWindowMs: 600_000,
+    maxAgeMs: 0,
+    maxBytes: 10 * 1024 ** 3,
+    replicas: 3,
+    maxInFlight: 64,
   })
   const cases: [string[], RegExp][] = [
     [['--nats-url', 'http://x:4222'], /--nats-url: expected nats:\/\/host:port, got "http:\/\/x:4222"/],
@@ -126,12 +164,12 @@ t.test('fleet shipping: off by default; --nats-* flags and env twins; bad values
   for (const [argv, re] of cases) t.throws(() => parseServeConfig(argv, {}), re, argv.join(' '))
 })
 
-t.test('serve and the client commands share one option parser and one help layout', async (t) => {
+t.test('serve and the client commands share one option parser and one help layout', async t => {
   const { COMMANDS } = await import('../src/cli.js')
-  const help = COMMANDS.find((c) => c.name === 'serve')!.usage
+  const help = COMMANDS.find(c => c.name === 'serve')!.usage
   t.match(help, /^Usage: browser-telemetry serve \[options\]\n/)
   for (const [flag, o] of Object.entries(SERVE_OPTIONS)) {
-    const line = help.split('\n').find((l) => l.trimStart().startsWith(`--${flag} `))
+    const line = help.split('\n').find(l => l.trimStart().startsWith(`--${flag} `))
     t.ok(line, `--${flag} listed`)
     t.ok(line!.endsWith(`[${envName(flag)}]`), `--${flag} shows its env twin`)
     if (o.default !== undefined) t.ok(line!.includes(`(default ${o.default})`), `--${flag} shows its default`)

@@ -2,89 +2,189 @@ import t from 'tap'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { Value } from '@sinclair/typebox/value'
 import type { TSchema } from '@sinclair/typebox'
-import { EVENT_DEFS, EVENT_TYPES, categoryOf, validateEvent, validateAssembledEvent, envelopeIssues, TelemetryEventSchema, EnvelopeSchema, compileCheck, SourceSchema } from '../src/events/index.js'
+import {
+  EVENT_DEFS,
+  EVENT_TYPES,
+  categoryOf,
+  validateEvent,
+  validateAssembledEvent,
+  envelopeIssues,
+  TelemetryEventSchema,
+  EnvelopeSchema,
+  compileCheck,
+  SourceSchema,
+} from '../src/events/index.js'
 
 // The spec's Events table (type -> category), plus the two system types from issue 2.
 const SPEC_TABLE: Record<string, string> = {
-  console_log: 'console', console_error: 'console',
-  network_request: 'network', network_response: 'network', network_loading_failed: 'network', network_idle: 'network',
-  page_navigation: 'page', page_dom_content_loaded: 'page', page_load: 'page', page_tab_opened: 'page',
-  page_layout_shift: 'page', page_lcp: 'page', page_layout_settled: 'page', page_navigation_settled: 'page',
-  interaction_click: 'interaction', interaction_key: 'interaction', interaction_scroll_settled: 'interaction',
+  console_log: 'console',
+  console_error: 'console',
+  network_request: 'network',
+  network_response: 'network',
+  network_loading_failed: 'network',
+  network_idle: 'network',
+  page_navigation: 'page',
+  page_dom_content_loaded: 'page',
+  page_load: 'page',
+  page_tab_opened: 'page',
+  page_layout_shift: 'page',
+  page_lcp: 'page',
+  page_layout_settled: 'page',
+  page_navigation_settled: 'page',
+  interaction_click: 'interaction',
+  interaction_key: 'interaction',
+  interaction_scroll_settled: 'interaction',
   monitor_screenshot: 'screenshot',
-  monitor_disconnected: 'monitor', monitor_reconnected: 'monitor', monitor_reconnect_failed: 'monitor', monitor_init_failed: 'monitor',
-  api_call: 'control', cdp_connect: 'connection', cdp_disconnect: 'connection', live_view_connect: 'connection',
-  live_view_disconnect: 'connection', captcha_solve_result: 'captcha', system_oom_kill: 'system', service_crashed: 'system',
+  monitor_disconnected: 'monitor',
+  monitor_reconnected: 'monitor',
+  monitor_reconnect_failed: 'monitor',
+  monitor_init_failed: 'monitor',
+  api_call: 'control',
+  cdp_connect: 'connection',
+  cdp_disconnect: 'connection',
+  live_view_connect: 'connection',
+  live_view_disconnect: 'connection',
+  captcha_solve_result: 'captcha',
+  system_oom_kill: 'system',
+  service_crashed: 'system',
   capture_config_changed: 'control', // issue 16: audit of capture-config changes
 }
 
-t.test('every type of the spec table is defined with its category, and nothing else', async (t) => {
+t.test('every type of the spec table is defined with its category, and nothing else', async t => {
   t.same([...EVENT_TYPES].sort(), Object.keys(SPEC_TABLE).sort())
   for (const [type, cat] of Object.entries(SPEC_TABLE)) t.equal(categoryOf(type as never), cat, type)
   t.equal(EVENT_DEFS.page_tab_opened.category, 'page')
 })
 
-const ev = (type: string, data: unknown, extra: Record<string, unknown> = {}) =>
-  ({ ts: 1, type, category: SPEC_TABLE[type], source: { kind: 'cdp' }, data, ...extra })
+const ev = (type: string, data: unknown, extra: Record<string, unknown> = {}) => ({
+  ts: 1,
+  type,
+  category: SPEC_TABLE[type],
+  source: { kind: 'cdp' },
+  data,
+  ...extra,
+})
 
-t.test('schemas accept spec-shaped events and reject wrong ones', async (t) => {
+t.test('schemas accept spec-shaped events and reject wrong ones', async t => {
   t.same(validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'], nav_seq: 0, session_id: 's' })), [])
-  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'], bogus: 1 })).length, 0, 'unknown data key')
-  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'] }, { category: 'network' })).length, 0, 'wrong category')
+  t.not(
+    validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'], bogus: 1 })).length,
+    0,
+    'unknown data key',
+  )
+  t.not(
+    validateEvent(ev('console_log', { level: 'log', text: 'a', args: ['a'] }, { category: 'network' })).length,
+    0,
+    'wrong category',
+  )
   t.not(validateEvent(ev('page_navigation', { url: 'u', nav_seq: 1 })).length, 0, 'page_navigation carries no nav_seq')
   t.same(validateEvent(ev('page_tab_opened', { target_id: 't', target_type: 'page', url: 'about:blank' })), [])
-  t.not(validateEvent(ev('page_tab_opened', { target_id: 't', target_type: 'page', session_id: 's' })).length, 0, 'tab_opened is no-context')
-  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: [], target_type: 'tab' })).length, 0, 'target_type enum')
+  t.not(
+    validateEvent(ev('page_tab_opened', { target_id: 't', target_type: 'page', session_id: 's' })).length,
+    0,
+    'tab_opened is no-context',
+  )
+  t.not(
+    validateEvent(ev('console_log', { level: 'log', text: 'a', args: [], target_type: 'tab' })).length,
+    0,
+    'target_type enum',
+  )
   t.same(validateEvent(ev('monitor_disconnected', { reason: 'browser_restarted' })), [])
   t.not(validateEvent(ev('monitor_disconnected', { reason: 'other' })).length, 0)
   t.same(validateEvent(ev('cdp_connect', {})), [])
-  t.same(validateEvent(ev('system_oom_kill', { pid: 1, process_name: 'chromium', rss_kb: 10, constraint: 'memcg', top_tasks: [{ name: 'a', pid: 2, rss_kb: 3 }] })), [])
-  t.not(validateEvent(ev('system_oom_kill', { pid: 1, process_name: 'a-very-long-process-name', rss_kb: 10 })).length, 0, 'comm max 15')
+  t.same(
+    validateEvent(
+      ev('system_oom_kill', {
+        pid: 1,
+        process_name: 'chromium',
+        rss_kb: 10,
+        constraint: 'memcg',
+        top_tasks: [{ name: 'a', pid: 2, rss_kb: 3 }],
+      }),
+    ),
+    [],
+  )
+  t.not(
+    validateEvent(ev('system_oom_kill', { pid: 1, process_name: 'a-very-long-process-name', rss_kb: 10 })).length,
+    0,
+    'comm max 15',
+  )
   t.same(validateEvent(ev('service_crashed', { phase: 'gave_up', service_name: 'chromium' })), [])
-  t.not(validateEvent(ev('captcha_solve_result', { captcha_type: 'turnstile', status: 'success', duration_ms: 1, website_path: '/a?b=1' })).length, 0, 'no query in website_path')
-  t.not(validateEvent(ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } })).length, 0, 'source kind enum')
+  t.not(
+    validateEvent(
+      ev('captcha_solve_result', {
+        captcha_type: 'turnstile',
+        status: 'success',
+        duration_ms: 1,
+        website_path: '/a?b=1',
+      }),
+    ).length,
+    0,
+    'no query in website_path',
+  )
+  t.not(
+    validateEvent(ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } })).length,
+    0,
+    'source kind enum',
+  )
   t.not(validateEvent({ ...ev('cdp_connect', {}), extra: 1 }).length, 0, 'no extra event keys')
   t.same(validateEvent(ev('nope', {})), [{ path: '/type', message: 'unknown event type "nope"' }])
 })
 
-t.test('validateAssembledEvent (the pipeline\'s shortcut) answers exactly as validateEvent for assembled events', async (t) => {
-  const cases = [
-    ev('console_log', { level: 'log', text: 'a', args: ['a'], nav_seq: 0, session_id: 's' }),
-    ev('console_log', { level: 'log', text: 'a', args: ['a'] }, { truncated: true }),
-    ev('console_log', { level: 'log', text: 'a', args: ['a'], bogus: 1 }),
-    ev('console_log', { level: 'log', text: 'a', args: [1] }),
-    ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } }),
-    ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'cdp', metadata: { a: 1 } } }),
-    ev('console_log', { level: 'log', text: 'a', args: [] }, { ts: Number.NaN }),
-    ev('console_log', { level: 'log', text: 'a', args: [] }, { ts: 1.5 }),
-    ev('network_request', { request_id: 'r', method: 'GET', url: 'u', headers: { a: 'b' } }),
-    ev('network_request', { request_id: 'r', method: 'GET', url: 'u', headers: { a: 2 } }),
-    ev('system_oom_kill', { pid: 1, process_name: 'a-very-long-process-name', rss_kb: 10 }),
-    ev('cdp_connect', {}),
-  ] as Parameters<typeof validateAssembledEvent>[0][]
-  let invalid = 0
-  for (const e of cases) {
-    const full = validateEvent(e)
-    if (full.length > 0) invalid++
-    t.same(validateAssembledEvent(e), full, JSON.stringify(e))
-  }
-  t.equal(invalid, 8, 'the invalid cases are invalid')
-})
+t.test(
+  "validateAssembledEvent (the pipeline's shortcut) answers exactly as validateEvent for assembled events",
+  async t => {
+    const cases = [
+      ev('console_log', { level: 'log', text: 'a', args: ['a'], nav_seq: 0, session_id: 's' }),
+      ev('console_log', { level: 'log', text: 'a', args: ['a'] }, { truncated: true }),
+      ev('console_log', { level: 'log', text: 'a', args: ['a'], bogus: 1 }),
+      ev('console_log', { level: 'log', text: 'a', args: [1] }),
+      ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'browser' } }),
+      ev('console_log', { level: 'log', text: 'a', args: [] }, { source: { kind: 'cdp', metadata: { a: 1 } } }),
+      ev('console_log', { level: 'log', text: 'a', args: [] }, { ts: Number.NaN }),
+      ev('console_log', { level: 'log', text: 'a', args: [] }, { ts: 1.5 }),
+      ev('network_request', { request_id: 'r', method: 'GET', url: 'u', headers: { a: 'b' } }),
+      ev('network_request', { request_id: 'r', method: 'GET', url: 'u', headers: { a: 2 } }),
+      ev('system_oom_kill', { pid: 1, process_name: 'a-very-long-process-name', rss_kb: 10 }),
+      ev('cdp_connect', {}),
+    ] as Parameters<typeof validateAssembledEvent>[0][]
+    let invalid = 0
+    for (const e of cases) {
+      const full = validateEvent(e)
+      if (full.length > 0) invalid++
+      t.same(validateAssembledEvent(e), full, JSON.stringify(e))
+    }
+    t.equal(invalid, 8, 'the invalid cases are invalid')
+  },
+)
 
-t.test('compileCheck (Set for the closed-object test) answers exactly as TypeBox for every schema', async (t) => {
+t.test('compileCheck (Set for the closed-object test) answers exactly as TypeBox for every schema', async t => {
   // Per schema: a default value and mutations of it (extra keys, prototype names, each key removed or
   // given each wrong type). Each answer must equal TypeBox's own compiled check.
   const wrong: unknown[] = [null, undefined, 1, 1.5, -1, 'x', true, [], {}, ['x'], { a: 'b' }]
   let cases = 0
   let rejectedExtra = 0
   let accepted = 0
-  const schemas: [string, TSchema][] = [['source', SourceSchema as TSchema], ['envelope', EnvelopeSchema as TSchema]]
-  for (const [type, d] of Object.entries(EVENT_DEFS)) schemas.push([`${type}.data`, d.data as TSchema], [`${type}.event`, d.event as TSchema])
+  const schemas: [string, TSchema][] = [
+    ['source', SourceSchema as TSchema],
+    ['envelope', EnvelopeSchema as TSchema],
+  ]
+  for (const [type, d] of Object.entries(EVENT_DEFS))
+    schemas.push([`${type}.data`, d.data as TSchema], [`${type}.event`, d.event as TSchema])
   for (const [name, schema] of schemas) {
     const ours = compileCheck(schema)
     const typebox = TypeCompiler.Compile(schema)
     const base = Value.Create(schema) as Record<string, unknown>
-    const values: unknown[] = [base, null, [], 'x', { ...base, bogus: 1 }, { ...base, constructor: 'x' }, { ...base, toString: 'x' }, Object.defineProperty({ ...base }, '__proto__', { value: 1, enumerable: true })]
+    const values: unknown[] = [
+      base,
+      null,
+      [],
+      'x',
+      { ...base, bogus: 1 },
+      { ...base, constructor: 'x' },
+      { ...base, toString: 'x' },
+      Object.defineProperty({ ...base }, '__proto__', { value: 1, enumerable: true }),
+    ]
     const keys = [...Object.keys(base), ...Object.keys((schema as { properties?: object }).properties ?? {})]
     for (const k of keys) {
       const { [k]: _drop, ...without } = base
@@ -97,14 +197,19 @@ t.test('compileCheck (Set for the closed-object test) answers exactly as TypeBox
       if (ours(v) !== expected) t.fail(`${name}: ${JSON.stringify(v)} -> ${!expected}, TypeBox says ${expected}`)
       if (expected) accepted++
     }
-    if (typebox.Check(base) && !ours({ ...base, bogus: 1 }) && (schema as { additionalProperties?: boolean }).additionalProperties === false) rejectedExtra++
+    if (
+      typebox.Check(base) &&
+      !ours({ ...base, bogus: 1 }) &&
+      (schema as { additionalProperties?: boolean }).additionalProperties === false
+    )
+      rejectedExtra++
   }
   t.ok(cases > 1000, `${cases} values compared`)
   t.ok(accepted > 100, `${accepted} of them valid`)
   t.ok(rejectedExtra >= EVENT_TYPES.length, `${rejectedExtra} closed schemas reject an extra key`)
 })
 
-t.test('envelope is exactly {seq, event}', async (t) => {
+t.test('envelope is exactly {seq, event}', async t => {
   const event = ev('cdp_connect', {})
   t.same(envelopeIssues({ seq: 1, event }), [])
   t.not(envelopeIssues({ seq: 1, event, extra: true }).length, 0)

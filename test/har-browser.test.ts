@@ -11,47 +11,78 @@ import { toHar } from '../src/har/index.js'
 
 async function closedPort(): Promise<number> {
   const srv = createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
   const port = (srv.address() as AddressInfo).port
-  await new Promise<void>((r) => srv.close(() => r()))
+  await new Promise<void>(r => srv.close(() => r()))
   return port
 }
 
-t.test('a real page load becomes a valid HAR with exactly one entry per request hop', async (t) => {
+t.test('a real page load becomes a valid HAR with exactly one entry per request hop', async t => {
   const deadPort = await closedPort()
   const seen: string[] = []
   const server = await startServer(t)
-  server.server.prependListener('request', (req) => { seen.push(`${req.method} ${req.url}`) })
-  server.route('/', `<!doctype html><title>har</title><script>
+  server.server.prependListener('request', req => {
+    seen.push(`${req.method} ${req.url}`)
+  })
+  server.route(
+    '/',
+    `<!doctype html><title>har</title><script>
     Promise.all([
       fetch('/hop1').then((r) => r.json()),
       fetch('/data.json?x=1').then((r) => r.text()),
       fetch('/post', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' }).then((r) => r.text()),
       fetch('http://127.0.0.1:${deadPort}/nothing').catch(() => 'failed'),
     ]).then(() => { document.title = 'done' })
-  </script>`)
-  server.route('/hop1', (_req, res) => { res.writeHead(302, { location: '/hop2' }); res.end() })
-  server.route('/hop2', (_req, res) => { res.writeHead(301, { location: '/final.json' }); res.end() })
-  server.route('/final.json', (_req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*' }); res.end('{"final":true}') })
-  server.route('/data.json', (_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('[1,2,3]') })
-  server.route('/post', (_req, res) => { res.writeHead(201, { 'content-type': 'text/plain' }); res.end('created') })
-  server.route('/favicon.ico', (_req, res) => { res.writeHead(204); res.end() })
+  </script>`,
+  )
+  server.route('/hop1', (_req, res) => {
+    res.writeHead(302, { location: '/hop2' })
+    res.end()
+  })
+  server.route('/hop2', (_req, res) => {
+    res.writeHead(301, { location: '/final.json' })
+    res.end()
+  })
+  server.route('/final.json', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'access-control-allow-origin': '*' })
+    res.end('{"final":true}')
+  })
+  server.route('/data.json', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end('[1,2,3]')
+  })
+  server.route('/post', (_req, res) => {
+    res.writeHead(201, { 'content-type': 'text/plain' })
+    res.end('created')
+  })
+  server.route('/favicon.ico', (_req, res) => {
+    res.writeHead(204)
+    res.end()
+  })
 
   const h = await startCollecting(t, [createNetworkCollector(), createPageCollector()])
   const page = h.firstPage()
   await h.navigate(page, server.url)
   await waitFor(async () => (await h.evaluate(page, 'document.title')) === 'done', 15_000, 'page scripts done')
   // Every request the server saw (and the failed one) has its final event before we export.
-  await h.waitEvent('network_loading_failed', (e) => (e.data.url ?? '').includes(`:${deadPort}/`), 15_000)
-  await waitFor(() => h.ofType('network_response', (e) => (e.data.url ?? '').endsWith('/final.json'))[0], 15_000, 'final hop response')
+  await h.waitEvent('network_loading_failed', e => (e.data.url ?? '').includes(`:${deadPort}/`), 15_000)
+  await waitFor(
+    () => h.ofType('network_response', e => (e.data.url ?? '').endsWith('/final.json'))[0],
+    15_000,
+    'final hop response',
+  )
 
   const har = toHar(await h.stored())
   await t.resolves(harValidator.har(har), 'har-validator accepts it')
-  const entries = har.log.entries.filter((e) => e.request.url.startsWith(server.origin) || e.request.url.includes(`:${deadPort}/`))
-  const fromServer = entries.filter((e) => e.request.url.startsWith(server.origin)).map((e) => `${e.request.method} ${e.request.url.slice(server.origin.length)}`)
+  const entries = har.log.entries.filter(
+    e => e.request.url.startsWith(server.origin) || e.request.url.includes(`:${deadPort}/`),
+  )
+  const fromServer = entries
+    .filter(e => e.request.url.startsWith(server.origin))
+    .map(e => `${e.request.method} ${e.request.url.slice(server.origin.length)}`)
   t.same([...fromServer].sort(), [...seen].sort(), 'one entry per request the server received, no more, no less')
 
-  const byPath = (p: string) => entries.filter((e) => e.request.url === server.origin + p)
+  const byPath = (p: string) => entries.filter(e => e.request.url === server.origin + p)
   t.equal(byPath('/').length, 1)
   const [doc] = byPath('/')
   t.equal(doc!.response.status, 200)
@@ -71,7 +102,7 @@ t.test('a real page load becomes a valid HAR with exactly one entry per request 
   const [post] = byPath('/post')
   t.same(post!.request.postData, { mimeType: 'text/plain', text: 'hello' })
   t.equal(post!.response.status, 201)
-  const failed = entries.filter((e) => e.request.url.includes(`:${deadPort}/`))
+  const failed = entries.filter(e => e.request.url.includes(`:${deadPort}/`))
   t.equal(failed.length, 1)
   t.equal(failed[0]!.response.status, 0)
   t.match(failed[0]!.response._error, /^net::ERR_/)

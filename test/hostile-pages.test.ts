@@ -30,14 +30,20 @@ const extra: Record<string, (t: Test, r: CaseResult) => void> = {
   },
   'console flood': (t, r) => {
     t.ok(r.metrics.overBudget > 0, `flood dropped over budget: ${r.metrics.overBudget}`)
-    t.ok((r.storedByType.console_log ?? 0) <= 2000 + 200 * (r.elapsedMs / 1000) + 10, `stored console lines within the budget: ${r.storedByType.console_log}`)
+    t.ok(
+      (r.storedByType.console_log ?? 0) <= 2000 + 200 * (r.elapsedMs / 1000) + 10,
+      `stored console lines within the budget: ${r.storedByType.console_log}`,
+    )
   },
   'requests with 64 KiB URLs': (t, r) => {
     t.ok(r.metrics.evictions > 0, `URL cuts counted: ${r.metrics.evictions}`)
   },
   'tabs opened in a loop': (t, r) => {
     t.ok(r.metrics.targetsRefused > 0, `targets refused: ${r.metrics.targetsRefused}`)
-    t.ok(r.logLines.some((l) => l.includes('attached target cap reached')), 'a warning was logged')
+    t.ok(
+      r.logLines.some(l => l.includes('attached target cap reached')),
+      'a warning was logged',
+    )
   },
   'interaction binding': (t, r) => {
     const clicks = r.storedByType.interaction_click ?? 0
@@ -53,24 +59,45 @@ const extra: Record<string, (t: Test, r: CaseResult) => void> = {
     // and is either stored or an over-budget drop (a gap); the counter is bumped after each call,
     // so the page may have made one more than it counted. The one real click after the flood is
     // stored too.
-    const received = (clicks - 1) + r.metrics.interactionOverBudget
-    t.ok(received - r.notes.pageCalls! >= 0 && received - r.notes.pageCalls! <= 1, `calls received (${received} = ${clicks - 1} stored + ${r.metrics.interactionOverBudget} dropped) = calls made (${r.notes.pageCalls}, +1)`)
+    const received = clicks - 1 + r.metrics.interactionOverBudget
+    t.ok(
+      received - r.notes.pageCalls! >= 0 && received - r.notes.pageCalls! <= 1,
+      `calls received (${received} = ${clicks - 1} stored + ${r.metrics.interactionOverBudget} dropped) = calls made (${r.notes.pageCalls}, +1)`,
+    )
   },
 }
 
 for (const c of hostileCases(COUNTS)) {
-  t.test(c.name, async (t) => {
+  t.test(c.name, async t => {
     t.setTimeout(300_000)
     const r = await runHostileCase(t, c)
-    t.comment(JSON.stringify({ elapsedMs: Math.round(r.elapsedMs), healthz: r.healthz, peakRssMb: Math.round(r.peakRssMb), stored: r.stored, lastSeq: r.lastSeq, missing: r.missing, largest: r.largestEnvelope, metrics: r.metrics }))
-    t.ok(r.healthz.n >= 5, `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`)
+    t.comment(
+      JSON.stringify({
+        elapsedMs: Math.round(r.elapsedMs),
+        healthz: r.healthz,
+        peakRssMb: Math.round(r.peakRssMb),
+        stored: r.stored,
+        lastSeq: r.lastSeq,
+        missing: r.missing,
+        largest: r.largestEnvelope,
+        metrics: r.metrics,
+      }),
+    )
+    t.ok(
+      r.healthz.n >= 5,
+      `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`,
+    )
     t.equal(r.healthz.failures, 0, 'every probe answered 200 within its timeout')
-    t.ok(r.healthz.maxMs < HEALTHZ_MAX_MS, `/healthz max ${r.healthz.maxMs.toFixed(0)} ms (p50 ${r.healthz.p50Ms.toFixed(0)}, p95 ${r.healthz.p95Ms.toFixed(0)}) < ${HEALTHZ_MAX_MS} ms`)
+    t.ok(
+      r.healthz.maxMs < HEALTHZ_MAX_MS,
+      `/healthz max ${r.healthz.maxMs.toFixed(0)} ms (p50 ${r.healthz.p50Ms.toFixed(0)}, p95 ${r.healthz.p95Ms.toFixed(0)}) < ${HEALTHZ_MAX_MS} ms`,
+    )
     t.ok(r.peakRssMb < RSS_MAX_MB, `daemon peak RSS ${r.peakRssMb.toFixed(1)} MB < ${RSS_MAX_MB} MB`)
     t.ok(r.largestEnvelope <= ENVELOPE_CAP, `largest envelope ${r.largestEnvelope} <= ${ENVELOPE_CAP}`)
     t.equal(r.invalidEnvelopes, 0, 'every envelope valid against its schema')
     t.equal(r.metrics.storeDropped, 0)
     t.equal(r.missing, r.metrics.overBudget, `gaps (${r.missing}) = over-budget drops (${r.metrics.overBudget})`)
-    for (const [prefix, check] of Object.entries(extra)) if (c.name.startsWith(prefix) || c.name.includes(prefix)) check(t, r)
+    for (const [prefix, check] of Object.entries(extra))
+      if (c.name.startsWith(prefix) || c.name.includes(prefix)) check(t, r)
   })
 }

@@ -14,20 +14,24 @@ const alive = async (pid: number): Promise<boolean> => {
   return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
 }
 
-t.test('SIGKILL of the launching process kills the launched browser', async (t) => {
+t.test('SIGKILL of the launching process kills the launched browser', async t => {
   const script = `
     import { launchChromium } from './src/monitor/launch.ts'
     const b = await launchChromium()
     process.stdout.write(JSON.stringify({ pid: b.pid, port: b.port }) + '\\n')
     setInterval(() => {}, 1000)
   `
-  const launcher = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
-  t.teardown(() => { launcher.kill('SIGKILL') })
-  const [line] = await once(createInterface({ input: launcher.stdout! }), 'line') as [string]
+  const launcher = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  t.teardown(() => {
+    launcher.kill('SIGKILL')
+  })
+  const [line] = (await once(createInterface({ input: launcher.stdout! }), 'line')) as [string]
   const { pid, port } = JSON.parse(line) as { pid: number; port: number }
   t.ok(await alive(pid), 'browser running')
   const cmd = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
-  t.match(cmd[0], /\/chromium$/, 'setpriv exec\'d the browser in place: the pid is the browser\'s')
+  t.match(cmd[0], /\/chromium$/, "setpriv exec'd the browser in place: the pid is the browser's")
   const version = await fetch(`http://127.0.0.1:${port}/json/version`)
   t.equal(version.status, 200, 'DevTools answers before the kill')
 

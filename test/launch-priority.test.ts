@@ -29,15 +29,26 @@ try {
 
 const canLowerNiceness = process.getuid?.() === 0
 
-t.test('Chromium launched from a daemon at nice -5 runs at nice 0', { skip: canLowerNiceness ? false : 'lowering niceness needs root' }, async (t) => {
-  const r = spawnSync('nice', ['-n', '-5', 'env', '-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
-  t.equal(r.status, 0, r.stderr)
-  const out = JSON.parse(r.stdout) as unknown
-  t.same(out, { daemon: -5, chromium: 0, zygote: 0 })
-})
+t.test(
+  'Chromium launched from a daemon at nice -5 runs at nice 0',
+  { skip: canLowerNiceness ? false : 'lowering niceness needs root' },
+  async t => {
+    const r = spawnSync(
+      'nice',
+      ['-n', '-5', 'env', '-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', script],
+      { encoding: 'utf8', timeout: 60_000 },
+    )
+    t.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout) as unknown
+    t.same(out, { daemon: -5, chromium: 0, zygote: 0 })
+  },
+)
 
-t.test('at normal priority Chromium is launched as it is', async (t) => {
-  const r = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })
+t.test('at normal priority Chromium is launched as it is', async t => {
+  const r = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   t.equal(r.status, 0, r.stderr)
   t.same(JSON.parse(r.stdout), { daemon: 0, chromium: 0, zygote: 0 })
 })

@@ -23,16 +23,28 @@ function samples(text: string): Map<string, number> {
   return out
 }
 
-t.test('GET /metrics reports events, store, monitor, streams and HTTP requests', async (t) => {
+t.test('GET /metrics reports events, store, monitor, streams and HTTP requests', async t => {
   const { log, pipeline } = await openStore(t)
   const metrics = createMetrics({ processMetrics: false })
   let sse = 3
   // The monitor's own status (Monitor.status()): metrics report it, they do not re-derive it.
-  const status: ReturnType<MonitorProbe['status']> = { state: 'collecting', targets: { page: 2, worker: 1 }, reconnects: 1, cdpErrors: { 'Network.getResponseBody': 3 } }
-  const detach = metrics.attach({ pipeline, log, sseClients: () => sse, proxyConnections: () => 1, monitor: { status: () => status } })
+  const status: ReturnType<MonitorProbe['status']> = {
+    state: 'collecting',
+    targets: { page: 2, worker: 1 },
+    reconnects: 1,
+    cdpErrors: { 'Network.getResponseBody': 3 },
+  }
+  const detach = metrics.attach({
+    pipeline,
+    log,
+    sseClients: () => sse,
+    proxyConnections: () => 1,
+    monitor: { status: () => status },
+  })
   t.teardown(detach)
 
-  for (let i = 0; i < 3; i++) pipeline.emit({ type: 'console_log', data: { ...ctx, level: 'log', text: `m${i}`, args: [`m${i}`] } })
+  for (let i = 0; i < 3; i++)
+    pipeline.emit({ type: 'console_log', data: { ...ctx, level: 'log', text: `m${i}`, args: [`m${i}`] } })
   pipeline.emit({ type: 'network_request', data: { ...ctx, request_id: '1', method: 'GET', headers: {} } })
   pipeline.emit({ type: 'monitor_disconnected', data: { reason: 'browser_restarted' } })
   pipeline.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: 12 } })
@@ -51,8 +63,14 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
   koa.use(renderErrors(silentLogger) as Koa.Middleware)
   koa.use(router.koa.routes() as unknown as Koa.Middleware)
   const server = createServer(koa.callback())
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+  await new Promise<void>(r => server.listen(0, '127.0.0.1', r))
+  t.teardown(
+    () =>
+      new Promise<void>(r => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  )
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
   t.equal((await fetch(`${base}/metrics`)).status, 401)
@@ -103,10 +121,14 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
   t.equal(again.get('browser_telemetry_http_requests_total{operation="getMetrics",status="200"}'), 1)
 })
 
-t.test('monitor state comes from the monitor, not from monitor_* events; detach stops reading it', async (t) => {
+t.test('monitor state comes from the monitor, not from monitor_* events; detach stops reading it', async t => {
   const { log, pipeline } = await openStore(t)
   const metrics = createMetrics({ processMetrics: false })
-  const detach = metrics.attach({ pipeline, log, monitor: { status: () => ({ state: 'starting', targets: {}, reconnects: 1, cdpErrors: {} }) } })
+  const detach = metrics.attach({
+    pipeline,
+    log,
+    monitor: { status: () => ({ state: 'starting', targets: {}, reconnects: 1, cdpErrors: {} }) },
+  })
   pipeline.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: 1 } })
   let s = samples((await metrics.render()).body)
   t.equal(s.get('browser_telemetry_monitor_state{state="starting"}'), 1)
@@ -118,7 +140,7 @@ t.test('monitor state comes from the monitor, not from monitor_* events; detach 
   t.equal(s.get('browser_telemetry_monitor_state{state="none"}'), 1)
 })
 
-t.test('process metrics are on by default and registries are independent', async (t) => {
+t.test('process metrics are on by default and registries are independent', async t => {
   const a = createMetrics()
   const b = createMetrics()
   a.eventsEmitted.inc({ category: 'page' })

@@ -9,33 +9,43 @@ import { CdpClient, CdpCommandError, MAX_REST_MS, SLICE_MS } from '../src/monito
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
-  await new Promise<void>((r) => wss.once('listening', () => r()))
-  t.teardown(() => new Promise<void>((r) => { for (const c of wss.clients) c.terminate(); wss.close(() => r()) }))
-  const peer = new Promise<WebSocket>((r) => wss.once('connection', (ws) => r(ws)))
+  await new Promise<void>(r => wss.once('listening', () => r()))
+  t.teardown(
+    () =>
+      new Promise<void>(r => {
+        for (const c of wss.clients) c.terminate()
+        wss.close(() => r())
+      }),
+  )
+  const peer = new Promise<WebSocket>(r => wss.once('connection', ws => r(ws)))
   return { url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/devtools/browser/x`, peer }
 }
 
-t.test('commands: result, error with the browser message and code, session id on the wire', async (t) => {
+t.test('commands: result, error with the browser message and code, session id on the wire', async t => {
   const { url, peer } = await fakeBrowser(t)
   const client = await CdpClient.connect(url)
   t.teardown(() => client.close())
   const ws = await peer
   const seen: unknown[] = []
-  ws.on('message', (d) => {
+  ws.on('message', d => {
     const m = JSON.parse(String(d))
     seen.push(m)
     if (m.method === 'Good.one') ws.send(JSON.stringify({ id: m.id, result: { ok: 1 } }))
-    else ws.send(JSON.stringify({ id: m.id, error: { code: -32601, message: `'${m.method}' wasn't found`, data: 'x' } }))
+    else
+      ws.send(JSON.stringify({ id: m.id, error: { code: -32601, message: `'${m.method}' wasn't found`, data: 'x' } }))
   })
   t.same(await client.send('Good.one', { a: 1 }, 'S1'), { ok: 1 })
-  const err = await client.send('Bad.one').catch((e: unknown) => e) as CdpCommandError
+  const err = (await client.send('Bad.one').catch((e: unknown) => e)) as CdpCommandError
   t.type(err, CdpCommandError)
   t.equal(err.message, "'Bad.one' wasn't found (x)")
   t.equal(err.response.code, -32601)
-  t.same(seen, [{ id: 1, method: 'Good.one', params: { a: 1 }, sessionId: 'S1' }, { id: 2, method: 'Bad.one', params: {} }])
+  t.same(seen, [
+    { id: 1, method: 'Good.one', params: { a: 1 }, sessionId: 'S1' },
+    { id: 2, method: 'Bad.one', params: {} },
+  ])
 })
 
-t.test('a burst is handled in order, in slices that let other work run in between', async (t) => {
+t.test('a burst is handled in order, in slices that let other work run in between', async t => {
   const { url, peer } = await fakeBrowser(t)
   const client = await CdpClient.connect(url)
   t.teardown(() => client.close())
@@ -43,21 +53,37 @@ t.test('a burst is handled in order, in slices that let other work run in betwee
   const N = 40
   const order: string[] = []
   let otherWorkAt = -1
-  client.on('event', (m) => {
+  client.on('event', m => {
     const i = (m.params as { i: number }).i
-    if (i === 0) setImmediate(() => { otherWorkAt = order.length })
+    if (i === 0)
+      setImmediate(() => {
+        otherWorkAt = order.length
+      })
     // Each event costs 1 ms: the burst needs several slices of SLICE_MS.
     const end = performance.now() + 1
-    while (performance.now() < end) { /* busy */ }
+    while (performance.now() < end) {
+      /* busy */
+    }
     order.push(`${m.method}:${i}:${m.sessionId}`)
   })
-  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Runtime.consoleAPICalled', params: { i }, sessionId: 'S' }))
-  await new Promise<void>((r) => { const check = () => (order.length === N ? r() : setTimeout(check, 5)); check() })
-  t.same(order, Array.from({ length: N }, (_, i) => `Runtime.consoleAPICalled:${i}:S`), 'every event, in order')
-  t.ok(otherWorkAt > 0 && otherWorkAt < N, `other work ran after ${otherWorkAt} of ${N} events (slices of ${SLICE_MS} ms)`)
+  for (let i = 0; i < N; i++)
+    ws.send(JSON.stringify({ method: 'Runtime.consoleAPICalled', params: { i }, sessionId: 'S' }))
+  await new Promise<void>(r => {
+    const check = () => (order.length === N ? r() : setTimeout(check, 5))
+    check()
+  })
+  t.same(
+    order,
+    Array.from({ length: N }, (_, i) => `Runtime.consoleAPICalled:${i}:S`),
+    'every event, in order',
+  )
+  t.ok(
+    otherWorkAt > 0 && otherWorkAt < N,
+    `other work ran after ${otherWorkAt} of ${N} events (slices of ${SLICE_MS} ms)`,
+  )
 })
 
-t.test('a message that outlasts a slice by itself is followed by a rest as long as its overrun', async (t) => {
+t.test('a message that outlasts a slice by itself is followed by a rest as long as its overrun', async t => {
   const { url, peer } = await fakeBrowser(t)
   const client = await CdpClient.connect(url)
   t.teardown(() => client.close())
@@ -69,28 +95,48 @@ t.test('a message that outlasts a slice by itself is followed by a rest as long 
   const spans: { start: number; end: number }[] = []
   client.on('event', () => {
     const start = performance.now()
-    while (performance.now() < start + COST) { /* busy */ }
+    while (performance.now() < start + COST) {
+      /* busy */
+    }
     spans.push({ start, end: performance.now() })
   })
   // Large messages (the clock is read after each): 20 KB of arguments.
-  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Runtime.consoleAPICalled', params: { i, args: [{ type: 'string', value: 'x'.repeat(20_000) }] }, sessionId: 'S' }))
-  await new Promise<void>((r) => { const check = () => (spans.length === N ? r() : setTimeout(check, 5)); check() })
+  for (let i = 0; i < N; i++)
+    ws.send(
+      JSON.stringify({
+        method: 'Runtime.consoleAPICalled',
+        params: { i, args: [{ type: 'string', value: 'x'.repeat(20_000) }] },
+        sessionId: 'S',
+      }),
+    )
+  await new Promise<void>(r => {
+    const check = () => (spans.length === N ? r() : setTimeout(check, 5))
+    check()
+  })
   for (let i = 1; i < N; i++) {
     const ran = spans[i - 1]!.end - spans[i - 1]!.start
     const gap = spans[i]!.start - spans[i - 1]!.end
     // Timers fire on the loop's millisecond clock: up to 1 ms early against performance.now().
-    t.ok(gap >= Math.min(ran - SLICE_MS, MAX_REST_MS) - 1.5, `event ${i} started ${gap.toFixed(1)} ms after event ${i - 1} ran ${ran.toFixed(1)} ms`)
+    t.ok(
+      gap >= Math.min(ran - SLICE_MS, MAX_REST_MS) - 1.5,
+      `event ${i} started ${gap.toFixed(1)} ms after event ${i - 1} ran ${ran.toFixed(1)} ms`,
+    )
   }
 })
 
-t.test('close: what arrived first is delivered, then pending commands fail and disconnect fires', async (t) => {
+t.test('close: what arrived first is delivered, then pending commands fail and disconnect fires', async t => {
   const { url, peer } = await fakeBrowser(t)
   const client = await CdpClient.connect(url)
   const ws = await peer
   const got: number[] = []
   let disconnectedAfter = -1
-  client.on('event', (m) => got.push((m.params as { i: number }).i))
-  const disconnected = new Promise<void>((r) => client.on('disconnect', () => { disconnectedAfter = got.length; r() }))
+  client.on('event', m => got.push((m.params as { i: number }).i))
+  const disconnected = new Promise<void>(r =>
+    client.on('disconnect', () => {
+      disconnectedAfter = got.length
+      r()
+    }),
+  )
   const pending = client.send('Never.answered').catch((e: Error) => e.message)
   for (let i = 0; i < 5; i++) ws.send(JSON.stringify({ method: 'E.v', params: { i } }))
   ws.close()
@@ -101,41 +147,56 @@ t.test('close: what arrived first is delivered, then pending commands fail and d
   t.equal(await client.send('After.close').catch((e: Error) => e.message), 'WebSocket connection closed')
 })
 
-t.test('nothing listening: connect rejects', async (t) => {
+t.test('nothing listening: connect rejects', async t => {
   const { url } = await fakeBrowser(t)
   await t.rejects(CdpClient.connect(url.replace(/:\d+\//, ':1/')))
 })
 
-t.test('ignored events are dropped unparsed; other events, answers and differently laid out messages still arrive', async (t) => {
-  const { url, peer } = await fakeBrowser(t)
-  const client = await CdpClient.connect(url)
-  t.teardown(() => client.close())
-  client.ignoreEvents((method) => method === 'Network.dataReceived')
-  const ws = await peer
-  const got: string[] = []
-  client.on('event', (m) => got.push(`${m.method}:${(m.params as { i: number }).i}`))
-  ws.on('message', (d) => { const m = JSON.parse(String(d)); ws.send(JSON.stringify({ id: m.id, result: { ok: m.method } })) })
-  ws.send('{"method":"Network.dataReceived","params":{"i":1},"sessionId":"S"}')
-  ws.send('{"method":"Network.dataReceivedX","params":{"i":2},"sessionId":"S"}')
-  ws.send('{"params":{"i":3},"method":"Network.dataReceived"}') // another key order: parsed and delivered
-  ws.send('{"method":"Network.dataReceived","params":{"i":4}}')
-  ws.send('{"method":"Network.loadingFinished","params":{"i":5}}')
-  t.same(await client.send('Good.one'), { ok: 'Good.one' }, 'answers are never ignored')
-  await new Promise<void>((r) => { const check = () => (got.length === 3 ? r() : setTimeout(check, 5)); check() })
-  t.same(got, ['Network.dataReceivedX:2', 'Network.dataReceived:3', 'Network.loadingFinished:5'])
-})
+t.test(
+  'ignored events are dropped unparsed; other events, answers and differently laid out messages still arrive',
+  async t => {
+    const { url, peer } = await fakeBrowser(t)
+    const client = await CdpClient.connect(url)
+    t.teardown(() => client.close())
+    client.ignoreEvents(method => method === 'Network.dataReceived')
+    const ws = await peer
+    const got: string[] = []
+    client.on('event', m => got.push(`${m.method}:${(m.params as { i: number }).i}`))
+    ws.on('message', d => {
+      const m = JSON.parse(String(d))
+      ws.send(JSON.stringify({ id: m.id, result: { ok: m.method } }))
+    })
+    ws.send('{"method":"Network.dataReceived","params":{"i":1},"sessionId":"S"}')
+    ws.send('{"method":"Network.dataReceivedX","params":{"i":2},"sessionId":"S"}')
+    ws.send('{"params":{"i":3},"method":"Network.dataReceived"}') // another key order: parsed and delivered
+    ws.send('{"method":"Network.dataReceived","params":{"i":4}}')
+    ws.send('{"method":"Network.loadingFinished","params":{"i":5}}')
+    t.same(await client.send('Good.one'), { ok: 'Good.one' }, 'answers are never ignored')
+    await new Promise<void>(r => {
+      const check = () => (got.length === 3 ? r() : setTimeout(check, 5))
+      check()
+    })
+    t.same(got, ['Network.dataReceivedX:2', 'Network.dataReceived:3', 'Network.loadingFinished:5'])
+  },
+)
 
-t.test('ignoreEvents is asked at each message\'s turn: a name it stops naming is delivered again', async (t) => {
+t.test("ignoreEvents is asked at each message's turn: a name it stops naming is delivered again", async t => {
   const { url, peer } = await fakeBrowser(t)
   const client = await CdpClient.connect(url)
   t.teardown(() => client.close())
   const asked: string[] = []
   let heard = false
-  client.ignoreEvents((method) => { asked.push(method); return !heard })
+  client.ignoreEvents(method => {
+    asked.push(method)
+    return !heard
+  })
   const ws = await peer
   const got: number[] = []
-  client.on('event', (m) => got.push((m.params as { i: number }).i))
-  ws.on('message', (d) => { const m = JSON.parse(String(d)); ws.send(JSON.stringify({ id: m.id, result: {} })) })
+  client.on('event', m => got.push((m.params as { i: number }).i))
+  ws.on('message', d => {
+    const m = JSON.parse(String(d))
+    ws.send(JSON.stringify({ id: m.id, result: {} }))
+  })
   ws.send('{"method":"Runtime.consoleAPICalled","params":{"i":1}}')
   await client.send('Sync.one')
   heard = true

@@ -13,10 +13,10 @@ setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
 function activeTimers(): number {
-  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+  return process.getActiveResourcesInfo().filter(r => r === 'Timeout').length
 }
 
-t.test('open and close 200 tabs: per-target state returns to baseline', async (t) => {
+t.test('open and close 200 tabs: per-target state returns to baseline', async t => {
   const server = await startServer(t, { '/tab': '<title>tab</title><script>console.log("tab")</script>' })
   const browser = await startBrowser(t)
   const { pipeline } = await openStore(t)
@@ -28,7 +28,12 @@ t.test('open and close 200 tabs: per-target state returns to baseline', async (t
   // A collector holding the kinds of per-target state real ones hold: listeners and a timer.
   const collector: Collector = {
     name: 'stateful',
-    attachBrowser(b) { scope = b; return () => { scope = undefined } },
+    attachBrowser(b) {
+      scope = b
+      return () => {
+        scope = undefined
+      }
+    },
     async attach(session) {
       attaches++
       const offs = [
@@ -38,7 +43,12 @@ t.test('open and close 200 tabs: per-target state returns to baseline', async (t
       const timer = setInterval(() => undefined, 60000)
       liveTimers++
       await session.send('Runtime.enable').catch(() => undefined)
-      return () => { for (const off of offs) off(); clearInterval(timer); liveTimers--; detaches++ }
+      return () => {
+        for (const off of offs) off()
+        clearInterval(timer)
+        liveTimers--
+        detaches++
+      }
     },
   }
   const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit: rec.emit, collectors: [collector] })
@@ -47,10 +57,13 @@ t.test('open and close 200 tabs: per-target state returns to baseline', async (t
 
   const cycle = async (count: number) => {
     for (let done = 0; done < count; done += 10) {
-      const ids = await Promise.all(Array.from({ length: 10 }, () =>
-        scope!.send('Target.createTarget', { url: `${server.url}tab` }).then((r) => r.targetId)))
-      await waitFor(() => ids.every((id) => monitor.targets().some((x) => x.targetId === id)), 10000, 'tabs attached')
-      await Promise.all(ids.map((targetId) => scope!.send('Target.closeTarget', { targetId })))
+      const ids = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          scope!.send('Target.createTarget', { url: `${server.url}tab` }).then(r => r.targetId),
+        ),
+      )
+      await waitFor(() => ids.every(id => monitor.targets().some(x => x.targetId === id)), 10000, 'tabs attached')
+      await Promise.all(ids.map(targetId => scope!.send('Target.closeTarget', { targetId })))
     }
     await waitFor(() => monitor.targets().length === baseline.sessions, 10000, 'tabs detached')
   }
@@ -64,7 +77,11 @@ t.test('open and close 200 tabs: per-target state returns to baseline', async (t
   const timersBefore = activeTimers()
 
   await cycle(200)
-  await waitFor(() => monitor.debugCounts().pendingAttaches === 0 && monitor.debugCounts().timers === 0, 5000, 'settled')
+  await waitFor(
+    () => monitor.debugCounts().pendingAttaches === 0 && monitor.debugCounts().timers === 0,
+    5000,
+    'settled',
+  )
   t.same(monitor.debugCounts(), baseline, 'maps, listeners, pending setups and timers back to baseline')
   t.equal(attaches - detaches, baseline.sessions, 'every attach of a closed tab was detached')
   t.ok(attaches >= 221, `attached ${attaches} targets`)

@@ -6,17 +6,17 @@ import { SERVE_OPTIONS, envName } from '../src/config.js'
 
 const root = join(import.meta.dirname, '..')
 
-t.test('README documents every serve flag with its env twin and default', async (t) => {
+t.test('README documents every serve flag with its env twin and default', async t => {
   const readme = await readFile(join(root, 'README.md'), 'utf8')
   for (const [flag, spec] of Object.entries(SERVE_OPTIONS)) {
-    const row = readme.split('\n').find((l) => l.startsWith(`| \`--${flag}\``))
+    const row = readme.split('\n').find(l => l.startsWith(`| \`--${flag}\``))
     t.ok(row, `row for --${flag}`)
     t.match(row, `\`${envName(flag)}\``, `env twin of --${flag}`)
     if (spec.default !== undefined) t.match(row, `\`${spec.default}\``, `default of --${flag}`)
   }
 })
 
-t.test('the two commands exist and CI runs the README test command', async (t) => {
+t.test('the two commands exist and CI runs the README test command', async t => {
   const readme = await readFile(join(root, 'README.md'), 'utf8')
   t.match(readme, 'bash scripts/start.sh')
   t.match(readme, 'bash scripts/test.sh')

@@ -22,8 +22,15 @@ async function natsServer(t: Test, args: string[] = []): Promise<NatsServer> {
 
 function shipper(t: Test, log: EventLog, url: string | string[], over: Partial<ShipperOptions> = {}): Shipper {
   const s = new Shipper({
-    log, browserId: 'vm-1', nats: { servers: Array.isArray(url) ? url : [url] }, stream: 'BT', subjectPrefix: 'telemetry', limits: LIMITS,
-    retryInitialMs: 50, retryMaxMs: 500, ...over,
+    log,
+    browserId: 'vm-1',
+    nats: { servers: Array.isArray(url) ? url : [url] },
+    stream: 'BT',
+    subjectPrefix: 'telemetry',
+    limits: LIMITS,
+    retryInitialMs: 50,
+    retryMaxMs: 500,
+    ...over,
   })
   t.teardown(() => s.stop())
   return s
@@ -31,27 +38,56 @@ function shipper(t: Test, log: EventLog, url: string | string[], over: Partial<S
 
 /** Resolves once the shipper's watermark reaches `seq` (an event, not a poll). */
 function ackedUpTo(s: Shipper, seq: () => number): Promise<void> {
-  return new Promise((resolve) => {
-    if (s.ackedSeq >= seq()) { resolve(); return }
-    const off = s.onAcked((acked) => { if (acked >= seq()) { off(); resolve() } })
+  return new Promise(resolve => {
+    if (s.ackedSeq >= seq()) {
+      resolve()
+      return
+    }
+    const off = s.onAcked(acked => {
+      if (acked >= seq()) {
+        off()
+        resolve()
+      }
+    })
   })
 }
 
 /** Resolves once `ok()` holds, re-checked on every shipper change. */
 function until(s: Shipper, ok: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (ok()) { resolve(); return }
-    const off = s.onChange(() => { if (ok()) { off(); resolve() } })
+  return new Promise(resolve => {
+    if (ok()) {
+      resolve()
+      return
+    }
+    const off = s.onChange(() => {
+      if (ok()) {
+        off()
+        resolve()
+      }
+    })
   })
 }
 
 /** A mix of categories, each input small and valid. */
 function input(i: number): EventInput {
   switch (i % 4) {
-    case 0: return { type: 'console_log', data: { level: 'log', text: `line ${i}`, args: [] } } as unknown as EventInput
-    case 1: return { type: 'network_request', data: { request_id: `r${i}`, method: 'GET', url: `https://example.com/${i}`, headers: {} } } as EventInput
-    case 2: return { type: 'page_navigation', data: { url: `https://example.com/p${i}`, frame_id: 'F' } } as unknown as EventInput
-    default: return { type: 'interaction_click', data: { x: i, y: 1, selector: 'button', tag: 'BUTTON', text: 'Buy' } } as unknown as EventInput
+    case 0:
+      return { type: 'console_log', data: { level: 'log', text: `line ${i}`, args: [] } } as unknown as EventInput
+    case 1:
+      return {
+        type: 'network_request',
+        data: { request_id: `r${i}`, method: 'GET', url: `https://example.com/${i}`, headers: {} },
+      } as EventInput
+    case 2:
+      return {
+        type: 'page_navigation',
+        data: { url: `https://example.com/p${i}`, frame_id: 'F' },
+      } as unknown as EventInput
+    default:
+      return {
+        type: 'interaction_click',
+        data: { x: i, y: 1, selector: 'button', tag: 'BUTTON', text: 'Buy' },
+      } as unknown as EventInput
   }
 }
 
@@ -62,48 +98,52 @@ async function emitMany(pipeline: Pipeline, from: number, n: number): Promise<vo
     const r = pipeline.emit(input(i))
     if (r.dropped !== undefined) throw new Error(`event ${i} was not accepted: ${r.dropped}`)
     last = r.committed
-    if (i % 500 === 499) await new Promise((r) => setImmediate(r))
+    if (i % 500 === 499) await new Promise(r => setImmediate(r))
   }
   if (!(await last)) throw new Error('last event was not committed')
 }
 
-t.test('subject token encoding is reversible and leaves plain ids alone', async (t) => {
+t.test('subject token encoding is reversible and leaves plain ids alone', async t => {
   t.equal(encodeSubjectToken('vm-1_A'), 'vm-1_A')
   t.equal(encodeSubjectToken('vm.7'), 'vm~2E7')
   t.equal(encodeSubjectToken('a b*>~'), 'a~20b~2A~3E~7E')
   t.equal(encodeSubjectToken('é'), '~C3~A9')
-  for (const id of ['vm.7', 'a b*>~', 'é', 'plain', '~2E', '\t']) t.equal(decodeSubjectToken(encodeSubjectToken(id)), id, `round trip ${JSON.stringify(id)}`)
+  for (const id of ['vm.7', 'a b*>~', 'é', 'plain', '~2E', '\t'])
+    t.equal(decodeSubjectToken(encodeSubjectToken(id)), id, `round trip ${JSON.stringify(id)}`)
   t.equal(decodeSubjectToken('a.b'), undefined, 'a dot never appears in an encoded token')
   t.equal(decodeSubjectToken('~2e'), undefined, 'lower-case hex is not produced by the rule')
   t.equal(subjectOf('telemetry', 'vm.7', 'network'), 'telemetry.vm~2E7.network')
 })
 
-t.test('20k events arrive once, in seq order, as the read API serves them; stream created per contract; watermark persisted', async (t) => {
-  const nats = await natsServer(t)
-  const { log, pipeline } = await openStore(t)
-  const s = shipper(t, log, nats.url, { browserId: 'vm.7 x' })
-  await s.start()
-  await emitMany(pipeline, 0, 20_000)
-  await ackedUpTo(s, () => log.lastSeq)
-  t.equal(log.lastSeq, 20_000)
-  t.equal(s.stats.shippedEvents, 20_000, 'every event acknowledged once')
-  t.equal(s.state(), 'connected')
-  await assertExactlyOnce(t, nats.url, log, 'vm.7 x')
+t.test(
+  '20k events arrive once, in seq order, as the read API serves them; stream created per contract; watermark persisted',
+  async t => {
+    const nats = await natsServer(t)
+    const { log, pipeline } = await openStore(t)
+    const s = shipper(t, log, nats.url, { browserId: 'vm.7 x' })
+    await s.start()
+    await emitMany(pipeline, 0, 20_000)
+    await ackedUpTo(s, () => log.lastSeq)
+    t.equal(log.lastSeq, 20_000)
+    t.equal(s.stats.shippedEvents, 20_000, 'every event acknowledged once')
+    t.equal(s.state(), 'connected')
+    await assertExactlyOnce(t, nats.url, log, 'vm.7 x')
 
-  const nc = await connect({ servers: nats.url })
-  const info = await (await jetstreamManager(nc)).streams.info('BT')
-  await nc.close()
-  t.same(info.config.subjects, ['telemetry.>'])
-  t.equal(info.config.storage, StorageType.File)
-  t.equal(info.config.duplicate_window, nanos(120_000), 'duplicate window 2 min')
+    const nc = await connect({ servers: nats.url })
+    const info = await (await jetstreamManager(nc)).streams.info('BT')
+    await nc.close()
+    t.same(info.config.subjects, ['telemetry.>'])
+    t.equal(info.config.storage, StorageType.File)
+    t.equal(info.config.duplicate_window, nanos(120_000), 'duplicate window 2 min')
 
-  await s.stop()
-  const stored = await log.readMeta('ship:BT:telemetry')
-  t.equal(Number(stored!.readBigUInt64BE(0)), 20_000, 'acked seq stored in the log metadata')
-  t.equal(s.state(), 'off')
-})
+    await s.stop()
+    const stored = await log.readMeta('ship:BT:telemetry')
+    t.equal(Number(stored!.readBigUInt64BE(0)), 20_000, 'acked seq stored in the log metadata')
+    t.equal(s.state(), 'off')
+  },
+)
 
-t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost, nothing duplicated', async (t) => {
+t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost, nothing duplicated', async t => {
   const nats = await natsServer(t)
   const { log, pipeline } = await openStore(t)
   const s = shipper(t, log, nats.url)
@@ -111,7 +151,14 @@ t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost
   await emitMany(pipeline, 0, 5000)
   // Kill while publishes are in flight: the next batch is emitted and the kill lands mid-stream.
   const midRun = emitMany(pipeline, 5000, 5000)
-  await new Promise<void>((resolve) => { const off = s.onAcked((seq) => { if (seq >= 6000) { off(); resolve() } }) })
+  await new Promise<void>(resolve => {
+    const off = s.onAcked(seq => {
+      if (seq >= 6000) {
+        off()
+        resolve()
+      }
+    })
+  })
   await nats.kill('SIGKILL')
   await until(s, () => s.state() === 'reconnecting')
   await midRun
@@ -126,7 +173,7 @@ t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost
   t.equal(s.state(), 'connected')
 })
 
-t.test('NATS unreachable at startup: capture runs normally, shipping catches up when the server appears', async (t) => {
+t.test('NATS unreachable at startup: capture runs normally, shipping catches up when the server appears', async t => {
   const port = await freePort()
   const { log, pipeline } = await openStore(t)
   const s = shipper(t, log, `nats://127.0.0.1:${port}`)
@@ -144,12 +191,18 @@ t.test('NATS unreachable at startup: capture runs normally, shipping catches up 
   await assertExactlyOnce(t, late.url, log)
 })
 
-t.test('an existing stream with other settings is used as is and never changed', async (t) => {
+t.test('an existing stream with other settings is used as is and never changed', async t => {
   const nats = await natsServer(t)
   const nc = await connect({ servers: nats.url })
   t.teardown(() => nc.close())
   const jsm = await jetstreamManager(nc)
-  await jsm.streams.add({ name: 'BT', subjects: ['telemetry.>', 'other.>'], storage: StorageType.Memory, duplicate_window: nanos(5_000), max_msgs: 1_000_000 })
+  await jsm.streams.add({
+    name: 'BT',
+    subjects: ['telemetry.>', 'other.>'],
+    storage: StorageType.Memory,
+    duplicate_window: nanos(5_000),
+    max_msgs: 1_000_000,
+  })
   const before = (await jsm.streams.info('BT')).config
   const { log, pipeline } = await openStore(t)
   const s = shipper(t, log, nats.url)
@@ -162,26 +215,29 @@ t.test('an existing stream with other settings is used as is and never changed',
   await assertExactlyOnce(t, nats.url, log)
 })
 
-t.test('after a lost or stale watermark the shipper learns from the stream what it holds instead of re-sending', async (t) => {
-  const nats = await natsServer(t)
-  const { log, pipeline } = await openStore(t)
-  const first = shipper(t, log, nats.url)
-  await first.start()
-  await emitMany(pipeline, 0, 3000)
-  await ackedUpTo(first, () => log.lastSeq)
-  await first.stop()
-  // As if the daemon had died long ago, right after a crash that lost the last watermark writes:
-  // the duplicate window would no longer protect re-sends of seqs 1001..3000.
-  await log.writeMeta('ship:BT:telemetry', Buffer.from([0, 0, 0, 0, 0, 0, 0x03, 0xe8]))
-  await emitMany(pipeline, 3000, 500)
-  const second = shipper(t, log, nats.url)
-  await second.start()
-  await ackedUpTo(second, () => log.lastSeq)
-  t.equal(second.stats.shippedEvents, 500, 'only the 500 new events were published')
-  await assertExactlyOnce(t, nats.url, log)
-})
+t.test(
+  'after a lost or stale watermark the shipper learns from the stream what it holds instead of re-sending',
+  async t => {
+    const nats = await natsServer(t)
+    const { log, pipeline } = await openStore(t)
+    const first = shipper(t, log, nats.url)
+    await first.start()
+    await emitMany(pipeline, 0, 3000)
+    await ackedUpTo(first, () => log.lastSeq)
+    await first.stop()
+    // As if the daemon had died long ago, right after a crash that lost the last watermark writes:
+    // the duplicate window would no longer protect re-sends of seqs 1001..3000.
+    await log.writeMeta('ship:BT:telemetry', Buffer.from([0, 0, 0, 0, 0, 0, 0x03, 0xe8]))
+    await emitMany(pipeline, 3000, 500)
+    const second = shipper(t, log, nats.url)
+    await second.start()
+    await ackedUpTo(second, () => log.lastSeq)
+    t.equal(second.stats.shippedEvents, 500, 'only the 500 new events were published')
+    await assertExactlyOnce(t, nats.url, log)
+  },
+)
 
-t.test('events removed by local retention before shipping are reported (metric + warn) and show as a gap', async (t) => {
+t.test('events removed by local retention before shipping are reported (metric + warn) and show as a gap', async t => {
   const nats = await natsServer(t)
   // An injected clock: the first 400 events are old, the rest new; retention by age then removes exactly 400.
   let now = 1_000_000
@@ -203,10 +259,18 @@ t.test('events removed by local retention before shipping are reported (metric +
   t.equal(msgs[0]!.telemetrySeq, 401, 'the stream starts after the gap')
 })
 
-t.test('seqs consumed without an event (over a page budget) do not hold the watermark back', async (t) => {
+t.test('seqs consumed without an event (over a page budget) do not hold the watermark back', async t => {
   const nats = await natsServer(t)
-  const first = await openStore(t, {}, { budget: { eventsPerSec: 0.001, eventsBurst: 5, bytesPerSec: 1e9, bytesBurst: 1e9 } })
-  for (let i = 0; i < 10; i++) first.pipeline.emit({ type: 'console_log', data: { level: 'log', text: `x${i}`, args: [], target_id: 'T1' } } as unknown as EventInput)
+  const first = await openStore(
+    t,
+    {},
+    { budget: { eventsPerSec: 0.001, eventsBurst: 5, bytesPerSec: 1e9, bytesBurst: 1e9 } },
+  )
+  for (let i = 0; i < 10; i++)
+    first.pipeline.emit({
+      type: 'console_log',
+      data: { level: 'log', text: `x${i}`, args: [], target_id: 'T1' },
+    } as unknown as EventInput)
   await first.log.close()
   // Reopened: the last five seqs were consumed without being stored, after the last record (seq 5).
   const { log } = await openStore(t, { path: first.dir })
@@ -217,5 +281,9 @@ t.test('seqs consumed without an event (over a page budget) do not hold the wate
   t.equal(s.ackedSeq, 10)
   t.equal(s.lagEvents(), 0)
   const msgs = await readStream(nats.url, 'BT')
-  t.same(msgs.map((m) => m.telemetrySeq), [1, 2, 3, 4, 5], 'the stream shows the skipped seqs as missing')
+  t.same(
+    msgs.map(m => m.telemetrySeq),
+    [1, 2, 3, 4, 5],
+    'the stream shows the skipped seqs as missing',
+  )
 })

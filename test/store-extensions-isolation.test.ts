@@ -10,8 +10,14 @@ import { ExtensionMetaStore } from '../src/uploads/extension-meta.js'
 import type { ExtensionRecord } from '../src/uploads/extension-store.js'
 import { tempDir } from './helpers/store.js'
 
-const record = (id: string, name: string): ExtensionRecord =>
-  ({ id, project: 'default', name, created_at: '2026-01-01T00:00:00.000Z', size_bytes: 10, checksum: 'a'.repeat(64) })
+const record = (id: string, name: string): ExtensionRecord => ({
+  id,
+  project: 'default',
+  name,
+  created_at: '2026-01-01T00:00:00.000Z',
+  size_bytes: 10,
+  checksum: 'a'.repeat(64),
+})
 
 async function all(meta: ExtensionMetaStore): Promise<string[]> {
   const ids: string[] = []
@@ -19,7 +25,7 @@ async function all(meta: ExtensionMetaStore): Promise<string[]> {
   return ids.sort()
 }
 
-t.test('retention removing every event and a wipe of the log leave extension records intact', async (t) => {
+t.test('retention removing every event and a wipe of the log leave extension records intact', async t => {
   const dataDir = await tempDir(t)
   const meta = await ExtensionMetaStore.open(join(dataDir, 'extensions-meta'))
   t.teardown(() => meta.close())
@@ -37,7 +43,7 @@ t.test('retention removing every event and a wipe of the log leave extension rec
   t.same(await all(meta), ['a'.repeat(24), 'b'.repeat(24)], 'and a wipe of the telemetry log')
 })
 
-t.test('records kept in the log database by an older version are moved out once, events untouched', async (t) => {
+t.test('records kept in the log database by an older version are moved out once, events untouched', async t => {
   const dataDir = await tempDir(t)
   const eventsPath = join(dataDir, 'events')
   {
@@ -54,11 +60,22 @@ t.test('records kept in the log database by an older version are moved out once,
   const log = await EventLog.open({ path: eventsPath, retentionIntervalMs: 0 })
   t.teardown(() => log.close())
   let moved = -1
-  const meta = await ExtensionMetaStore.open(join(dataDir, 'extensions-meta'),
-    async (into) => { moved = await log.moveOutLegacySublevel<ExtensionRecord>('extensions', into) })
+  const meta = await ExtensionMetaStore.open(join(dataDir, 'extensions-meta'), async into => {
+    moved = await log.moveOutLegacySublevel<ExtensionRecord>('extensions', into)
+  })
   t.teardown(() => meta.close())
   t.equal(moved, 1)
   t.same(await all(meta), ['c'.repeat(24)])
-  t.equal(await log.moveOutLegacySublevel('extensions', async () => { t.fail('nothing left to move') }), 0, 'the old records are gone from the log')
-  t.same((await log.read({ order: 'asc', limit: 10, cursor: 1 })).records.map((r) => r.seq), [1, 2, 3], 'events untouched')
+  t.equal(
+    await log.moveOutLegacySublevel('extensions', async () => {
+      t.fail('nothing left to move')
+    }),
+    0,
+    'the old records are gone from the log',
+  )
+  t.same(
+    (await log.read({ order: 'asc', limit: 10, cursor: 1 })).records.map(r => r.seq),
+    [1, 2, 3],
+    'events untouched',
+  )
 })

@@ -27,11 +27,21 @@ async function populated(tt: Test) {
   return { parent, dest }
 }
 
-async function refused(tt: Test, archive: Buffer, status: number, code: string, detail: RegExp, opts: { limits?: ZipLimits; extract?: typeof extractZip } = {}) {
+async function refused(
+  tt: Test,
+  archive: Buffer,
+  status: number,
+  code: string,
+  detail: RegExp,
+  opts: { limits?: ZipLimits; extract?: typeof extractZip } = {},
+) {
   const { parent, dest } = await populated(tt)
   await writeFile(join(parent, 'in.zip'), archive)
   const before = await snapshot(parent)
-  const err = await (opts.extract ?? extractZip)(join(parent, 'in.zip'), dest, opts.limits ?? LIMITS).then(() => undefined, (e: unknown) => e) as UploadError
+  const err = (await (opts.extract ?? extractZip)(join(parent, 'in.zip'), dest, opts.limits ?? LIMITS).then(
+    () => undefined,
+    (e: unknown) => e,
+  )) as UploadError
   tt.ok(err instanceof UploadError, `refused: ${(err as Error)?.message?.slice(0, 200)}`)
   tt.equal(err.status, status)
   tt.equal(err.code, code)
@@ -48,110 +58,237 @@ async function extracted(tt: Test, archive: Buffer, limits = LIMITS) {
 
 const chain = (depth: number, component = 'd') => Array.from({ length: depth }, () => component).join('/')
 
-t.test('deep names: 64 components extracted, 65 and 3,000 refused with 400', async (t) => {
+t.test('deep names: 64 components extracted, 65 and 3,000 refused with 400', async t => {
   const { dest } = await extracted(t, rawZip([{ name: `${chain(63)}/leaf.txt`, data: 'deep' }]))
   t.equal(await fsp.readFile(join(dest, chain(63), 'leaf.txt'), 'utf8'), 'deep')
-  await refused(t, rawZip([{ name: `${chain(64)}/leaf.txt`, data: 'x' }]), 400, 'unsafe_entry', /more than 64 path components/)
+  await refused(
+    t,
+    rawZip([{ name: `${chain(64)}/leaf.txt`, data: 'x' }]),
+    400,
+    'unsafe_entry',
+    /more than 64 path components/,
+  )
   // 3,000 deep is 6,000 bytes: whichever cap is hit first, a 400 at once
-  await refused(t, rawZip([{ name: `${chain(3000)}/leaf.txt`, data: 'x' }]), 400, 'unsafe_entry', /more than 64 path components|longer than 4096 bytes/)
+  await refused(
+    t,
+    rawZip([{ name: `${chain(3000)}/leaf.txt`, data: 'x' }]),
+    400,
+    'unsafe_entry',
+    /more than 64 path components|longer than 4096 bytes/,
+  )
   // empty and "." components do not count, and do not hide real ones
-  await refused(t, rawZip([{ name: `a${'/'.repeat(500)}${'./'.repeat(500)}${chain(64)}`, data: 'x' }]), 400, 'unsafe_entry', /more than 64 path components/)
+  await refused(
+    t,
+    rawZip([{ name: `a${'/'.repeat(500)}${'./'.repeat(500)}${chain(64)}`, data: 'x' }]),
+    400,
+    'unsafe_entry',
+    /more than 64 path components/,
+  )
 })
 
-t.test('long names: 3,800 bytes extracted; 4,097 and 5,000 bytes, or a 256-byte component, refused with 400', async (t) => {
-  const name = (bytes: number) => { const parts: string[] = []; let n = 0; while (n < bytes) { const c = Math.min(200, bytes - n - (parts.length ? 1 : 0)); parts.push('n'.repeat(c)); n += c + (parts.length > 1 ? 1 : 0) } return parts.join('/') }
-  t.equal(Buffer.byteLength(name(3800)), 3800)
-  const { dest } = await extracted(t, rawZip([{ name: name(3800), data: 'long' }]))
-  t.equal(await fsp.readFile(join(dest, name(3800)), 'utf8'), 'long')
-  await refused(t, rawZip([{ name: name(4097), data: 'x' }]), 400, 'unsafe_entry', /longer than 4096 bytes/)
-  await refused(t, rawZip([{ name: 'x'.repeat(5000), data: 'x' }]), 400, 'unsafe_entry', /longer than 4096 bytes/)
-  await refused(t, rawZip([{ name: `ok/${'c'.repeat(256)}`, data: 'x' }]), 400, 'unsafe_entry', /component longer than 255 bytes/)
-  // a name that fits the caps but not the destination's PATH_MAX is a 400 too, never a 500
-  await refused(t, rawZip([{ name: name(4090), data: 'x' }]), 400, 'unsafe_entry', /too long at this destination/)
-})
+t.test(
+  'long names: 3,800 bytes extracted; 4,097 and 5,000 bytes, or a 256-byte component, refused with 400',
+  async t => {
+    const name = (bytes: number) => {
+      const parts: string[] = []
+      let n = 0
+      while (n < bytes) {
+        const c = Math.min(200, bytes - n - (parts.length ? 1 : 0))
+        parts.push('n'.repeat(c))
+        n += c + (parts.length > 1 ? 1 : 0)
+      }
+      return parts.join('/')
+    }
+    t.equal(Buffer.byteLength(name(3800)), 3800)
+    const { dest } = await extracted(t, rawZip([{ name: name(3800), data: 'long' }]))
+    t.equal(await fsp.readFile(join(dest, name(3800)), 'utf8'), 'long')
+    await refused(t, rawZip([{ name: name(4097), data: 'x' }]), 400, 'unsafe_entry', /longer than 4096 bytes/)
+    await refused(t, rawZip([{ name: 'x'.repeat(5000), data: 'x' }]), 400, 'unsafe_entry', /longer than 4096 bytes/)
+    await refused(
+      t,
+      rawZip([{ name: `ok/${'c'.repeat(256)}`, data: 'x' }]),
+      400,
+      'unsafe_entry',
+      /component longer than 255 bytes/,
+    )
+    // a name that fits the caps but not the destination's PATH_MAX is a 400 too, never a 500
+    await refused(t, rawZip([{ name: name(4090), data: 'x' }]), 400, 'unsafe_entry', /too long at this destination/)
+  },
+)
 
 // Extracting all 100,000 entries is measured in bench/hostile-zip.ts (it is file creation, tens of
 // seconds on a loaded CI machine); here 10,000 are extracted and 100,001 refused from the count alone.
-t.test('10,000 entries extracted; 100,001, or implied directories past the 100,000 limit, refused with 400', async (t) => {
-  const many = (n: number, dirs: number): RawEntry[] => Array.from({ length: n }, (_, i) => ({ name: `d${i % dirs}/f${i}`, method: 0 }))
-  const { dest, result } = await extracted(t, rawZip([...many(9_900, 100), ...Array.from({ length: 100 }, (_, i) => ({ name: `d${i}/`, method: 0 }))]), DEFAULT_ZIP_LIMITS)
-  t.equal(result.files, 9_900)
-  t.equal(result.dirs, 100)
-  t.equal((await readdir(join(dest, 'd7'))).length, 99)
-  await refused(t, rawZip(many(100_001, 100)), 400, 'invalid_zip', /100001 entries; the limit is 100000/, { limits: DEFAULT_ZIP_LIMITS })
-  // 99,990 files in 20 directories the archive does not list: 100,010 paths
-  await refused(t, rawZip(many(99_990, 20)), 400, 'invalid_zip', /more than 100000 paths/, { limits: DEFAULT_ZIP_LIMITS })
-})
+t.test(
+  '10,000 entries extracted; 100,001, or implied directories past the 100,000 limit, refused with 400',
+  async t => {
+    const many = (n: number, dirs: number): RawEntry[] =>
+      Array.from({ length: n }, (_, i) => ({ name: `d${i % dirs}/f${i}`, method: 0 }))
+    const { dest, result } = await extracted(
+      t,
+      rawZip([...many(9_900, 100), ...Array.from({ length: 100 }, (_, i) => ({ name: `d${i}/`, method: 0 }))]),
+      DEFAULT_ZIP_LIMITS,
+    )
+    t.equal(result.files, 9_900)
+    t.equal(result.dirs, 100)
+    t.equal((await readdir(join(dest, 'd7'))).length, 99)
+    await refused(t, rawZip(many(100_001, 100)), 400, 'invalid_zip', /100001 entries; the limit is 100000/, {
+      limits: DEFAULT_ZIP_LIMITS,
+    })
+    // 99,990 files in 20 directories the archive does not list: 100,010 paths
+    await refused(t, rawZip(many(99_990, 20)), 400, 'invalid_zip', /more than 100000 paths/, {
+      limits: DEFAULT_ZIP_LIMITS,
+    })
+  },
+)
 
-t.test('bombs: many small entries each over the ratio; entries that declare overlapping data', async (t) => {
+t.test('bombs: many small entries each over the ratio; entries that declare overlapping data', async t => {
   // 2,000 entries of 60 KiB zeros: each about 1000:1 although under 64 KiB
   const small = Array.from({ length: 2000 }, (_, i) => ({ name: `z/${i}`, data: Buffer.alloc(60 * 1024) }))
-  await refused(t, rawZip(small), 400, 'unsafe_entry', /entry "z\/0": compression ratio \d+:1 exceeds the limit of 200:1/, { limits: { ...LIMITS, maxEntries: 5000 } })
+  await refused(
+    t,
+    rawZip(small),
+    400,
+    'unsafe_entry',
+    /entry "z\/0": compression ratio \d+:1 exceeds the limit of 200:1/,
+    { limits: { ...LIMITS, maxEntries: 5000 } },
+  )
   // 1 KiB entries of zeros compress about 100:1: fine one by one, and for the archive
-  const { result } = await extracted(t, rawZip(Array.from({ length: 50 }, (_, i) => ({ name: `k/${i}`, data: Buffer.alloc(1024) }))))
+  const { result } = await extracted(
+    t,
+    rawZip(Array.from({ length: 50 }, (_, i) => ({ name: `k/${i}`, data: Buffer.alloc(1024) }))),
+  )
   t.equal(result.bytes, 50 * 1024)
   // each entry claims 1 MiB of compressed data (like overlapping entries sharing one stream): per-entry
   // ratios look harmless, but the archive is a few KiB for 20 MiB of output
-  const overlapping = Array.from({ length: 20 }, (_, i) => ({ name: `o/${i}`, data: Buffer.alloc(1024 * 1024), compressedSize: 1024 * 1024 }))
+  const overlapping = Array.from({ length: 20 }, (_, i) => ({
+    name: `o/${i}`,
+    data: Buffer.alloc(1024 * 1024),
+    compressedSize: 1024 * 1024,
+  }))
   await refused(t, rawZip(overlapping), 400, 'invalid_zip', /total compression ratio \d+:1 exceeds the limit of 200:1/)
 })
 
-t.test('modes: files & 0755, directories 0755 whatever the archive says', async (t) => {
-  const { dest } = await extracted(t, rawZip([
-    { name: 'open/', unixMode: 0o40777 },
-    { name: 'open/world.txt', data: 'w', unixMode: 0o100777 },
-    { name: 'open/rw.txt', data: 'w', unixMode: 0o100666 },
-    { name: 'implied/deeper/file.txt', data: 'i', unixMode: 0o100646 },
-    { name: 'private.txt', data: 'p', unixMode: 0o100600 },
-  ]))
+t.test('modes: files & 0755, directories 0755 whatever the archive says', async t => {
+  const { dest } = await extracted(
+    t,
+    rawZip([
+      { name: 'open/', unixMode: 0o40777 },
+      { name: 'open/world.txt', data: 'w', unixMode: 0o100777 },
+      { name: 'open/rw.txt', data: 'w', unixMode: 0o100666 },
+      { name: 'implied/deeper/file.txt', data: 'i', unixMode: 0o100646 },
+      { name: 'private.txt', data: 'p', unixMode: 0o100600 },
+    ]),
+  )
   const mode = async (p: string) => ((await lstat(join(dest, p))).mode & 0o7777).toString(8)
-  t.same(await Promise.all(['open', 'open/world.txt', 'open/rw.txt', 'implied', 'implied/deeper', 'implied/deeper/file.txt', 'private.txt'].map(mode)),
-    ['755', '755', '644', '755', '755', '644', '600'])
+  t.same(
+    await Promise.all(
+      [
+        'open',
+        'open/world.txt',
+        'open/rw.txt',
+        'implied',
+        'implied/deeper',
+        'implied/deeper/file.txt',
+        'private.txt',
+      ].map(mode),
+    ),
+    ['755', '755', '644', '755', '755', '644', '600'],
+  )
 })
 
-const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
+const enospc = () =>
+  Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
 
-t.test('free space: 507 before anything is written when statfs says it cannot fit', async (t) => {
-  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>('../src/uploads/extract-zip.js', {
-    'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 10 }) },
-  })
-  await refused(t, rawZip([{ name: 'sub/a.txt', data: 'new a' }, { name: 'big.bin', data: Buffer.alloc(200 * 1024, 1), method: 0 }]), 507, 'insufficient_storage', /needs \d+ bytes; the destination filesystem has 40960 free/, { extract })
+t.test('free space: 507 before anything is written when statfs says it cannot fit', async t => {
+  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>(
+    '../src/uploads/extract-zip.js',
+    {
+      'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 10 }) },
+    },
+  )
+  await refused(
+    t,
+    rawZip([
+      { name: 'sub/a.txt', data: 'new a' },
+      { name: 'big.bin', data: Buffer.alloc(200 * 1024, 1), method: 0 },
+    ]),
+    507,
+    'insufficient_storage',
+    /needs \d+ bytes; the destination filesystem has 40960 free/,
+    { extract },
+  )
 })
 
-t.test('ENOSPC mid-extraction (injected): 507, the destination untouched', async (t) => {
+t.test('ENOSPC mid-extraction (injected): 507, the destination untouched', async t => {
   let writes = 0
-  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>('../src/uploads/extract-zip.js', {
-    'node:fs': { ...fs, writeSync: (...args: Parameters<typeof fs.writeSync>) => { if (++writes > 3) throw enospc(); return (fs.writeSync as (...a: unknown[]) => number)(...args) } },
-  })
-  const entries = Array.from({ length: 10 }, (_, i) => ({ name: i % 2 ? `sub/n${i}.txt` : `top${i}.txt`, data: `content ${i}` }))
-  await refused(t, rawZip([{ name: 'sub/a.txt', data: 'new a' }, ...entries]), 507, 'insufficient_storage', /disk filled up/, { extract })
+  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>(
+    '../src/uploads/extract-zip.js',
+    {
+      'node:fs': {
+        ...fs,
+        writeSync: (...args: Parameters<typeof fs.writeSync>) => {
+          if (++writes > 3) throw enospc()
+          return (fs.writeSync as (...a: unknown[]) => number)(...args)
+        },
+      },
+    },
+  )
+  const entries = Array.from({ length: 10 }, (_, i) => ({
+    name: i % 2 ? `sub/n${i}.txt` : `top${i}.txt`,
+    data: `content ${i}`,
+  }))
+  await refused(
+    t,
+    rawZip([{ name: 'sub/a.txt', data: 'new a' }, ...entries]),
+    507,
+    'insufficient_storage',
+    /disk filled up/,
+    { extract },
+  )
   t.ok(writes > 3, 'the fault was hit')
 })
 
-t.test('a real full filesystem (tmpfs, 256 KiB): 507 from statfs, and from ENOSPC with statfs fooled', async (t) => {
-  if (process.getuid?.() !== 0) { t.skip('needs root to mount a tmpfs', () => {}); return }
+t.test('a real full filesystem (tmpfs, 256 KiB): 507 from statfs, and from ENOSPC with statfs fooled', async t => {
+  if (process.getuid?.() !== 0) {
+    t.skip('needs root to mount a tmpfs', () => {})
+    return
+  }
   const outside = await tempDir(t, 'bt-tmpfs-archive-')
   const mnt = await tempDir(t, 'bt-tmpfs-')
-  try { execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k,mode=0700', 'tmpfs', mnt], { stdio: 'pipe' }) } catch (err) {
-    t.skip(`cannot mount a tmpfs here: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`, () => {}); return
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k,mode=0700', 'tmpfs', mnt], { stdio: 'pipe' })
+  } catch (err) {
+    t.skip(`cannot mount a tmpfs here: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`, () => {})
+    return
   }
-  t.teardown(() => { execFileSync('umount', [mnt]) })
+  t.teardown(() => {
+    execFileSync('umount', [mnt])
+  })
   const dest = join(mnt, 'dest')
   await mkdir(join(dest, 'sub'), { recursive: true })
   await writeFile(join(dest, 'sub', 'a.txt'), 'old a')
   const archive = join(outside, 'in.zip')
-  await writeFile(archive, rawZip([{ name: 'sub/a.txt', data: 'new a' }, ...Array.from({ length: 8 }, (_, i) => ({ name: `f${i}.bin`, data: Buffer.alloc(64 * 1024, i), method: 0 }))]))
+  await writeFile(
+    archive,
+    rawZip([
+      { name: 'sub/a.txt', data: 'new a' },
+      ...Array.from({ length: 8 }, (_, i) => ({ name: `f${i}.bin`, data: Buffer.alloc(64 * 1024, i), method: 0 })),
+    ]),
+  )
   const before = await snapshot(mnt)
   // honest statfs: refused before writing
-  const first = await extractZip(archive, dest, LIMITS).catch((e: unknown) => e) as UploadError
+  const first = (await extractZip(archive, dest, LIMITS).catch((e: unknown) => e)) as UploadError
   t.equal(first.status, 507)
   t.match(first.message, /needs \d+ bytes/)
   t.same(await snapshot(mnt), before, 'nothing written')
   // statfs fooled into reporting room: the kernel's ENOSPC mid-extraction is a 507 too, and nothing changed
-  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>('../src/uploads/extract-zip.js', {
-    'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 1 << 30 }) },
-  })
-  const second = await extract(archive, dest, LIMITS).catch((e: unknown) => e) as UploadError
+  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>(
+    '../src/uploads/extract-zip.js',
+    {
+      'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 1 << 30 }) },
+    },
+  )
+  const second = (await extract(archive, dest, LIMITS).catch((e: unknown) => e)) as UploadError
   t.equal(second.status, 507)
   t.equal(second.code, 'insufficient_storage')
   t.match(second.message, /disk filled up/)

@@ -23,7 +23,11 @@ t.setTimeout(600_000)
 const CHILD_SOURCE = join(import.meta.dirname, 'fixtures', 'merge-child.ts')
 const RUNS = 30
 
-interface Child { proc: ChildProcess; lines: AsyncIterator<string>; exited: Promise<void> }
+interface Child {
+  proc: ChildProcess
+  lines: AsyncIterator<string>
+  exited: Promise<void>
+}
 
 /**
  * Started one ahead of time, from one bundled file (a TypeScript loader would cost seconds per child
@@ -32,7 +36,7 @@ interface Child { proc: ChildProcess; lines: AsyncIterator<string>; exited: Prom
 function startChild(child: string, archive: string, dest: string, spool: string): Child {
   const proc = spawn(process.execPath, [child, archive, dest, spool], { stdio: ['pipe', 'pipe', 'inherit'] })
   const lines = createInterface({ input: proc.stdout! })[Symbol.asyncIterator]()
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
+  const exited = new Promise<void>(resolve => proc.once('exit', () => resolve()))
   return { proc, lines, exited }
 }
 
@@ -42,12 +46,20 @@ async function nextLine(c: Child): Promise<string> {
 }
 
 /** Resolves after ms; the only timer here chooses the kill moment, no assertion depends on it. */
-const after = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+const after = (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms))
 
-t.test(`SIGKILL at ${RUNS} points of a merge: after recovery the destination is the old or the new tree`, async (t) => {
+t.test(`SIGKILL at ${RUNS} points of a merge: after recovery the destination is the old or the new tree`, async t => {
   const base = await tempDir(t, 'bt-merge-crash-')
   const childJs = join(base, 'merge-child.cjs')
-  await build({ entryPoints: [CHILD_SOURCE], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: childJs, logLevel: 'error' })
+  await build({
+    entryPoints: [CHILD_SOURCE],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    outfile: childJs,
+    logLevel: 'error',
+  })
   const template = join(base, 'template')
   const dest = join(base, 'dest')
   const spool = join(base, 'spool')
@@ -55,17 +67,25 @@ t.test(`SIGKILL at ${RUNS} points of a merge: after recovery the destination is 
   // old tree: 240 files in 12 directories
   for (let i = 0; i < 240; i++) {
     await mkdir(join(template, `d${i % 12}`), { recursive: true })
-    await writeFile(join(template, `d${i % 12}`, `f${i}.txt`), `old ${i} ${randomBytes(200 + (i % 7) * 300).toString('hex')}`)
+    await writeFile(
+      join(template, `d${i % 12}`, `f${i}.txt`),
+      `old ${i} ${randomBytes(200 + (i % 7) * 300).toString('hex')}`,
+    )
   }
   // archive: 120 replacements, 100 new files in existing directories, 80 in new ones
   const entries = []
-  for (let i = 0; i < 120; i++) entries.push({ name: `d${i % 12}/f${i * 2}.txt`, data: `new ${i} ${randomBytes(300).toString('hex')}` })
-  for (let i = 0; i < 100; i++) entries.push({ name: `d${i % 12}/g${i}.txt`, data: `added ${i} ${randomBytes(400).toString('hex')}` })
+  for (let i = 0; i < 120; i++)
+    entries.push({ name: `d${i % 12}/f${i * 2}.txt`, data: `new ${i} ${randomBytes(300).toString('hex')}` })
+  for (let i = 0; i < 100; i++)
+    entries.push({ name: `d${i % 12}/g${i}.txt`, data: `added ${i} ${randomBytes(400).toString('hex')}` })
   for (let i = 0; i < 80; i++) entries.push({ name: `n${i % 8}/sub/h${i}.bin`, data: randomBytes(1000 + i * 10) })
   const archive = join(base, 'in.zip')
   await writeFile(archive, await yazlZip(entries))
 
-  const reset = async () => { rmSync(dest, { recursive: true, force: true }); cpSync(template, dest, { recursive: true }) }
+  const reset = async () => {
+    rmSync(dest, { recursive: true, force: true })
+    cpSync(template, dest, { recursive: true })
+  }
   await reset()
   const oldTree = await snapshot(dest)
 
@@ -76,13 +96,19 @@ t.test(`SIGKILL at ${RUNS} points of a merge: after recovery the destination is 
   const merging = Number((await nextLine(child)).split(' ')[1])
   const done = Number((await nextLine(child)).split(' ')[1])
   await child.exited
-  t.ok(merging > 0 && done >= merging, `calibration: merge starts at ${merging.toFixed(0)} ms, done at ${done.toFixed(0)} ms`)
+  t.ok(
+    merging > 0 && done >= merging,
+    `calibration: merge starts at ${merging.toFixed(0)} ms, done at ${done.toFixed(0)} ms`,
+  )
   const newTree = await snapshot(dest)
   t.not(Object.keys(newTree).length, Object.keys(oldTree).length, 'the new tree differs from the old one')
   t.same(await readdir(spool), [], 'a complete run leaves nothing in the spool directory')
 
   let seed = 7
-  const rand = () => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed / 0x7fffffff }
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff
+    return seed / 0x7fffffff
+  }
   const outcomes = { old: 0, new: 0, other: 0, journalsRolledBack: 0, journalsSettled: 0 }
   await reset()
   child = startChild(childJs, archive, dest, spool)
@@ -103,13 +129,24 @@ t.test(`SIGKILL at ${RUNS} points of a merge: after recovery the destination is 
     if (run + 1 < RUNS) child = startChild(childJs, archive, dest, spool)
 
     // "restart": the daemon's startup path
-    await sweepSpool(spool, undefined, (r) => { outcomes.journalsRolledBack += r.rolledBack; outcomes.journalsSettled += r.settled; t.same(r.failed, []) })
+    await sweepSpool(spool, undefined, r => {
+      outcomes.journalsRolledBack += r.rolledBack
+      outcomes.journalsSettled += r.settled
+      t.same(r.failed, [])
+    })
     const after_ = await snapshot(dest)
-    const which = JSON.stringify(after_) === JSON.stringify(oldTree) ? 'old' : JSON.stringify(after_) === JSON.stringify(newTree) ? 'new' : 'other'
+    const which =
+      JSON.stringify(after_) === JSON.stringify(oldTree)
+        ? 'old'
+        : JSON.stringify(after_) === JSON.stringify(newTree)
+          ? 'new'
+          : 'other'
     outcomes[which]++
     if (which === 'other') {
-      const extra = Object.keys(after_).filter((k) => !(k in oldTree) && !(k in newTree))
-      t.fail(`run ${run}: neither the old nor the new tree (${extra.length} unknown paths, e.g. ${extra.slice(0, 3).join(', ')})`)
+      const extra = Object.keys(after_).filter(k => !(k in oldTree) && !(k in newTree))
+      t.fail(
+        `run ${run}: neither the old nor the new tree (${extra.length} unknown paths, e.g. ${extra.slice(0, 3).join(', ')})`,
+      )
     }
     t.same(await readdir(spool), [], `run ${run}: spool directory empty after recovery`)
     await reset()

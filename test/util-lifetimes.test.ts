@@ -7,9 +7,13 @@ import { TimeoutError, withTimeout } from '../src/util/with-timeout.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withDefaults } from '../src/util/defaults.js'
 
-const outcome = (p: Promise<unknown>) => p.then((v) => ['resolved', v], (e: unknown) => ['rejected', e instanceof TimeoutError ? `TimeoutError ${e.message}` : String(e)])
+const outcome = (p: Promise<unknown>) =>
+  p.then(
+    v => ['resolved', v],
+    (e: unknown) => ['rejected', e instanceof TimeoutError ? `TimeoutError ${e.message}` : String(e)],
+  )
 
-t.test('withTimeout: settles like the work, or rejects at ms; the timer never outlives it', async (t) => {
+t.test('withTimeout: settles like the work, or rejects at ms; the timer never outlives it', async t => {
   const clock = new FakeClock()
   const fast = withTimeout(Promise.resolve(7), 1000, { timers: clock })
   t.same(await outcome(fast), ['resolved', 7])
@@ -32,17 +36,23 @@ t.test('withTimeout: settles like the work, or rejects at ms; the timer never ou
   ctl.abort(new Error('closing'))
   t.same(await aborted, ['rejected', 'Error: closing'], 'abort rejects at once with the reason')
   t.equal(clock.pending, 0, 'and clears the timer')
-  t.same(await outcome(withTimeout(never, 1000, { timers: clock, signal: ctl.signal })), ['rejected', 'Error: closing'], 'an aborted signal never starts a timer')
+  t.same(
+    await outcome(withTimeout(never, 1000, { timers: clock, signal: ctl.signal })),
+    ['rejected', 'Error: closing'],
+    'an aborted signal never starts a timer',
+  )
   t.equal(clock.pending, 0)
 })
 
-t.test('Disposer: runs every step once, newest first; early removal; late adds run at once', async (t) => {
+t.test('Disposer: runs every step once, newest first; early removal; late adds run at once', async t => {
   const ran: string[] = []
   const errors: unknown[] = []
-  const bag = new Disposer((e) => errors.push(e))
+  const bag = new Disposer(e => errors.push(e))
   bag.add(() => ran.push('a'))
   const removeB = bag.add(() => ran.push('b'))
-  bag.add(() => { throw new Error('c failed') })
+  bag.add(() => {
+    throw new Error('c failed')
+  })
   bag.add(() => ran.push('d'))
   removeB()
   removeB()
@@ -58,7 +68,7 @@ t.test('Disposer: runs every step once, newest first; early removal; late adds r
   t.equal(bag.size, 0)
 })
 
-t.test('withDefaults: undefined keeps the default, other falsy values override', async (t) => {
+t.test('withDefaults: undefined keeps the default, other falsy values override', async t => {
   const d = { pollMs: 500, path: '/dev/kmsg', kernelOnly: true }
   t.same(withDefaults(d, { pollMs: undefined, path: undefined }), d)
   t.same(withDefaults(d, { pollMs: 0, kernelOnly: false }), { pollMs: 0, path: '/dev/kmsg', kernelOnly: false })

@@ -29,28 +29,43 @@ const axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8')
 
 async function freePort(): Promise<number> {
   const srv = createServer()
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
   const port = (srv.address() as { port: number }).port
-  await new Promise<void>((r) => srv.close(() => r()))
+  await new Promise<void>(r => srv.close(() => r()))
   return port
 }
 
-interface Env { seq: number; event: { type: string; category: string; ts: number; data: Record<string, unknown> } }
-interface Daemon { child: ChildProcess; url: string; exited: Promise<number | null> }
+interface Env {
+  seq: number
+  event: { type: string; category: string; ts: number; data: Record<string, unknown> }
+}
+interface Daemon {
+  child: ChildProcess
+  url: string
+  exited: Promise<number | null>
+}
 
 async function startDaemon(t: Test, args: string[]): Promise<Daemon> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(repo, 'src/cli.ts'), 'serve', ...args], {
-    cwd: repo, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, BROWSER_TELEMETRY_LOG_LEVEL: 'info' },
+    cwd: repo,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, BROWSER_TELEMETRY_LOG_LEVEL: 'info' },
   })
   const out: string[] = []
   child.stdout!.on('data', (d: Buffer) => out.push(String(d)))
   child.stderr!.on('data', (d: Buffer) => out.push(String(d)))
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL') })
-  const url = await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${out.join('').slice(-2000)}`)
-    return /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(out.join(''))?.[1]
-  }, 60_000, 'the daemon to listen')
+  const exited = new Promise<number | null>(r => child.once('exit', code => r(code)))
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  const url = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${out.join('').slice(-2000)}`)
+      return /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(out.join(''))?.[1]
+    },
+    60_000,
+    'the daemon to listen',
+  )
   return { child, url, exited }
 }
 
@@ -58,9 +73,11 @@ async function allEvents(base: string, browserId: string): Promise<Env[]> {
   const out: Env[] = []
   let offset = 1
   for (;;) {
-    const res = await fetch(`${base}/browsers/${browserId}/telemetry/events?offset=${offset}&limit=100`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    const res = await fetch(`${base}/browsers/${browserId}/telemetry/events?offset=${offset}&limit=100`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    })
     if (res.status !== 200) throw new Error(`events: ${res.status}`)
-    out.push(...await res.json() as Env[])
+    out.push(...((await res.json()) as Env[]))
     if (res.headers.get('x-has-more') !== 'true') return out
     offset = Number(res.headers.get('x-next-offset'))
   }
@@ -85,20 +102,33 @@ const SITE_ONE = (deadPort: number) => `<!doctype html><html><head><title>shop</
     fetch('/api/checkout', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer site-secret' }, body: JSON.stringify({ sku: 42 }) })
   })
 </script></body></html>`
-const SITE_TWO = '<!doctype html><title>two</title><body style="margin:0;background:#eef"><h2>second page</h2><script>console.log("second page")</script></body>'
+const SITE_TWO =
+  '<!doctype html><title>two</title><body style="margin:0;background:#eef"><h2>second page</h2><script>console.log("second page")</script></body>'
 
-t.test('session viewer against a recorded session', async (t) => {
+t.test('session viewer against a recorded session', async t => {
   const top = t
   await buildViewer()
   await mkdir(artifacts, { recursive: true })
   const dead = await startServer(t)
   const deadPort = dead.port
-  await new Promise<void>((r) => { dead.server.closeAllConnections(); dead.server.close(() => r()) }) // a port that refuses
+  await new Promise<void>(r => {
+    dead.server.closeAllConnections()
+    dead.server.close(() => r())
+  }) // a port that refuses
   const site = await startServer(t, {
     '/': SITE_ONE(deadPort),
     '/two': SITE_TWO,
-    '/api/items': (_q, s) => { s.writeHead(200, { 'content-type': 'application/json' }); s.end('{"items":[1,2,3]}') },
-    '/api/checkout': (q, s) => { q.resume(); q.on('end', () => { s.writeHead(500, { 'content-type': 'application/json' }); s.end('{"error":"declined"}') }) },
+    '/api/items': (_q, s) => {
+      s.writeHead(200, { 'content-type': 'application/json' })
+      s.end('{"items":[1,2,3]}')
+    },
+    '/api/checkout': (q, s) => {
+      q.resume()
+      q.on('end', () => {
+        s.writeHead(500, { 'content-type': 'application/json' })
+        s.end('{"error":"declined"}')
+      })
+    },
   })
 
   // The recorded browser and the daemon attached to it (restarted below without the browser noticing).
@@ -106,16 +136,37 @@ t.test('session viewer against a recorded session', async (t) => {
   const dir = await tempDir(t, 'bt-viewer-')
   // A fixed port, so the daemon restarted below is where the open viewer reconnects to.
   const port = await freePort()
-  const daemonArgs = ['--cdp-url', browser.httpUrl, '--data-dir', join(dir, 'data'), '--listen', `127.0.0.1:${port}`, '--proxy-listen', 'off',
-    '--token', TOKEN, '--kmsg-path', join(dir, 'no-kmsg'), '--screenshot-interval', '300ms',
-    '--categories', 'console,network,page,interaction,control,connection,system,screenshot,captcha']
+  const daemonArgs = [
+    '--cdp-url',
+    browser.httpUrl,
+    '--data-dir',
+    join(dir, 'data'),
+    '--listen',
+    `127.0.0.1:${port}`,
+    '--proxy-listen',
+    'off',
+    '--token',
+    TOKEN,
+    '--kmsg-path',
+    join(dir, 'no-kmsg'),
+    '--screenshot-interval',
+    '300ms',
+    '--categories',
+    'console,network,page,interaction,control,connection,system,screenshot,captcha',
+  ]
   let daemon = await startDaemon(t, daemonArgs)
-  const health = await (await fetch(`${daemon.url}/healthz`)).json() as { browser_id: string }
+  const health = (await (await fetch(`${daemon.url}/healthz`)).json()) as { browser_id: string }
   const browserId = health.browser_id
-  await waitFor(async () => ((await (await fetch(`${daemon.url}/healthz`)).json()) as { monitor: { state: string } }).monitor.state === 'collecting', 20_000, 'monitor collecting')
+  await waitFor(
+    async () =>
+      ((await (await fetch(`${daemon.url}/healthz`)).json()) as { monitor: { state: string } }).monitor.state ===
+      'collecting',
+    20_000,
+    'monitor collecting',
+  )
 
-  const targets = await (await fetch(`${browser.httpUrl}/json/list`)).json() as { id: string; type: string }[]
-  const pageTarget = targets.find((x) => x.type === 'page')!
+  const targets = (await (await fetch(`${browser.httpUrl}/json/list`)).json()) as { id: string; type: string }[]
+  const pageTarget = targets.find(x => x.type === 'page')!
   const cdp = await CDP({ port: browser.port, target: pageTarget.id })
   t.teardown(() => cdp.close())
   await cdp.Page.enable()
@@ -124,8 +175,8 @@ t.test('session viewer against a recorded session', async (t) => {
 
   // Page one: console, fetches (ok, 404, refused), an uncaught exception; then a click and typing.
   await cdp.Page.navigate({ url: site.url })
-  await has((e) => e.event.type === 'page_navigation_settled', 'page one settled')
-  await has((e) => e.event.type === 'network_loading_failed', 'the refused fetch')
+  await has(e => e.event.type === 'page_navigation_settled', 'page one settled')
+  await has(e => e.event.type === 'network_loading_failed', 'the refused fetch')
   const click = { x: 80, y: 80 }
   await cdp.Input.dispatchMouseEvent({ type: 'mouseMoved', ...click })
   await cdp.Input.dispatchMouseEvent({ type: 'mousePressed', ...click, button: 'left', clickCount: 1 })
@@ -133,42 +184,58 @@ t.test('session viewer against a recorded session', async (t) => {
   await cdp.Input.dispatchMouseEvent({ type: 'mousePressed', x: 60, y: 132, button: 'left', clickCount: 1 })
   await cdp.Input.dispatchMouseEvent({ type: 'mouseReleased', x: 60, y: 132, button: 'left', clickCount: 1 })
   for (const key of ['a', 'b']) {
-    await cdp.Input.dispatchKeyEvent({ type: 'keyDown', key, text: key, windowsVirtualKeyCode: key.toUpperCase().charCodeAt(0) })
+    await cdp.Input.dispatchKeyEvent({
+      type: 'keyDown',
+      key,
+      text: key,
+      windowsVirtualKeyCode: key.toUpperCase().charCodeAt(0),
+    })
     await cdp.Input.dispatchKeyEvent({ type: 'keyUp', key, windowsVirtualKeyCode: key.toUpperCase().charCodeAt(0) })
   }
-  await has((e) => e.event.type === 'interaction_key', 'key events', 2)
-  await has((e) => e.event.type === 'network_response' && e.event.data.status === 500, 'the checkout response')
+  await has(e => e.event.type === 'interaction_key', 'key events', 2)
+  await has(e => e.event.type === 'network_response' && e.event.data.status === 500, 'the checkout response')
   // A frame after the click (the page turned yellow), so the click has a nearest frame that shows it.
-  const clickSeq = (await allEvents(daemon.url, browserId)).find((e) => e.event.type === 'interaction_click')!.seq
-  await has((e) => e.event.type === 'monitor_screenshot' && e.seq > clickSeq, 'a screenshot after the click')
+  const clickSeq = (await allEvents(daemon.url, browserId)).find(e => e.event.type === 'interaction_click')!.seq
+  await has(e => e.event.type === 'monitor_screenshot' && e.seq > clickSeq, 'a screenshot after the click')
   // Page two.
   await cdp.Page.navigate({ url: `${site.url}two` })
-  await has((e) => e.event.type === 'page_navigation_settled', 'page two settled', 2)
+  await has(e => e.event.type === 'page_navigation_settled', 'page two settled', 2)
 
   // The viewer, in a second Chromium. Every request is intercepted: none may leave 127.0.0.1.
-  const viewerBrowser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_FLAGS.filter((f) => !f.startsWith('--headless')) })
+  const viewerBrowser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: CHROMIUM_FLAGS.filter(f => !f.startsWith('--headless')),
+  })
   t.teardown(() => viewerBrowser.close())
   const context = await viewerBrowser.newContext({ viewport: { width: 1400, height: 900 }, acceptDownloads: true })
   const offHost: string[] = []
   const seen: string[] = []
-  await context.route('**/*', (route) => {
+  await context.route('**/*', route => {
     const u = new URL(route.request().url())
     seen.push(u.href)
     if (u.protocol === 'data:' || u.protocol === 'blob:') return route.continue()
-    if (u.hostname !== '127.0.0.1') { offHost.push(u.href); return route.abort() }
+    if (u.hostname !== '127.0.0.1') {
+      offHost.push(u.href)
+      return route.abort()
+    }
     return route.continue()
   })
   const page = await context.newPage()
   const problems: string[] = []
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()) })
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
+  page.on('console', m => {
+    if (m.type() === 'error') problems.push(m.text())
+  })
+  page.on('pageerror', e => problems.push(`pageerror: ${e.message}`))
   const countOf = async () => Number(await page.getAttribute('#row-count', 'data-count'))
   const showPanel = async (panel: string) => {
     await page.click(`#tab-${panel}`)
     await page.waitForSelector(`#tab-${panel}[aria-selected="true"]`)
   }
   const expectCount = async (n: number, what: string) => {
-    await page.waitForFunction((want) => Number(document.getElementById('row-count')?.getAttribute('data-count')) === want, n, { timeout: 5000 })
+    await page
+      .waitForFunction(want => Number(document.getElementById('row-count')?.getAttribute('data-count')) === want, n, {
+        timeout: 5000,
+      })
       .catch(() => undefined)
     t.equal(await countOf(), n, what)
   }
@@ -176,13 +243,23 @@ t.test('session viewer against a recorded session', async (t) => {
 
   const response = await page.goto(viewerUrl(daemon.url, TOKEN, browserId))
   t.equal(response!.headers()['content-security-policy'], VIEWER_CSP, 'strict CSP on the page')
-  const loaded = () => page.evaluate(() => Number(/^(\d+) events loaded/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? -1))
+  const loaded = () =>
+    page.evaluate(() =>
+      Number(/^(\d+) events loaded/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? -1),
+    )
   const recorded = await allEvents(daemon.url, browserId)
-  await waitFor(async () => (await loaded()) >= recorded.length, 10_000, `${recorded.length} events loaded (shown: ${await loaded()})`)
+  await waitFor(
+    async () => (await loaded()) >= recorded.length,
+    10_000,
+    `${recorded.length} events loaded (shown: ${await loaded()})`,
+  )
 
-  await t.test('the token moved from the fragment into sessionStorage only', async (t) => {
+  await t.test('the token moved from the fragment into sessionStorage only', async t => {
     const where = await page.evaluate(() => ({
-      href: location.href, session: sessionStorage.getItem('browser-telemetry.token'), local: localStorage.length, cookie: document.cookie,
+      href: location.href,
+      session: sessionStorage.getItem('browser-telemetry.token'),
+      local: localStorage.length,
+      cookie: document.cookie,
     }))
     t.notMatch(where.href, TOKEN, 'not in the address bar')
     t.equal(where.session, TOKEN)
@@ -190,7 +267,7 @@ t.test('session viewer against a recorded session', async (t) => {
     t.equal(where.cookie, '')
   })
 
-  await t.test('live mode shows a new console line within 1 s', async (t) => {
+  await t.test('live mode shows a new console line within 1 s', async t => {
     await showPanel('console')
     t.equal(await page.getAttribute('#follow', 'aria-pressed'), 'true', 'follows by default')
     await page.waitForSelector('#live-status:text("live")')
@@ -200,82 +277,147 @@ t.test('session viewer against a recorded session', async (t) => {
     t.ok(Date.now() - started <= 1000, `shown after ${Date.now() - started} ms`)
   })
 
-  await t.test('kill -9 and restart: the open viewer resumes (Last-Event-ID), shows the gap, repeats nothing', async (t) => {
-    daemon.child.kill('SIGKILL')
-    await daemon.exited
-    await page.waitForSelector('#live-status:text("retrying")', { timeout: 10_000 })
-    daemon = await startDaemon(top, daemonArgs)
-    await waitFor(async () => ((await (await fetch(`${daemon.url}/healthz`)).json()) as { monitor: { state: string } }).monitor.state === 'collecting', 20_000, 'monitor collecting again')
-    await cdp.Runtime.evaluate({ expression: 'console.log("after restart")' })
-    await page.waitForSelector('#list-console .c-text:text("after restart")', { timeout: 10_000 })
-    await page.waitForSelector('#list-console .gap', { timeout: 5000 })
-    // The restarted daemon's Runtime.enable replays the page's console buffer: those are new events with new seqs.
-    const inLog = (await allEvents(daemon.url, browserId)).filter((e) => e.event.data.text === 'live line 1').length
-    t.equal(await page.locator('#list-console .c-text:text-is("live line 1")').count(), inLog, `shown as often as logged (${inLog}): nothing repeated by the resume`)
-  })
+  await t.test(
+    'kill -9 and restart: the open viewer resumes (Last-Event-ID), shows the gap, repeats nothing',
+    async t => {
+      daemon.child.kill('SIGKILL')
+      await daemon.exited
+      await page.waitForSelector('#live-status:text("retrying")', { timeout: 10_000 })
+      daemon = await startDaemon(top, daemonArgs)
+      await waitFor(
+        async () =>
+          ((await (await fetch(`${daemon.url}/healthz`)).json()) as { monitor: { state: string } }).monitor.state ===
+          'collecting',
+        20_000,
+        'monitor collecting again',
+      )
+      await cdp.Runtime.evaluate({ expression: 'console.log("after restart")' })
+      await page.waitForSelector('#list-console .c-text:text("after restart")', { timeout: 10_000 })
+      await page.waitForSelector('#list-console .gap', { timeout: 5000 })
+      // The restarted daemon's Runtime.enable replays the page's console buffer: those are new events with new seqs.
+      const inLog = (await allEvents(daemon.url, browserId)).filter(e => e.event.data.text === 'live line 1').length
+      t.equal(
+        await page.locator('#list-console .c-text:text-is("live line 1")').count(),
+        inLog,
+        `shown as often as logged (${inLog}): nothing repeated by the resume`,
+      )
+    },
+  )
 
   const events = await allEvents(daemon.url, browserId)
   const gaps = events.slice(1).filter((e, i) => e.seq > events[i]!.seq + 1)
   t.equal(gaps.length, 1, 'the unclean stop left exactly one gap')
-  const requestIds = new Set(events.filter((e) => e.event.type === 'network_request').map((e) => `${String(e.event.data.session_id)}|${String(e.event.data.request_id)}`))
-  t.ok(events.filter((e) => e.event.type === 'network_response' || e.event.type === 'network_loading_failed')
-    .every((e) => requestIds.has(`${String(e.event.data.session_id)}|${String(e.event.data.request_id)}`)), 'every response has its request (one row per request)')
+  const requestIds = new Set(
+    events
+      .filter(e => e.event.type === 'network_request')
+      .map(e => `${String(e.event.data.session_id)}|${String(e.event.data.request_id)}`),
+  )
+  t.ok(
+    events
+      .filter(e => e.event.type === 'network_response' || e.event.type === 'network_loading_failed')
+      .every(e => requestIds.has(`${String(e.event.data.session_id)}|${String(e.event.data.request_id)}`)),
+    'every response has its request (one row per request)',
+  )
 
   // Pause, then compare with the API up to the last seq the page holds (screenshots keep coming).
   await page.click('#follow')
   t.equal(await page.getAttribute('#follow', 'aria-pressed'), 'false')
   await page.waitForSelector('#live-status:text("paused")')
-  const lastShown = await page.evaluate(() => Number(/seq \d+–(\d+)/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? 0))
-  const now = (await allEvents(daemon.url, browserId)).filter((e) => e.seq <= lastShown)
+  const lastShown = await page.evaluate(() =>
+    Number(/seq \d+–(\d+)/.exec(document.getElementById('window-info')?.textContent ?? '')?.[1] ?? 0),
+  )
+  const now = (await allEvents(daemon.url, browserId)).filter(e => e.seq <= lastShown)
   t.equal(await loaded(), now.length, `the page holds every event up to seq ${lastShown}`)
   const cnt = (pred: (e: Env) => boolean) => now.filter(pred).length
 
-  await t.test('rows per panel equal the API counts', async (t) => {
+  await t.test('rows per panel equal the API counts', async t => {
     const lane = new Set(['monitor', 'connection', 'control', 'system', 'captcha'])
     const expected: Record<string, number> = {
-      console: cnt((e) => e.event.category === 'console'),
-      network: cnt((e) => e.event.type === 'network_request'),
-      interactions: cnt((e) => e.event.category === 'interaction'),
-      filmstrip: cnt((e) => e.event.type === 'monitor_screenshot'),
-      lane: cnt((e) => lane.has(e.event.category)),
+      console: cnt(e => e.event.category === 'console'),
+      network: cnt(e => e.event.type === 'network_request'),
+      interactions: cnt(e => e.event.category === 'interaction'),
+      filmstrip: cnt(e => e.event.type === 'monitor_screenshot'),
+      lane: cnt(e => lane.has(e.event.category)),
       all: now.length,
     }
-    t.ok(expected.console! >= 6 && expected.network! >= 5 && expected.interactions! >= 3 && expected.filmstrip! >= 2 && expected.lane! >= 1, JSON.stringify(expected))
+    t.ok(
+      expected.console! >= 6 &&
+        expected.network! >= 5 &&
+        expected.interactions! >= 3 &&
+        expected.filmstrip! >= 2 &&
+        expected.lane! >= 1,
+      JSON.stringify(expected),
+    )
     for (const [panel, n] of Object.entries(expected)) {
       await showPanel(panel)
       await expectCount(n, `${panel}: ${n} rows`)
       await shot(panel)
     }
     await showPanel('timeline')
-    const navigations = cnt((e) => e.event.type === 'page_navigation' && e.event.data.parent_frame_id === undefined && e.event.data.target_type === 'page')
-    t.equal(await page.locator('#list-timeline [data-started="true"]').count(), navigations, `${navigations} navigations with their sections`)
+    const navigations = cnt(
+      e =>
+        e.event.type === 'page_navigation' &&
+        e.event.data.parent_frame_id === undefined &&
+        e.event.data.target_type === 'page',
+    )
+    t.equal(
+      await page.locator('#list-timeline [data-started="true"]').count(),
+      navigations,
+      `${navigations} navigations with their sections`,
+    )
     const two = page.locator('#list-timeline .nav', { hasText: `${site.url}two` }).first()
     t.match(await two.textContent(), /navigation settled \d+ ms/, 'markers of the second navigation')
     const one = page.locator('#list-timeline .nav[data-started="true"]', { hasText: site.url }).first()
-    t.match(await one.textContent(), /\d+ requests · \d+ failed · 2 console errors/, 'summary: console errors of page one (console.error + uncaught)')
+    t.match(
+      await one.textContent(),
+      /\d+ requests · \d+ failed · 2 console errors/,
+      'summary: console errors of page one (console.error + uncaught)',
+    )
     await shot('timeline')
   })
 
-  await t.test('filters narrow exactly', async (t) => {
+  await t.test('filters narrow exactly', async t => {
     await showPanel('console')
-    const consoleText = (e: Env) => [e.event.data.text, ...(Array.isArray(e.event.data.args) ? e.event.data.args : [])].join(' ').toLowerCase()
+    const consoleText = (e: Env) =>
+      [e.event.data.text, ...(Array.isArray(e.event.data.args) ? e.event.data.args : [])].join(' ').toLowerCase()
     await page.fill('#filter-q', 'boom')
-    await expectCount(cnt((e) => e.event.category === 'console' && consoleText(e).includes('boom')), 'text filter')
-    t.ok(await countOf() >= 2, 'console.error and the uncaught exception both match')
+    await expectCount(
+      cnt(e => e.event.category === 'console' && consoleText(e).includes('boom')),
+      'text filter',
+    )
+    t.ok((await countOf()) >= 2, 'console.error and the uncaught exception both match')
     await page.selectOption('#filter-type', 'console_error')
-    await expectCount(cnt((e) => e.event.type === 'console_error' && consoleText(e).includes('boom')), 'text + type')
+    await expectCount(
+      cnt(e => e.event.type === 'console_error' && consoleText(e).includes('boom')),
+      'text + type',
+    )
     t.equal(await page.locator('#list-console .lvl-exception').count(), 1, 'the uncaught exception is drawn distinctly')
     await page.fill('#filter-q', '')
     await page.selectOption('#filter-type', '')
     await showPanel('network')
     await page.selectOption('#filter-type', 'failed')
-    await expectCount(cnt((e) => e.event.type === 'network_loading_failed' || (e.event.type === 'network_response' && Number(e.event.data.status) >= 400)), 'failed requests')
+    await expectCount(
+      cnt(
+        e =>
+          e.event.type === 'network_loading_failed' ||
+          (e.event.type === 'network_response' && Number(e.event.data.status) >= 400),
+      ),
+      'failed requests',
+    )
     await page.selectOption('#filter-type', '')
     await page.selectOption('#filter-target', pageTarget.id)
-    await expectCount(cnt((e) => e.event.type === 'network_request' && e.event.data.target_id === pageTarget.id), 'target filter')
+    await expectCount(
+      cnt(e => e.event.type === 'network_request' && e.event.data.target_id === pageTarget.id),
+      'target filter',
+    )
     // Deep link: the filters are in the fragment and survive a reload (token from sessionStorage only).
     await page.fill('#filter-q', 'api')
-    const want = cnt((e) => e.event.type === 'network_request' && e.event.data.target_id === pageTarget.id && String(e.event.data.url).includes('api'))
+    const want = cnt(
+      e =>
+        e.event.type === 'network_request' &&
+        e.event.data.target_id === pageTarget.id &&
+        String(e.event.data.url).includes('api'),
+    )
     await expectCount(want, 'text + target')
     // The fragment is rewritten after the render that shows the rows: wait for it, do not race it.
     await page.waitForURL(/q=api/, { timeout: 5000 })
@@ -288,7 +430,7 @@ t.test('session viewer against a recorded session', async (t) => {
     await page.selectOption('#filter-target', '')
   })
 
-  await t.test('network detail pane: headers, post data, body; redactions shown as such', async (t) => {
+  await t.test('network detail pane: headers, post data, body; redactions shown as such', async t => {
     await showPanel('network')
     await page.fill('#filter-q', 'checkout')
     await expectCount(1, 'the checkout request')
@@ -297,13 +439,13 @@ t.test('session viewer against a recorded session', async (t) => {
     await detail.locator('text=Post data').waitFor()
     t.match(await detail.textContent(), /\{"sku":42\}/, 'post data')
     t.match(await detail.textContent(), /\{"error":"declined"\}/, 'response body')
-    t.equal(await detail.locator('.redacted').count() >= 1, true, 'the Authorization header is shown as redacted')
+    t.equal((await detail.locator('.redacted').count()) >= 1, true, 'the Authorization header is shown as redacted')
     t.notMatch(await detail.textContent(), /site-secret/)
     await shot('network-detail')
     await page.fill('#filter-q', '')
   })
 
-  await t.test('a click marker is drawn on the nearest frame', async (t) => {
+  await t.test('a click marker is drawn on the nearest frame', async t => {
     await showPanel('filmstrip')
     await page.fill('#filter-q', '#buy')
     await page.waitForSelector('#list-filmstrip .click-marker')
@@ -313,14 +455,17 @@ t.test('session viewer against a recorded session', async (t) => {
     // Drawn where the click was: marker centre over the image at x/width, y/height.
     const img = await page.locator('#list-filmstrip .shot img').first().boundingBox()
     const box = await marker.boundingBox()
-    const natural = await page.locator('#list-filmstrip .shot img').first().evaluate((i: HTMLImageElement) => ({ w: i.naturalWidth, h: i.naturalHeight }))
+    const natural = await page
+      .locator('#list-filmstrip .shot img')
+      .first()
+      .evaluate((i: HTMLImageElement) => ({ w: i.naturalWidth, h: i.naturalHeight }))
     t.ok(Math.abs(box!.x + box!.width / 2 - (img!.x + (click.x / natural.w) * img!.width)) < 2, 'x position')
     t.ok(Math.abs(box!.y + box!.height / 2 - (img!.y + (click.y / natural.h) * img!.height)) < 2, 'y position')
     await shot('filmstrip-click')
     await page.fill('#filter-q', '')
   })
 
-  await t.test('the gap is labelled where it occurs', async (t) => {
+  await t.test('the gap is labelled where it occurs', async t => {
     await showPanel('console')
     const gap = page.locator('#list-console .gap')
     await gap.first().waitFor()
@@ -328,10 +473,14 @@ t.test('session viewer against a recorded session', async (t) => {
     const from = events[gapAt - 1]!.seq + 1
     const to = events[gapAt]!.seq - 1
     const n = to - from + 1
-    t.equal(await gap.first().textContent(), n === 1 ? `1 event dropped (seq ${from})` : `${n} events dropped (seq ${from}–${to})`, `${n} missing seqs labelled where they are`)
+    t.equal(
+      await gap.first().textContent(),
+      n === 1 ? `1 event dropped (seq ${from})` : `${n} events dropped (seq ${from}–${to})`,
+      `${n} missing seqs labelled where they are`,
+    )
   })
 
-  await t.test('keyboard: arrows move the selection and the detail pane follows', async (t) => {
+  await t.test('keyboard: arrows move the selection and the detail pane follows', async t => {
     await showPanel('console')
     await page.focus('#list-console')
     await page.keyboard.press('Home')
@@ -345,64 +494,107 @@ t.test('session viewer against a recorded session', async (t) => {
     t.equal(await page.getAttribute('#tab-interactions', 'aria-selected'), 'true', 'arrow keys move between tabs')
   })
 
-  await t.test('HAR and JSON lines exports', async (t) => {
+  await t.test('HAR and JSON lines exports', async t => {
     await showPanel('network')
     const [har] = await Promise.all([page.waitForEvent('download'), page.click('#export-har')])
     const doc = JSON.parse(await readFile((await har.path())!, 'utf8'))
     await t.resolves(harValidator.har(doc), 'valid HAR 1.2')
-    t.equal(doc.log.entries.length, cnt((e) => e.event.type === 'network_request'), 'one entry per request of the session')
-    t.ok(doc.log.entries.some((e: { request: { url: string; postData?: { text: string } } }) => e.request.url === `${site.origin}/api/checkout` && e.request.postData?.text === '{"sku":42}'))
+    t.equal(
+      doc.log.entries.length,
+      cnt(e => e.event.type === 'network_request'),
+      'one entry per request of the session',
+    )
+    t.ok(
+      doc.log.entries.some(
+        (e: { request: { url: string; postData?: { text: string } } }) =>
+          e.request.url === `${site.origin}/api/checkout` && e.request.postData?.text === '{"sku":42}',
+      ),
+    )
     const [jsonl] = await Promise.all([page.waitForEvent('download'), page.click('#export-jsonl')])
-    const lines = (await readFile((await jsonl.path())!, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Env)
+    const lines = (await readFile((await jsonl.path())!, 'utf8'))
+      .trim()
+      .split('\n')
+      .map(l => JSON.parse(l) as Env)
     // The reload of the deep link (filters test) followed live again until a row was selected
     // (keyboard test): compare with the API over the window the page holds now.
     t.equal(await page.getAttribute('#follow', 'aria-pressed'), 'false', 'paused (a selected row stops following)')
-    const [first, last] = await page.evaluate(() => (/seq (\d+)–(\d+)/.exec(document.getElementById('window-info')?.textContent ?? '') ?? []).slice(1).map(Number))
-    const held = (await allEvents(daemon.url, browserId)).filter((e) => e.seq >= first! && e.seq <= last!)
-    t.same(lines.map((e) => e.seq), held.map((e) => e.seq), `every loaded event (seq ${first}–${last}), in seq order`)
+    const [first, last] = await page.evaluate(() =>
+      (/seq (\d+)–(\d+)/.exec(document.getElementById('window-info')?.textContent ?? '') ?? []).slice(1).map(Number),
+    )
+    const held = (await allEvents(daemon.url, browserId)).filter(e => e.seq >= first! && e.seq <= last!)
+    t.same(
+      lines.map(e => e.seq),
+      held.map(e => e.seq),
+      `every loaded event (seq ${first}–${last}), in seq order`,
+    )
     // Only the current navigation: page two's section.
-    const navTwo = await page.locator('#filter-nav option', { hasText: `${site.url}two` }).first().getAttribute('value')
+    const navTwo = await page
+      .locator('#filter-nav option', { hasText: `${site.url}two` })
+      .first()
+      .getAttribute('value')
     await page.selectOption('#filter-nav', navTwo!)
     const [har2] = await Promise.all([page.waitForEvent('download'), page.click('#export-har')])
     const doc2 = JSON.parse(await readFile((await har2.path())!, 'utf8'))
-    t.same(doc2.log.entries.map((e: { request: { url: string } }) => e.request.url).filter((u: string) => !u.endsWith('favicon.ico')), [`${site.url}two`], 'navigation HAR: page two only')
+    t.same(
+      doc2.log.entries
+        .map((e: { request: { url: string } }) => e.request.url)
+        .filter((u: string) => !u.endsWith('favicon.ico')),
+      [`${site.url}two`],
+      'navigation HAR: page two only',
+    )
     await page.selectOption('#filter-nav', '')
   })
 
-  await t.test('accessibility: axe finds no serious or critical violations', async (t) => {
+  await t.test('accessibility: axe finds no serious or critical violations', async t => {
     await page.evaluate(axeSource) // DevTools evaluation is not subject to the page CSP; the page itself stays strict
     for (const panel of ['timeline', 'filmstrip', 'network', 'console']) {
       await showPanel(panel)
       await page.click(`#list-${panel} .vrow`)
       const violations = await page.evaluate(async () => {
-        const r = await (window as unknown as { axe: { run(ctx: Document): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe.run(document)
-        return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }))
+        const r = await (
+          window as unknown as {
+            axe: { run(ctx: Document): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> }
+          }
+        ).axe.run(document)
+        return r.violations.map(v => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }))
       })
-      t.same(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'), [], `${panel}: ${JSON.stringify(violations)}`)
+      t.same(
+        violations.filter(v => v.impact === 'serious' || v.impact === 'critical'),
+        [],
+        `${panel}: ${JSON.stringify(violations)}`,
+      )
     }
   })
 
-  await t.test('jump to a seq and to a time', async (t) => {
+  await t.test('jump to a seq and to a time', async t => {
     await showPanel('all')
-    const target = now.find((e) => e.event.type === 'interaction_click')!
+    const target = now.find(e => e.event.type === 'interaction_click')!
     await page.fill('#jump', String(target.seq))
     await page.click('.jump button[type=submit]')
     await page.waitForSelector('#list-all [aria-selected="true"]')
-    t.equal(await page.textContent('#list-all [aria-selected="true"] .c-seq'), String(target.seq), 'the row of that seq is selected and in view')
+    t.equal(
+      await page.textContent('#list-all [aria-selected="true"] .c-seq'),
+      String(target.seq),
+      'the row of that seq is selected and in view',
+    )
     t.match(page.url(), new RegExp(`seq=${target.seq}`))
     // A time reloads the window from there (history paged from that point): the first event at or after it.
-    const at = now.find((e) => e.event.type === 'page_navigation')!
+    const at = now.find(e => e.event.type === 'page_navigation')!
     await page.fill('#jump', new Date(Math.floor(at.event.ts / 1000)).toISOString())
     await page.click('.jump button[type=submit]')
-    const firstAtOrAfter = now.find((e) => e.event.ts >= Math.floor(at.event.ts / 1000) * 1000)!
-    await page.waitForFunction((seq) => document.querySelector('#list-all [aria-selected="true"] .c-seq')?.textContent === String(seq), firstAtOrAfter.seq, { timeout: 5000 })
+    const firstAtOrAfter = now.find(e => e.event.ts >= Math.floor(at.event.ts / 1000) * 1000)!
+    await page.waitForFunction(
+      seq => document.querySelector('#list-all [aria-selected="true"] .c-seq')?.textContent === String(seq),
+      firstAtOrAfter.seq,
+      { timeout: 5000 },
+    )
     t.pass(`jumped to seq ${firstAtOrAfter.seq}`)
     await page.fill('#jump', 'not a time')
     await page.click('.jump button[type=submit]')
     await page.waitForSelector('[role=alert]:has-text("Cannot read")')
   })
 
-  await t.test('login form: a pasted token, a wrong one refused', async (t) => {
+  await t.test('login form: a pasted token, a wrong one refused', async t => {
     const fresh = await context.newPage()
     await fresh.goto(`${daemon.url}/viewer/`)
     await fresh.fill('#token', 'wrong-token')
@@ -417,7 +609,18 @@ t.test('session viewer against a recorded session', async (t) => {
   })
 
   t.same(offHost, [], 'no request left 127.0.0.1')
-  t.ok(seen.some((u) => u.includes('/telemetry/stream')), 'the stream went through the interception too')
-  t.same(problems.filter((p) => /Content.Security.Policy|Refused to|pageerror/i.test(p)), [], 'no CSP violations or page errors')
-  t.same(problems.filter((p) => !/status of 401|ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(p)), [], 'errors only from the wrong token and the killed daemon (its stream cut, its port closed)')
+  t.ok(
+    seen.some(u => u.includes('/telemetry/stream')),
+    'the stream went through the interception too',
+  )
+  t.same(
+    problems.filter(p => /Content.Security.Policy|Refused to|pageerror/i.test(p)),
+    [],
+    'no CSP violations or page errors',
+  )
+  t.same(
+    problems.filter(p => !/status of 401|ERR_CONNECTION_REFUSED|ERR_INCOMPLETE_CHUNKED_ENCODING/.test(p)),
+    [],
+    'errors only from the wrong token and the killed daemon (its stream cut, its port closed)',
+  )
 })

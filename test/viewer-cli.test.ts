@@ -12,14 +12,24 @@ function capture(env: NodeJS.ProcessEnv) {
   let out = ''
   let err = ''
   const io: CliIO = {
-    stdout: { write: (c) => { out += String(c); return true } },
-    stderr: { write: (c) => { err += String(c); return true } },
+    stdout: {
+      write: c => {
+        out += String(c)
+        return true
+      },
+    },
+    stderr: {
+      write: c => {
+        err += String(c)
+        return true
+      },
+    },
     env,
   }
   return { io, out: () => out, err: () => err }
 }
 
-t.test('open prints, checks and launches the viewer URL', async (t) => {
+t.test('open prints, checks and launches the viewer URL', async t => {
   const api = await startApi(t, { tokens: { 'pub-only': ['publish'] } })
   const dir = await tempDir(t, 'bt-open-')
   const open = clientCommands.open!

@@ -2,34 +2,106 @@
 // summaries, click-to-frame matching, filters and the deep-link round trip.
 import t from 'tap'
 import {
-  buildFrames, buildNavigations, hasRedaction, isRedacted, decodeView, derive, encodeView, findGaps, gapLabel, joinNetwork, netSummary, panelRows, pngSize, rowIndexAtSeq,
-  type Envelope, type ViewState,
+  buildFrames,
+  buildNavigations,
+  hasRedaction,
+  isRedacted,
+  decodeView,
+  derive,
+  encodeView,
+  findGaps,
+  gapLabel,
+  joinNetwork,
+  netSummary,
+  panelRows,
+  pngSize,
+  rowIndexAtSeq,
+  type Envelope,
+  type ViewState,
 } from '../src/viewer/model.js'
 
 let ts = 1_700_000_000_000_000
-const env = (seq: number, type: string, category: string, data: Record<string, unknown>, extra: Record<string, unknown> = {}): Envelope =>
+const env = (
+  seq: number,
+  type: string,
+  category: string,
+  data: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+): Envelope =>
   ({ seq, event: { ts: (ts += 1000), type, category, source: { kind: 'cdp' }, data, ...extra } }) as unknown as Envelope
 const ctx = (nav: number, target = 'T1') => ({ target_id: target, target_type: 'page', session_id: 'S1', nav_seq: nav })
 // A 2x1 PNG header (signature + IHDR) is all pngSize reads.
-const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.from([0, 0, 0, 2, 0, 0, 0, 1]), Buffer.alloc(8)]).toString('base64')
+const PNG = Buffer.concat([
+  Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'),
+  Buffer.from([0, 0, 0, 2, 0, 0, 0, 1]),
+  Buffer.alloc(8),
+]).toString('base64')
 
 function session(): Envelope[] {
   return [
-    env(1, 'network_request', 'network', { ...ctx(0), request_id: 'doc', method: 'GET', url: 'http://a/', headers: {} }),
+    env(1, 'network_request', 'network', {
+      ...ctx(0),
+      request_id: 'doc',
+      method: 'GET',
+      url: 'http://a/',
+      headers: {},
+    }),
     env(2, 'page_navigation', 'page', { target_id: 'T1', target_type: 'page', url: 'http://a/', frame_id: 'T1' }),
     env(3, 'console_log', 'console', { ...ctx(1), level: 'log', text: 'hello world', args: ['hello', 'world'] }),
-    env(4, 'network_request', 'network', { ...ctx(1), request_id: 'r1', method: 'POST', url: 'http://a/api', headers: { authorization: '[REDACTED]' }, post_data: '{"a":1}' }),
+    env(4, 'network_request', 'network', {
+      ...ctx(1),
+      request_id: 'r1',
+      method: 'POST',
+      url: 'http://a/api',
+      headers: { authorization: '[REDACTED]' },
+      post_data: '{"a":1}',
+    }),
     env(5, 'page_dom_content_loaded', 'page', { ...ctx(1), cdp_timestamp: 1 }),
-    env(6, 'network_response', 'network', { ...ctx(1), request_id: 'r1', status: 500, status_text: 'x', headers: { 'content-length': '12' }, mime_type: 'application/json', body: '{"err":true}' }),
+    env(6, 'network_response', 'network', {
+      ...ctx(1),
+      request_id: 'r1',
+      status: 500,
+      status_text: 'x',
+      headers: { 'content-length': '12' },
+      mime_type: 'application/json',
+      body: '{"err":true}',
+    }),
     env(7, 'page_load', 'page', { ...ctx(1), cdp_timestamp: 2 }),
     env(8, 'monitor_screenshot', 'screenshot', { png: PNG }),
     env(9, 'interaction_click', 'interaction', { ...ctx(1), x: 1, y: 0, selector: '#buy', tag: 'button', text: 'Buy' }),
     // 10..12 dropped
-    env(13, 'console_error', 'console', { ...ctx(1), text: 'Uncaught boom' }, { source: { kind: 'cdp', event: 'Runtime.exceptionThrown' } }),
-    env(14, 'network_request', 'network', { ...ctx(1), request_id: 'r2', method: 'GET', url: 'http://down/', headers: {} }),
-    env(15, 'network_loading_failed', 'network', { ...ctx(1), request_id: 'r2', error_text: 'net::ERR_CONNECTION_REFUSED', canceled: false }),
-    env(16, 'page_layout_shift', 'page', { ...ctx(1), time: 1, duration: 0, layout_shift_details: { value: 0.25, had_recent_input: false } }),
-    env(17, 'page_layout_shift', 'page', { ...ctx(1), time: 1, duration: 0, layout_shift_details: { value: 0.5, had_recent_input: true } }),
+    env(
+      13,
+      'console_error',
+      'console',
+      { ...ctx(1), text: 'Uncaught boom' },
+      { source: { kind: 'cdp', event: 'Runtime.exceptionThrown' } },
+    ),
+    env(14, 'network_request', 'network', {
+      ...ctx(1),
+      request_id: 'r2',
+      method: 'GET',
+      url: 'http://down/',
+      headers: {},
+    }),
+    env(15, 'network_loading_failed', 'network', {
+      ...ctx(1),
+      request_id: 'r2',
+      error_text: 'net::ERR_CONNECTION_REFUSED',
+      canceled: false,
+    }),
+    env(16, 'page_layout_shift', 'page', {
+      ...ctx(1),
+      time: 1,
+      duration: 0,
+      layout_shift_details: { value: 0.25, had_recent_input: false },
+    }),
+    env(17, 'page_layout_shift', 'page', {
+      ...ctx(1),
+      time: 1,
+      duration: 0,
+      layout_shift_details: { value: 0.5, had_recent_input: true },
+    }),
     env(18, 'page_navigation_settled', 'page', { ...ctx(1) }),
     env(19, 'page_navigation', 'page', { target_id: 'T1', target_type: 'page', url: 'http://a/two', frame_id: 'T1' }),
     env(20, 'console_log', 'console', { ...ctx(2), level: 'warning', text: 'second' }),
@@ -37,7 +109,7 @@ function session(): Envelope[] {
   ]
 }
 
-t.test('gaps', async (t) => {
+t.test('gaps', async t => {
   const gaps = findGaps(session())
   t.same(gaps, [{ from: 10, to: 12, count: 3 }])
   t.equal(gapLabel(gaps[0]!), '3 events dropped (seq 10–12)')
@@ -45,51 +117,148 @@ t.test('gaps', async (t) => {
   t.same(findGaps([]), [])
 })
 
-t.test('network rows: request joined with its response or failure', async (t) => {
+t.test('network rows: request joined with its response or failure', async t => {
   const rows = joinNetwork(session())
-  t.same(rows.map((r) => r.seq), [1, 4, 14])
+  t.same(
+    rows.map(r => r.seq),
+    [1, 4, 14],
+  )
   const api = netSummary(rows[1]!)
-  t.same({ ...api, durationMs: Math.round(api.durationMs!) }, { url: 'http://a/api', method: 'POST', status: 500, mime: 'application/json', size: 12, durationMs: 2, error: undefined, resourceType: undefined })
+  t.same(
+    { ...api, durationMs: Math.round(api.durationMs!) },
+    {
+      url: 'http://a/api',
+      method: 'POST',
+      status: 500,
+      mime: 'application/json',
+      size: 12,
+      durationMs: 2,
+      error: undefined,
+      resourceType: undefined,
+    },
+  )
   t.equal(netSummary(rows[2]!).error, 'net::ERR_CONNECTION_REFUSED')
   t.equal(netSummary(rows[0]!).status, undefined, 'no response: pending')
   // A redirect reuses the request id: the first hop is closed by the second request.
   const redirect = joinNetwork([
-    env(1, 'network_request', 'network', { ...ctx(1), request_id: 'x', method: 'GET', url: 'http://a/old', headers: {} }),
-    env(2, 'network_request', 'network', { ...ctx(1), request_id: 'x', method: 'GET', url: 'http://a/new', headers: {}, is_redirect: true }),
-    env(3, 'network_response', 'network', { ...ctx(1), request_id: 'x', status: 200, status_text: 'OK', headers: {}, mime_type: 'text/html' }),
-    env(4, 'network_response', 'network', { ...ctx(1), request_id: 'orphan', status: 200, status_text: 'OK', headers: {}, mime_type: 'text/html', url: 'http://a/o' }),
+    env(1, 'network_request', 'network', {
+      ...ctx(1),
+      request_id: 'x',
+      method: 'GET',
+      url: 'http://a/old',
+      headers: {},
+    }),
+    env(2, 'network_request', 'network', {
+      ...ctx(1),
+      request_id: 'x',
+      method: 'GET',
+      url: 'http://a/new',
+      headers: {},
+      is_redirect: true,
+    }),
+    env(3, 'network_response', 'network', {
+      ...ctx(1),
+      request_id: 'x',
+      status: 200,
+      status_text: 'OK',
+      headers: {},
+      mime_type: 'text/html',
+    }),
+    env(4, 'network_response', 'network', {
+      ...ctx(1),
+      request_id: 'orphan',
+      status: 200,
+      status_text: 'OK',
+      headers: {},
+      mime_type: 'text/html',
+      url: 'http://a/o',
+    }),
   ])
-  t.same(redirect.map((r) => [r.seq, r.redirectedTo, r.response?.seq]), [[1, 'http://a/new', undefined], [2, undefined, 3], [4, undefined, 4]])
+  t.same(
+    redirect.map(r => [r.seq, r.redirectedTo, r.response?.seq]),
+    [
+      [1, 'http://a/new', undefined],
+      [2, undefined, 3],
+      [4, undefined, 4],
+    ],
+  )
 })
 
-t.test('navigations: one section per (target, nav_seq) with markers and summary', async (t) => {
+t.test('navigations: one section per (target, nav_seq) with markers and summary', async t => {
   const navs = buildNavigations(session())
-  t.same(navs.map((n) => [n.key, n.url, n.started, n.seq]), [['T1:0', 'http://a/', false, 1], ['T1:1', 'http://a/', true, 2], ['T1:2', 'http://a/two', true, 19]])
+  t.same(
+    navs.map(n => [n.key, n.url, n.started, n.seq]),
+    [
+      ['T1:0', 'http://a/', false, 1],
+      ['T1:1', 'http://a/', true, 2],
+      ['T1:2', 'http://a/two', true, 19],
+    ],
+  )
   const one = navs[1]!
   t.same(Object.keys(one.markers).sort(), ['dcl', 'load', 'settled'])
   t.equal(one.markers.dcl, 3, 'DCL 3 ms after the navigation (ts steps of 1 ms)')
-  t.same([one.requests, one.failures, one.consoleErrors, one.cls], [2, 2, 1, 0.25], 'layout shifts after input do not count')
+  t.same(
+    [one.requests, one.failures, one.consoleErrors, one.cls],
+    [2, 2, 1, 0.25],
+    'layout shifts after input do not count',
+  )
   t.equal(one.endSeq, 18, 'the window ends where the next navigation starts')
   t.equal(navs[2]!.endSeq, 21)
 })
 
-t.test('frames: size from the PNG header, clicks on the nearest frame', async (t) => {
+t.test('frames: size from the PNG header, clicks on the nearest frame', async t => {
   t.same(pngSize(PNG), { width: 2, height: 1 })
   t.equal(pngSize('not a png at all, not a png at all'), undefined)
-  const shot = (seq: number, at: number) => ({ seq, event: { ts: at, type: 'monitor_screenshot', category: 'screenshot', source: { kind: 'cdp' }, data: { png: PNG } } }) as unknown as Envelope
-  const click = (seq: number, at: number, x: number) => ({ seq, event: { ts: at, type: 'interaction_click', category: 'interaction', source: { kind: 'cdp' }, data: { x, y: 6, selector: 's', tag: 'b', text: '' } } }) as unknown as Envelope
-  const frames = buildFrames([shot(1, 1000), shot(3, 2000)], [click(2, 1300, 1), click(4, 1700, 2), click(5, 9000, 3), click(0, 0, 4)])
-  t.same(frames.map((f) => [f.seq, f.width, f.height, f.clicks.map((c) => c.x)]), [[1, 2, 1, [1, 4]], [3, 2, 1, [2, 3]]],
-    '300 after frame 1 -> frame 1; 700 after -> frame 2; after the last -> the last; before the first -> the first')
+  const shot = (seq: number, at: number) =>
+    ({
+      seq,
+      event: {
+        ts: at,
+        type: 'monitor_screenshot',
+        category: 'screenshot',
+        source: { kind: 'cdp' },
+        data: { png: PNG },
+      },
+    }) as unknown as Envelope
+  const click = (seq: number, at: number, x: number) =>
+    ({
+      seq,
+      event: {
+        ts: at,
+        type: 'interaction_click',
+        category: 'interaction',
+        source: { kind: 'cdp' },
+        data: { x, y: 6, selector: 's', tag: 'b', text: '' },
+      },
+    }) as unknown as Envelope
+  const frames = buildFrames(
+    [shot(1, 1000), shot(3, 2000)],
+    [click(2, 1300, 1), click(4, 1700, 2), click(5, 9000, 3), click(0, 0, 4)],
+  )
+  t.same(
+    frames.map(f => [f.seq, f.width, f.height, f.clicks.map(c => c.x)]),
+    [
+      [1, 2, 1, [1, 4]],
+      [3, 2, 1, [2, 3]],
+    ],
+    '300 after frame 1 -> frame 1; 700 after -> frame 2; after the last -> the last; before the first -> the first',
+  )
   t.same(buildFrames([], [click(1, 1, 1)]), [])
 })
 
-t.test('panel rows: filters narrow exactly; gaps placed by seq', async (t) => {
+t.test('panel rows: filters narrow exactly; gaps placed by seq', async t => {
   const events = session()
   const d = derive(events)
-  const rows = (panel: Parameters<typeof panelRows>[0], f: Partial<{ q: string; type: string; target: string; nav: string }> = {}) =>
-    panelRows(panel, events, { q: f.q ?? '', type: f.type ?? '', target: f.target ?? '', nav: d.navs.find((n) => n.key === f.nav) }, d)
-      .map((r) => (r.kind === 'gap' ? `gap${r.gap.count}` : r.seq))
+  const rows = (
+    panel: Parameters<typeof panelRows>[0],
+    f: Partial<{ q: string; type: string; target: string; nav: string }> = {},
+  ) =>
+    panelRows(
+      panel,
+      events,
+      { q: f.q ?? '', type: f.type ?? '', target: f.target ?? '', nav: d.navs.find(n => n.key === f.nav) },
+      d,
+    ).map(r => (r.kind === 'gap' ? `gap${r.gap.count}` : r.seq))
   t.same(rows('console'), [3, 'gap3', 13, 20])
   t.same(rows('console', { q: 'BOOM' }), ['gap3', 13], 'case-insensitive text; the gap still shows')
   t.same(rows('console', { type: 'console_log' }), [3, 'gap3', 20])
@@ -108,14 +277,24 @@ t.test('panel rows: filters narrow exactly; gaps placed by seq', async (t) => {
   t.equal(all[rowIndexAtSeq(all, 11)]!.seq, 13, 'a seq inside a gap lands on the next row')
 })
 
-t.test('deep link round trip; hostile fragments are bounded', async (t) => {
+t.test('deep link round trip; hostile fragments are bounded', async t => {
   const v: ViewState = { panel: 'network', q: 'a b&c', type: 'failed', target: 'T1', nav: 'T1:2', seq: 42 }
   t.same(decodeView('#' + encodeView(v)), v)
-  t.same(decodeView('#panel=evil&seq=-1&q=' + 'x'.repeat(10_000)), { panel: 'timeline', q: 'x'.repeat(500), type: '', target: '', nav: '', seq: 0 })
+  t.same(decodeView('#panel=evil&seq=-1&q=' + 'x'.repeat(10_000)), {
+    panel: 'timeline',
+    q: 'x'.repeat(500),
+    type: '',
+    target: '',
+    nav: '',
+    seq: 0,
+  })
   t.notMatch(encodeView(v), /token/)
 })
 
-t.test('redactions are recognised whole or inside a value', async (t) => {
-  t.same(['[redacted:8]', '[redacted:1024]', '[REDACTED]', 'x[redacted:8]', 'redacted', '[redacted:]'].map(isRedacted), [true, true, true, false, false, false])
+t.test('redactions are recognised whole or inside a value', async t => {
+  t.same(
+    ['[redacted:8]', '[redacted:1024]', '[REDACTED]', 'x[redacted:8]', 'redacted', '[redacted:]'].map(isRedacted),
+    [true, true, true, false, false, false],
+  )
   t.same(['a=1&token=[redacted:8]', 'plain', '{"password":"[redacted:16]"}'].map(hasRedaction), [true, false, true])
 })

@@ -8,13 +8,14 @@ import { BROWSER_ID, startApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
 
-t.test('viewer assets: types, cache, CSP, no auth, no traversal', async (t) => {
+t.test('viewer assets: types, cache, CSP, no auth, no traversal', async t => {
   const dir = join(await tempDir(t, 'bt-viewer-build-'), 'viewer')
   const built = await buildViewer({ outDir: dir })
   const [html, js, css] = built.files as [string, string, string]
   t.equal(html, 'index.html')
-  const api = await startApi(t, { deps: { routes: [(r) => registerViewerRoutes(r, { assets: loadViewerAssets(dir) })] } })
-  const get = (path: string, headers: Record<string, string> = {}) => fetch(api.url + path, { headers, redirect: 'manual' })
+  const api = await startApi(t, { deps: { routes: [r => registerViewerRoutes(r, { assets: loadViewerAssets(dir) })] } })
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(api.url + path, { headers, redirect: 'manual' })
 
   const page = await get('/viewer/')
   t.equal(page.status, 200)
@@ -35,7 +36,11 @@ t.test('viewer assets: types, cache, CSP, no auth, no traversal', async (t) => {
   t.equal(script.status, 200)
   t.equal(script.headers.get('content-type'), 'text/javascript; charset=utf-8')
   t.equal(script.headers.get('cache-control'), 'public, max-age=31536000, immutable')
-  t.notMatch(await script.text(), /https?:\/\/(?!127\.0\.0\.1)[a-z0-9.-]+\.(com|org|net|io|dev)\b\/[^\s"']*\.(js|css|woff2?)/i, 'no third-party asset URLs in the bundle')
+  t.notMatch(
+    await script.text(),
+    /https?:\/\/(?!127\.0\.0\.1)[a-z0-9.-]+\.(com|org|net|io|dev)\b\/[^\s"']*\.(js|css|woff2?)/i,
+    'no third-party asset URLs in the bundle',
+  )
   const style = await get(`/viewer/${css}`)
   t.equal(style.headers.get('content-type'), 'text/css; charset=utf-8')
 
@@ -46,10 +51,15 @@ t.test('viewer assets: types, cache, CSP, no auth, no traversal', async (t) => {
   t.equal(redirect.status, 308)
   t.equal(redirect.headers.get('location'), '/viewer/')
 
-  for (const path of ['/viewer/nope.js', '/viewer/..%2Fpackage.json', '/viewer/%2e%2e%2f%2e%2e%2fetc%2fpasswd', '/viewer/index.html%00.js']) {
+  for (const path of [
+    '/viewer/nope.js',
+    '/viewer/..%2Fpackage.json',
+    '/viewer/%2e%2e%2f%2e%2e%2fetc%2fpasswd',
+    '/viewer/index.html%00.js',
+  ]) {
     const res = await get(path)
     t.equal(res.status, 404, path)
-    t.same(Object.keys(await res.json() as object).sort(), ['code', 'message'], `${path}: error object`)
+    t.same(Object.keys((await res.json()) as object).sort(), ['code', 'message'], `${path}: error object`)
   }
   t.equal((await get('/viewer/a/b')).status, 404, 'no nested paths')
 
@@ -59,19 +69,30 @@ t.test('viewer assets: types, cache, CSP, no auth, no traversal', async (t) => {
   await get(`/viewer/${js}`)
   await api.get(`/browsers/${BROWSER_ID}/telemetry`)
   await waitFor(() => api.log.lastSeq > before, 5000, 'the api_call of the config read')
-  const after = await (await api.get(`/browsers/${BROWSER_ID}/telemetry/events?offset=${before + 1}&limit=100`)).json() as { event: { type: string; data: { operation_id?: string } } }[]
-  t.same(after.map((e) => [e.event.type, e.event.data.operation_id]), [['api_call', 'getBrowserTelemetryConfig']], 'asset loads emit no api_call events')
+  const after = (await (
+    await api.get(`/browsers/${BROWSER_ID}/telemetry/events?offset=${before + 1}&limit=100`)
+  ).json()) as { event: { type: string; data: { operation_id?: string } } }[]
+  t.same(
+    after.map(e => [e.event.type, e.event.data.operation_id]),
+    [['api_call', 'getBrowserTelemetryConfig']],
+    'asset loads emit no api_call events',
+  )
 
-  const doc = await (await api.get('/openapi.json')).json() as { paths: Record<string, { get?: { operationId: string; security: unknown[] } }> }
+  const doc = (await (await api.get('/openapi.json')).json()) as {
+    paths: Record<string, { get?: { operationId: string; security: unknown[] } }>
+  }
   t.equal(doc.paths['/viewer/']?.get?.operationId, 'getViewer')
   t.same(doc.paths['/viewer/']?.get?.security, [], 'documented as public')
   t.equal(doc.paths['/viewer/{file}']?.get?.operationId, 'getViewerAsset')
 })
 
-t.test('an unbuilt viewer answers 503 with the error object, not a crash', async (t) => {
-  const api = await startApi(t, { deps: { routes: [(r) => registerViewerRoutes(r, { assets: undefined })] } })
+t.test('an unbuilt viewer answers 503 with the error object, not a crash', async t => {
+  const api = await startApi(t, { deps: { routes: [r => registerViewerRoutes(r, { assets: undefined })] } })
   const res = await fetch(`${api.url}/viewer/`)
   t.equal(res.status, 503)
-  t.same(await res.json(), { code: 'viewer_not_built', message: 'the session viewer was not built (run npm run build)' })
+  t.same(await res.json(), {
+    code: 'viewer_not_built',
+    message: 'the session viewer was not built (run npm run build)',
+  })
   t.equal(loadViewerAssets(join(await tempDir(t, 'bt-empty-'), 'none')), undefined)
 })

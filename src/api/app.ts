@@ -79,16 +79,34 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     logger,
   })
   const diskState = deps.diskState
-  const router = new ApiRouter(deps.browserId, bearerAuth(deps.tokens), diskState && (() => {
-    const disk = diskState()
-    return disk.readOnly ? new ApiError(507, 'insufficient_storage', disk.reason ?? 'the data disk is full; the daemon is read-only until space is freed') : undefined
-  }))
-  registerSystemRoutes(router, { log: deps.log, streams, version: deps.version ?? '0.0.0', monitorState: deps.monitorState, shippingState: deps.shippingState, diskState })
+  const router = new ApiRouter(
+    deps.browserId,
+    bearerAuth(deps.tokens),
+    diskState &&
+      (() => {
+        const disk = diskState()
+        return disk.readOnly
+          ? new ApiError(
+              507,
+              'insufficient_storage',
+              disk.reason ?? 'the data disk is full; the daemon is read-only until space is freed',
+            )
+          : undefined
+      }),
+  )
+  registerSystemRoutes(router, {
+    log: deps.log,
+    streams,
+    version: deps.version ?? '0.0.0',
+    monitorState: deps.monitorState,
+    shippingState: deps.shippingState,
+    diskState,
+  })
   registerTelemetryRoutes(router, {
     log: deps.log,
     pipeline: deps.pipeline,
     streams,
-    defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter((c) => deps.pipeline.isEnabled(c)),
+    defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c)),
     now: deps.now,
   })
   for (const register of deps.routes ?? []) register(router)

@@ -13,7 +13,10 @@ export const ALL_SCOPES: readonly Scope[] = ['read', 'write', 'publish', 'cdp']
 /** RFC 6750 b64token. */
 
 export class TokenError extends Error {
-  constructor(message: string) { super(message); this.name = 'TokenError' }
+  constructor(message: string) {
+    super(message)
+    this.name = 'TokenError'
+  }
 }
 
 const hash = (token: string) => createHash('sha256').update(token, 'utf8').digest()
@@ -35,12 +38,16 @@ export class TokenSet {
   private readonly entries: { hash: Buffer; identity: TokenIdentity }[] = []
 
   add(token: string, scopes: Iterable<Scope>, name?: string): void {
-    if (!TOKEN_SYNTAX.test(token)) throw new TokenError('a token must be 1 or more characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750)')
-    if (name !== undefined && !TOKEN_NAME_SYNTAX.test(name)) throw new TokenError('a token name is 1-64 characters of A-Z a-z 0-9 . _ : -')
+    if (!TOKEN_SYNTAX.test(token))
+      throw new TokenError('a token must be 1 or more characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750)')
+    if (name !== undefined && !TOKEN_NAME_SYNTAX.test(name))
+      throw new TokenError('a token name is 1-64 characters of A-Z a-z 0-9 . _ : -')
     this.entries.push({ hash: hash(token), identity: { name: name ?? tokenId(token), scopes: new Set(scopes) } })
   }
 
-  get size(): number { return this.entries.length }
+  get size(): number {
+    return this.entries.length
+  }
 
   /**
    * Scopes of a presented token, or undefined when unknown. Compares the hash against every entry
@@ -66,7 +73,8 @@ function parseScopes(text: string, where: string): Scope[] {
   for (const raw of text.split(',')) {
     const s = raw.trim()
     if (s === '') continue
-    if (!(ALL_SCOPES as readonly string[]).includes(s)) throw new TokenError(`${where}: unknown scope ${JSON.stringify(s)} (allowed: ${ALL_SCOPES.join(', ')})`)
+    if (!(ALL_SCOPES as readonly string[]).includes(s))
+      throw new TokenError(`${where}: unknown scope ${JSON.stringify(s)} (allowed: ${ALL_SCOPES.join(', ')})`)
     out.push(s as Scope)
   }
   if (out.length === 0) throw new TokenError(`${where}: no scope given (expected "<token> <scope>[,<scope>...]")`)
@@ -85,14 +93,21 @@ export function parseTokenFile(text: string, name = 'token file'): { token: stri
     if (l === '' || l.startsWith('#')) return
     const where = `${name} line ${i + 1}`
     const [token, ...rest] = l.split(/\s+/)
-    if (rest.length === 0) throw new TokenError(`${where}: no scope given (expected "<token> <scope>[,<scope>...] [<name>]")`)
-    if (!TOKEN_SYNTAX.test(token!)) throw new TokenError(`${where}: the token has characters outside RFC 6750 (A-Z a-z 0-9 - . _ ~ + /)`)
+    if (rest.length === 0)
+      throw new TokenError(`${where}: no scope given (expected "<token> <scope>[,<scope>...] [<name>]")`)
+    if (!TOKEN_SYNTAX.test(token!))
+      throw new TokenError(`${where}: the token has characters outside RFC 6750 (A-Z a-z 0-9 - . _ ~ + /)`)
     // "a, b name": scopes may contain spaces after commas; a last word not after a comma is the name.
     const joined = rest.join(' ').replace(/\s*,\s*/g, ',')
     const [scopeText, tokenName, ...extra] = joined.split(' ')
     if (extra.length > 0) throw new TokenError(`${where}: expected "<token> <scope>[,<scope>...] [<name>]"`)
-    if (tokenName !== undefined && !TOKEN_NAME_SYNTAX.test(tokenName)) throw new TokenError(`${where}: a token name is 1-64 characters of A-Z a-z 0-9 . _ : -`)
-    out.push({ token: token!, scopes: parseScopes(scopeText!, where), ...(tokenName !== undefined ? { name: tokenName } : {}) })
+    if (tokenName !== undefined && !TOKEN_NAME_SYNTAX.test(tokenName))
+      throw new TokenError(`${where}: a token name is 1-64 characters of A-Z a-z 0-9 . _ : -`)
+    out.push({
+      token: token!,
+      scopes: parseScopes(scopeText!, where),
+      ...(tokenName !== undefined ? { name: tokenName } : {}),
+    })
   })
   return out
 }
@@ -110,12 +125,20 @@ export interface LoadedTokens {
 export async function loadTokens(opts: { token?: string; tokenFile?: string; dataDir: string }): Promise<LoadedTokens> {
   const tokens = new TokenSet()
   if (opts.token !== undefined) {
-    try { tokens.add(opts.token.trim(), ALL_SCOPES, 'token') } catch (err) { throw new TokenError(`--token: ${(err as Error).message}`) }
+    try {
+      tokens.add(opts.token.trim(), ALL_SCOPES, 'token')
+    } catch (err) {
+      throw new TokenError(`--token: ${(err as Error).message}`)
+    }
   }
   if (opts.tokenFile !== undefined) {
     let text: string
-    try { text = await readFile(opts.tokenFile, 'utf8') } catch (err) {
-      throw new TokenError(`--token-file: cannot read ${opts.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    try {
+      text = await readFile(opts.tokenFile, 'utf8')
+    } catch (err) {
+      throw new TokenError(
+        `--token-file: cannot read ${opts.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      )
     }
     const entries = parseTokenFile(text, opts.tokenFile)
     if (entries.length === 0) throw new TokenError(`--token-file: ${opts.tokenFile} lists no tokens`)
@@ -127,7 +150,8 @@ export async function loadTokens(opts: { token?: string; tokenFile?: string; dat
   let created = false
   try {
     token = (await readFile(path, 'utf8')).trim()
-    if (!TOKEN_SYNTAX.test(token)) throw new TokenError(`${path} does not hold a valid token; delete it to generate a new one`)
+    if (!TOKEN_SYNTAX.test(token))
+      throw new TokenError(`${path} does not hold a valid token; delete it to generate a new one`)
     if (((await stat(path)).mode & 0o077) !== 0) await chmod(path, 0o600)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
@@ -158,7 +182,8 @@ export function bearerAuth(tokens: TokenSet): ApiMiddleware {
     ctx.state.authRejected = true // until a token is accepted below
     const bearer = parseBearer(ctx.get('authorization'))
     if (bearer.kind === 'missing') throw unauthorized('missing bearer token: send "Authorization: Bearer <token>"')
-    if (bearer.kind === 'malformed') throw unauthorized('malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
+    if (bearer.kind === 'malformed')
+      throw unauthorized('malformed Authorization header: expected "Bearer <token>"', 'invalid_request')
     const identity = tokens.identify(bearer.token)
     if (!identity) throw unauthorized('unknown bearer token', 'invalid_token')
     ctx.state.scopes = identity.scopes

@@ -31,7 +31,11 @@ function hasUnreadBody(req: IncomingMessage): boolean {
  * Reads and discards what is left of req's body. Stops at its end; destroys the connection when
  * more than maxBytes arrive or maxMs pass first. Safe to call more than once.
  */
-export function drainRequest(req: IncomingMessage, limits: DrainLimits, onDone?: (outcome: 'drained' | 'capped' | 'closed') => void): void {
+export function drainRequest(
+  req: IncomingMessage,
+  limits: DrainLimits,
+  onDone?: (outcome: 'drained' | 'capped' | 'closed') => void,
+): void {
   if (!hasUnreadBody(req) || draining.has(req)) return
   draining.add(req)
   let seen = 0

@@ -12,7 +12,8 @@ export async function resolveBrowserId(dataDir: string, configured?: string): Pr
   const path = join(dataDir, 'browser-id')
   try {
     const id = (await readFile(path, 'utf8')).trim()
-    if (!BROWSER_ID_SYNTAX.test(id)) throw new Error(`${path} does not hold a valid browser id; delete it or pass --browser-id`)
+    if (!BROWSER_ID_SYNTAX.test(id))
+      throw new Error(`${path} does not hold a valid browser id; delete it or pass --browser-id`)
     return id
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err

@@ -27,24 +27,35 @@ export class FrameRing {
   constructor(readonly maxBytes: number) {}
 
   /** Frame bytes held (the SSE bytes of the batches, not counting their index arrays). */
-  get bytes(): number { return this.bytes_ }
-  get batchCount(): number { return this.batches.length - this.head }
+  get bytes(): number {
+    return this.bytes_
+  }
+  get batchCount(): number {
+    return this.batches.length - this.head
+  }
   /** Every committed record with a seq above this is in the ring (undefined: the ring knows nothing). */
-  get coveredAfter(): number | undefined { return this.covered }
-  get firstSeq(): number | undefined { return this.batchCount > 0 ? this.batches[this.head]!.seqs[0] : undefined }
+  get coveredAfter(): number | undefined {
+    return this.covered
+  }
+  get firstSeq(): number | undefined {
+    return this.batchCount > 0 ? this.batches[this.head]!.seqs[0] : undefined
+  }
   get lastSeq(): number | undefined {
     const last = this.batches[this.batches.length - 1]
     return this.batchCount > 0 ? last!.seqs[last!.seqs.length - 1] : this.covered
   }
 
   /** True when the ring can serve everything after `seq` (with what is still to be appended). */
-  covers(seq: number): boolean { return this.covered !== undefined && seq >= this.covered }
+  covers(seq: number): boolean {
+    return this.covered !== undefined && seq >= this.covered
+  }
 
   /** Appends the next write batch (its records follow every record appended before); evicts the oldest past maxBytes. */
   append(batch: FrameBatch): void {
     if (batch.seqs.length === 0) return
     const last = this.lastSeq
-    if (last !== undefined && batch.seqs[0]! <= last) throw new Error(`frame ring: batch starting at ${batch.seqs[0]} after ${last}`)
+    if (last !== undefined && batch.seqs[0]! <= last)
+      throw new Error(`frame ring: batch starting at ${batch.seqs[0]} after ${last}`)
     if (this.covered === undefined) this.covered = batch.seqs[0]! - 1
     this.batches.push(batch)
     this.bytes_ += batch.buf.length
@@ -55,7 +66,10 @@ export class FrameRing {
       this.covered = old.seqs[old.seqs.length - 1]!
     }
     // Compact the array once the evicted prefix dominates (amortised O(1) per batch).
-    if (this.head > 64 && this.head * 2 > this.batches.length) { this.batches = this.batches.slice(this.head); this.head = 0 }
+    if (this.head > 64 && this.head * 2 > this.batches.length) {
+      this.batches = this.batches.slice(this.head)
+      this.head = 0
+    }
   }
 
   /** Forgets everything (the hub missed commits, or is closing). */
@@ -85,7 +99,11 @@ export class FrameRing {
     if (b.seqs[0]! <= seq) {
       let l = 0
       let h = n
-      while (l < h) { const m = (l + h) >>> 1; if (b.seqs[m]! > seq) h = m; else l = m + 1 }
+      while (l < h) {
+        const m = (l + h) >>> 1
+        if (b.seqs[m]! > seq) h = m
+        else l = m + 1
+      }
       i = l
     }
     return { buf: i === 0 ? b.buf : b.buf.subarray(b.starts[i]), events: n - i, lastSeq: b.seqs[n - 1]! }

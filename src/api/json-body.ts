@@ -14,7 +14,14 @@ export interface JsonBodyOptions {
 }
 
 export function jsonBody(opts: JsonBodyOptions): ApiMiddleware {
-  const parse = koaBody({ json: true, text: false, urlencoded: false, multipart: false, jsonLimit: opts.limit, jsonStrict: true }) as unknown as ApiMiddleware
+  const parse = koaBody({
+    json: true,
+    text: false,
+    urlencoded: false,
+    multipart: false,
+    jsonLimit: opts.limit,
+    jsonStrict: true,
+  }) as unknown as ApiMiddleware
   return async (ctx, next) => {
     if (opts.requireJsonType !== undefined && !ctx.is('application/json')) {
       throw new ApiError(415, 'unsupported_media_type', opts.requireJsonType)
@@ -24,9 +31,12 @@ export function jsonBody(opts: JsonBodyOptions): ApiMiddleware {
     }
     let parsed = false
     try {
-      await parse(ctx, async () => { parsed = true })
+      await parse(ctx, async () => {
+        parsed = true
+      })
     } catch (err) {
-      if ((err as { status?: number }).status === 400) throw invalidInput('body', `not valid JSON: ${(err as Error).message}`)
+      if ((err as { status?: number }).status === 400)
+        throw invalidInput('body', `not valid JSON: ${(err as Error).message}`)
       throw err
     }
     if (parsed) await next()

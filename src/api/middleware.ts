@@ -52,9 +52,19 @@ export function apiCallEvents(emit: Emit): Middleware<ApiState> {
 }
 
 const CODE_BY_STATUS: Record<number, string> = {
-  400: 'bad_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 405: 'method_not_allowed',
-  406: 'not_acceptable', 409: 'conflict', 411: 'length_required', 413: 'payload_too_large', 415: 'unsupported_media_type',
-  422: 'unprocessable_entity', 429: 'too_many_requests', 501: 'not_implemented',
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  411: 'length_required',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable_entity',
+  429: 'too_many_requests',
+  501: 'not_implemented',
 }
 
 /**
@@ -81,7 +91,12 @@ export function renderErrors(logger: Logger): Middleware<ApiState> {
       if (ctx.respond === false || ctx.body != null) return
       // Nothing matched (404) or the path exists with other methods (405, Allow header already set).
       if (ctx.status === 404) throw new ApiError(404, 'not_found', `no route for ${ctx.method} ${ctx.path}`)
-      if (ctx.status === 405) throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get('Allow')})`)
+      if (ctx.status === 405)
+        throw new ApiError(
+          405,
+          'method_not_allowed',
+          `${ctx.method} is not allowed on ${ctx.path} (allowed: ${ctx.response.get('Allow')})`,
+        )
       if (ctx.status === 501) throw new ApiError(501, 'not_implemented', `method ${ctx.method} is not implemented`)
     } catch (err) {
       const apiErr = toApiError(err)

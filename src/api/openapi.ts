@@ -25,7 +25,10 @@ function hoist(schema: TSchema | Json, components: Record<string, Json>): Json {
     for (const [k, v] of Object.entries(obj)) {
       if (k === '$id') continue
       // TypeBox recursive schemas refer to themselves by bare $id.
-      if (k === '$ref' && typeof v === 'string' && !v.startsWith('#')) { out.$ref = REF + v; continue }
+      if (k === '$ref' && typeof v === 'string' && !v.startsWith('#')) {
+        out.$ref = REF + v
+        continue
+      }
       out[k] = visit(v)
     }
     const id = obj.$id
@@ -49,39 +52,70 @@ const ERRORS: Record<number, string> = {
   500: 'Internal error (code internal)',
 }
 
-export function buildOpenApi(routes: readonly RouteDef[], info: { title: string; version: string; description?: string }): OpenApiDocument {
+export function buildOpenApi(
+  routes: readonly RouteDef[],
+  info: { title: string; version: string; description?: string },
+): OpenApiDocument {
   const schemas: Record<string, Json> = {}
   const errorRef = hoist(ErrorBodySchema, schemas)
   const paths: OpenApiDocument['paths'] = {}
   for (const r of routes) {
     const parameters: Json[] = []
     for (const m of r.path.matchAll(/:([A-Za-z0-9_]+)/g)) {
-      parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: m[1] === 'id' ? 'Browser session id' : undefined })
+      parameters.push({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: { type: 'string' },
+        description: m[1] === 'id' ? 'Browser session id' : undefined,
+      })
     }
     for (const [name, p] of Object.entries(r.query ?? {})) {
       const param: Json = { name, in: 'query', required: p.required ?? false, schema: hoist(p.schema, schemas) }
       if (p.description) param.description = p.description
-      if ((p.schema as Json).type === 'array') { param.style = 'form'; param.explode = true }
+      if ((p.schema as Json).type === 'array') {
+        param.style = 'form'
+        param.explode = true
+      }
       parameters.push(param)
     }
     for (const [name, p] of Object.entries(r.headers ?? {})) {
-      parameters.push({ name, in: 'header', required: p.required ?? false, schema: hoist(p.schema, schemas), description: p.description })
+      parameters.push({
+        name,
+        in: 'header',
+        required: p.required ?? false,
+        schema: hoist(p.schema, schemas),
+        description: p.description,
+      })
     }
     const responses: Json = {}
     for (const [status, resp] of Object.entries(r.responses)) {
       const out: Json = { description: resp.description }
-      if (resp.schema) out.content = { [resp.contentType ?? 'application/json']: { schema: hoist(resp.schema, schemas) } }
+      if (resp.schema)
+        out.content = { [resp.contentType ?? 'application/json']: { schema: hoist(resp.schema, schemas) } }
       if (resp.headers) {
-        out.headers = Object.fromEntries(Object.entries(resp.headers).map(([h, d]) => [h, { schema: hoist(d.schema, schemas), description: d.description, required: true }]))
+        out.headers = Object.fromEntries(
+          Object.entries(resp.headers).map(([h, d]) => [
+            h,
+            { schema: hoist(d.schema, schemas), description: d.description, required: true },
+          ]),
+        )
       }
       responses[status] = out
     }
-    const errorStatuses = [400, ...(r.public ? [] : [401]), ...(r.public || r.scope === null ? [] : [403]), ...(r.path.includes(':') ? [404] : []), 500]
-    for (const s of errorStatuses) responses[s] = { description: ERRORS[s], content: { 'application/json': { schema: errorRef } } }
+    const errorStatuses = [
+      400,
+      ...(r.public ? [] : [401]),
+      ...(r.public || r.scope === null ? [] : [403]),
+      ...(r.path.includes(':') ? [404] : []),
+      500,
+    ]
+    for (const s of errorStatuses)
+      responses[s] = { description: ERRORS[s], content: { 'application/json': { schema: errorRef } } }
     const op: Json = {
       operationId: r.operationId,
       summary: r.summary,
-      parameters: parameters.map((p) => JSON.parse(JSON.stringify(p)) as Json),
+      parameters: parameters.map(p => JSON.parse(JSON.stringify(p)) as Json),
       responses,
       security: r.public ? [] : [{ bearerAuth: [] }],
     }
@@ -102,7 +136,14 @@ export function buildOpenApi(routes: readonly RouteDef[], info: { title: string;
     paths,
     components: {
       schemas,
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Token scopes: read (telemetry reads and streams), write (uploads, extensions, config), publish, cdp' } },
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'Token scopes: read (telemetry reads and streams), write (uploads, extensions, config), publish, cdp',
+        },
+      },
     },
   }
 }

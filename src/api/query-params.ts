@@ -12,14 +12,16 @@ export type RawQuery = Record<string, string | string[] | undefined>
 export type QueryValues = Record<string, number | string | string[] | undefined>
 
 /** The schema side of a documented parameter (route-table ParamDoc). */
-export interface QueryParamSchema { schema: TSchema }
+export interface QueryParamSchema {
+  schema: TSchema
+}
 
 /** The literal values of a Literal or a Union of Literals, else undefined. */
 function literals(schema: TSchema): string[] | undefined {
   if (schema[Kind] === 'Literal') return [String(schema.const)]
   if (schema[Kind] === 'Union') {
     const parts = (schema.anyOf as TSchema[]).map(literals)
-    return parts.every((p) => p !== undefined) ? parts.flat() as string[] : undefined
+    return parts.every(p => p !== undefined) ? (parts.flat() as string[]) : undefined
   }
   return undefined
 }
@@ -27,10 +29,14 @@ function literals(schema: TSchema): string[] | undefined {
 /** "an integer from 1 to 100", "asc or desc": what a value must look like, for the error message. */
 function expected(schema: TSchema): string {
   const values = literals(schema)
-  if (values) return values.length === 1 ? `the only value is ${JSON.stringify(values[0])}` : `expected ${values.slice(0, -1).join(', ')} or ${values.at(-1)}`
+  if (values)
+    return values.length === 1
+      ? `the only value is ${JSON.stringify(values[0])}`
+      : `expected ${values.slice(0, -1).join(', ')} or ${values.at(-1)}`
   if (schema[Kind] === 'Integer') {
     const { minimum: min, maximum: max } = schema as { minimum?: number; maximum?: number }
-    if (min !== undefined && max !== undefined && max !== Number.MAX_SAFE_INTEGER) return `expected an integer from ${min} to ${max}`
+    if (min !== undefined && max !== undefined && max !== Number.MAX_SAFE_INTEGER)
+      return `expected an integer from ${min} to ${max}`
     return min !== undefined ? `expected an integer >= ${min}` : 'expected an integer'
   }
   if (typeof schema.pattern === 'string') return `expected a value matching ${schema.pattern}`
@@ -42,7 +48,8 @@ function scalar(name: string, schema: TSchema, text: string): number | string {
   let value: number | string = text
   if (schema[Kind] === 'Integer' || schema[Kind] === 'Number') {
     // Digits only: no sign, spaces, exponent or fraction that Number() would quietly accept.
-    if (!/^-?\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) throw invalidInput(name, `${expected(schema)}, got ${JSON.stringify(text)}`)
+    if (!/^-?\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text)))
+      throw invalidInput(name, `${expected(schema)}, got ${JSON.stringify(text)}`)
     value = Number(text)
   }
   if (!Value.Check(schema, value)) throw invalidInput(name, `${expected(schema)}, got ${JSON.stringify(text)}`)
@@ -57,9 +64,11 @@ function scalar(name: string, schema: TSchema, text: string): number | string {
 export function compileQuery(params: Record<string, QueryParamSchema>): (raw: RawQuery) => QueryValues {
   // Per parameter, once: an array's allowed literal values (for the "unknown value" message).
   const entries = Object.entries(params).map(([name, { schema }]) => ({
-    name, schema, allowed: schema[Kind] === 'Array' ? literals(schema.items as TSchema) : undefined,
+    name,
+    schema,
+    allowed: schema[Kind] === 'Array' ? literals(schema.items as TSchema) : undefined,
   }))
-  return (raw) => {
+  return raw => {
     const out: QueryValues = {}
     for (const { name, schema, allowed } of entries) {
       const given = raw[name]
@@ -70,10 +79,11 @@ export function compileQuery(params: Record<string, QueryParamSchema>): (raw: Ra
       if (schema[Kind] === 'Array') {
         const items = schema.items as TSchema
         const values = new Set<string>()
-        for (const part of (Array.isArray(given) ? given : [given]).flatMap((v) => v.split(','))) {
+        for (const part of (Array.isArray(given) ? given : [given]).flatMap(v => v.split(','))) {
           const text = part.trim()
           if (text === '') throw invalidInput(name, 'empty value')
-          if (allowed && !allowed.includes(text)) throw invalidInput(name, `unknown value ${JSON.stringify(text)} (allowed: ${allowed.join(', ')})`)
+          if (allowed && !allowed.includes(text))
+            throw invalidInput(name, `unknown value ${JSON.stringify(text)} (allowed: ${allowed.join(', ')})`)
           values.add(String(scalar(name, items, text)))
         }
         out[name] = [...values]

@@ -55,30 +55,44 @@ export class ApiRouter {
    * @param authenticate bearer auth (auth.ts); runs inside each non-public route, after the route's
    *   operation id is known, so a rejected request is still attributed to its operation.
    */
-  constructor(readonly browserId: string, private readonly authenticate: ApiMiddleware, private readonly writeGuard?: () => ApiError | undefined) {}
+  constructor(
+    readonly browserId: string,
+    private readonly authenticate: ApiMiddleware,
+    private readonly writeGuard?: () => ApiError | undefined,
+  ) {}
 
   add(def: RouteDef): void {
-    if (this.routes.some((r) => r.method === def.method && r.path === def.path)) {
+    if (this.routes.some(r => r.method === def.method && r.path === def.path)) {
       throw new Error(`route ${def.method} ${def.path} registered twice`)
     }
-    if (this.routes.some((r) => r.operationId === def.operationId)) throw new Error(`operationId ${def.operationId} used twice`)
+    if (this.routes.some(r => r.operationId === def.operationId))
+      throw new Error(`operationId ${def.operationId} used twice`)
     this.routes.push(def)
-    const chain: ApiMiddleware[] = [async (ctx, next) => {
-      ctx.state.operationId = def.operationId
-      if (def.skipApiCall) ctx.state.skipApiCall = true
-      await next()
-    }]
+    const chain: ApiMiddleware[] = [
+      async (ctx, next) => {
+        ctx.state.operationId = def.operationId
+        if (def.skipApiCall) ctx.state.skipApiCall = true
+        await next()
+      },
+    ]
     if (!def.public) chain.push(this.authenticate, operation(def.operationId, def.scope) as unknown as ApiMiddleware)
     // Routes that write (scope write/publish) are refused while the daemon is read-only (full disk).
     if (this.writeGuard && (def.scope === 'write' || def.scope === 'publish')) {
       const guard = this.writeGuard
-      chain.push(async (ctx, next) => { const refusal = guard(); if (refusal) throw refusal; await next() })
+      chain.push(async (ctx, next) => {
+        const refusal = guard()
+        if (refusal) throw refusal
+        await next()
+      })
     }
     if (/^\/browsers\/:id(\/|$)/.test(def.path)) chain.push(this.requireBrowser)
     // The documented query schemas are the validation: a handler reads ctx.state.query, never ctx.query.
     if (def.query) {
       const check = compileQuery(def.query)
-      chain.push(async (ctx, next) => { ctx.state.query = check(ctx.query as RawQuery); await next() })
+      chain.push(async (ctx, next) => {
+        ctx.state.query = check(ctx.query as RawQuery)
+        await next()
+      })
     }
     chain.push(...(def.middleware ?? []), def.handler)
     this.koa.register(def.path, [def.method], chain)

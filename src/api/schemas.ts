@@ -3,13 +3,12 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 
-export const ErrorDetailSchema = Type.Object(
-  { code: Type.String(), message: Type.String() },
-  { $id: 'ErrorDetail' },
-)
+export const ErrorDetailSchema = Type.Object({ code: Type.String(), message: Type.String() }, { $id: 'ErrorDetail' })
 export const ErrorBodySchema = Type.Object(
   {
-    code: Type.String({ description: 'Machine-readable error code (bad_request, unauthorized, forbidden, not_found, internal, ...)' }),
+    code: Type.String({
+      description: 'Machine-readable error code (bad_request, unauthorized, forbidden, not_found, internal, ...)',
+    }),
     message: Type.String({ description: 'Human-readable description' }),
     details: Type.Optional(Type.Array(ErrorDetailSchema)),
     inner_error: Type.Optional(ErrorDetailSchema),
@@ -24,36 +23,62 @@ export const CategoryConfigSchema = Type.Object(
 /** `{browser: {<category>: {enabled}}}`: every configurable category; `monitor` is not one (it follows the capture rule). */
 export const TelemetryConfigSchema = Type.Object(
   {
-    browser: Type.Optional(Type.Object(
-      Object.fromEntries(CONFIGURABLE_CATEGORIES.map((c) => [c, Type.Optional(CategoryConfigSchema)])),
-      { additionalProperties: false, $id: 'BrowserTelemetryCategoriesConfig' },
-    )),
+    browser: Type.Optional(
+      Type.Object(Object.fromEntries(CONFIGURABLE_CATEGORIES.map(c => [c, Type.Optional(CategoryConfigSchema)])), {
+        additionalProperties: false,
+        $id: 'BrowserTelemetryCategoriesConfig',
+      }),
+    ),
   },
   { additionalProperties: false, $id: 'BrowserTelemetryConfig' },
 )
-export type TelemetryConfig = { browser?: Partial<Record<(typeof CONFIGURABLE_CATEGORIES)[number], { enabled?: boolean }>> }
+export type TelemetryConfig = {
+  browser?: Partial<Record<(typeof CONFIGURABLE_CATEGORIES)[number], { enabled?: boolean }>>
+}
 
 export const HealthSchema = Type.Object(
   {
     status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
-    reason: Type.Optional(Type.String({ description: 'Why the daemon is degraded (e.g. the data disk is full: read-only)' })),
+    reason: Type.Optional(
+      Type.String({ description: 'Why the daemon is degraded (e.g. the data disk is full: read-only)' }),
+    ),
     browser_id: Type.String(),
     version: Type.String(),
     uptime_s: Type.Number(),
     store: Type.Object({
-      writable: Type.Boolean(), writeFailures: Type.Integer(), lastWriteError: Type.Optional(Type.String()),
-      droppedEvents: Type.Integer(), pendingEvents: Type.Integer(), firstSeq: Type.Integer(), lastSeq: Type.Integer(),
+      writable: Type.Boolean(),
+      writeFailures: Type.Integer(),
+      lastWriteError: Type.Optional(Type.String()),
+      droppedEvents: Type.Integer(),
+      pendingEvents: Type.Integer(),
+      firstSeq: Type.Integer(),
+      lastSeq: Type.Integer(),
       syncedWrites: Type.Integer({ description: 'Writes made with fsync (seq reservations, periodic sync)' }),
     }),
-    monitor: Type.Unknown({ description: 'State of the CDP monitor (collecting, disconnected, failed, disabled, ...)' }),
+    monitor: Type.Unknown({
+      description: 'State of the CDP monitor (collecting, disconnected, failed, disabled, ...)',
+    }),
     streams: Type.Object({ open: Type.Integer(), slowDisconnects: Type.Integer() }),
-    shipping: Type.Object({
-      state: Type.Union([Type.Literal('off'), Type.Literal('connected'), Type.Literal('reconnecting'), Type.Literal('behind')]),
-      stream: Type.Optional(Type.String()), subject_prefix: Type.Optional(Type.String()),
-      acked_seq: Type.Optional(Type.Integer()), lag_events: Type.Optional(Type.Integer()), lag_seconds: Type.Optional(Type.Number()),
-      in_flight: Type.Optional(Type.Integer()), last_error: Type.Optional(Type.String()), last_error_at: Type.Optional(Type.String()),
-      retention_dropped_events: Type.Optional(Type.Integer()),
-    }, { description: 'Fleet shipping to NATS JetStream (off unless --nats-url is set); never affects status' }),
+    shipping: Type.Object(
+      {
+        state: Type.Union([
+          Type.Literal('off'),
+          Type.Literal('connected'),
+          Type.Literal('reconnecting'),
+          Type.Literal('behind'),
+        ]),
+        stream: Type.Optional(Type.String()),
+        subject_prefix: Type.Optional(Type.String()),
+        acked_seq: Type.Optional(Type.Integer()),
+        lag_events: Type.Optional(Type.Integer()),
+        lag_seconds: Type.Optional(Type.Number()),
+        in_flight: Type.Optional(Type.Integer()),
+        last_error: Type.Optional(Type.String()),
+        last_error_at: Type.Optional(Type.String()),
+        retention_dropped_events: Type.Optional(Type.Integer()),
+      },
+      { description: 'Fleet shipping to NATS JetStream (off unless --nats-url is set); never affects status' },
+    ),
   },
   { $id: 'Health' },
 )

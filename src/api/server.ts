@@ -15,7 +15,10 @@ export async function startApiServer(app: ApiApp, listen: { host: string; port: 
   const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, app.koa.callback())
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen(listen.port, listen.host, () => { server.off('error', reject); resolve() })
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
   })
   const addr = server.address() as AddressInfo
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address
@@ -25,7 +28,7 @@ export async function startApiServer(app: ApiApp, listen: { host: string; port: 
     url: `http://${host}:${addr.port}`,
     close(graceMs = 5000) {
       closing ??= (async () => {
-        const closed = new Promise<void>((r) => server.close(() => r()))
+        const closed = new Promise<void>(r => server.close(() => r()))
         await app.closeStreams()
         server.closeIdleConnections()
         const timer = setTimeout(() => server.closeAllConnections(), graceMs)

@@ -14,16 +14,32 @@ export const DEFAULT_LIMIT = 20
 export const MAX_LIMIT = 100
 export const DEFAULT_SINCE_MS = 5 * 60_000
 
-const timeParam = (what: string) => ({ schema: Type.String(), description: `${what}: an RFC-3339 timestamp, or a duration such as 90s, 5m, 2h, 1h30m meaning that long ago.` })
+const timeParam = (what: string) => ({
+  schema: Type.String(),
+  description: `${what}: an RFC-3339 timestamp, or a duration such as 90s, 5m, 2h, 1h30m meaning that long ago.`,
+})
 
 /** The read parameters as the route table documents and enforces them. */
 export const EVENTS_QUERY = {
-  offset: { schema: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }), description: 'Opaque cursor: the X-Next-Offset of the previous response. When set, since is ignored; until still bounds.' },
+  offset: {
+    schema: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    description:
+      'Opaque cursor: the X-Next-Offset of the previous response. When set, since is ignored; until still bounds.',
+  },
   since: timeParam('Window start (default 5m); not allowed with order=desc'),
   until: timeParam('Window end, exclusive'),
-  limit: { schema: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }), description: 'Events per page' },
-  category: { schema: Type.Array(Type.Union(CATEGORIES.map((c) => Type.Literal(c)))), description: 'Only these categories; repeat the parameter or comma-join the values' },
-  order: { schema: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'asc' }), description: 'asc: oldest first; desc: newest first' },
+  limit: {
+    schema: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }),
+    description: 'Events per page',
+  },
+  category: {
+    schema: Type.Array(Type.Union(CATEGORIES.map(c => Type.Literal(c)))),
+    description: 'Only these categories; repeat the parameter or comma-join the values',
+  },
+  order: {
+    schema: Type.Union([Type.Literal('asc'), Type.Literal('desc')], { default: 'asc' }),
+    description: 'asc: oldest first; desc: newest first',
+  },
 }
 const checkEventsQuery = compileQuery(EVENTS_QUERY)
 
@@ -37,7 +53,8 @@ export function parseRfc3339Us(text: string): number | undefined {
   const m = RFC3339.exec(text)
   if (!m) return undefined
   const [, y, mo, d, h, mi, s, frac, zone] = m
-  const month = Number(mo); const day = Number(d)
+  const month = Number(mo)
+  const day = Number(d)
   if (month < 1 || month > 12 || day < 1 || Number(h) > 23 || Number(mi) > 59 || Number(s) > 60) return undefined
   const daysInMonth = new Date(Date.UTC(Number(y), month, 0)).getUTCDate()
   if (day > daysInMonth) return undefined
@@ -73,7 +90,11 @@ export function readQueryOf(q: QueryValues, nowUs: number): ReadQuery {
   const limit = q.limit as number
   const cursor = typeof q.offset === 'number' && q.offset > 0 ? q.offset : undefined
   const sinceUs = timeBound('since', q.since as string | undefined, nowUs)
-  if (sinceUs !== undefined && order === 'desc') throw invalidInput('since', 'cannot be combined with order=desc (desc pages end at offset, until or the newest event)')
+  if (sinceUs !== undefined && order === 'desc')
+    throw invalidInput(
+      'since',
+      'cannot be combined with order=desc (desc pages end at offset, until or the newest event)',
+    )
   const untilUs = timeBound('until', q.until as string | undefined, nowUs)
   if (sinceUs !== undefined && untilUs !== undefined && sinceUs > untilUs) throw invalidInput('since', 'is after until')
 
@@ -88,6 +109,7 @@ export function readQueryOf(q: QueryValues, nowUs: number): ReadQuery {
 function timeBound(name: string, text: string | undefined, nowUs: number): number | undefined {
   if (text === undefined) return undefined
   const us = parseTimeBound(text, nowUs)
-  if (us === undefined) throw invalidInput(name, `expected an RFC-3339 time or a duration like 90s, 5m, 1h30m, got ${JSON.stringify(text)}`)
+  if (us === undefined)
+    throw invalidInput(name, `expected an RFC-3339 time or a duration like 90s, 5m, 1h30m, got ${JSON.stringify(text)}`)
   return us
 }

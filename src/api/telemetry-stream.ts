@@ -129,12 +129,17 @@ export class TelemetryStreams {
   readonly ring: FrameRing
   readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0, ringResumes: 0, storeResumes: 0 }
 
-  constructor(readonly log: EventLog, readonly opts: TelemetryStreamsOptions) {
+  constructor(
+    readonly log: EventLog,
+    readonly opts: TelemetryStreamsOptions,
+  ) {
     this.ring = new FrameRing(opts.ringBytes ?? DEFAULT_STREAM_RING_BYTES)
     this.unsubscribe = log.onCommit(this.onCommit)
   }
 
-  get size(): number { return this.sessions.size }
+  get size(): number {
+    return this.sessions.size
+  }
 
   /** True when another stream would exceed maxClients (the route answers 429 and counts it). */
   full(): boolean {
@@ -145,11 +150,17 @@ export class TelemetryStreams {
 
   /** Takes over `res` (headers, body, end) and streams from `start`. Returns the session's end. */
   open(res: ServerResponse, start: StreamStart): Promise<void> {
-    if (this.closing) { res.writeHead(503).end(); return Promise.resolve() }
+    if (this.closing) {
+      res.writeHead(503).end()
+      return Promise.resolve()
+    }
     const session = new StreamSession(this, res, start)
     this.sessions.add(session)
     this.stats.open = this.sessions.size
-    session.done.finally(() => { this.sessions.delete(session); this.stats.open = this.sessions.size })
+    session.done.finally(() => {
+      this.sessions.delete(session)
+      this.stats.open = this.sessions.size
+    })
     session.begin()
     return session.done
   }
@@ -160,7 +171,7 @@ export class TelemetryStreams {
     this.unsubscribe()
     this.flush() // what was committed reaches the live clients before their streams end
     this.ring.clear()
-    await Promise.all([...this.sessions].map((s) => s.end(graceMs)))
+    await Promise.all([...this.sessions].map(s => s.end(graceMs)))
   }
 
   private readonly onCommit = (records: readonly StoredRecord[]): void => {
@@ -186,7 +197,10 @@ export class TelemetryStreams {
    * ring take the new batch from there.
    */
   private readonly flush = (): void => {
-    if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = undefined }
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer)
+      this.flushTimer = undefined
+    }
     this.lastFlush = performance.now()
     const records = this.pending
     if (records.length === 0) return
@@ -220,12 +234,20 @@ class StreamSession {
   private wroteSinceTick = false
   private keepalive: NodeJS.Timeout | undefined
   private resolveDone!: () => void
-  readonly done = new Promise<void>((r) => { this.resolveDone = r })
+  readonly done = new Promise<void>(r => {
+    this.resolveDone = r
+  })
   private readonly logger: Logger
   /** A method, not a field read, so TypeScript does not narrow it across awaits. */
-  private isClosed(): boolean { return this.mode === 'closed' }
+  private isClosed(): boolean {
+    return this.mode === 'closed'
+  }
 
-  constructor(private readonly hub: TelemetryStreams, private readonly res: ServerResponse, private readonly start: StreamStart) {
+  constructor(
+    private readonly hub: TelemetryStreams,
+    private readonly res: ServerResponse,
+    private readonly start: StreamStart,
+  ) {
     this.logger = hub.opts.logger ?? silentLogger
   }
 
@@ -234,7 +256,7 @@ class StreamSession {
     res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-cache, no-transform',
-      'Connection': 'keep-alive',
+      Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
     })
     res.flushHeaders()
@@ -271,7 +293,7 @@ class StreamSession {
       this.heldOverflowed = false
       const page = await this.hub.log.read({ order: 'asc', limit: pageSize, cursor: this.lastSent + 1 })
       if (this.isClosed()) return
-      const fresh = page.records.filter((r) => r.seq > this.lastSent)
+      const fresh = page.records.filter(r => r.seq > this.lastSent)
       if (fresh.length > 0) this.write(frames(fresh).buf, fresh.length, fresh[fresh.length - 1]!.seq)
       if (this.blocked) await this.drainedOrClosed()
       if (this.isClosed()) return
@@ -288,7 +310,7 @@ class StreamSession {
       if (this.heldOverflowed) continue
       break
     }
-    const rest = this.held.filter((r) => r.seq > this.lastSent)
+    const rest = this.held.filter(r => r.seq > this.lastSent)
     this.held = []
     this.heldBytes = 0
     if (rest.length > 0) this.write(frames(rest).buf, rest.length, rest[rest.length - 1]!.seq)
@@ -297,7 +319,7 @@ class StreamSession {
 
   /** Pages the store from the last sent seq; a failed read closes the stream (the client resumes). */
   private startReplay(): void {
-    void this.replay().catch((err) => {
+    void this.replay().catch(err => {
       this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
       this.close()
     })
@@ -311,15 +333,26 @@ class StreamSession {
   pump(): void {
     while (this.mode === 'ring' && !this.blocked) {
       const next = this.hub.ring.after(this.lastSent)
-      if (next === 'caught-up') { this.mode = 'live'; return }
-      if (next === 'behind') { this.mode = 'backlog'; this.startReplay(); return }
+      if (next === 'caught-up') {
+        this.mode = 'live'
+        return
+      }
+      if (next === 'behind') {
+        this.mode = 'backlog'
+        this.startReplay()
+        return
+      }
       this.write(next.buf, next.events, next.lastSeq)
     }
   }
 
   private drainedOrClosed(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => { this.res.off('drain', done); this.res.off('close', done); resolve() }
+    return new Promise<void>(resolve => {
+      const done = () => {
+        this.res.off('drain', done)
+        this.res.off('close', done)
+        resolve()
+      }
       this.res.on('drain', done).on('close', done)
     })
   }
@@ -328,8 +361,10 @@ class StreamSession {
   hold(records: readonly StoredRecord[]): void {
     let bytes = 0
     for (const r of records) bytes += r.envelopeBytes?.byteLength ?? r.json.length
-    if (this.held.length + records.length > this.hub.opts.bufferEvents ||
-      this.heldBytes + bytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
+    if (
+      this.held.length + records.length > this.hub.opts.bufferEvents ||
+      this.heldBytes + bytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)
+    ) {
       this.held = []
       this.heldBytes = 0
       this.heldOverflowed = true
@@ -358,8 +393,10 @@ class StreamSession {
       this.queued.push(chunk)
       this.queuedEvents += events
       this.queuedBytes += chunk.length
-      if (this.undrained + this.queuedEvents > this.hub.opts.bufferEvents ||
-        this.undrainedBytes + this.queuedBytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)) {
+      if (
+        this.undrained + this.queuedEvents > this.hub.opts.bufferEvents ||
+        this.undrainedBytes + this.queuedBytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)
+      ) {
         this.lagClose()
       }
       return
@@ -401,7 +438,10 @@ class StreamSession {
     this.blocked = false
     this.undrained = 0
     this.undrainedBytes = 0
-    if (this.queued.length === 0) { if (this.mode === 'ring') this.pump(); return }
+    if (this.queued.length === 0) {
+      if (this.mode === 'ring') this.pump()
+      return
+    }
     const chunks = this.queued
     const events = this.queuedEvents
     const bytes = this.queuedBytes
@@ -414,7 +454,11 @@ class StreamSession {
     let ok = true
     for (const c of chunks) ok = this.res.write(c)
     this.res.uncork()
-    if (!ok) { this.blocked = true; this.undrained = events; this.undrainedBytes = bytes }
+    if (!ok) {
+      this.blocked = true
+      this.undrained = events
+      this.undrainedBytes = bytes
+    }
   }
 
   /** Clean end on shutdown: flush what is queued, end the response, destroy it if it does not finish in time. */
@@ -435,7 +479,10 @@ class StreamSession {
   }
 
   private stopTimers(): void {
-    if (this.keepalive) { clearInterval(this.keepalive); this.keepalive = undefined }
+    if (this.keepalive) {
+      clearInterval(this.keepalive)
+      this.keepalive = undefined
+    }
   }
 
   close(): void {

@@ -29,10 +29,18 @@ export interface CommandSpec {
 export const DEFAULT_URL = 'http://127.0.0.1:10222'
 
 export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
-  'url': { type: 'string', arg: 'URL', help: `Daemon API base URL (env BROWSER_TELEMETRY_URL; default ${DEFAULT_URL})` },
-  'token': { type: 'string', arg: 'TOKEN', help: 'Bearer token (env BROWSER_TELEMETRY_TOKEN; default: <data dir>/token when readable)' },
-  'browser-id': { type: 'string', arg: 'ID', help: 'Browser session id (env BROWSER_TELEMETRY_BROWSER_ID; default: asked from the daemon)' },
-  'help': { type: 'boolean', short: 'h', help: 'Show this help' },
+  url: { type: 'string', arg: 'URL', help: `Daemon API base URL (env BROWSER_TELEMETRY_URL; default ${DEFAULT_URL})` },
+  token: {
+    type: 'string',
+    arg: 'TOKEN',
+    help: 'Bearer token (env BROWSER_TELEMETRY_TOKEN; default: <data dir>/token when readable)',
+  },
+  'browser-id': {
+    type: 'string',
+    arg: 'ID',
+    help: 'Browser session id (env BROWSER_TELEMETRY_BROWSER_ID; default: asked from the daemon)',
+  },
+  help: { type: 'boolean', short: 'h', help: 'Show this help' },
 }
 
 export interface Parsed {
@@ -43,7 +51,9 @@ export interface Parsed {
 
 /** The command's own options plus the connection options it takes (always --help). */
 function optionsOf(spec: CommandSpec): Record<string, OptionSpec> {
-  return spec.connection === false ? { ...spec.options, help: CONNECTION_OPTIONS.help! } : { ...spec.options, ...CONNECTION_OPTIONS }
+  return spec.connection === false
+    ? { ...spec.options, help: CONNECTION_OPTIONS.help! }
+    : { ...spec.options, ...CONNECTION_OPTIONS }
 }
 
 export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
@@ -58,7 +68,10 @@ export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
   if (!help) {
     const n = parsed.positionals.length
     if (n < (spec.minPositionals ?? 0)) throw usageError(`expected ${spec.positionals ?? 'arguments'} (see --help)`)
-    if (n > (spec.maxPositionals ?? 0)) throw usageError(`unexpected argument ${JSON.stringify(parsed.positionals[spec.maxPositionals ?? 0])} (see --help)`)
+    if (n > (spec.maxPositionals ?? 0))
+      throw usageError(
+        `unexpected argument ${JSON.stringify(parsed.positionals[spec.maxPositionals ?? 0])} (see --help)`,
+      )
   }
   return { values: parsed.values, positionals: parsed.positionals, help }
 }
@@ -79,7 +92,10 @@ export function helpText(spec: CommandSpec): string {
 /** Values of a repeatable, comma-joinable option: `--category a,b --category c` -> [a, b, c]. */
 export function listOption(v: OptionValue): string[] {
   if (v === undefined || typeof v === 'boolean') return []
-  return (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean)
+  return (Array.isArray(v) ? v : [v])
+    .flatMap(s => s.split(','))
+    .map(s => s.trim())
+    .filter(Boolean)
 }
 
 export function stringOption(v: OptionValue): string | undefined {
@@ -90,11 +106,16 @@ export function stringOption(v: OptionValue): string | undefined {
 export function intOption(v: OptionValue, flag: string, min = 1): number | undefined {
   const s = stringOption(v)
   if (s === undefined) return undefined
-  if (!/^\d+$/.test(s) || Number(s) < min) throw usageError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(s)}`)
+  if (!/^\d+$/.test(s) || Number(s) < min)
+    throw usageError(`--${flag}: expected an integer >= ${min}, got ${JSON.stringify(s)}`)
   return Number(s)
 }
 
-export interface Connection { url: string; token?: string; browserId?: string }
+export interface Connection {
+  url: string
+  token?: string
+  browserId?: string
+}
 
 /** Flag, then env twin; the token finally falls back to the daemon's generated token file. */
 export function connectionOf(values: Parsed['values'], env: NodeJS.ProcessEnv): Connection {

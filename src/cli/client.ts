@@ -35,13 +35,19 @@ export class ApiClient {
     let res: Response
     try {
       res = await fetch(this.url(path, opts.query), {
-        method, headers, body: opts.body, signal: opts.signal, ...(opts.duplex ? { duplex: opts.duplex } : {}),
+        method,
+        headers,
+        body: opts.body,
+        signal: opts.signal,
+        ...(opts.duplex ? { duplex: opts.duplex } : {}),
       } as RequestInit)
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err
       const cause = (err as { cause?: { code?: string; message?: string } }).cause
       const why = cause?.code ?? cause?.message ?? (err as Error).message
-      throw new CliError(`cannot reach ${this.conn.url} (${why}); is the daemon running? (--url / BROWSER_TELEMETRY_URL)`)
+      throw new CliError(
+        `cannot reach ${this.conn.url} (${why}); is the daemon running? (--url / BROWSER_TELEMETRY_URL)`,
+      )
     }
     if (!res.ok) throw await errorOf(res, this.conn)
     return res
@@ -50,24 +56,33 @@ export class ApiClient {
   async json<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
     const res = await this.request(method, path, { ...opts, headers: { accept: 'application/json', ...opts.headers } })
     const text = await res.text()
-    try { return JSON.parse(text) as T } catch { throw new CliError(`${method} ${path}: the daemon answered ${res.status} with a body that is not JSON`) }
+    try {
+      return JSON.parse(text) as T
+    } catch {
+      throw new CliError(`${method} ${path}: the daemon answered ${res.status} with a body that is not JSON`)
+    }
   }
 
   /** The configured browser id, else the one the daemon serves (GET /healthz, no auth needed). */
   browserId(): Promise<string> {
     if (this.conn.browserId) return Promise.resolve(this.conn.browserId)
-    this.browserIdPromise ??= this.json<{ browser_id?: unknown }>('GET', '/healthz').catch((err: unknown) => {
-      // /healthz answers 503 with the same body while the store cannot write; the id is still there.
-      if (err instanceof ApiResponseError && typeof (err.body as { browser_id?: unknown } | undefined)?.browser_id === 'string') {
-        return err.body as { browser_id: string }
-      }
-      throw err
-    }).then((h) => {
-      if (typeof h.browser_id !== 'string' || h.browser_id === '') {
-        throw new CliError('the daemon did not report a browser id on /healthz; pass --browser-id')
-      }
-      return h.browser_id
-    })
+    this.browserIdPromise ??= this.json<{ browser_id?: unknown }>('GET', '/healthz')
+      .catch((err: unknown) => {
+        // /healthz answers 503 with the same body while the store cannot write; the id is still there.
+        if (
+          err instanceof ApiResponseError &&
+          typeof (err.body as { browser_id?: unknown } | undefined)?.browser_id === 'string'
+        ) {
+          return err.body as { browser_id: string }
+        }
+        throw err
+      })
+      .then(h => {
+        if (typeof h.browser_id !== 'string' || h.browser_id === '') {
+          throw new CliError('the daemon did not report a browser id on /healthz; pass --browser-id')
+        }
+        return h.browser_id
+      })
     return this.browserIdPromise
   }
 
@@ -78,7 +93,11 @@ export class ApiClient {
 
 /** A non-2xx answer; message is "<status> <code>: <message>" as the server gave them. */
 export class ApiResponseError extends CliError {
-  constructor(message: string, readonly status: number, readonly body: unknown) {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly body: unknown,
+  ) {
     super(message)
     this.name = 'ApiResponseError'
   }
@@ -87,7 +106,11 @@ export class ApiResponseError extends CliError {
 async function errorOf(res: Response, conn: Connection): Promise<ApiResponseError> {
   const text = await res.text().catch(() => '')
   let body: unknown
-  try { body = JSON.parse(text) } catch { body = undefined }
+  try {
+    body = JSON.parse(text)
+  } catch {
+    body = undefined
+  }
   const b = body as { code?: unknown; message?: unknown } | undefined
   let message = typeof b?.message === 'string' ? b.message : text.split('\n')[0]!.slice(0, 200) || res.statusText
   if (typeof b?.code === 'string') message = `${b.code}: ${message}`
@@ -96,11 +119,20 @@ async function errorOf(res: Response, conn: Connection): Promise<ApiResponseErro
 }
 
 /** Pages of a list operation until X-Has-More is not "true" (the same rule as the real client). */
-export async function* pages<T>(client: ApiClient, path: string, query: Query, signal?: AbortSignal): AsyncGenerator<T[]> {
+export async function* pages<T>(
+  client: ApiClient,
+  path: string,
+  query: Query,
+  signal?: AbortSignal,
+): AsyncGenerator<T[]> {
   let offset: string | undefined
   for (;;) {
-    const res = await client.request('GET', path, { query: { ...query, offset }, headers: { accept: 'application/json' }, signal })
-    const body = await res.json() as T[]
+    const res = await client.request('GET', path, {
+      query: { ...query, offset },
+      headers: { accept: 'application/json' },
+      signal,
+    })
+    const body = (await res.json()) as T[]
     if (!Array.isArray(body)) throw new CliError(`GET ${path}: expected a JSON array`)
     yield body
     const more = res.headers.get('x-has-more') === 'true'

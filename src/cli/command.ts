@@ -19,7 +19,10 @@ export function defineCommand(spec: CommandSpec, handler: CommandHandler): Clien
     async run(argv, io = processIO()) {
       try {
         const args = parseCommand(spec, argv)
-        if (args.help) { io.stdout.write(helpText(spec)); return 0 }
+        if (args.help) {
+          io.stdout.write(helpText(spec))
+          return 0
+        }
         const client = new ApiClient(connectionOf(args.values, io.env))
         return (await handler(args, client, io)) ?? 0
       } catch (err) {

@@ -5,34 +5,82 @@ import { parseTimeBound } from '../api/telemetry-query.js'
 import type { Category, Envelope } from '../events/index.js'
 import { parseNatsServers, type NatsAuth } from '../ship/connect.js'
 import { connectFleet, readFleet, type FleetMessage } from '../ship/fleet-reader.js'
-import { intOption, helpText, parseCommand, stringOption, type CommandSpec, type OptionSpec, type Parsed } from './args.js'
+import {
+  intOption,
+  helpText,
+  parseCommand,
+  stringOption,
+  type CommandSpec,
+  type OptionSpec,
+  type Parsed,
+} from './args.js'
 import { fail, type ClientCommand } from './command.js'
 import { formatEnvelope } from './format.js'
 import { CliError, processIO, usageError, useColor, writeOut, type CliIO } from './io.js'
 import { categoriesOption } from './read.js'
 
 const NATS_OPTIONS: Record<string, OptionSpec> = {
-  'nats-url': { type: 'string', arg: 'URL', help: 'nats://host:port, comma-separated (env BROWSER_TELEMETRY_NATS_URL)' },
-  'nats-creds-file': { type: 'string', arg: 'FILE', help: 'NATS credentials file (env BROWSER_TELEMETRY_NATS_CREDS_FILE)' },
-  'nats-token-file': { type: 'string', arg: 'FILE', help: 'File holding a NATS token (env BROWSER_TELEMETRY_NATS_TOKEN_FILE)' },
-  'nats-tls-ca': { type: 'string', arg: 'FILE', help: 'CA bundle of the NATS server certificate (env BROWSER_TELEMETRY_NATS_TLS_CA)' },
-  'nats-stream': { type: 'string', arg: 'NAME', help: 'Stream name (env BROWSER_TELEMETRY_NATS_STREAM; default BROWSER_TELEMETRY)' },
-  'nats-subject-prefix': { type: 'string', arg: 'PREFIX', help: 'Subject prefix (env BROWSER_TELEMETRY_NATS_SUBJECT_PREFIX; default telemetry)' },
-  'browser-id': { type: 'string', arg: 'ID', help: 'Only this VM\'s browser (default: every browser in the stream)' },
-  'category': { type: 'string', multiple: true, arg: 'NAME', help: 'Only these categories, comma-separated' },
-  'json': { type: 'boolean', help: 'NDJSON: each envelope as shipped, with "browser_id" added first' },
+  'nats-url': {
+    type: 'string',
+    arg: 'URL',
+    help: 'nats://host:port, comma-separated (env BROWSER_TELEMETRY_NATS_URL)',
+  },
+  'nats-creds-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'NATS credentials file (env BROWSER_TELEMETRY_NATS_CREDS_FILE)',
+  },
+  'nats-token-file': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'File holding a NATS token (env BROWSER_TELEMETRY_NATS_TOKEN_FILE)',
+  },
+  'nats-tls-ca': {
+    type: 'string',
+    arg: 'FILE',
+    help: 'CA bundle of the NATS server certificate (env BROWSER_TELEMETRY_NATS_TLS_CA)',
+  },
+  'nats-stream': {
+    type: 'string',
+    arg: 'NAME',
+    help: 'Stream name (env BROWSER_TELEMETRY_NATS_STREAM; default BROWSER_TELEMETRY)',
+  },
+  'nats-subject-prefix': {
+    type: 'string',
+    arg: 'PREFIX',
+    help: 'Subject prefix (env BROWSER_TELEMETRY_NATS_SUBJECT_PREFIX; default telemetry)',
+  },
+  'browser-id': { type: 'string', arg: 'ID', help: "Only this VM's browser (default: every browser in the stream)" },
+  category: { type: 'string', multiple: true, arg: 'NAME', help: 'Only these categories, comma-separated' },
+  json: { type: 'boolean', help: 'NDJSON: each envelope as shipped, with "browser_id" added first' },
 }
 
-interface FleetTarget { auth: NatsAuth; stream: string; subjectPrefix: string; browserId?: string; categories: Category[] }
+interface FleetTarget {
+  auth: NatsAuth
+  stream: string
+  subjectPrefix: string
+  browserId?: string
+  categories: Category[]
+}
 
 function targetOf(values: Parsed['values'], env: NodeJS.ProcessEnv): FleetTarget {
-  const pick = (flag: string) => stringOption(values[flag]) ?? (env[`BROWSER_TELEMETRY_${flag.toUpperCase().replace(/-/g, '_')}`] || undefined)
+  const pick = (flag: string) =>
+    stringOption(values[flag]) ?? (env[`BROWSER_TELEMETRY_${flag.toUpperCase().replace(/-/g, '_')}`] || undefined)
   const url = pick('nats-url')
   if (!url) throw usageError('--nats-url is required (or BROWSER_TELEMETRY_NATS_URL)')
   let servers: string[]
-  try { servers = parseNatsServers(url) } catch (err) { throw usageError(`--nats-url: ${(err as Error).message}`) }
+  try {
+    servers = parseNatsServers(url)
+  } catch (err) {
+    throw usageError(`--nats-url: ${(err as Error).message}`)
+  }
   return {
-    auth: { servers, credsFile: pick('nats-creds-file'), tokenFile: pick('nats-token-file'), tlsCa: pick('nats-tls-ca') },
+    auth: {
+      servers,
+      credsFile: pick('nats-creds-file'),
+      tokenFile: pick('nats-token-file'),
+      tlsCa: pick('nats-tls-ca'),
+    },
     stream: pick('nats-stream') ?? 'BROWSER_TELEMETRY',
     subjectPrefix: pick('nats-subject-prefix') ?? 'telemetry',
     browserId: stringOption(values['browser-id']),
@@ -43,7 +91,10 @@ function targetOf(values: Parsed['values'], env: NodeJS.ProcessEnv): FleetTarget
 function timeOption(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined
   const us = parseTimeBound(v, Date.now() * 1000)
-  if (us === undefined) throw usageError(`--${flag}: expected an RFC-3339 time or a duration ago like 90s, 5m, 1h30m, got ${JSON.stringify(v)}`)
+  if (us === undefined)
+    throw usageError(
+      `--${flag}: expected an RFC-3339 time or a duration ago like 90s, 5m, 1h30m, got ${JSON.stringify(v)}`,
+    )
   return us
 }
 
@@ -64,7 +115,10 @@ function defineFleetCommand(spec: CommandSpec, handler: FleetHandler): ClientCom
     async run(argv, io = processIO()) {
       try {
         const args = parseCommand(spec, argv)
-        if (args.help) { io.stdout.write(helpText(spec)); return 0 }
+        if (args.help) {
+          io.stdout.write(helpText(spec))
+          return 0
+        }
         const target = targetOf(args.values, io.env)
         let nc: NatsConnection
         try {
@@ -73,10 +127,13 @@ function defineFleetCommand(spec: CommandSpec, handler: FleetHandler): ClientCom
           throw new CliError(`cannot connect to NATS (${target.auth.servers.join(', ')}): ${(err as Error).message}`)
         }
         try {
-          return (await handler(target, args, nc, io).catch((err: Error) => {
-            if (/stream not found/i.test(err.message)) throw new CliError(`stream ${target.stream} not found on ${target.auth.servers.join(', ')}`)
-            throw err
-          })) ?? 0
+          return (
+            (await handler(target, args, nc, io).catch((err: Error) => {
+              if (/stream not found/i.test(err.message))
+                throw new CliError(`stream ${target.stream} not found on ${target.auth.servers.join(', ')}`)
+              throw err
+            })) ?? 0
+          )
         } finally {
           await nc.close().catch(() => undefined)
         }
@@ -87,64 +144,92 @@ function defineFleetCommand(spec: CommandSpec, handler: FleetHandler): ClientCom
   }
 }
 
-const tail = defineFleetCommand({
-  name: 'fleet tail',
-  summary: 'Follow the fleet stream (ordered consumer): one readable line per event, like `tail`.',
-  connection: false,
-  options: {
-    ...NATS_OPTIONS,
-    since: { type: 'string', arg: 'TIME', help: 'Start at this time (RFC-3339 or a duration ago like 5m; default: only new events)' },
-    count: { type: 'string', arg: 'N', help: 'Exit after printing N events' },
+const tail = defineFleetCommand(
+  {
+    name: 'fleet tail',
+    summary: 'Follow the fleet stream (ordered consumer): one readable line per event, like `tail`.',
+    connection: false,
+    options: {
+      ...NATS_OPTIONS,
+      since: {
+        type: 'string',
+        arg: 'TIME',
+        help: 'Start at this time (RFC-3339 or a duration ago like 5m; default: only new events)',
+      },
+      count: { type: 'string', arg: 'N', help: 'Exit after printing N events' },
+    },
+    notes: [
+      'Examples:',
+      '  browser-telemetry fleet tail --nats-url nats://127.0.0.1:4222',
+      '  browser-telemetry fleet tail --nats-url nats://nats:4222 --browser-id vm-42 --category console --since 10m',
+    ],
   },
-  notes: ['Examples:', '  browser-telemetry fleet tail --nats-url nats://127.0.0.1:4222', '  browser-telemetry fleet tail --nats-url nats://nats:4222 --browser-id vm-42 --category console --since 10m'],
-}, async (target, { values }, nc, io) => {
-  const count = intOption(values.count, 'count')
-  const json = values.json === true
-  const print = printer(target, json, !json && useColor(io.stdout, io.env))
-  const abort = new AbortController()
-  const onSigint = () => abort.abort()
-  if (io.signal) io.signal.addEventListener('abort', onSigint, { once: true })
-  else process.once('SIGINT', onSigint)
-  let printed = 0
-  try {
-    await readFleet(nc, { ...target, sinceUs: timeOption(stringOption(values.since), 'since'), follow: true, signal: abort.signal }, async (m) => {
-      await writeOut(io.stdout, print(m, JSON.parse(m.json) as Envelope) + '\n')
-      return count === undefined || ++printed < count
-    })
-  } finally {
-    process.off('SIGINT', onSigint)
-    io.signal?.removeEventListener('abort', onSigint)
-  }
-})
+  async (target, { values }, nc, io) => {
+    const count = intOption(values.count, 'count')
+    const json = values.json === true
+    const print = printer(target, json, !json && useColor(io.stdout, io.env))
+    const abort = new AbortController()
+    const onSigint = () => abort.abort()
+    if (io.signal) io.signal.addEventListener('abort', onSigint, { once: true })
+    else process.once('SIGINT', onSigint)
+    let printed = 0
+    try {
+      await readFleet(
+        nc,
+        { ...target, sinceUs: timeOption(stringOption(values.since), 'since'), follow: true, signal: abort.signal },
+        async m => {
+          await writeOut(io.stdout, print(m, JSON.parse(m.json) as Envelope) + '\n')
+          return count === undefined || ++printed < count
+        },
+      )
+    } finally {
+      process.off('SIGINT', onSigint)
+      io.signal?.removeEventListener('abort', onSigint)
+    }
+  },
+)
 
-const read = defineFleetCommand({
-  name: 'fleet read',
-  summary: 'Print the fleet stream\'s events of a time window, oldest first, then exit (NDJSON with --json).',
-  connection: false,
-  options: {
-    ...NATS_OPTIONS,
-    since: { type: 'string', arg: 'TIME', help: 'Window start: RFC-3339 or a duration ago (default 5m; matched against the stream\'s store time)' },
-    until: { type: 'string', arg: 'TIME', help: 'Window end, exclusive, by event ts: RFC-3339 or a duration ago' },
-    limit: { type: 'string', arg: 'N', help: 'Stop after N events' },
+const read = defineFleetCommand(
+  {
+    name: 'fleet read',
+    summary: "Print the fleet stream's events of a time window, oldest first, then exit (NDJSON with --json).",
+    connection: false,
+    options: {
+      ...NATS_OPTIONS,
+      since: {
+        type: 'string',
+        arg: 'TIME',
+        help: "Window start: RFC-3339 or a duration ago (default 5m; matched against the stream's store time)",
+      },
+      until: { type: 'string', arg: 'TIME', help: 'Window end, exclusive, by event ts: RFC-3339 or a duration ago' },
+      limit: { type: 'string', arg: 'N', help: 'Stop after N events' },
+    },
+    notes: [
+      'Examples:',
+      '  browser-telemetry fleet read --nats-url nats://nats:4222 --browser-id vm-42 --since 1h --json | jq .event.type',
+    ],
   },
-  notes: ['Examples:', '  browser-telemetry fleet read --nats-url nats://nats:4222 --browser-id vm-42 --since 1h --json | jq .event.type'],
-}, async (target, { values }, nc, io) => {
-  const limit = intOption(values.limit, 'limit')
-  const sinceUs = timeOption(stringOption(values.since) ?? '5m', 'since')
-  const untilUs = timeOption(stringOption(values.until), 'until')
-  const json = values.json === true
-  const print = printer(target, json, !json && useColor(io.stdout, io.env))
-  let printed = 0
-  let out = ''
-  await readFleet(nc, { ...target, sinceUs, follow: false, signal: io.signal }, async (m) => {
-    const env = JSON.parse(m.json) as Envelope
-    if (untilUs !== undefined && env.event.ts >= untilUs) return false
-    out += print(m, env) + '\n'
-    if (out.length > 64 * 1024) { await writeOut(io.stdout, out); out = '' }
-    return limit === undefined || ++printed < limit
-  })
-  if (out) await writeOut(io.stdout, out)
-})
+  async (target, { values }, nc, io) => {
+    const limit = intOption(values.limit, 'limit')
+    const sinceUs = timeOption(stringOption(values.since) ?? '5m', 'since')
+    const untilUs = timeOption(stringOption(values.until), 'until')
+    const json = values.json === true
+    const print = printer(target, json, !json && useColor(io.stdout, io.env))
+    let printed = 0
+    let out = ''
+    await readFleet(nc, { ...target, sinceUs, follow: false, signal: io.signal }, async m => {
+      const env = JSON.parse(m.json) as Envelope
+      if (untilUs !== undefined && env.event.ts >= untilUs) return false
+      out += print(m, env) + '\n'
+      if (out.length > 64 * 1024) {
+        await writeOut(io.stdout, out)
+        out = ''
+      }
+      return limit === undefined || ++printed < limit
+    })
+    if (out) await writeOut(io.stdout, out)
+  },
+)
 
 export const fleetSubcommands = { tail, read }
 

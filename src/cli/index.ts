@@ -12,11 +12,11 @@ export type { ClientCommand } from './command.js'
 export type { CliIO } from './io.js'
 
 export const clientCommands: Record<string, ClientCommand> = {
-  'tail': tailCommand,
-  'read': readCommand,
-  'har': harCommand,
+  tail: tailCommand,
+  read: readCommand,
+  har: harCommand,
   'upload-zip': uploadZipCommand,
-  'extension': extensionCommand,
-  'open': openCommand,
-  'fleet': fleetCommand,
+  extension: extensionCommand,
+  open: openCommand,
+  fleet: fleetCommand,
 }

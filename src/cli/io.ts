@@ -32,7 +32,10 @@ export function processIO(): CliIO {
 
 /** A user-facing failure: printed as one line `browser-telemetry <cmd>: <message>`, exit code `code`. */
 export class CliError extends Error {
-  constructor(message: string, readonly code = 1) {
+  constructor(
+    message: string,
+    readonly code = 1,
+  ) {
     super(message)
     this.name = 'CliError'
   }
@@ -43,7 +46,7 @@ export const usageError = (message: string) => new CliError(message, 2)
 
 /** Writes honouring backpressure, so `read | head` and slow terminals do not buffer the whole window. */
 export async function writeOut(out: OutStream, text: string | Uint8Array): Promise<void> {
-  if (!out.write(text) && out.once) await new Promise<void>((r) => out.once!('drain', () => r()))
+  if (!out.write(text) && out.once) await new Promise<void>(r => out.once!('drain', () => r()))
 }
 
 /** Colour only for a terminal, unless NO_COLOR is set or FORCE_COLOR asks for it (https://no-color.org). */

@@ -7,8 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { CliError } from './io.js'
 
 export type Part =
-  | { name: string; value: string }
-  | { name: string; file: string; filename?: string; contentType?: string }
+  { name: string; value: string } | { name: string; file: string; filename?: string; contentType?: string }
 
 export interface MultipartBody {
   contentType: string
@@ -16,14 +15,21 @@ export interface MultipartBody {
   stream: ReadableStream<Uint8Array>
 }
 
-const quote = (s: string) => s.replace(/["\r\n\\]/g, (c) => encodeURIComponent(c))
+const quote = (s: string) => s.replace(/["\r\n\\]/g, c => encodeURIComponent(c))
 
-export async function multipartBody(parts: Part[], onBytes?: (sent: number, total: number) => void): Promise<MultipartBody> {
+export async function multipartBody(
+  parts: Part[],
+  onBytes?: (sent: number, total: number) => void,
+): Promise<MultipartBody> {
   const boundary = `----browser-telemetry-${randomBytes(12).toString('hex')}`
   const chunks: ({ bytes: Buffer } | { file: string; size: number })[] = []
   for (const p of parts) {
     if ('value' in p) {
-      chunks.push({ bytes: Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${quote(p.name)}"\r\n\r\n${p.value}\r\n`) })
+      chunks.push({
+        bytes: Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${quote(p.name)}"\r\n\r\n${p.value}\r\n`,
+        ),
+      })
     } else {
       let size: number
       try {
@@ -35,7 +41,11 @@ export async function multipartBody(parts: Part[], onBytes?: (sent: number, tota
         throw new CliError(`cannot read ${p.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
       }
       const filename = p.filename ?? basename(p.file)
-      chunks.push({ bytes: Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${quote(p.name)}"; filename="${quote(filename)}"\r\nContent-Type: ${p.contentType ?? 'application/octet-stream'}\r\n\r\n`) })
+      chunks.push({
+        bytes: Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${quote(p.name)}"; filename="${quote(filename)}"\r\nContent-Type: ${p.contentType ?? 'application/octet-stream'}\r\n\r\n`,
+        ),
+      })
       chunks.push({ file: p.file, size })
       chunks.push({ bytes: Buffer.from('\r\n') })
     }
@@ -45,7 +55,12 @@ export async function multipartBody(parts: Part[], onBytes?: (sent: number, tota
   let sent = 0
   async function* generate(): AsyncGenerator<Uint8Array> {
     for (const c of chunks) {
-      if ('bytes' in c) { sent += c.bytes.length; onBytes?.(sent, length); yield c.bytes; continue }
+      if ('bytes' in c) {
+        sent += c.bytes.length
+        onBytes?.(sent, length)
+        yield c.bytes
+        continue
+      }
       for await (const piece of createReadStream(c.file, { highWaterMark: 256 * 1024 })) {
         sent += (piece as Buffer).length
         onBytes?.(sent, length)
@@ -60,7 +75,9 @@ export async function multipartBody(parts: Part[], onBytes?: (sent: number, tota
       if (done) controller.close()
       else controller.enqueue(value)
     },
-    async cancel() { await it.return(undefined) },
+    async cancel() {
+      await it.return(undefined)
+    },
   })
   return { contentType: `multipart/form-data; boundary=${boundary}`, length, stream }
 }

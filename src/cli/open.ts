@@ -17,38 +17,51 @@ export function findOnPath(name: string, path: string | undefined): string | und
   for (const dir of (path ?? '').split(delimiter)) {
     if (!dir) continue
     const file = join(dir, name)
-    try { accessSync(file, constants.X_OK); return file } catch { /* next */ }
+    try {
+      accessSync(file, constants.X_OK)
+      return file
+    } catch {
+      /* next */
+    }
   }
   return undefined
 }
 
-export const openCommand = defineCommand({
-  name: 'open',
-  summary: 'Print the session viewer URL (token in the fragment); --launch opens it in the desktop browser.',
-  options: {
-    launch: { type: 'boolean', help: 'Also open the URL with xdg-open (when installed)' },
+export const openCommand = defineCommand(
+  {
+    name: 'open',
+    summary: 'Print the session viewer URL (token in the fragment); --launch opens it in the desktop browser.',
+    options: {
+      launch: { type: 'boolean', help: 'Also open the URL with xdg-open (when installed)' },
+    },
+    notes: [
+      'The URL carries the token: treat it like the token. The page keeps it in the tab only (sessionStorage).',
+      'Example:',
+      '  browser-telemetry open --launch',
+    ],
   },
-  notes: [
-    'The URL carries the token: treat it like the token. The page keeps it in the tab only (sessionStorage).',
-    'Example:', '  browser-telemetry open --launch',
-  ],
-}, async ({ values }, client, io) => {
-  const token = client.conn.token
-  if (!token) throw new CliError('no token: pass --token, set BROWSER_TELEMETRY_TOKEN, or run next to the daemon\'s data dir')
-  const browserId = await client.browserId()
-  // Fails early with the daemon's own message when the token cannot read telemetry.
-  await client.request('GET', await client.browserPath('/telemetry/events'), { query: { order: 'desc', limit: 1 } })
-  const url = viewerUrl(client.conn.url, token, browserId)
-  io.stdout.write(url + '\n')
-  if (values.launch === true) {
-    const opener = findOnPath('xdg-open', io.env.PATH)
-    if (!opener) {
-      io.stderr.write('browser-telemetry open: xdg-open is not installed; open the URL above in a browser\n')
-      return 0
+  async ({ values }, client, io) => {
+    const token = client.conn.token
+    if (!token)
+      throw new CliError("no token: pass --token, set BROWSER_TELEMETRY_TOKEN, or run next to the daemon's data dir")
+    const browserId = await client.browserId()
+    // Fails early with the daemon's own message when the token cannot read telemetry.
+    await client.request('GET', await client.browserPath('/telemetry/events'), { query: { order: 'desc', limit: 1 } })
+    const url = viewerUrl(client.conn.url, token, browserId)
+    io.stdout.write(url + '\n')
+    if (values.launch === true) {
+      const opener = findOnPath('xdg-open', io.env.PATH)
+      if (!opener) {
+        io.stderr.write('browser-telemetry open: xdg-open is not installed; open the URL above in a browser\n')
+        return 0
+      }
+      const child = spawn(opener, [url], { detached: true, stdio: 'ignore', env: io.env })
+      await new Promise<void>((resolve, reject) => {
+        child.once('spawn', resolve)
+        child.once('error', reject)
+      })
+      child.unref()
     }
-    const child = spawn(opener, [url], { detached: true, stdio: 'ignore', env: io.env })
-    await new Promise<void>((resolve, reject) => { child.once('spawn', resolve); child.once('error', reject) })
-    child.unref()
-  }
-  return 0
-})
+    return 0
+  },
+)

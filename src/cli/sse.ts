@@ -1,6 +1,10 @@
 // A minimal text/event-stream parser (WHATWG "event stream interpretation"): id and data fields,
 // comments ignored, events dispatched on a blank line. Chunks may split lines anywhere.
-export interface SseMessage { id?: string; event?: string; data: string }
+export interface SseMessage {
+  id?: string
+  event?: string
+  data: string
+}
 
 export class SseParser {
   private buffer = ''
@@ -25,14 +29,19 @@ export class SseParser {
   }
 
   private line(line: string): void {
-    if (line === '') { this.dispatch(); return }
+    if (line === '') {
+      this.dispatch()
+      return
+    }
     if (line.startsWith(':')) return
     const colon = line.indexOf(':')
     const field = colon === -1 ? line : line.slice(0, colon)
     let value = colon === -1 ? '' : line.slice(colon + 1)
     if (value.startsWith(' ')) value = value.slice(1)
-    if (field === 'data') { this.data.push(value); this.sawData = true }
-    else if (field === 'id' && !value.includes('\0')) this.id = value
+    if (field === 'data') {
+      this.data.push(value)
+      this.sawData = true
+    } else if (field === 'id' && !value.includes('\0')) this.id = value
     else if (field === 'event') this.event = value
   }
 

@@ -17,7 +17,9 @@ export interface WindowQuery {
 export const PAGE_SIZE = 100
 
 export async function readWindow(
-  client: ApiClient, q: WindowQuery, onPage: (envelopes: Envelope[]) => Promise<void> | void,
+  client: ApiClient,
+  q: WindowQuery,
+  onPage: (envelopes: Envelope[]) => Promise<void> | void,
   opts: { stderr: OutStream; signal?: AbortSignal },
 ): Promise<number> {
   const path = await client.browserPath('/telemetry/events')
@@ -26,7 +28,9 @@ export async function readWindow(
   let pageCount = 0
   try {
     const query = {
-      since: q.since, until: q.until, order: q.order,
+      since: q.since,
+      until: q.until,
+      order: q.order,
       category: q.categories && q.categories.length > 0 ? q.categories.join(',') : undefined,
       limit: String(Math.min(PAGE_SIZE, q.limit ?? PAGE_SIZE)),
     }

@@ -3,24 +3,41 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 export const CATEGORIES = [
-  'console', 'network', 'page', 'interaction', 'control', 'connection', 'system', 'screenshot', 'captcha', 'monitor',
+  'console',
+  'network',
+  'page',
+  'interaction',
+  'control',
+  'connection',
+  'system',
+  'screenshot',
+  'captcha',
+  'monitor',
 ] as const
 export type Category = (typeof CATEGORIES)[number]
-export const CategorySchema = Type.Union(CATEGORIES.map((c) => Type.Literal(c)))
+export const CategorySchema = Type.Union(CATEGORIES.map(c => Type.Literal(c)))
 
 /** Categories that are switched individually (monitor follows the capture rule instead). */
-export const CONFIGURABLE_CATEGORIES = CATEGORIES.filter((c) => c !== 'monitor') as Exclude<Category, 'monitor'>[]
+export const CONFIGURABLE_CATEGORIES = CATEGORIES.filter(c => c !== 'monitor') as Exclude<Category, 'monitor'>[]
 /** Any of these enabled makes the monitor category flow (spec: capture rules). */
 export const CDP_CATEGORIES: readonly Category[] = ['console', 'network', 'page', 'interaction']
 
-export const TARGET_TYPES = ['page', 'iframe', 'worker', 'background_page', 'service_worker', 'shared_worker', 'other'] as const
+export const TARGET_TYPES = [
+  'page',
+  'iframe',
+  'worker',
+  'background_page',
+  'service_worker',
+  'shared_worker',
+  'other',
+] as const
 export type TargetType = (typeof TARGET_TYPES)[number]
-export const TargetTypeSchema = Type.Union(TARGET_TYPES.map((t) => Type.Literal(t)))
+export const TargetTypeSchema = Type.Union(TARGET_TYPES.map(t => Type.Literal(t)))
 
 export const SOURCE_KINDS = ['cdp', 'kernel_api', 'extension', 'local_process'] as const
 export const SourceSchema = Type.Object(
   {
-    kind: Type.Union(SOURCE_KINDS.map((k) => Type.Literal(k))),
+    kind: Type.Union(SOURCE_KINDS.map(k => Type.Literal(k))),
     event: Type.Optional(Type.String()),
     metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
   },
@@ -40,12 +57,13 @@ export const CallFrameSchema = Type.Object({
   lineNumber: Type.Integer(),
   columnNumber: Type.Integer(),
 })
-export const StackTraceSchema = Type.Recursive((Self) =>
-  Type.Object({
-    description: Type.Optional(Type.String()),
-    callFrames: Type.Array(CallFrameSchema),
-    parent: Type.Optional(Self),
-  }),
+export const StackTraceSchema = Type.Recursive(
+  Self =>
+    Type.Object({
+      description: Type.Optional(Type.String()),
+      callFrames: Type.Array(CallFrameSchema),
+      parent: Type.Optional(Self),
+    }),
   { $id: 'StackTrace' },
 )
 export type StackTrace = Static<typeof StackTraceSchema>

@@ -1,9 +1,22 @@
 // One definition per event type of the spec's Events table. From each we derive the TS type,
 // the JSON Schema and the category, so none of them can drift apart.
-import { Type, type Static, type TSchema, type StringOptions, type IntegerOptions, type NumberOptions } from '@sinclair/typebox'
 import {
-  type Category, SourceSchema, HeadersSchema, StackTraceSchema, NavigationContextProps, TargetTypeSchema,
-  withContext, plain,
+  Type,
+  type Static,
+  type TSchema,
+  type StringOptions,
+  type IntegerOptions,
+  type NumberOptions,
+} from '@sinclair/typebox'
+import {
+  type Category,
+  SourceSchema,
+  HeadersSchema,
+  StackTraceSchema,
+  NavigationContextProps,
+  TargetTypeSchema,
+  withContext,
+  plain,
 } from './common.js'
 
 const Str = (o?: StringOptions) => Type.String(o)
@@ -28,104 +41,244 @@ function def<T extends string, C extends Category, D extends TSchema>(type: T, c
 
 export const EVENT_DEFS = {
   // console
-  console_log: def('console_log', 'console', withContext({
-    level: Str(), text: Str(), args: Type.Array(Str()), stack_trace: Type.Optional(StackTraceSchema),
-  })),
-  console_error: def('console_error', 'console', withContext({
-    text: Str(), stack_trace: Type.Optional(StackTraceSchema),
-    level: Type.Optional(Type.Literal('error')), args: Type.Optional(Type.Array(Str())),
-    line: Type.Optional(Int()), column: Type.Optional(Int()), source_url: OptStr(),
-  })),
+  console_log: def(
+    'console_log',
+    'console',
+    withContext({
+      level: Str(),
+      text: Str(),
+      args: Type.Array(Str()),
+      stack_trace: Type.Optional(StackTraceSchema),
+    }),
+  ),
+  console_error: def(
+    'console_error',
+    'console',
+    withContext({
+      text: Str(),
+      stack_trace: Type.Optional(StackTraceSchema),
+      level: Type.Optional(Type.Literal('error')),
+      args: Type.Optional(Type.Array(Str())),
+      line: Type.Optional(Int()),
+      column: Type.Optional(Int()),
+      source_url: OptStr(),
+    }),
+  ),
   // network
-  network_request: def('network_request', 'network', withContext({
-    request_id: Str(), method: Str(), document_url: OptStr(), headers: HeadersSchema, resource_type: OptStr(),
-    initiator_type: OptStr(), post_data: OptStr(), is_redirect: Type.Optional(Type.Boolean()), redirect_url: OptStr(),
-  })),
-  network_response: def('network_response', 'network', withContext({
-    request_id: Str(), method: OptStr(), status: Int(), status_text: Str(), headers: HeadersSchema, mime_type: Str(),
-    resource_type: OptStr(), body: OptStr(),
-  })),
-  network_loading_failed: def('network_loading_failed', 'network', withContext({
-    request_id: Str(), error_text: Str(), canceled: Type.Boolean(), resource_type: OptStr(),
-  })),
+  network_request: def(
+    'network_request',
+    'network',
+    withContext({
+      request_id: Str(),
+      method: Str(),
+      document_url: OptStr(),
+      headers: HeadersSchema,
+      resource_type: OptStr(),
+      initiator_type: OptStr(),
+      post_data: OptStr(),
+      is_redirect: Type.Optional(Type.Boolean()),
+      redirect_url: OptStr(),
+    }),
+  ),
+  network_response: def(
+    'network_response',
+    'network',
+    withContext({
+      request_id: Str(),
+      method: OptStr(),
+      status: Int(),
+      status_text: Str(),
+      headers: HeadersSchema,
+      mime_type: Str(),
+      resource_type: OptStr(),
+      body: OptStr(),
+    }),
+  ),
+  network_loading_failed: def(
+    'network_loading_failed',
+    'network',
+    withContext({
+      request_id: Str(),
+      error_text: Str(),
+      canceled: Type.Boolean(),
+      resource_type: OptStr(),
+    }),
+  ),
   network_idle: def('network_idle', 'network', withContext({})),
   // page
   page_navigation: def('page_navigation', 'page', plain({ ...NavigationContextProps, parent_frame_id: OptStr() })),
   page_dom_content_loaded: def('page_dom_content_loaded', 'page', withContext({ cdp_timestamp: Num() })),
   page_load: def('page_load', 'page', withContext({ cdp_timestamp: Num() })),
-  page_tab_opened: def('page_tab_opened', 'page', plain({
-    target_id: Str(), target_type: TargetTypeSchema, url: OptStr(), title: OptStr(), opener_id: OptStr(),
-  })),
-  page_layout_shift: def('page_layout_shift', 'page', withContext({
-    source_frame_id: OptStr(), time: Num(), duration: Num(),
-    layout_shift_details: plain({ value: Num(), had_recent_input: Type.Boolean() }),
-  })),
-  page_lcp: def('page_lcp', 'page', withContext({
-    source_frame_id: OptStr(), time: Num(),
-    lcp_details: plain({
-      render_time: Num(), load_time: Num(), size: Num(), element_id: OptStr(), url: OptStr(), node_id: Type.Optional(Int()),
+  page_tab_opened: def(
+    'page_tab_opened',
+    'page',
+    plain({
+      target_id: Str(),
+      target_type: TargetTypeSchema,
+      url: OptStr(),
+      title: OptStr(),
+      opener_id: OptStr(),
     }),
-  })),
+  ),
+  page_layout_shift: def(
+    'page_layout_shift',
+    'page',
+    withContext({
+      source_frame_id: OptStr(),
+      time: Num(),
+      duration: Num(),
+      layout_shift_details: plain({ value: Num(), had_recent_input: Type.Boolean() }),
+    }),
+  ),
+  page_lcp: def(
+    'page_lcp',
+    'page',
+    withContext({
+      source_frame_id: OptStr(),
+      time: Num(),
+      lcp_details: plain({
+        render_time: Num(),
+        load_time: Num(),
+        size: Num(),
+        element_id: OptStr(),
+        url: OptStr(),
+        node_id: Type.Optional(Int()),
+      }),
+    }),
+  ),
   page_layout_settled: def('page_layout_settled', 'page', withContext({})),
   page_navigation_settled: def('page_navigation_settled', 'page', withContext({})),
   // interaction
-  interaction_click: def('interaction_click', 'interaction', withContext({
-    x: Int(), y: Int(), selector: Str(), tag: Str(), text: Str({ maxLength: 100 }),
-  })),
+  interaction_click: def(
+    'interaction_click',
+    'interaction',
+    withContext({
+      x: Int(),
+      y: Int(),
+      selector: Str(),
+      tag: Str(),
+      text: Str({ maxLength: 100 }),
+    }),
+  ),
   interaction_key: def('interaction_key', 'interaction', withContext({ key: Str(), selector: Str(), tag: Str() })),
-  interaction_scroll_settled: def('interaction_scroll_settled', 'interaction', withContext({
-    from_x: Int(), from_y: Int(), to_x: Int(), to_y: Int(), target_selector: Str(),
-  })),
+  interaction_scroll_settled: def(
+    'interaction_scroll_settled',
+    'interaction',
+    withContext({
+      from_x: Int(),
+      from_y: Int(),
+      to_x: Int(),
+      to_y: Int(),
+      target_selector: Str(),
+    }),
+  ),
   // screenshot
   monitor_screenshot: def('monitor_screenshot', 'screenshot', plain({ png: Str() })),
   // monitor
   monitor_disconnected: def('monitor_disconnected', 'monitor', plain({ reason: Type.Literal('browser_restarted') })),
   monitor_reconnected: def('monitor_reconnected', 'monitor', plain({ reconnect_duration_ms: Int() })),
-  monitor_reconnect_failed: def('monitor_reconnect_failed', 'monitor', plain({ reason: Type.Literal('reconnect_exhausted') })),
+  monitor_reconnect_failed: def(
+    'monitor_reconnect_failed',
+    'monitor',
+    plain({ reason: Type.Literal('reconnect_exhausted') }),
+  ),
   monitor_init_failed: def('monitor_init_failed', 'monitor', plain({ step: Str() })),
   // control
-  api_call: def('api_call', 'control', plain({
-    request_id: Str(), operation_id: Str(), status: Int(), duration_ms: Num(),
-  })),
+  api_call: def(
+    'api_call',
+    'control',
+    plain({
+      request_id: Str(),
+      operation_id: Str(),
+      status: Int(),
+      duration_ms: Num(),
+    }),
+  ),
   // Audit: who changed the capture configuration, from what to what. Emitted (and committed) before
   // the change takes effect, so switching control itself off is never silent.
-  capture_config_changed: def('capture_config_changed', 'control', plain({
-    request_id: Str(), operation_id: Str(),
-    token_name: Str({ description: 'Name of the token that made the change (token-file name or sha256:<id>; never the token)' }),
-    token_scopes: Type.Array(Str()),
-    old_categories: Type.Array(Str()), new_categories: Type.Array(Str()),
-  })),
+  capture_config_changed: def(
+    'capture_config_changed',
+    'control',
+    plain({
+      request_id: Str(),
+      operation_id: Str(),
+      token_name: Str({
+        description: 'Name of the token that made the change (token-file name or sha256:<id>; never the token)',
+      }),
+      token_scopes: Type.Array(Str()),
+      old_categories: Type.Array(Str()),
+      new_categories: Type.Array(Str()),
+    }),
+  ),
   // connection
   // connection_id joins a disconnect to its connect when clients overlap (optional: events ingested
   // from older producers have none; the daemon's proxy always sets it).
-  cdp_connect: def('cdp_connect', 'connection', plain({ connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })) })),
-  cdp_disconnect: def('cdp_disconnect', 'connection', plain({
-    connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })),
-    duration_ms: Num(), message_count: Int({ minimum: 0 }),
-    reason: Type.Union(['client_close', 'upstream_changed', 'upstream_error', 'context_cancelled'].map((r) => Type.Literal(r))),
-  })),
+  cdp_connect: def(
+    'cdp_connect',
+    'connection',
+    plain({ connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })) }),
+  ),
+  cdp_disconnect: def(
+    'cdp_disconnect',
+    'connection',
+    plain({
+      connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })),
+      duration_ms: Num(),
+      message_count: Int({ minimum: 0 }),
+      reason: Type.Union(
+        ['client_close', 'upstream_changed', 'upstream_error', 'context_cancelled'].map(r => Type.Literal(r)),
+      ),
+    }),
+  ),
   live_view_connect: def('live_view_connect', 'connection', plain({ session_id: Str({ minLength: 1 }) })),
-  live_view_disconnect: def('live_view_disconnect', 'connection', plain({ session_id: Str({ minLength: 1 }), duration_ms: Num({ minimum: 0 }) })),
+  live_view_disconnect: def(
+    'live_view_disconnect',
+    'connection',
+    plain({ session_id: Str({ minLength: 1 }), duration_ms: Num({ minimum: 0 }) }),
+  ),
   // captcha
-  captcha_solve_result: def('captcha_solve_result', 'captcha', plain({
-    captcha_type: Type.Union(['hcaptcha', 'recaptcha_v2', 'recaptcha_v3', 'turnstile', 'geetest', 'other'].map((v) => Type.Literal(v))),
-    status: Type.Union(['success', 'failure', 'timeout', 'abandoned'].map((v) => Type.Literal(v))),
-    duration_ms: Num({ minimum: 0 }),
-    task_id: OptStr(), error_code: OptStr(), website_host: OptStr(),
-    website_path: Type.Optional(Type.String({ pattern: '^[^?#]*$' })),
-  })),
+  captcha_solve_result: def(
+    'captcha_solve_result',
+    'captcha',
+    plain({
+      captcha_type: Type.Union(
+        ['hcaptcha', 'recaptcha_v2', 'recaptcha_v3', 'turnstile', 'geetest', 'other'].map(v => Type.Literal(v)),
+      ),
+      status: Type.Union(['success', 'failure', 'timeout', 'abandoned'].map(v => Type.Literal(v))),
+      duration_ms: Num({ minimum: 0 }),
+      task_id: OptStr(),
+      error_code: OptStr(),
+      website_host: OptStr(),
+      website_path: Type.Optional(Type.String({ pattern: '^[^?#]*$' })),
+    }),
+  ),
   // system
-  system_oom_kill: def('system_oom_kill', 'system', plain({
-    pid: Int(), process_name: Str({ maxLength: 15 }), rss_kb: Int({ minimum: 0 }),
-    constraint: Type.Optional(Type.Union(['none', 'memcg', 'cpuset', 'memory_policy'].map((v) => Type.Literal(v)))),
-    mem_free_kb: Type.Optional(Int()), mem_total_kb: Type.Optional(Int()),
-    top_tasks: Type.Optional(Type.Array(plain({ name: Str(), pid: Int(), rss_kb: Int({ minimum: 0 }) }), { maxItems: 5 })),
-    trigger_pid: Type.Optional(Int()), trigger_process_name: OptStr(),
-  })),
-  service_crashed: def('service_crashed', 'system', plain({
-    phase: Type.Union(['startup', 'running', 'gave_up'].map((v) => Type.Literal(v))),
-    service_name: Str(), pid: Type.Optional(Int()),
-  })),
+  system_oom_kill: def(
+    'system_oom_kill',
+    'system',
+    plain({
+      pid: Int(),
+      process_name: Str({ maxLength: 15 }),
+      rss_kb: Int({ minimum: 0 }),
+      constraint: Type.Optional(Type.Union(['none', 'memcg', 'cpuset', 'memory_policy'].map(v => Type.Literal(v)))),
+      mem_free_kb: Type.Optional(Int()),
+      mem_total_kb: Type.Optional(Int()),
+      top_tasks: Type.Optional(
+        Type.Array(plain({ name: Str(), pid: Int(), rss_kb: Int({ minimum: 0 }) }), { maxItems: 5 }),
+      ),
+      trigger_pid: Type.Optional(Int()),
+      trigger_process_name: OptStr(),
+    }),
+  ),
+  service_crashed: def(
+    'service_crashed',
+    'system',
+    plain({
+      phase: Type.Union(['startup', 'running', 'gave_up'].map(v => Type.Literal(v))),
+      service_name: Str(),
+      pid: Type.Optional(Int()),
+    }),
+  ),
 } as const
 
 export type EventDefs = typeof EVENT_DEFS
@@ -146,9 +299,15 @@ export function isEventType(type: unknown): type is EventType {
   return typeof type === 'string' && Object.prototype.hasOwnProperty.call(EVENT_DEFS, type)
 }
 
-export const TelemetryEventSchema = Type.Union(EVENT_TYPES.map((t) => EVENT_DEFS[t].event), { $id: 'TelemetryEvent' })
+export const TelemetryEventSchema = Type.Union(
+  EVENT_TYPES.map(t => EVENT_DEFS[t].event),
+  { $id: 'TelemetryEvent' },
+)
 export const EnvelopeSchema = Type.Object(
   { seq: Type.Integer({ minimum: 1 }), event: TelemetryEventSchema },
   { additionalProperties: false, $id: 'TelemetryEventEnvelope' },
 )
-export interface Envelope { seq: number; event: TelemetryEvent }
+export interface Envelope {
+  seq: number
+  event: TelemetryEvent
+}

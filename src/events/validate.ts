@@ -15,7 +15,10 @@ type Check = (value: unknown) => boolean
  */
 export function compileCheck(schema: TSchema): Check {
   const code = TypeCompiler.Code(schema)
-  if (/\b(?:kind|format|hash)\(/.test(code)) { const c = TypeCompiler.Compile(schema); return (v) => c.Check(v) }
+  if (/\b(?:kind|format|hash)\(/.test(code)) {
+    const c = TypeCompiler.Compile(schema)
+    return v => c.Check(v)
+  }
   const sets: string[] = []
   const fast = code.replace(/\[((?:'[\w$-]*', )*'[\w$-]*')\]\.includes\(key\)/g, (_m, list: string) => {
     sets.push(`const known_${sets.length} = new Set([${list}])`)
@@ -40,7 +43,10 @@ function errorChecker(schema: TSchema): TypeCheck<TSchema> {
 const envelopeChecker = TypeCompiler.Compile(EnvelopeSchema)
 const sourceCheck = compileCheck(SourceSchema)
 
-export interface ValidationIssue { path: string; message: string }
+export interface ValidationIssue {
+  path: string
+  message: string
+}
 
 function issues(check: TypeCheck<TSchema>, value: unknown, prefix = ''): ValidationIssue[] {
   const out: ValidationIssue[] = []
@@ -64,7 +70,12 @@ export function validateEvent(value: unknown): ValidationIssue[] {
  * checked; the top-level object check cost as much again. A failure is reported by the full
  * check, so the issues read exactly as validateEvent's.
  */
-export function validateAssembledEvent(event: { ts: number; type: EventType; source: unknown; data: unknown }): ValidationIssue[] {
+export function validateAssembledEvent(event: {
+  ts: number
+  type: EventType
+  source: unknown
+  data: unknown
+}): ValidationIssue[] {
   if (Number.isInteger(event.ts) && sourceCheck(event.source) && dataChecks.get(event.type)!(event.data)) return []
   return validateEvent(event)
 }

@@ -1,3 +1,11 @@
 // HAR 1.2 export of captured network events (pure converter; the CLI's `har` command writes the file).
-export { toHar, headerList, isoOfUs, isHarRelevant, utf8ByteLength, HAR_CATEGORIES, type ToHarOptions } from './to-har.js'
+export {
+  toHar,
+  headerList,
+  isoOfUs,
+  isHarRelevant,
+  utf8ByteLength,
+  HAR_CATEGORIES,
+  type ToHarOptions,
+} from './to-har.js'
 export type * from './types.js'

@@ -28,7 +28,11 @@ interface Exchange {
   redirectedTo?: { ts: number; url: string }
 }
 
-interface PageState { page: HarPage; startUs: number; targetKey: string }
+interface PageState {
+  page: HarPage
+  startUs: number
+  targetKey: string
+}
 
 const DEFAULT_CREATOR = { name: 'browser-telemetry', version: '0.1.0' }
 
@@ -42,11 +46,18 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
   const currentPage = new Map<string, PageState>()
   const pageOfExchange = new Map<Exchange, PageState>()
 
-  const pageFor = (ctx: { loader_id?: string; target_id?: string; session_id?: string; nav_seq?: number }): PageState | undefined => {
+  const pageFor = (ctx: {
+    loader_id?: string
+    target_id?: string
+    session_id?: string
+    nav_seq?: number
+  }): PageState | undefined => {
     const target = targetKeyOf(ctx)
-    return (ctx.loader_id !== undefined ? pageByLoader.get(ctx.loader_id) : undefined)
-      ?? (ctx.nav_seq !== undefined ? pageByNav.get(`${target}\u0000${ctx.nav_seq}`) : undefined)
-      ?? currentPage.get(target)
+    return (
+      (ctx.loader_id !== undefined ? pageByLoader.get(ctx.loader_id) : undefined) ??
+      (ctx.nav_seq !== undefined ? pageByNav.get(`${target}\u0000${ctx.nav_seq}`) : undefined) ??
+      currentPage.get(target)
+    )
   }
 
   const start = (key: string, ex: Exchange, ctx: Parameters<typeof pageFor>[0]): void => {
@@ -64,7 +75,9 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
         const targetKey = targetKeyOf(d)
         const state: PageState = {
           page: {
-            startedDateTime: isoOfUs(event.ts), id: `page_${pages.length + 1}`, title: d.url ?? '',
+            startedDateTime: isoOfUs(event.ts),
+            id: `page_${pages.length + 1}`,
+            title: d.url ?? '',
             pageTimings: { onContentLoad: -1, onLoad: -1 },
             ...(d.target_id !== undefined ? { _targetId: d.target_id } : {}),
           },
@@ -84,7 +97,8 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
       case 'page_dom_content_loaded':
       case 'page_load': {
         const d = event.data
-        const state = (d.loader_id !== undefined ? pageByLoader.get(d.loader_id) : undefined) ?? currentPage.get(targetKeyOf(d))
+        const state =
+          (d.loader_id !== undefined ? pageByLoader.get(d.loader_id) : undefined) ?? currentPage.get(targetKeyOf(d))
         if (!state) break
         if (d.nav_seq !== undefined) pageByNav.set(`${state.targetKey}\u0000${d.nav_seq}`, state)
         const ms = round3((event.ts - state.startUs) / 1000)
@@ -123,13 +137,13 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
     }
   }
 
-  const entries = exchanges.map((ex) => toEntry(ex, pageOfExchange.get(ex)?.page.id))
+  const entries = exchanges.map(ex => toEntry(ex, pageOfExchange.get(ex)?.page.id))
   entries.sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime) || a._seq[0]! - b._seq[0]!)
   return {
     log: {
       version: '1.2',
       creator: opts.creator ?? DEFAULT_CREATOR,
-      pages: pages.map((p) => p.page),
+      pages: pages.map(p => p.page),
       entries,
       ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
     },
@@ -157,7 +171,8 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
 
   const comments: string[] = []
   if (!ex.request) comments.push('request not captured (in flight before the window or the debugger attached)')
-  if (!ex.response && !ex.failed && ex.redirectedTo) comments.push('redirect response not captured; redirectURL from the next hop')
+  if (!ex.response && !ex.failed && ex.redirectedTo)
+    comments.push('redirect response not captured; redirectURL from the next hop')
   else if (!ex.response && !ex.failed) comments.push('no response captured in this window')
 
   const totalMs = endUs !== undefined ? Math.max(0, round3((endUs - startUs) / 1000)) : 0
@@ -187,7 +202,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
       cookies: [],
       headers: resHeaders,
       content: {
-        size: Number.isInteger(declaredLength) && declaredLength >= 0 ? declaredLength : capturedBytes ?? 0,
+        size: Number.isInteger(declaredLength) && declaredLength >= 0 ? declaredLength : (capturedBytes ?? 0),
         mimeType: res?.mime_type ?? headerValue(res?.headers, 'content-type') ?? '',
         ...(body !== undefined ? { text: body } : {}),
         ...(body !== undefined && ex.response?.truncated ? { comment: 'body truncated at capture' } : {}),
@@ -205,7 +220,8 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
   }
   const resourceType = req?.resource_type ?? res?.resource_type ?? fail?.resource_type
   // DevTools names resource types in lowercase ("document", "xhr", "fetch"); CDP capitalises them.
-  if (resourceType !== undefined) entry._resourceType = resourceType === 'SignedExchange' ? 'signed-exchange' : resourceType.toLowerCase()
+  if (resourceType !== undefined)
+    entry._resourceType = resourceType === 'SignedExchange' ? 'signed-exchange' : resourceType.toLowerCase()
   const sessionId = req?.session_id ?? res?.session_id ?? fail?.session_id
   if (sessionId !== undefined) entry._sessionId = sessionId
   return entry
@@ -237,7 +253,11 @@ function headerValue(headers: Record<string, string> | undefined, name: string):
 
 function queryOf(url: string): HarNameValue[] {
   let parsed: URL
-  try { parsed = new URL(url) } catch { return [] }
+  try {
+    parsed = new URL(url)
+  } catch {
+    return []
+  }
   return [...parsed.searchParams].map(([name, value]) => ({ name, value }))
 }
 
@@ -252,7 +272,12 @@ function round3(n: number): number {
 
 /** Narrowing helper for callers that filter a mixed stream before converting. */
 export function isHarRelevant(event: TelemetryEvent): boolean {
-  return event.category === 'network' || event.type === 'page_navigation' || event.type === 'page_load' || event.type === 'page_dom_content_loaded'
+  return (
+    event.category === 'network' ||
+    event.type === 'page_navigation' ||
+    event.type === 'page_load' ||
+    event.type === 'page_dom_content_loaded'
+  )
 }
 
 /**
@@ -265,8 +290,10 @@ export function utf8ByteLength(s: string): number {
     const c = s.charCodeAt(i)
     if (c < 0x80) n += 1
     else if (c < 0x800) n += 2
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { n += 4; i++ }
-    else n += 3
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4
+      i++
+    } else n += 3
   }
   return n
 }

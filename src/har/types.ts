@@ -1,8 +1,14 @@
 // HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) as TypeScript types: only what we write.
 // Custom fields start with "_" as the spec allows (Chrome DevTools does the same, e.g. response._error).
-export interface HarNameValue { name: string; value: string }
+export interface HarNameValue {
+  name: string
+  value: string
+}
 
-export interface HarPostData { mimeType: string; text: string }
+export interface HarPostData {
+  mimeType: string
+  text: string
+}
 
 export interface HarRequest {
   method: string
@@ -16,7 +22,12 @@ export interface HarRequest {
   bodySize: number
 }
 
-export interface HarContent { size: number; mimeType: string; text?: string; comment?: string }
+export interface HarContent {
+  size: number
+  mimeType: string
+  text?: string
+  comment?: string
+}
 
 export interface HarResponse {
   status: number

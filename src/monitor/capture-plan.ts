@@ -25,11 +25,11 @@ import type { Category, TargetType } from '../events/index.js'
 
 /** Categories whose capture needs CDP work on targets. */
 export const CAPTURE_CATEGORIES = ['console', 'network', 'page', 'interaction', 'screenshot'] as const
-export type CaptureCategory = typeof CAPTURE_CATEGORIES[number]
+export type CaptureCategory = (typeof CAPTURE_CATEGORIES)[number]
 
 /** The CDP domains a plan switches (in the order they are enabled). */
 export const PLAN_DOMAINS = ['Page', 'Runtime', 'Network', 'PerformanceTimeline'] as const
-export type PlanDomain = typeof PLAN_DOMAINS[number]
+export type PlanDomain = (typeof PLAN_DOMAINS)[number]
 
 /** PerformanceTimeline event types the page collector reads. */
 export const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
@@ -74,14 +74,14 @@ export interface CapturePlanOptions {
 /** The capture plan of an enabled-category set (monitor, control, connection, system, captcha need nothing from targets). */
 export function capturePlan(enabled: Iterable<Category | string>, opts: CapturePlanOptions = {}): CapturePlan {
   const on = new Set(enabled)
-  const categories = CAPTURE_CATEGORIES.filter((c) => on.has(c))
+  const categories = CAPTURE_CATEGORIES.filter(c => on.has(c))
   const has = (c: CaptureCategory) => on.has(c)
   const attachIframes = has('console') || has('network') || has('page') || has('interaction')
   const attachWorkers = has('console') || has('network')
   const byType = new Map<TargetType, TargetPlan>()
   const byTarget = (type: TargetType): TargetPlan => {
     let p = byType.get(type)
-    if (!p) byType.set(type, p = targetPlan(has, type))
+    if (!p) byType.set(type, (p = targetPlan(has, type)))
     return p
   }
   const bodyMaxBytes = Math.max(0, opts.bodyMaxBytes ?? DEFAULT_BODY_MAX_BYTES)
@@ -105,7 +105,7 @@ function targetPlan(has: (c: CaptureCategory) => boolean, type: TargetType): Tar
   if (documents && has('page')) collectors.push('page')
   if (interaction) collectors.push('interaction')
   // The screenshot collector follows pages itself (always attached; it captures only while on).
-  return { domains: PLAN_DOMAINS.filter((d) => want[d]), collectors, interactionScript: interaction }
+  return { domains: PLAN_DOMAINS.filter(d => want[d]), collectors, interactionScript: interaction }
 }
 
 /** Whether the plan auto-attaches a target of this CDP type (pages and anything unknown always). */

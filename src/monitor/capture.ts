@@ -5,7 +5,13 @@
 import type { Protocol } from 'devtools-protocol'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
-import { TIMELINE_EVENT_TYPES, capturePlan, CAPTURE_CATEGORIES, type CapturePlan, type PlanDomain } from './capture-plan.js'
+import {
+  TIMELINE_EVENT_TYPES,
+  capturePlan,
+  CAPTURE_CATEGORIES,
+  type CapturePlan,
+  type PlanDomain,
+} from './capture-plan.js'
 import type { AttachedTarget } from './target-session.js'
 import type { Collector, Detach } from './types.js'
 
@@ -30,7 +36,12 @@ export function autoAttachParams(plan: CapturePlan): Protocol.Target.SetAutoAtta
   const excluded = [...IGNORED_TYPES]
   if (!plan.attachIframes) excluded.push('iframe')
   if (!plan.attachWorkers) excluded.push(...WORKER_CDP_TYPES)
-  return { autoAttach: true, waitForDebuggerOnStart: true, flatten: true, filter: [...excluded.map((type) => ({ type, exclude: true })), {}] }
+  return {
+    autoAttach: true,
+    waitForDebuggerOnStart: true,
+    flatten: true,
+    filter: [...excluded.map(type => ({ type, exclude: true })), {}],
+  }
 }
 
 /** Whether two plans auto-attach the same target types. */
@@ -53,7 +64,10 @@ export class TargetCapture {
   private chain: Promise<void> = Promise.resolve()
   private closed = false
 
-  constructor(private readonly target: AttachedTarget, private readonly opts: TargetCaptureOptions) {
+  constructor(
+    private readonly target: AttachedTarget,
+    private readonly opts: TargetCaptureOptions,
+  ) {
     target.addDetach(() => this.close())
   }
 
@@ -63,7 +77,7 @@ export class TargetCapture {
    */
   enableDomains(plan: CapturePlan): Promise<unknown> {
     const tp = plan.byTarget(this.target.targetType)
-    return Promise.all(tp.domains.map((d) => this.enable(d, plan)))
+    return Promise.all(tp.domains.map(d => this.enable(d, plan)))
   }
 
   /**
@@ -73,10 +87,12 @@ export class TargetCapture {
    */
   attachCollectors(plan: CapturePlan): Promise<unknown> {
     const tp = plan.byTarget(this.target.targetType)
-    const collectors = Promise.all(this.opts.collectors.map((c) => {
-      if (c.category !== undefined && !tp.collectors.includes(c.category)) return undefined
-      return this.attachCollector(c)
-    }))
+    const collectors = Promise.all(
+      this.opts.collectors.map(c => {
+        if (c.category !== undefined && !tp.collectors.includes(c.category)) return undefined
+        return this.attachCollector(c)
+      }),
+    )
     this.chain = collectors.then(() => undefined)
     return collectors
   }
@@ -102,14 +118,18 @@ export class TargetCapture {
       this.attached.delete(c)
       this.runDetach(c, detach)
     }
-    const disabled = [...this.domains].filter((d) => !tp.domains.includes(d)).map((d) => this.disable(d))
+    const disabled = [...this.domains].filter(d => !tp.domains.includes(d)).map(d => this.disable(d))
     // Enabled before the collectors attach: events Chromium replays on enable (stored console
     // messages of the session) arrive before the answer and reach no collector, so nothing
     // emitted while the category was off, or already captured before it was switched off, comes now.
     // Disables are awaited too: once apply() resolves, Chromium has stopped sending those events.
-    await Promise.all([...disabled, ...tp.domains.filter((d) => !this.domains.has(d)).map((d) => this.enable(d, plan))])
+    await Promise.all([...disabled, ...tp.domains.filter(d => !this.domains.has(d)).map(d => this.enable(d, plan))])
     if (this.closed || this.target.closed) return
-    await Promise.all(this.opts.collectors.filter((c) => c.category !== undefined && wanted(c) && !this.attached.has(c)).map((c) => this.attachCollector(c)))
+    await Promise.all(
+      this.opts.collectors
+        .filter(c => c.category !== undefined && wanted(c) && !this.attached.has(c))
+        .map(c => this.attachCollector(c)),
+    )
   }
 
   private async attachCollector(c: Collector): Promise<void> {
@@ -119,26 +139,38 @@ export class TargetCapture {
       const d = await c.attach(this.target, this.opts.emit)
       const detach = typeof d === 'function' ? d : undefined
       // Switched off (or the target closed) while attach was running: undo at once.
-      if (!this.attached.has(c) || this.closed) { this.runDetach(c, detach); return }
+      if (!this.attached.has(c) || this.closed) {
+        this.runDetach(c, detach)
+        return
+      }
       this.attached.set(c, detach)
     } catch (err) {
       this.attached.delete(c)
-      if (!this.target.closed) this.opts.logger.warn({ err, collector: c.name, targetId: this.target.targetId }, 'collector attach failed')
+      if (!this.target.closed)
+        this.opts.logger.warn({ err, collector: c.name, targetId: this.target.targetId }, 'collector attach failed')
     }
   }
 
   private runDetach(c: Collector, detach: Detach | undefined): void {
-    try { detach?.() } catch (err) { this.opts.logger.warn({ err, collector: c.name }, 'collector detach threw') }
+    try {
+      detach?.()
+    } catch (err) {
+      this.opts.logger.warn({ err, collector: c.name }, 'collector detach threw')
+    }
   }
 
   private enable(d: PlanDomain, plan: CapturePlan): Promise<unknown> {
     this.domains.add(d)
     const t = this.target
     switch (d) {
-      case 'Page': return t.sendMayFail('Page.enable')
-      case 'Runtime': return t.sendMayFail('Runtime.enable')
-      case 'Network': return t.sendMayFail('Network.enable', { maxPostDataSize: plan.maxPostDataSize })
-      case 'PerformanceTimeline': return t.sendMayFail('PerformanceTimeline.enable', { eventTypes: TIMELINE_EVENT_TYPES })
+      case 'Page':
+        return t.sendMayFail('Page.enable')
+      case 'Runtime':
+        return t.sendMayFail('Runtime.enable')
+      case 'Network':
+        return t.sendMayFail('Network.enable', { maxPostDataSize: plan.maxPostDataSize })
+      case 'PerformanceTimeline':
+        return t.sendMayFail('PerformanceTimeline.enable', { eventTypes: TIMELINE_EVENT_TYPES })
     }
   }
 
@@ -146,11 +178,15 @@ export class TargetCapture {
     this.domains.delete(d)
     const t = this.target
     switch (d) {
-      case 'Page': return t.sendMayFail('Page.disable')
-      case 'Runtime': return t.sendMayFail('Runtime.disable')
-      case 'Network': return t.sendMayFail('Network.disable')
+      case 'Page':
+        return t.sendMayFail('Page.disable')
+      case 'Runtime':
+        return t.sendMayFail('Runtime.disable')
+      case 'Network':
+        return t.sendMayFail('Network.disable')
       // No disable command: an empty list stops the events.
-      case 'PerformanceTimeline': return t.sendMayFail('PerformanceTimeline.enable', { eventTypes: [] })
+      case 'PerformanceTimeline':
+        return t.sendMayFail('PerformanceTimeline.enable', { eventTypes: [] })
     }
   }
 

@@ -40,13 +40,20 @@ type LatinSliceable = Buffer & { latin1Slice(start: number, end: number): string
 
 /** A command the browser answered with an error (message and code as the browser sent them). */
 export class CdpCommandError extends Error {
-  constructor(readonly method: string, readonly response: { code?: number; message?: string; data?: string }) {
+  constructor(
+    readonly method: string,
+    readonly response: { code?: number; message?: string; data?: string },
+  ) {
     super(`${response.message ?? 'error'}${response.data ? ` (${response.data})` : ''}`)
     this.name = 'CdpCommandError'
   }
 }
 
-interface Pending { resolve: (r: unknown) => void; reject: (e: Error) => void; method: string }
+interface Pending {
+  resolve: (r: unknown) => void
+  reject: (e: Error) => void
+  method: string
+}
 
 export class CdpClient {
   private nextId = 1
@@ -74,10 +81,18 @@ export class CdpClient {
     return new Promise((resolve, reject) => {
       // The browser's own JSON: its UTF-8 is not validated twice (ws would scan every byte before JSON.parse does).
       const ws = new WebSocket(url, { maxPayload: MAX_PAYLOAD, perMessageDeflate: false, skipUTF8Validation: true })
-      const fail = (err: Error) => { ws.removeAllListeners(); ws.on('error', () => undefined); ws.terminate(); reject(err) }
+      const fail = (err: Error) => {
+        ws.removeAllListeners()
+        ws.on('error', () => undefined)
+        ws.terminate()
+        reject(err)
+      }
       ws.once('error', fail)
       ws.once('unexpected-response', (_req, res) => fail(new Error(`unexpected server response: ${res.statusCode}`)))
-      ws.once('open', () => { ws.removeListener('error', fail); resolve(new CdpClient(ws)) })
+      ws.once('open', () => {
+        ws.removeListener('error', fail)
+        resolve(new CdpClient(ws))
+      })
     })
   }
 
@@ -93,7 +108,9 @@ export class CdpClient {
    * Network enabled Chromium sends a third of a page's CDP bytes as events no collector handles).
    * Asked when the message's turn comes, just before it would be parsed and dispatched.
    */
-  ignoreEvents(unread: (method: string) => boolean): void { this.unread = unread }
+  ignoreEvents(unread: (method: string) => boolean): void {
+    this.unread = unread
+  }
 
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
@@ -102,7 +119,7 @@ export class CdpClient {
       this.pending.set(id, { resolve, reject, method })
       const message: Record<string, unknown> = { id, method, params: params ?? {} }
       if (sessionId) message.sessionId = sessionId
-      this.ws.send(JSON.stringify(message), (err) => {
+      this.ws.send(JSON.stringify(message), err => {
         if (err && this.pending.delete(id)) reject(err)
       })
     })
@@ -110,7 +127,7 @@ export class CdpClient {
 
   async close(): Promise<void> {
     if (this.ws.readyState === WebSocket.CLOSED) return
-    await new Promise<void>((resolve) => {
+    await new Promise<void>(resolve => {
       this.ws.once('close', () => resolve())
       this.ws.close()
     })
@@ -119,10 +136,14 @@ export class CdpClient {
   private receive(data: Buffer): void {
     // A console argument longer than the envelope cap is cut in the raw frame, as it arrives: the
     // huge frame is released at once instead of waiting in the queue and being parsed whole.
-    if (data.length > bounds.maxEnvelopeBytes && isConsoleEventFrame(data)) data = cutConsoleFrame(data, bounds.maxEnvelopeBytes) ?? data
+    if (data.length > bounds.maxEnvelopeBytes && isConsoleEventFrame(data))
+      data = cutConsoleFrame(data, bounds.maxEnvelopeBytes) ?? data
     this.queue.push(data)
     this.queuedBytes += data.length
-    if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) { this.paused = true; this.ws.pause() }
+    if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) {
+      this.paused = true
+      this.ws.pause()
+    }
     if (!this.scheduled) this.schedule()
   }
 
@@ -151,7 +172,10 @@ export class CdpClient {
     const over = now - start - SLICE_MS
     if (over > SLICE_MS) this.restUntil = now + Math.min(over, MAX_REST_MS)
     this.compact()
-    if (this.paused && this.queuedBytes <= QUEUE_LOW_BYTES && !this.closed) { this.paused = false; this.ws.resume() }
+    if (this.paused && this.queuedBytes <= QUEUE_LOW_BYTES && !this.closed) {
+      this.paused = false
+      this.ws.resume()
+    }
     if (this.head < this.queue.length) this.schedule()
     else this.scheduled = false
   }
@@ -164,7 +188,11 @@ export class CdpClient {
     if (this.unread && this.isUnread(data, this.unread)) return data.length
     let message: CdpMessage
     // toString() without arguments is Buffer's direct UTF-8 path (with an encoding name it looks the codec up first).
-    try { message = JSON.parse(data.toString()) as CdpMessage } catch { return data.length }
+    try {
+      message = JSON.parse(data.toString()) as CdpMessage
+    } catch {
+      return data.length
+    }
     if (message.id !== undefined) {
       const p = this.pending.get(message.id)
       if (p) {
@@ -182,12 +210,21 @@ export class CdpClient {
     // Byte by byte: Buffer#compare with offsets is a native call with argument checks, dearer than these 11 reads.
     for (let i = 0; i < EVENT_PREFIX.length; i++) if (data[i] !== EVENT_PREFIX[i]) return false
     const end = data.indexOf(0x22, EVENT_PREFIX.length) // the closing quote; CDP method names have no escapes
-    return end > 0 && end - EVENT_PREFIX.length <= 64 && unread((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
+    return (
+      end > 0 &&
+      end - EVENT_PREFIX.length <= 64 &&
+      unread((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
+    )
   }
 
   private compact(): void {
-    if (this.head === this.queue.length) { this.queue.length = 0; this.head = 0 }
-    else if (this.head > 1024) { this.queue.splice(0, this.head); this.head = 0 }
+    if (this.head === this.queue.length) {
+      this.queue.length = 0
+      this.head = 0
+    } else if (this.head > 1024) {
+      this.queue.splice(0, this.head)
+      this.head = 0
+    }
   }
 
   private onClose(): void {

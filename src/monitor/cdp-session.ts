@@ -8,7 +8,11 @@ import { ProtocolError, toProtocolError, type ProtocolErrorLog } from './protoco
 import type { CdpCommand, CdpEvent, CdpSession, CommandParams, CommandResult, EventParams } from './types.js'
 
 /** The connection's raw send: a command on a session id (undefined = the browser). */
-export type RawSend = <M extends CdpCommand>(method: M, params: CommandParams<M> | undefined, sessionId: string | undefined) => Promise<CommandResult<M>>
+export type RawSend = <M extends CdpCommand>(
+  method: M,
+  params: CommandParams<M> | undefined,
+  sessionId: string | undefined,
+) => Promise<CommandResult<M>>
 
 /**
  * Events Chromium sends in volume once Network is enabled that nothing in the daemon reads: the
@@ -16,7 +20,9 @@ export type RawSend = <M extends CdpCommand>(method: M, params: CommandParams<M>
  * Subscribing to one is a programming error (on() throws), so the list cannot go stale silently.
  */
 export const UNREAD_EVENTS: ReadonlySet<string> = new Set([
-  'Network.dataReceived', 'Network.requestWillBeSentExtraInfo', 'Network.responseReceivedExtraInfo',
+  'Network.dataReceived',
+  'Network.requestWillBeSentExtraInfo',
+  'Network.responseReceivedExtraInfo',
 ])
 
 export class CdpSessionCore implements CdpSession {
@@ -39,11 +45,15 @@ export class CdpSessionCore implements CdpSession {
     listened?: ListenedEvents,
   ) {
     this.handlers = new HandlerRegistry(listened)
-    this.detaches = new Disposer((err) => logger.warn({ err, session: label }, 'collector detach threw'))
+    this.detaches = new Disposer(err => logger.warn({ err, session: label }, 'collector detach threw'))
   }
 
-  get signal(): AbortSignal { return this.abort.signal }
-  get closed(): boolean { return this.abort.signal.aborted }
+  get signal(): AbortSignal {
+    return this.abort.signal
+  }
+  get closed(): boolean {
+    return this.abort.signal.aborted
+  }
 
   send<M extends CdpCommand>(method: M, params?: CommandParams<M>): Promise<CommandResult<M>> {
     if (this.closed) return Promise.reject(this.closedError(method))
@@ -53,8 +63,14 @@ export class CdpSessionCore implements CdpSession {
       const fail = () => reject(this.closedError(method))
       this.inFlight.add(fail)
       this.raw(method, params, this.rawSessionId).then(
-        (r) => { this.inFlight.delete(fail); resolve(r) },
-        (e: unknown) => { this.inFlight.delete(fail); reject(toProtocolError(method, e)) },
+        r => {
+          this.inFlight.delete(fail)
+          resolve(r)
+        },
+        (e: unknown) => {
+          this.inFlight.delete(fail)
+          reject(toProtocolError(method, e))
+        },
       )
     })
   }
@@ -73,7 +89,9 @@ export class CdpSessionCore implements CdpSession {
   }
 
   /** Records a collector's detach; if the session already closed, runs it at once. */
-  addDetach(detach: Dispose): void { this.detaches.add(detach) }
+  addDetach(detach: Dispose): void {
+    this.detaches.add(detach)
+  }
 
   /** Delivers one event of this session to its handlers (a throwing handler never stops the others). */
   dispatch(method: string, params: unknown): void {

@@ -2,13 +2,20 @@
 // unprivileged user, so a page (or a CDP client) cannot read the token or the log through file://.
 import { readFile } from 'node:fs/promises'
 
-export interface ChromiumUser { name: string; uid: number; gid: number }
+export interface ChromiumUser {
+  name: string
+  uid: number
+  gid: number
+}
 
 /** nobody's conventional ids, used when /etc/passwd has no entry for it (minimal images). */
 export const NOBODY: ChromiumUser = { name: 'nobody', uid: 65534, gid: 65534 }
 
 export class ChromiumUserError extends Error {
-  constructor(message: string) { super(message); this.name = 'ChromiumUserError' }
+  constructor(message: string) {
+    super(message)
+    this.name = 'ChromiumUserError'
+  }
 }
 
 /**
@@ -20,12 +27,15 @@ export function resolveChromiumUser(spec: string, passwd: string): ChromiumUser 
   const numeric = /^\d+$/.test(want)
   for (const line of passwd.split('\n')) {
     const [name, , uid, gid] = line.split(':')
-    if (name === undefined || uid === undefined || gid === undefined || !/^\d+$/.test(uid) || !/^\d+$/.test(gid)) continue
+    if (name === undefined || uid === undefined || gid === undefined || !/^\d+$/.test(uid) || !/^\d+$/.test(gid))
+      continue
     if (numeric ? uid === want : name === want) return { name, uid: Number(uid), gid: Number(gid) }
   }
   if (want === NOBODY.name) return NOBODY
   if (numeric) return { name: want, uid: Number(want), gid: Number(want) }
-  throw new ChromiumUserError(`--chromium-user: no user ${JSON.stringify(want)} in /etc/passwd (create it, e.g. useradd --system --no-create-home ${/^[a-z_][a-z0-9_-]{0,31}$/.test(want) ? want : '<name>'}, or pass an existing user)`)
+  throw new ChromiumUserError(
+    `--chromium-user: no user ${JSON.stringify(want)} in /etc/passwd (create it, e.g. useradd --system --no-create-home ${/^[a-z_][a-z0-9_-]{0,31}$/.test(want) ? want : '<name>'}, or pass an existing user)`,
+  )
 }
 
 /** The user to launch Chromium as: only a root daemon switches users (undefined: the daemon's own). */

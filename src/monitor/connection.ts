@@ -21,7 +21,10 @@ function isEvent<E extends CdpEvent>(m: CdpMessage, event: E): m is CdpMessage &
 
 /** A CDP command of the connection setup failed; `step` names it (monitor_init_failed.step). */
 export class InitStepError extends Error {
-  constructor(readonly step: string, readonly cause: unknown) {
+  constructor(
+    readonly step: string,
+    readonly cause: unknown,
+  ) {
     super(`CDP ${step} failed: ${cause instanceof Error ? cause.message : String(cause)}`)
     this.name = 'InitStepError'
   }
@@ -30,7 +33,10 @@ export class InitStepError extends Error {
 /** Could not open the WebSocket to the browser. */
 export class ConnectError extends Error {
   readonly step = 'connect'
-  constructor(readonly wsUrl: string, readonly cause: unknown) {
+  constructor(
+    readonly wsUrl: string,
+    readonly cause: unknown,
+  ) {
     super(`cannot connect to the browser at ${wsUrl}: ${cause instanceof Error ? cause.message : String(cause)}`)
     this.name = 'ConnectError'
   }
@@ -98,19 +104,29 @@ export class BrowserConnection {
   /** The browser-level session collectors' attachBrowser gets; closed with the connection. */
   readonly browser: CdpSessionCore
   private readonly abort = new AbortController()
-  private readonly raw: RawSend = <M extends CdpCommand>(method: M, params: CommandParams<M> | undefined, sessionId: string | undefined) =>
-    this.client.send(method, params, sessionId) as Promise<CommandResult<M>>
+  private readonly raw: RawSend = <M extends CdpCommand>(
+    method: M,
+    params: CommandParams<M> | undefined,
+    sessionId: string | undefined,
+  ) => this.client.send(method, params, sessionId) as Promise<CommandResult<M>>
   private refusedLogged = 0
 
   private constructor(client: CdpClient, opts: ConnectionOptions) {
     this.client = client
     this.opts = opts
     this.wsUrl = opts.wsUrl
-    this.browser = new CdpSessionCore(this.raw, undefined, opts.errors, opts.logger, 'browser connection', this.listened)
+    this.browser = new CdpSessionCore(
+      this.raw,
+      undefined,
+      opts.errors,
+      opts.logger,
+      'browser connection',
+      this.listened,
+    )
     this.plan = opts.capture.current()
-    this.unsubscribePlan = opts.capture.onChange((plan) => this.applyPlan(plan))
-    client.on('event', (m) => this.onMessage(m))
-    client.ignoreEvents((method) => UNREAD_EVENTS.has(method) || (droppableUnheard(method) && !this.listened.has(method)))
+    this.unsubscribePlan = opts.capture.onChange(plan => this.applyPlan(plan))
+    client.on('event', m => this.onMessage(m))
+    client.ignoreEvents(method => UNREAD_EVENTS.has(method) || (droppableUnheard(method) && !this.listened.has(method)))
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()
@@ -131,13 +147,17 @@ export class BrowserConnection {
     return conn
   }
 
-  get closed(): boolean { return this.abort.signal.aborted }
-
-  targets(): TargetInfo[] {
-    return [...this.sessions.values()].map((t) => t.info())
+  get closed(): boolean {
+    return this.abort.signal.aborted
   }
 
-  session(sessionId: string): AttachedTarget | undefined { return this.sessions.get(sessionId) }
+  targets(): TargetInfo[] {
+    return [...this.sessions.values()].map(t => t.info())
+  }
+
+  session(sessionId: string): AttachedTarget | undefined {
+    return this.sessions.get(sessionId)
+  }
 
   targetCounts(): Partial<Record<TargetType, number>> {
     const counts: Partial<Record<TargetType, number>> = {}
@@ -157,8 +177,14 @@ export class BrowserConnection {
     }
     const browserListeners = this.browser.counts().listeners
     return {
-      sessions: this.sessions.size, targetsById: this.sessionByTarget.size, pendingAttaches: this.pending.size,
-      timers: this.timeouts, sessionListeners, sessionDetaches, inFlightCommands, browserListeners,
+      sessions: this.sessions.size,
+      targetsById: this.sessionByTarget.size,
+      pendingAttaches: this.pending.size,
+      timers: this.timeouts,
+      sessionListeners,
+      sessionDetaches,
+      inFlightCommands,
+      browserListeners,
     }
   }
 
@@ -180,7 +206,11 @@ export class BrowserConnection {
   }
 
   /** Best-effort command of the monitor itself on a session (undefined = browser); see CdpSession.sendMayFail. */
-  private sendMayFail<M extends CdpCommand>(method: M, params: CommandParams<M> | undefined, sessionId: string | undefined) {
+  private sendMayFail<M extends CdpCommand>(
+    method: M,
+    params: CommandParams<M> | undefined,
+    sessionId: string | undefined,
+  ) {
     return this.raw(method, params, sessionId).catch((err: unknown) => {
       this.opts.errors.report(method, err, { sessionId })
       return undefined
@@ -200,15 +230,26 @@ export class BrowserConnection {
       }
     }
     const step = async <M extends CdpCommand>(method: M, params?: CommandParams<M>) => {
-      try { return await this.raw(method, params, undefined) } catch (err) { throw new InitStepError(method, err) }
+      try {
+        return await this.raw(method, params, undefined)
+      } catch (err) {
+        throw new InitStepError(method, err)
+      }
     }
     await step('Target.setDiscoverTargets', { discover: true })
     // Attaches every existing page/worker too (attachedToTarget arrives before the reply).
     await step('Target.setAutoAttach', autoAttachParams(this.plan))
     const { targetInfos } = await step('Target.getTargets')
-    await Promise.all(targetInfos
-      .filter((i) => TOP_LEVEL_TYPES.has(i.type) && planAttaches(this.plan, targetTypeOf(i.type)) && !this.sessionByTarget.has(i.targetId))
-      .map((i) => this.sendMayFail('Target.attachToTarget', { targetId: i.targetId, flatten: true }, undefined)))
+    await Promise.all(
+      targetInfos
+        .filter(
+          i =>
+            TOP_LEVEL_TYPES.has(i.type) &&
+            planAttaches(this.plan, targetTypeOf(i.type)) &&
+            !this.sessionByTarget.has(i.targetId),
+        )
+        .map(i => this.sendMayFail('Target.attachToTarget', { targetId: i.targetId, flatten: true }, undefined)),
+    )
     // Settle setups, including children that attached while their parent was being set up.
     while (this.pending.size > 0 && !this.closed) await Promise.allSettled([...this.pending.values()])
   }
@@ -238,7 +279,11 @@ export class BrowserConnection {
 
   private onAttached(ev: EventParams<'Target.attachedToTarget'>, parentSessionId: string | undefined): void {
     const { sessionId, targetInfo } = ev
-    if (this.sessionByTarget.has(targetInfo.targetId) || IGNORED_TYPES.has(targetInfo.type) || !planAttaches(this.plan, targetTypeOf(targetInfo.type))) {
+    if (
+      this.sessionByTarget.has(targetInfo.targetId) ||
+      IGNORED_TYPES.has(targetInfo.type) ||
+      !planAttaches(this.plan, targetTypeOf(targetInfo.type))
+    ) {
       // Already tracked through another session (explicit attach racing auto-attach), not a
       // browsing target, or one the capture plan does not watch: resume it and drop the session.
       void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
@@ -251,13 +296,28 @@ export class BrowserConnection {
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
       this.opts.onTargetRefused?.(targetInfo)
       if (this.refusedLogged++ < 20 || this.refusedLogged % 1000 === 0) {
-        this.opts.logger.warn({ targetId: targetInfo.targetId, type: targetInfo.type, attached: this.sessions.size, refused: this.refusedLogged },
-          'attached target cap reached; target not watched')
+        this.opts.logger.warn(
+          {
+            targetId: targetInfo.targetId,
+            type: targetInfo.type,
+            attached: this.sessions.size,
+            refused: this.refusedLogged,
+          },
+          'attached target cap reached; target not watched',
+        )
       }
       return
     }
     const parent = parentSessionId ? this.sessions.get(parentSessionId) : undefined
-    const target = new AttachedTarget(this.raw, this.opts.errors, this.opts.logger, targetInfo, sessionId, parent?.sessionId, this.listened)
+    const target = new AttachedTarget(
+      this.raw,
+      this.opts.errors,
+      this.opts.logger,
+      targetInfo,
+      sessionId,
+      parent?.sessionId,
+      this.listened,
+    )
     target.parent = parent
     this.sessions.set(sessionId, target)
     this.sessionByTarget.set(target.targetId, sessionId)
@@ -283,12 +343,14 @@ export class BrowserConnection {
         await this.bounded(own, this.opts.pausedMaxMs)
       } catch {
         // Collectors' commands are queued behind ours: no point waiting for them.
-        if (!target.closed) this.opts.logger.debug({ targetId: target.targetId }, 'paused target not answering yet; resuming it')
+        if (!target.closed)
+          this.opts.logger.debug({ targetId: target.targetId }, 'paused target not answering yet; resuming it')
         return
       }
       await this.bounded(collectors)
     } catch (err) {
-      if (!target.closed) this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete; resuming it anyway')
+      if (!target.closed)
+        this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete; resuming it anyway')
     } finally {
       if (!target.closed) {
         void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
@@ -303,16 +365,22 @@ export class BrowserConnection {
     // Our commands go on the wire before any collector's, so Page events are tracked from the start.
     const own: Promise<unknown>[] = []
     const plan = this.plan
-    const capture = new TargetCapture(target, { collectors: this.opts.collectors, emit: this.opts.emit, logger: this.opts.logger })
+    const capture = new TargetCapture(target, {
+      collectors: this.opts.collectors,
+      emit: this.opts.emit,
+      logger: this.opts.logger,
+    })
     this.captures.set(target.sessionId, capture)
     // The plan's domains (Page first on frame-bearing targets: context tracking needs it whatever is on).
     own.push(capture.enableDomains(plan))
     if (target.hasFrames) {
-      own.push(target.sendMayFail('Page.getFrameTree').then((r) => {
-        // Held events are released here, also when the tree could not be read.
-        if (r) target.adoptFrameTree(r.frameTree.frame)
-        else target.releaseHeld()
-      }))
+      own.push(
+        target.sendMayFail('Page.getFrameTree').then(r => {
+          // Held events are released here, also when the tree could not be read.
+          if (r) target.adoptFrameTree(r.frameTree.frame)
+          else target.releaseHeld()
+        }),
+      )
     }
     if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', autoAttachParams(plan)))
     return { own: Promise.all(own), collectors: capture.attachCollectors(plan) }
@@ -326,14 +394,15 @@ export class BrowserConnection {
     if (!sameAttachFilter(before, plan)) {
       const params = autoAttachParams(plan)
       void this.sendMayFail('Target.setAutoAttach', params, undefined)
-      for (const t of this.sessions.values()) if (PARENT_TYPES.has(t.targetInfo.type)) void t.sendMayFail('Target.setAutoAttach', params)
+      for (const t of this.sessions.values())
+        if (PARENT_TYPES.has(t.targetInfo.type)) void t.sendMayFail('Target.setAutoAttach', params)
     }
     for (const capture of this.captures.values()) void capture.apply(plan)
   }
 
   /** Resolves once the plan in force is applied to every target attached now (tests). */
   async planApplied(): Promise<void> {
-    await Promise.all([...this.captures.values()].map((c) => c.apply(this.plan)))
+    await Promise.all([...this.captures.values()].map(c => c.apply(this.plan)))
   }
 
   /**
@@ -378,7 +447,10 @@ async function connectClient(wsUrl: string, timeoutMs: number): Promise<CdpClien
     return await withTimeout(connecting, timeoutMs, { message: `no answer within ${timeoutMs} ms` })
   } catch (err) {
     // A client that connects after the timeout must not linger.
-    connecting.then((c) => c.close(), () => undefined)
+    connecting.then(
+      c => c.close(),
+      () => undefined,
+    )
     throw new ConnectError(wsUrl, err)
   }
 }

@@ -34,7 +34,7 @@ export function cutConsoleFrame(frame: Buffer, maxUnits: number): Buffer | undef
   const parts: Buffer[] = []
   let copied = 0 // frame[0, copied) is in parts
   let steps = QUOTE_STEPS
-  for (let k = frame.indexOf(VALUE_KEY); k !== -1; ) {
+  for (let k = frame.indexOf(VALUE_KEY); k !== -1;) {
     const start = k + VALUE_KEY.length
     // The string's closing quote: the first one not escaped (an even run of backslashes before it).
     let end = frame.indexOf(QUOTE, start)
@@ -66,16 +66,28 @@ export function cutConsoleFrame(frame: Buffer, maxUnits: number): Buffer | undef
  */
 function prefixEnd(frame: Buffer, start: number, end: number, units: number): number {
   // Plain ASCII without escapes (the common huge argument): one byte per unit.
-  if (isAscii(frame.subarray(start, start + units)) && frame.subarray(start, start + units).indexOf(BACKSLASH) === -1) return start + units
+  if (isAscii(frame.subarray(start, start + units)) && frame.subarray(start, start + units).indexOf(BACKSLASH) === -1)
+    return start + units
   let i = start
   let n = 0
   while (i < end && n < units) {
     const c = frame[i]!
-    if (c === BACKSLASH) { i += frame[i + 1] === 0x75 /* u */ ? 6 : 2; n++ }
-    else if (c < 0x80) { i++; n++ }
-    else if (c < 0xe0) { i += 2; n++ }
-    else if (c < 0xf0) { i += 3; n++ }
-    else { i += 4; n += 2 } // outside the BMP: a surrogate pair
+    if (c === BACKSLASH) {
+      i += frame[i + 1] === 0x75 /* u */ ? 6 : 2
+      n++
+    } else if (c < 0x80) {
+      i++
+      n++
+    } else if (c < 0xe0) {
+      i += 2
+      n++
+    } else if (c < 0xf0) {
+      i += 3
+      n++
+    } else {
+      i += 4
+      n += 2
+    } // outside the BMP: a surrogate pair
   }
   return Math.min(i, end)
 }

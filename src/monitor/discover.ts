@@ -37,7 +37,11 @@ export async function fetchBrowserWsUrl(httpBase: string, timeoutMs = 5000): Pro
   }
   if (res.status < 200 || res.status > 299) throw new Error(`${url} answered ${res.status}`)
   let body: { webSocketDebuggerUrl?: unknown } | undefined
-  try { body = JSON.parse(res.body) as typeof body } catch { body = undefined }
+  try {
+    body = JSON.parse(res.body) as typeof body
+  } catch {
+    body = undefined
+  }
   const ws = body?.webSocketDebuggerUrl
   if (typeof ws !== 'string' || !/^wss?:\/\//.test(ws)) throw new Error(`${url} has no webSocketDebuggerUrl`)
   return ws
@@ -52,14 +56,26 @@ function getSmall(url: string, timeoutMs: number): Promise<{ status: number; bod
       let size = 0
       res.on('data', (c: Buffer) => {
         size += c.length
-        if (size > VERSION_MAX_BYTES) { req.destroy(new Error(`answer over ${VERSION_MAX_BYTES} bytes`)); return }
+        if (size > VERSION_MAX_BYTES) {
+          req.destroy(new Error(`answer over ${VERSION_MAX_BYTES} bytes`))
+          return
+        }
         chunks.push(c)
       })
-      res.on('end', () => { clearTimeout(timer); resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }) })
-      res.on('error', (err) => { clearTimeout(timer); reject(err) })
+      res.on('end', () => {
+        clearTimeout(timer)
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') })
+      })
+      res.on('error', err => {
+        clearTimeout(timer)
+        reject(err)
+      })
     })
     const timer = setTimeout(() => req.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
-    req.on('error', (err) => { clearTimeout(timer); reject(err) })
+    req.on('error', err => {
+      clearTimeout(timer)
+      reject(err)
+    })
   })
 }
 

@@ -11,8 +11,12 @@ export type Handler = (params: unknown) => void
  */
 export class ListenedEvents {
   private readonly counts = new Map<string, number>()
-  has(event: string): boolean { return this.counts.has(event) }
-  add(event: string, n = 1): void { this.counts.set(event, (this.counts.get(event) ?? 0) + n) }
+  has(event: string): boolean {
+    return this.counts.has(event)
+  }
+  add(event: string, n = 1): void {
+    this.counts.set(event, (this.counts.get(event) ?? 0) + n)
+  }
   remove(event: string, n = 1): void {
     const left = (this.counts.get(event) ?? 0) - n
     if (left > 0) this.counts.set(event, left)
@@ -29,8 +33,11 @@ export class HandlerRegistry {
   /** Adds a handler; returns its idempotent unsubscribe (empty sets are dropped, so nothing accumulates). */
   add(event: string, handler: Handler): () => void {
     let set = this.byEvent.get(event)
-    if (!set) this.byEvent.set(event, set = new Set())
-    if (!set.has(handler)) { set.add(handler); this.listened?.add(event) }
+    if (!set) this.byEvent.set(event, (set = new Set()))
+    if (!set.has(handler)) {
+      set.add(handler)
+      this.listened?.add(event)
+    }
     return () => {
       const s = this.byEvent.get(event)
       if (!s || !s.delete(handler)) return
@@ -44,7 +51,11 @@ export class HandlerRegistry {
     const set = this.byEvent.get(event)
     if (!set) return
     for (const h of set) {
-      try { h(params) } catch (err) { logger.warn({ err, event, session }, 'collector handler threw') }
+      try {
+        h(params)
+      } catch (err) {
+        logger.warn({ err, event, session }, 'collector handler threw')
+      }
     }
   }
 

@@ -1,15 +1,36 @@
 // Public surface of the monitor: main.ts and collectors import from here (collectors: types only).
 export { Monitor, DEFAULT_RECONNECT } from './monitor.js'
 export type { MonitorOptions, MonitorLaunchOptions, ReconnectOptions } from './monitor.js'
-export type { MonitorState, BrowserExit, MonitorEventMap, MonitorEvents, MonitorEventSource, MonitorStatus, MonitorView } from './status.js'
+export type {
+  MonitorState,
+  BrowserExit,
+  MonitorEventMap,
+  MonitorEvents,
+  MonitorEventSource,
+  MonitorStatus,
+  MonitorView,
+} from './status.js'
 export type { TargetInfo } from './target-session.js'
 export { targetTypeOf } from './target-session.js'
-export { capturePlan, CAPTURE_CATEGORIES, PLAN_DOMAINS, TIMELINE_EVENT_TYPES, DEFAULT_BODY_MAX_BYTES, planAttaches } from './capture-plan.js'
+export {
+  capturePlan,
+  CAPTURE_CATEGORIES,
+  PLAN_DOMAINS,
+  TIMELINE_EVENT_TYPES,
+  DEFAULT_BODY_MAX_BYTES,
+  planAttaches,
+} from './capture-plan.js'
 export type { CapturePlanOptions } from './capture-plan.js'
 export { autoAttachParams, fixedCapture } from './capture.js'
 export type { CaptureSource } from './capture.js'
 export { InitStepError, ConnectError } from './connection.js'
-export { ProtocolError, ProtocolErrorLog, classifyProtocolError, isSessionClosedError, toProtocolError } from './protocol-error.js'
+export {
+  ProtocolError,
+  ProtocolErrorLog,
+  classifyProtocolError,
+  isSessionClosedError,
+  toProtocolError,
+} from './protocol-error.js'
 export type { ProtocolErrorKind } from './protocol-error.js'
 export { backoffDelay, resolveBrowserWsUrl, fetchBrowserWsUrl } from './discover.js'
 export { launchChromium, ChromiumNotFoundError, ChromiumExitedError, CHROMIUM_FLAGS } from './launch.js'

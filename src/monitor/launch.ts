@@ -13,21 +13,36 @@ import type { ChromiumUser } from './chromium-user.js'
  * them: launchChromium adds it only where the sandbox cannot run (see LaunchOptions.sandbox).
  */
 export const CHROMIUM_FLAGS = [
-  '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--no-first-run', '--no-default-browser-check', '--disable-sync', '--disable-quic', '--mute-audio',
-  '--disable-dev-shm-usage', '--disable-features=Translate,MediaRouter,OptimizationHints',
+  '--headless',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--no-default-browser-check',
+  '--disable-sync',
+  '--disable-quic',
+  '--mute-audio',
+  '--disable-dev-shm-usage',
+  '--disable-features=Translate,MediaRouter,OptimizationHints',
 ]
 
 export class ChromiumNotFoundError extends Error {
   constructor(path: string) {
-    super(`Chromium not found at ${path}. Install it with: apt-get install -y chromium (or pass --chromium-path, or attach with --cdp-url)`)
+    super(
+      `Chromium not found at ${path}. Install it with: apt-get install -y chromium (or pass --chromium-path, or attach with --cdp-url)`,
+    )
     this.name = 'ChromiumNotFoundError'
   }
 }
 
 /** Chromium ended before it reported its DevTools endpoint (bad flag, port in use, crash at startup). */
 export class ChromiumExitedError extends Error {
-  constructor(readonly pid: number | undefined, readonly code: number | null, readonly signal: NodeJS.Signals | null, readonly stderrTail: string) {
+  constructor(
+    readonly pid: number | undefined,
+    readonly code: number | null,
+    readonly signal: NodeJS.Signals | null,
+    readonly stderrTail: string,
+  ) {
     super(`Chromium exited (code ${code}, signal ${signal}) before DevTools was ready: ${stderrTail.slice(-500)}`)
     this.name = 'ChromiumExitedError'
   }
@@ -77,7 +92,12 @@ export interface LaunchedBrowser {
  *  the port and the profile. Without setpriv the browser is still stopped on every orderly exit. */
 const SETPRIV = '/usr/bin/setpriv'
 async function deathSignalPrefix(): Promise<string[]> {
-  try { await access(SETPRIV, constants.X_OK); return [SETPRIV, '--pdeathsig', 'KILL', '--'] } catch { return [] }
+  try {
+    await access(SETPRIV, constants.X_OK)
+    return [SETPRIV, '--pdeathsig', 'KILL', '--']
+  } catch {
+    return []
+  }
 }
 
 const KEPT_ENV = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/
@@ -87,12 +107,20 @@ const SANDBOX_FAILURE = /no usable sandbox|sandbox|new namespace|CLONE_NEWUSER/i
 
 /** The line of Chromium's stderr that says why the sandbox could not start. */
 export function sandboxFailureReason(stderrTail: string): string | undefined {
-  const line = stderrTail.split('\n').find((l) => SANDBOX_FAILURE.test(l))
-  return line === undefined ? undefined : line.replace(/^\[[^\]]*\]\s*/, '').trim().slice(0, 300)
+  const line = stderrTail.split('\n').find(l => SANDBOX_FAILURE.test(l))
+  return line === undefined
+    ? undefined
+    : line
+        .replace(/^\[[^\]]*\]\s*/, '')
+        .trim()
+        .slice(0, 300)
 }
 
 /** Whether to try the sandbox: never when Chromium itself would run as root (it refuses to). */
-export function trySandbox(opts: Pick<LaunchOptions, 'user' | 'sandbox' | 'extraArgs'>, daemonUid = process.getuid?.()): boolean {
+export function trySandbox(
+  opts: Pick<LaunchOptions, 'user' | 'sandbox' | 'extraArgs'>,
+  daemonUid = process.getuid?.(),
+): boolean {
   if (opts.sandbox === 'off' || opts.extraArgs?.includes('--no-sandbox')) return false
   return (opts.user?.uid ?? daemonUid) !== 0
 }
@@ -100,24 +128,39 @@ export function trySandbox(opts: Pick<LaunchOptions, 'user' | 'sandbox' | 'extra
 /** A directory only `user` may use (0700, owned by it); created when missing. */
 async function ownedBy(dir: string, user: ChromiumUser | undefined): Promise<string> {
   await mkdir(dir, { recursive: true, mode: 0o700 })
-  if (user) { await chown(dir, user.uid, user.gid); await chmod(dir, 0o700) }
+  if (user) {
+    await chown(dir, user.uid, user.gid)
+    await chmod(dir, 0o700)
+  }
   return dir
 }
 
 export async function launchChromium(opts: LaunchOptions = {}): Promise<LaunchedBrowser> {
   const bin = opts.chromiumPath ?? '/usr/bin/chromium'
-  try { await access(bin, constants.X_OK) } catch { throw new ChromiumNotFoundError(bin) }
+  try {
+    await access(bin, constants.X_OK)
+  } catch {
+    throw new ChromiumNotFoundError(bin)
+  }
   const { user } = opts
   // One temp dir per launch, outside the daemon's data dir: the profile (unless given) and, for
   // another user, its HOME (fontconfig and crash reports write there). Removed on close.
   const base = !opts.userDataDir || user ? await mkdtemp(join(tmpdir(), 'bt-chromium-')) : undefined
   if (base) await ownedBy(base, user)
-  const userDataDir = opts.userDataDir ? await ownedBy(opts.userDataDir, user) : await ownedBy(join(base!, 'profile'), user)
+  const userDataDir = opts.userDataDir
+    ? await ownedBy(opts.userDataDir, user)
+    : await ownedBy(join(base!, 'profile'), user)
   let env: NodeJS.ProcessEnv = process.env
   if (user) {
     const home = await ownedBy(join(base!, 'home'), user)
     env = Object.fromEntries(Object.entries(process.env).filter(([k]) => KEPT_ENV.test(k)))
-    Object.assign(env, { HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_CACHE_HOME: join(home, '.cache'), USER: user.name, LOGNAME: user.name })
+    Object.assign(env, {
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      XDG_CACHE_HOME: join(home, '.cache'),
+      USER: user.name,
+      LOGNAME: user.name,
+    })
   }
   const removeOnClose = base ? [base] : []
   try {
@@ -136,13 +179,22 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
 }
 
 async function startChromium(
-  bin: string, opts: LaunchOptions, userDataDir: string, env: NodeJS.ProcessEnv, sandboxed: boolean,
-  removeOnClose: string[], fallbackReason?: string,
+  bin: string,
+  opts: LaunchOptions,
+  userDataDir: string,
+  env: NodeJS.ProcessEnv,
+  sandboxed: boolean,
+  removeOnClose: string[],
+  fallbackReason?: string,
 ): Promise<LaunchedBrowser> {
   const args = [
-    ...CHROMIUM_FLAGS, ...(sandboxed || opts.extraArgs?.includes('--no-sandbox') ? [] : ['--no-sandbox']),
-    `--user-data-dir=${userDataDir}`, `--remote-debugging-port=${opts.port ?? 0}`,
-    '--remote-debugging-address=127.0.0.1', ...(opts.extraArgs ?? []), opts.startUrl ?? 'about:blank',
+    ...CHROMIUM_FLAGS,
+    ...(sandboxed || opts.extraArgs?.includes('--no-sandbox') ? [] : ['--no-sandbox']),
+    `--user-data-dir=${userDataDir}`,
+    `--remote-debugging-port=${opts.port ?? 0}`,
+    '--remote-debugging-address=127.0.0.1',
+    ...(opts.extraArgs ?? []),
+    opts.startUrl ?? 'about:blank',
   ]
   const { user } = opts
   // With uid/gid set, libuv also drops the supplementary groups (setgroups(0)) before exec.
@@ -150,10 +202,15 @@ async function startChromium(
   // The daemon may run above normal priority (the systemd unit's Nice=-5: its own CPU is bounded
   // by the page budgets, a page's is not); the browser it starts runs at normal priority again.
   const back = Math.max(0, -getPriority())
-  const prefix = [...(back > 0 ? ['nice', '-n', String(back)] : []), ...await deathSignalPrefix()]
+  const prefix = [...(back > 0 ? ['nice', '-n', String(back)] : []), ...(await deathSignalPrefix())]
   const [command, ...commandArgs] = [...prefix, bin, ...args]
-  const child = spawn(command!, commandArgs, { stdio: ['ignore', 'ignore', 'pipe'], detached: false, env, ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}) })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+  const child = spawn(command!, commandArgs, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: false,
+    env,
+    ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}),
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(resolve => {
     child.once('exit', (code, signal) => resolve({ code, signal }))
   })
   const timeoutMs = opts.timeoutMs ?? 20000
@@ -163,12 +220,25 @@ async function startChromium(
     const onData = (d: Buffer) => {
       buf += d.toString()
       const m = /DevTools listening on (ws:\/\/\S+)/.exec(buf)
-      if (m) { cleanup(); resolve(m[1]!) }
+      if (m) {
+        cleanup()
+        resolve(m[1]!)
+      }
       if (buf.length > 65536) buf = buf.slice(-8192)
     }
-    const onExit = (code: number | null, signal: NodeJS.Signals | null) => { cleanup(); reject(new ChromiumExitedError(child.pid, code, signal, buf.slice(-4096))) }
-    const onError = (err: Error) => { cleanup(); reject(err) }
-    cleanup = () => { child.stderr!.off('data', onData); child.off('exit', onExit); child.off('error', onError) }
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      cleanup()
+      reject(new ChromiumExitedError(child.pid, code, signal, buf.slice(-4096)))
+    }
+    const onError = (err: Error) => {
+      cleanup()
+      reject(err)
+    }
+    cleanup = () => {
+      child.stderr!.off('data', onData)
+      child.off('exit', onExit)
+      child.off('error', onError)
+    }
     child.stderr!.on('data', onData)
     child.once('exit', onExit)
     child.once('error', onError)
@@ -187,7 +257,13 @@ async function startChromium(
   const port = Number(new URL(wsUrl).port)
   let closing: Promise<void> | undefined
   return {
-    process: child, pid: child.pid!, port, wsUrl, httpUrl: `http://127.0.0.1:${port}`, userDataDir, exited,
+    process: child,
+    pid: child.pid!,
+    port,
+    wsUrl,
+    httpUrl: `http://127.0.0.1:${port}`,
+    userDataDir,
+    exited,
     sandbox: fallbackReason === undefined ? { enabled: sandboxed } : { enabled: false, fallbackReason },
     close() {
       closing ??= (async () => {

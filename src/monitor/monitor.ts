@@ -95,18 +95,30 @@ export class Monitor implements MonitorView {
     this.events.setMaxListeners(50)
   }
 
-  get state(): MonitorState { return this.currentState }
-  get browserWsUrl(): string | undefined { return this.conn?.wsUrl }
+  get state(): MonitorState {
+    return this.currentState
+  }
+  get browserWsUrl(): string | undefined {
+    return this.conn?.wsUrl
+  }
   /** The launched browser (launch mode only). */
-  get launched(): LaunchedBrowser | undefined { return this.browser }
+  get launched(): LaunchedBrowser | undefined {
+    return this.browser
+  }
 
-  targets(): TargetInfo[] { return this.conn?.targets() ?? [] }
+  targets(): TargetInfo[] {
+    return this.conn?.targets() ?? []
+  }
 
   /** Resolves once the capture plan in force is applied to every attached target (tests, benches). */
-  async planApplied(): Promise<void> { await this.conn?.planApplied() }
+  async planApplied(): Promise<void> {
+    await this.conn?.planApplied()
+  }
 
   /** Failed CDP commands of kind 'error' (not session-closed) since start, by method. */
-  cdpErrors(): Record<string, number> { return this.errors.counts() }
+  cdpErrors(): Record<string, number> {
+    return this.errors.counts()
+  }
   /** Targets not watched because --max-targets were attached (metrics: browser_telemetry_targets_refused_total). */
   refusedTargets = 0
 
@@ -118,8 +130,12 @@ export class Monitor implements MonitorView {
   /** Everything the monitor knows about itself now: metrics, /healthz and the system collector read this. */
   status(): MonitorStatus {
     const s: MonitorStatus = {
-      state: this.currentState, targets: this.targetCounts(), reconnectAttempt: this.reconnectAttempt,
-      reconnects: this.reconnects, cdpErrors: this.errors.counts(), refusedTargets: this.refusedTargets,
+      state: this.currentState,
+      targets: this.targetCounts(),
+      reconnectAttempt: this.reconnectAttempt,
+      reconnects: this.reconnects,
+      cdpErrors: this.errors.counts(),
+      refusedTargets: this.refusedTargets,
     }
     if (this.browser) s.browserPid = this.browser.pid
     if (this.lastBrowserExit) s.lastBrowserExit = this.lastBrowserExit
@@ -129,7 +145,10 @@ export class Monitor implements MonitorView {
   /** What /healthz reports for the monitor. */
   health(): { state: MonitorState; targets: number; browser_pid?: number } {
     const s = this.status()
-    const h: { state: MonitorState; targets: number; browser_pid?: number } = { state: s.state, targets: Object.values(s.targets).reduce((a, b) => a + b, 0) }
+    const h: { state: MonitorState; targets: number; browser_pid?: number } = {
+      state: s.state,
+      targets: Object.values(s.targets).reduce((a, b) => a + b, 0),
+    }
     if (s.browserPid !== undefined) h.browser_pid = s.browserPid
     return h
   }
@@ -137,7 +156,14 @@ export class Monitor implements MonitorView {
   /** Per-target and per-connection bookkeeping sizes, for leak tests. */
   debugCounts() {
     const c = this.conn?.counts() ?? {
-      sessions: 0, targetsById: 0, pendingAttaches: 0, timers: 0, sessionListeners: 0, sessionDetaches: 0, inFlightCommands: 0, browserListeners: 0,
+      sessions: 0,
+      targetsById: 0,
+      pendingAttaches: 0,
+      timers: 0,
+      sessionListeners: 0,
+      sessionDetaches: 0,
+      inFlightCommands: 0,
+      browserListeners: 0,
     }
     return { ...c, monitorListeners: this.events.eventNames().reduce((n, e) => n + this.events.listenerCount(e), 0) }
   }
@@ -155,7 +181,10 @@ export class Monitor implements MonitorView {
         step = 'connect'
       }
       const conn = await this.connect()
-      if (this.stopping.signal.aborted) { await conn.close(); return }
+      if (this.stopping.signal.aborted) {
+        await conn.close()
+        return
+      }
       this.adopt(conn)
     } catch (err) {
       const failedStep = (err as { step?: unknown }).step
@@ -177,7 +206,7 @@ export class Monitor implements MonitorView {
     const conn = this.conn
     if (!conn) throw new Error('no browser connection')
     const { targetId } = await conn.browser.send('Target.createTarget', { url: 'about:blank' })
-    const info = this.targets().find((t) => t.targetId === targetId) ?? await this.attachedTarget(targetId, timeoutMs)
+    const info = this.targets().find(t => t.targetId === targetId) ?? (await this.attachedTarget(targetId, timeoutMs))
     const session = conn.session(info.sessionId)
     if (!session) throw new Error(`tab ${targetId} went away before it was navigated`)
     await session.send('Page.navigate', { url })
@@ -187,12 +216,16 @@ export class Monitor implements MonitorView {
   /** Resolves when targetId is announced as attached (rejects after timeoutMs). */
   private async attachedTarget(targetId: string, timeoutMs: number): Promise<TargetInfo> {
     let onAttached: ((t: TargetInfo) => void) | undefined
-    const attached = new Promise<TargetInfo>((resolve) => {
-      onAttached = (t) => { if (t.targetId === targetId) resolve(t) }
+    const attached = new Promise<TargetInfo>(resolve => {
+      onAttached = t => {
+        if (t.targetId === targetId) resolve(t)
+      }
       this.events.on('target-attached', onAttached)
     })
     try {
-      return await withTimeout(attached, timeoutMs, { message: `tab ${targetId} was not attached within ${timeoutMs} ms` })
+      return await withTimeout(attached, timeoutMs, {
+        message: `tab ${targetId} was not attached within ${timeoutMs} ms`,
+      })
     } finally {
       this.events.off('target-attached', onAttached!)
     }
@@ -205,7 +238,10 @@ export class Monitor implements MonitorView {
     this.setState('stopped')
     const conn = this.conn
     this.conn = undefined
-    if (conn) { await conn.close(); this.events.emit('upstream', undefined) }
+    if (conn) {
+      await conn.close()
+      this.events.emit('upstream', undefined)
+    }
     await this.reconnecting?.catch(() => undefined)
     await this.closeBrowser()
   }
@@ -217,15 +253,16 @@ export class Monitor implements MonitorView {
   private setState(s: MonitorState): void {
     if (this.currentState === s) return
     this.currentState = s
-    if (s === 'collecting') { this.reconnectAttempt = 0; this.lastBrowserExit = undefined }
+    if (s === 'collecting') {
+      this.reconnectAttempt = 0
+      this.lastBrowserExit = undefined
+    }
     this.logger.info({ state: s }, 'monitor state')
     this.events.emit('state', s)
   }
 
   private async connect(): Promise<BrowserConnection> {
-    const wsUrl = this.browser && !this.opts.cdpUrl
-      ? this.browser.wsUrl
-      : await resolveBrowserWsUrl(this.opts.cdpUrl!)
+    const wsUrl = this.browser && !this.opts.cdpUrl ? this.browser.wsUrl : await resolveBrowserWsUrl(this.opts.cdpUrl!)
     return BrowserConnection.open({
       wsUrl,
       collectors: this.opts.collectors ?? [],
@@ -234,11 +271,13 @@ export class Monitor implements MonitorView {
       logger: this.logger,
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
       maxTargets: this.opts.maxTargets ?? DEFAULT_MAX_TARGETS,
-      onTargetRefused: () => { this.refusedTargets++ },
+      onTargetRefused: () => {
+        this.refusedTargets++
+      },
       pausedMaxMs: this.opts.pausedMaxMs,
       events: this.events,
       errors: this.errors,
-      onLost: (c) => this.onConnectionLost(c),
+      onLost: c => this.onConnectionLost(c),
     })
   }
 
@@ -249,7 +288,10 @@ export class Monitor implements MonitorView {
 
   /** A connection that closed between its setup and adopt() was not reported (it was not current yet). */
   private checkStillOpen(): void {
-    if (this.conn?.closed) queueMicrotask(() => { if (this.conn?.closed) this.onConnectionLost(this.conn) })
+    if (this.conn?.closed)
+      queueMicrotask(() => {
+        if (this.conn?.closed) this.onConnectionLost(this.conn)
+      })
   }
 
   private onConnectionLost(conn: BrowserConnection): void {
@@ -261,24 +303,32 @@ export class Monitor implements MonitorView {
     void conn.close()
     this.emit({ type: 'monitor_disconnected', data: { reason: 'browser_restarted' } })
     this.setState('disconnected')
-    const loop: Promise<void> = this.reconnectLoop(lostAt).finally(() => { if (this.reconnecting === loop) this.reconnecting = undefined })
+    const loop: Promise<void> = this.reconnectLoop(lostAt).finally(() => {
+      if (this.reconnecting === loop) this.reconnecting = undefined
+    })
     this.reconnecting = loop
   }
 
   private async reconnectLoop(lostAt: number): Promise<void> {
     const { attempts } = this.reconnect
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      if (!await sleep(backoffDelay(attempt, this.reconnect), this.stopping.signal)) return
+      if (!(await sleep(backoffDelay(attempt, this.reconnect), this.stopping.signal))) return
       this.reconnectAttempt = attempt
       try {
         if (!this.opts.cdpUrl && this.browserGone()) await this.launch('running')
         if (this.stopping.signal.aborted) return
         const conn = await this.connect()
-        if (this.stopping.signal.aborted) { await conn.close(); return }
+        if (this.stopping.signal.aborted) {
+          await conn.close()
+          return
+        }
         this.adopt(conn)
         this.reconnects++
         this.setState('collecting')
-        this.emit({ type: 'monitor_reconnected', data: { reconnect_duration_ms: Math.round(performance.now() - lostAt) } })
+        this.emit({
+          type: 'monitor_reconnected',
+          data: { reconnect_duration_ms: Math.round(performance.now() - lostAt) },
+        })
         this.logger.info({ attempt, wsUrl: conn.wsUrl }, 'reconnected to the browser')
         this.checkStillOpen()
         return
@@ -306,21 +356,36 @@ export class Monitor implements MonitorView {
     let b: LaunchedBrowser
     try {
       b = await launchChromium({
-        chromiumPath: l.chromiumPath, extraArgs: l.extraArgs, startUrl: l.startUrl, userDataDir: l.userDataDir, port: this.launchPort ?? 0,
-        user: l.user, sandbox: this.sandbox,
+        chromiumPath: l.chromiumPath,
+        extraArgs: l.extraArgs,
+        startUrl: l.startUrl,
+        userDataDir: l.userDataDir,
+        port: this.launchPort ?? 0,
+        user: l.user,
+        sandbox: this.sandbox,
       })
     } catch (err) {
-      if (err instanceof ChromiumExitedError) this.browserExited({ pid: err.pid, code: err.code, signal: err.signal, phase: 'startup' })
+      if (err instanceof ChromiumExitedError)
+        this.browserExited({ pid: err.pid, code: err.code, signal: err.signal, phase: 'startup' })
       throw err
     }
-    if (this.stopping.signal.aborted) { await b.close(); return }
+    if (this.stopping.signal.aborted) {
+      await b.close()
+      return
+    }
     this.browser = b
     this.launchPort = b.port
     if (b.sandbox.fallbackReason !== undefined) {
       this.sandbox = 'off'
-      this.logger.warn({ reason: b.sandbox.fallbackReason }, 'Chromium sandbox cannot start here; running Chromium with --no-sandbox')
+      this.logger.warn(
+        { reason: b.sandbox.fallbackReason },
+        'Chromium sandbox cannot start here; running Chromium with --no-sandbox',
+      )
     }
-    this.logger.info({ pid: b.pid, port: b.port, phase, user: l.user?.name, sandbox: b.sandbox.enabled }, 'launched Chromium')
+    this.logger.info(
+      { pid: b.pid, port: b.port, phase, user: l.user?.name, sandbox: b.sandbox.enabled },
+      'launched Chromium',
+    )
     void b.exited.then(({ code, signal }) => {
       if (this.browser !== b || this.stopping.signal.aborted) return
       this.logger.warn({ pid: b.pid, code, signal }, 'launched Chromium exited')
@@ -343,9 +408,15 @@ export class Monitor implements MonitorView {
 /** Resolves true after ms, or false at once when signal aborts (the timer is always cleared). */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false)
-  return new Promise((resolve) => {
-    const onAbort = () => { clearTimeout(timer); resolve(false) }
-    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(true) }, ms)
+  return new Promise(resolve => {
+    const onAbort = () => {
+      clearTimeout(timer)
+      resolve(false)
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve(true)
+    }, ms)
     signal.addEventListener('abort', onAbort, { once: true })
   })
 }

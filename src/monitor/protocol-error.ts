@@ -41,7 +41,7 @@ const GONE_MESSAGES = [
 export function classifyProtocolError(err: unknown): ProtocolErrorKind {
   if (err instanceof ProtocolError) return err.kind
   const message = err instanceof Error ? err.message : String(err)
-  return GONE_MESSAGES.some((m) => message.includes(m)) ? 'closed' : 'error'
+  return GONE_MESSAGES.some(m => message.includes(m)) ? 'closed' : 'error'
 }
 
 /** Wraps whatever a command rejected with (chrome-remote-interface's ProtocolError, a socket error) as a classified ProtocolError. */

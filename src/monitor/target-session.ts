@@ -16,13 +16,20 @@ const HELD_MAX = 1000
 /** CDP TargetInfo.type -> the spec's target_type. */
 export function targetTypeOf(cdpType: string): TargetType {
   switch (cdpType) {
-    case 'page': return 'page'
-    case 'iframe': return 'iframe'
-    case 'worker': return 'worker'
-    case 'service_worker': return 'service_worker'
-    case 'shared_worker': return 'shared_worker'
-    case 'background_page': return 'background_page'
-    default: return 'other'
+    case 'page':
+      return 'page'
+    case 'iframe':
+      return 'iframe'
+    case 'worker':
+      return 'worker'
+    case 'service_worker':
+      return 'service_worker'
+    case 'shared_worker':
+      return 'shared_worker'
+    case 'background_page':
+      return 'background_page'
+    default:
+      return 'other'
   }
 }
 
@@ -87,11 +94,15 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     if (this.hasFrames) {
       this.frameId = targetInfo.targetId
       this.held = []
-      this.contextPending = new Promise((resolve) => { this.contextKnown = resolve })
+      this.contextPending = new Promise(resolve => {
+        this.contextKnown = resolve
+      })
     }
   }
 
-  get hasFrames(): boolean { return this.targetType === 'page' || this.targetType === 'iframe' || this.targetType === 'background_page' }
+  get hasFrames(): boolean {
+    return this.targetType === 'page' || this.targetType === 'iframe' || this.targetType === 'background_page'
+  }
 
   context(): Context {
     const c: Context = { session_id: this.sessionId, target_id: this.targetId, target_type: this.targetType }
@@ -123,7 +134,8 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
   override dispatch(method: string, params: unknown): void {
     if (this.held) {
       // A commit seen by Chromium's own event: what was held belongs to the document before it.
-      if (method === 'Page.frameNavigated' && this.isRootFrame((params as Protocol.Page.FrameNavigatedEvent).frame)) this.releaseHeld()
+      if (method === 'Page.frameNavigated' && this.isRootFrame((params as Protocol.Page.FrameNavigatedEvent).frame))
+        this.releaseHeld()
       else if (!method.startsWith('Network.')) {
         this.held.push({ method, params })
         // Bounded: a page flooding before its setup ends is let through in order.
@@ -145,8 +157,15 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
    * Releases the held events either way.
    */
   adoptFrameTree(frame: Protocol.Page.Frame): void {
-    if (this.navigated) { this.releaseHeld(); return }
-    if (!frame.loaderId || !frame.url || frame.url === 'about:blank') { this.applyFrame(frame); this.releaseHeld(); return }
+    if (this.navigated) {
+      this.releaseHeld()
+      return
+    }
+    if (!frame.loaderId || !frame.url || frame.url === 'about:blank') {
+      this.applyFrame(frame)
+      this.releaseHeld()
+      return
+    }
     const held = this.held
     this.held = undefined
     this.dispatch('Page.frameNavigated', { frame, type: 'Navigation' } satisfies Protocol.Page.FrameNavigatedEvent)
@@ -221,7 +240,8 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
       const p = params as Protocol.Page.LifecycleEventEvent
       if (p.frameId !== this.frameId || p.loaderId !== this.rootLoaderId) return true
       // Stand-ins for the Page events of the adopted document (deduplicated against the real ones).
-      if (p.name === 'DOMContentLoaded' && !this.domContentSeen) this.dispatch('Page.domContentEventFired', { timestamp: p.timestamp })
+      if (p.name === 'DOMContentLoaded' && !this.domContentSeen)
+        this.dispatch('Page.domContentEventFired', { timestamp: p.timestamp })
       else if (p.name === 'load' && !this.loadSeen) this.dispatch('Page.loadEventFired', { timestamp: p.timestamp })
     }
     return true

@@ -95,17 +95,29 @@ export class CdpProxy {
     this.logger = opts.logger ?? silentLogger
     this.graceMs = opts.upstreamLossGraceMs ?? 5000
     this.maxPayload = opts.maxPayloadBytes ?? 256 * 1024 * 1024
-    this.wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: this.maxPayload, skipUTF8Validation: true })
-    this.server = createServer((req, res) => { this.handleHttp(req, res).catch((err) => this.failHttp(res, err)) })
+    this.wss = new WebSocketServer({
+      noServer: true,
+      perMessageDeflate: false,
+      maxPayload: this.maxPayload,
+      skipUTF8Validation: true,
+    })
+    this.server = createServer((req, res) => {
+      this.handleHttp(req, res).catch(err => this.failHttp(res, err))
+    })
     this.server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head))
-    this.server.on('clientError', (_err, socket) => { socket.destroy() })
+    this.server.on('clientError', (_err, socket) => {
+      socket.destroy()
+    })
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
   async start(): Promise<AddressInfo> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject)
-      this.server.listen(this.opts.listen.port, this.opts.listen.host, () => { this.server.off('error', reject); resolve() })
+      this.server.listen(this.opts.listen.port, this.opts.listen.host, () => {
+        this.server.off('error', reject)
+        resolve()
+      })
     })
     this.unsubscribe = this.opts.onUpstreamChanged?.(() => this.upstreamChanged())
     const addr = this.address()
@@ -113,10 +125,14 @@ export class CdpProxy {
     return addr
   }
 
-  address(): AddressInfo { return this.server.address() as AddressInfo }
+  address(): AddressInfo {
+    return this.server.address() as AddressInfo
+  }
 
   /** Live client connections (for /healthz and metrics). */
-  get connectionCount(): number { return this.relays.size }
+  get connectionCount(): number {
+    return this.relays.size
+  }
   /** Upgrades refused by the connection cap (metrics). */
   refusedConnections = 0
 
@@ -126,7 +142,10 @@ export class CdpProxy {
       this.unsubscribe?.()
       const sockets: WebSocket[] = []
       for (const r of [...this.relays]) {
-        if (r.state === 'lost') { this.end(r, 'upstream_error'); continue }
+        if (r.state === 'lost') {
+          this.end(r, 'upstream_error')
+          continue
+        }
         this.end(r, 'context_cancelled')
         sockets.push(r.client, r.upstream)
         closeSocket(r.client, 1001, message)
@@ -134,8 +153,8 @@ export class CdpProxy {
       }
       this.server.closeAllConnections()
       await Promise.all([
-        new Promise<void>((resolve) => this.server.close(() => resolve())),
-        ...sockets.map((s) => closed(s, 2000)),
+        new Promise<void>(resolve => this.server.close(() => resolve())),
+        ...sockets.map(s => closed(s, 2000)),
       ])
     })()
     return this.closing
@@ -149,26 +168,51 @@ export class CdpProxy {
     const max = this.opts.maxConnections ?? DEFAULT_MAX_PROXY_CONNECTIONS
     if (this.relays.size >= max) {
       this.refusedConnections++
-      return rejectUpgrade(socket, 503, 'too_many_connections', `at most ${max} CDP proxy connections may be open at once; retry later`, { 'Retry-After': '5' })
+      return rejectUpgrade(
+        socket,
+        503,
+        'too_many_connections',
+        `at most ${max} CDP proxy connections may be open at once; retry later`,
+        { 'Retry-After': '5' },
+      )
     }
     const url = requestUrl(req)
     if (!url) return rejectUpgrade(socket, 400, 'bad_request', 'malformed request target')
     const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
     if (denied) return rejectUpgrade(socket, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
-    if (!browserUrl) return rejectUpgrade(socket, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
+    if (!browserUrl)
+      return rejectUpgrade(socket, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
     const target = upstreamPathFor(url.pathname, browserUrl)
-    if (!target) return rejectUpgrade(socket, 404, 'not_found', `no CDP endpoint at ${url.pathname}: use /devtools/browser/<id> or /devtools/page/<id> (see /json/version)`)
+    if (!target)
+      return rejectUpgrade(
+        socket,
+        404,
+        'not_found',
+        `no CDP endpoint at ${url.pathname}: use /devtools/browser/<id> or /devtools/page/<id> (see /json/version)`,
+      )
     // A session still waiting to learn whether its browser restarted has its answer now.
     this.settleLost(browserUrl)
-    this.wss.handleUpgrade(req, socket, head, (client) => this.relay(client, target, browserUrl))
+    this.wss.handleUpgrade(req, socket, head, client => this.relay(client, target, browserUrl))
   }
 
   private relay(client: WebSocket, target: string, browserUrl: string): void {
     const upstream = new WebSocket(target, {
-      perMessageDeflate: false, maxPayload: this.maxPayload, skipUTF8Validation: true, handshakeTimeout: 10_000,
+      perMessageDeflate: false,
+      maxPayload: this.maxPayload,
+      skipUTF8Validation: true,
+      handshakeTimeout: 10_000,
     })
-    const r: Relay = { id: randomUUID(), client, upstream, browserUrl, state: 'dialing', startedAt: performance.now(), messages: 0, early: [] }
+    const r: Relay = {
+      id: randomUUID(),
+      client,
+      upstream,
+      browserUrl,
+      state: 'dialing',
+      startedAt: performance.now(),
+      messages: 0,
+      early: [],
+    }
     this.relays.add(r)
     this.opts.emit({ type: 'cdp_connect', data: { connection_id: r.id }, source: SOURCE })
 
@@ -181,7 +225,7 @@ export class CdpProxy {
       }
       this.forward(r, client, upstream, data, isBinary)
     })
-    client.on('error', (err) => this.logger.debug({ err: err.message }, 'CDP proxy client error'))
+    client.on('error', err => this.logger.debug({ err: err.message }, 'CDP proxy client error'))
     client.on('close', () => {
       if (r.state !== 'dialing' && r.state !== 'open') return
       this.end(r, 'client_close')
@@ -198,8 +242,11 @@ export class CdpProxy {
       client.resume()
     })
     upstream.on('message', (data, isBinary) => this.forward(r, upstream, client, data, isBinary))
-    upstream.on('error', (err) => {
-      this.logger.warn({ err: err.message, target }, r.state === 'dialing' ? 'CDP proxy could not dial the browser' : 'CDP proxy upstream error')
+    upstream.on('error', err => {
+      this.logger.warn(
+        { err: err.message, target },
+        r.state === 'dialing' ? 'CDP proxy could not dial the browser' : 'CDP proxy upstream error',
+      )
     })
     upstream.on('close', (code, reason) => {
       if (r.state === 'dialing') {
@@ -207,7 +254,11 @@ export class CdpProxy {
         closeSocket(client, 1011, 'could not connect to the browser')
       } else if (r.state === 'open') {
         this.upstreamLost(r)
-        closeSocket(client, clientCodeFor(code), reason.length > 0 && reason.length <= 123 ? reason.toString() : 'browser connection lost')
+        closeSocket(
+          client,
+          clientCodeFor(code),
+          reason.length > 0 && reason.length <= 123 ? reason.toString() : 'browser connection lost',
+        )
       }
     })
   }
@@ -228,7 +279,10 @@ export class CdpProxy {
     r.state = 'lost'
     r.endedAt = performance.now()
     const current = this.opts.upstream()
-    if (current !== undefined && current !== r.browserUrl) { this.end(r, 'upstream_changed'); return }
+    if (current !== undefined && current !== r.browserUrl) {
+      this.end(r, 'upstream_changed')
+      return
+    }
     r.lostTimer = setTimeout(() => this.end(r, 'upstream_error'), this.graceMs)
     r.lostTimer.unref()
   }
@@ -267,7 +321,11 @@ export class CdpProxy {
     if (r.lostTimer) clearTimeout(r.lostTimer)
     this.relays.delete(r)
     const durationMs = Math.max(0, Math.round((r.endedAt ?? performance.now()) - r.startedAt))
-    this.opts.emit({ type: 'cdp_disconnect', data: { connection_id: r.id, duration_ms: durationMs, message_count: r.messages, reason }, source: SOURCE })
+    this.opts.emit({
+      type: 'cdp_disconnect',
+      data: { connection_id: r.id, duration_ms: durationMs, message_count: r.messages, reason },
+      source: SOURCE,
+    })
     this.logger.debug({ connectionId: r.id, reason, messages: r.messages, durationMs }, 'CDP proxy session ended')
   }
 
@@ -277,12 +335,18 @@ export class CdpProxy {
     const url = requestUrl(req)
     if (!url) return sendError(res, 400, 'bad_request', 'malformed request target')
     if (url.pathname !== '/json' && !url.pathname.startsWith('/json/')) {
-      return sendError(res, 404, 'not_found', `no such endpoint ${url.pathname}: the CDP proxy serves /json/version, /json/list and WebSocket upgrades`)
+      return sendError(
+        res,
+        404,
+        'not_found',
+        `no such endpoint ${url.pathname}: the CDP proxy serves /json/version, /json/list and WebSocket upgrades`,
+      )
     }
     const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
     if (denied) return sendError(res, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
-    if (!browserUrl) return sendError(res, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
+    if (!browserUrl)
+      return sendError(res, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
     const queryToken = url.searchParams.get('token') ?? undefined
     url.searchParams.delete('token')
     const upstreamUrl = new URL(url.pathname + url.search, httpBaseOf(browserUrl))
@@ -291,20 +355,39 @@ export class CdpProxy {
       answer = await fetchUpstream(upstreamUrl, req.method ?? 'GET')
     } catch (err) {
       this.logger.warn({ err: (err as Error).message }, 'CDP proxy discovery request to the browser failed')
-      return sendError(res, 503, 'browser_unavailable', 'the browser did not answer the discovery request; retry shortly')
+      return sendError(
+        res,
+        503,
+        'browser_unavailable',
+        'the browser did not answer the discovery request; retry shortly',
+      )
     }
     const proxyHost = saneHost(req.headers.host) ?? this.listenHost()
     if (answer.status === 200 && answer.contentType?.includes('json')) {
       let parsed: unknown
-      try { parsed = JSON.parse(answer.body.toString('utf8')) } catch { parsed = undefined }
+      try {
+        parsed = JSON.parse(answer.body.toString('utf8'))
+      } catch {
+        parsed = undefined
+      }
       if (parsed !== undefined) {
-        const body = JSON.stringify(rewriteDiscovery(parsed, proxyHost, this.opts.auth ? queryToken : undefined), null, 2)
-        res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(body) })
+        const body = JSON.stringify(
+          rewriteDiscovery(parsed, proxyHost, this.opts.auth ? queryToken : undefined),
+          null,
+          2,
+        )
+        res.writeHead(200, {
+          'content-type': 'application/json; charset=UTF-8',
+          'content-length': Buffer.byteLength(body),
+        })
         res.end(body)
         return
       }
     }
-    res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'text/plain', 'content-length': answer.body.length })
+    res.writeHead(answer.status, {
+      'content-type': answer.contentType ?? 'text/plain',
+      'content-length': answer.body.length,
+    })
     res.end(answer.body)
   }
 
@@ -331,12 +414,21 @@ export class CdpProxy {
   private refuseBrowserRequest(req: IncomingMessage): HttpError | undefined {
     const origin = req.headers.origin
     if (origin !== undefined && !this.allowOrigin(origin)) {
-      return { status: 403, code: 'forbidden', message: `requests from web pages (Origin ${JSON.stringify(origin)}) are refused; CDP clients send no Origin header` }
+      return {
+        status: 403,
+        code: 'forbidden',
+        message: `requests from web pages (Origin ${JSON.stringify(origin)}) are refused; CDP clients send no Origin header`,
+      }
     }
     if (!this.opts.auth) {
       const host = (req.headers.host ?? '').replace(/:\d+$/, '').replace(/^\[|\]$/g, '')
       if (host !== '' && host !== 'localhost' && !isIP(host)) {
-        return { status: 403, code: 'forbidden', message: 'Host must be an IP address or localhost (DNS-rebinding protection; enable --proxy-auth to use host names)' }
+        return {
+          status: 403,
+          code: 'forbidden',
+          message:
+            'Host must be an IP address or localhost (DNS-rebinding protection; enable --proxy-auth to use host names)',
+        }
       }
     }
     return undefined
@@ -353,25 +445,52 @@ export class CdpProxy {
     if (!auth) return undefined
     const bearer = parseBearer(req.headers.authorization)
     let token: string | undefined
-    if (bearer.kind === 'malformed') return { status: 401, code: 'unauthorized', message: 'malformed Authorization header: expected "Bearer <token>"', headers: challenge('invalid_request') }
+    if (bearer.kind === 'malformed')
+      return {
+        status: 401,
+        code: 'unauthorized',
+        message: 'malformed Authorization header: expected "Bearer <token>"',
+        headers: challenge('invalid_request'),
+      }
     if (bearer.kind === 'token') {
       token = bearer.token
     } else {
       token = url.searchParams.get('token') ?? undefined
     }
-    if (!token) return { status: 401, code: 'unauthorized', message: 'missing bearer token: send "Authorization: Bearer <token>" or ?token=<token>', headers: challenge() }
+    if (!token)
+      return {
+        status: 401,
+        code: 'unauthorized',
+        message: 'missing bearer token: send "Authorization: Bearer <token>" or ?token=<token>',
+        headers: challenge(),
+      }
     const scopes = auth.verify(token)
-    if (!scopes) return { status: 401, code: 'unauthorized', message: 'unknown bearer token', headers: challenge('invalid_token') }
-    if (!scopes.has('cdp')) return { status: 403, code: 'forbidden', message: 'this token lacks the "cdp" scope needed for the CDP proxy' }
+    if (!scopes)
+      return { status: 401, code: 'unauthorized', message: 'unknown bearer token', headers: challenge('invalid_token') }
+    if (!scopes.has('cdp'))
+      return { status: 403, code: 'forbidden', message: 'this token lacks the "cdp" scope needed for the CDP proxy' }
     return undefined
   }
 }
 
-interface HttpError { status: number; code: string; message: string; headers?: Record<string, string> }
+interface HttpError {
+  status: number
+  code: string
+  message: string
+  headers?: Record<string, string>
+}
 
-const challenge = (error?: 'invalid_request' | 'invalid_token'): Record<string, string> => ({ 'WWW-Authenticate': bearerChallenge(error) })
+const challenge = (error?: 'invalid_request' | 'invalid_token'): Record<string, string> => ({
+  'WWW-Authenticate': bearerChallenge(error),
+})
 
-function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const body = JSON.stringify({ code, message })
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
   res.end(body)
@@ -381,32 +500,63 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
 function requestUrl(req: IncomingMessage): URL | undefined {
   const target = req.url ?? '/'
   if (!target.startsWith('/') || target.startsWith('//')) return undefined
-  try { return new URL(target, 'http://proxy') } catch { return undefined }
+  try {
+    return new URL(target, 'http://proxy')
+  } catch {
+    return undefined
+  }
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' }
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  503: 'Service Unavailable',
+}
 
 /** Answers an upgrade request with a plain HTTP error (the socket is not a WebSocket yet). */
-function rejectUpgrade(socket: Duplex, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+function rejectUpgrade(
+  socket: Duplex,
+  status: number,
+  code: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const body = JSON.stringify({ code, message })
   const lines = [
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}`, 'Connection: close', 'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}`,
+    'Connection: close',
+    'Content-Type: application/json',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
   ]
   socket.end(lines.join('\r\n') + '\r\n\r\n' + body)
 }
 
-function fetchUpstream(url: URL, method: string): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
+function fetchUpstream(
+  url: URL,
+  method: string,
+): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, timeout: 10_000 }, (res) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, timeout: 10_000 }, res => {
       const chunks: Buffer[] = []
       let size = 0
       res.on('data', (c: Buffer) => {
         size += c.length
-        if (size > 16 * 1024 * 1024) { res.destroy(new Error('discovery answer too large')); return }
+        if (size > 16 * 1024 * 1024) {
+          res.destroy(new Error('discovery answer too large'))
+          return
+        }
         chunks.push(c)
       })
-      res.on('end', () => resolve({ status: res.statusCode ?? 502, contentType: res.headers['content-type'], body: Buffer.concat(chunks) }))
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 502,
+          contentType: res.headers['content-type'],
+          body: Buffer.concat(chunks),
+        }),
+      )
       res.on('error', reject)
     })
     req.on('timeout', () => req.destroy(new Error('discovery request timed out')))
@@ -417,22 +567,33 @@ function fetchUpstream(url: URL, method: string): Promise<{ status: number; cont
 
 /** Close codes a peer may send (RFC 6455 7.4: 1005/1006/1015 are never sent on the wire). */
 function clientCodeFor(upstreamCode: number): number {
-  const sendable = (upstreamCode >= 1000 && upstreamCode <= 1014 && ![1004, 1005, 1006].includes(upstreamCode)) ||
+  const sendable =
+    (upstreamCode >= 1000 && upstreamCode <= 1014 && ![1004, 1005, 1006].includes(upstreamCode)) ||
     (upstreamCode >= 3000 && upstreamCode <= 4999)
   return sendable ? upstreamCode : 1011
 }
 
 function closeSocket(ws: WebSocket, code: number, reason: string): void {
   if (ws.readyState === WebSocket.CLOSED) return
-  if (ws.readyState === WebSocket.CONNECTING) { ws.terminate(); return }
-  try { ws.close(code, reason) } catch { ws.terminate() }
+  if (ws.readyState === WebSocket.CONNECTING) {
+    ws.terminate()
+    return
+  }
+  try {
+    ws.close(code, reason)
+  } catch {
+    ws.terminate()
+  }
 }
 
 /** Resolves once the socket is closed, terminating it after `ms` if the peer never answers the close. */
 function closed(ws: WebSocket, ms: number): Promise<void> {
   if (ws.readyState === WebSocket.CLOSED) return Promise.resolve()
-  return new Promise((resolve) => {
+  return new Promise(resolve => {
     const t = setTimeout(() => ws.terminate(), ms)
-    ws.once('close', () => { clearTimeout(t); resolve() })
+    ws.once('close', () => {
+      clearTimeout(t)
+      resolve()
+    })
   })
 }

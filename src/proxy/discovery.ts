@@ -14,7 +14,7 @@ const FRONTEND_URL_KEYS = ['devtoolsFrontendUrl', 'devtoolsFrontendUrlCompat'] a
  * WebSocket URLs because such clients cannot set headers on the follow-up connection either.
  */
 export function rewriteDiscovery(body: unknown, proxyHost: string, token?: string): unknown {
-  if (Array.isArray(body)) return body.map((item) => rewriteDiscovery(item, proxyHost, token))
+  if (Array.isArray(body)) return body.map(item => rewriteDiscovery(item, proxyHost, token))
   if (!body || typeof body !== 'object') return body
   const out: Record<string, unknown> = { ...(body as Record<string, unknown>) }
   for (const key of WS_URL_KEYS) {
@@ -30,7 +30,11 @@ export function rewriteDiscovery(body: unknown, proxyHost: string, token?: strin
 
 export function rewriteWsUrl(wsUrl: string, proxyHost: string, token?: string): string {
   let u: URL
-  try { u = new URL(wsUrl) } catch { return wsUrl }
+  try {
+    u = new URL(wsUrl)
+  } catch {
+    return wsUrl
+  }
   u.host = proxyHost
   if (token !== undefined) u.searchParams.set('token', token)
   return u.toString()

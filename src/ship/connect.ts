@@ -14,18 +14,25 @@ export interface NatsAuth {
   tlsCa?: string
 }
 
-export async function connectionOptions(auth: NatsAuth, extra: Partial<ConnectionOptions> = {}): Promise<ConnectionOptions> {
+export async function connectionOptions(
+  auth: NatsAuth,
+  extra: Partial<ConnectionOptions> = {},
+): Promise<ConnectionOptions> {
   const opts: ConnectionOptions = { servers: auth.servers, ...extra }
   if (auth.credsFile) {
     const { credsAuthenticator } = await import('@nats-io/transport-node')
-    opts.authenticator = credsAuthenticator(await readFile(auth.credsFile).catch((err: NodeJS.ErrnoException) => {
-      throw new Error(`--nats-creds-file ${auth.credsFile}: ${err.code ?? err.message}`)
-    }))
+    opts.authenticator = credsAuthenticator(
+      await readFile(auth.credsFile).catch((err: NodeJS.ErrnoException) => {
+        throw new Error(`--nats-creds-file ${auth.credsFile}: ${err.code ?? err.message}`)
+      }),
+    )
   }
   if (auth.tokenFile) {
-    const token = (await readFile(auth.tokenFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
-      throw new Error(`--nats-token-file ${auth.tokenFile}: ${err.code ?? err.message}`)
-    })).trim()
+    const token = (
+      await readFile(auth.tokenFile, 'utf8').catch((err: NodeJS.ErrnoException) => {
+        throw new Error(`--nats-token-file ${auth.tokenFile}: ${err.code ?? err.message}`)
+      })
+    ).trim()
     if (token === '') throw new Error(`--nats-token-file ${auth.tokenFile}: file is empty`)
     opts.token = token
   }
@@ -40,7 +47,8 @@ export function parseNatsServers(text: string): string[] {
     const s = raw.trim()
     if (s === '') continue
     const m = /^(?:(nats|tls):\/\/)?(?:[^@/\s]+@)?(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(s)
-    if (!m || (m[3] !== undefined && Number(m[3]) > 65535)) throw new Error(`expected nats://host:port, got ${JSON.stringify(s)}`)
+    if (!m || (m[3] !== undefined && Number(m[3]) > 65535))
+      throw new Error(`expected nats://host:port, got ${JSON.stringify(s)}`)
     out.push(s)
   }
   if (out.length === 0) throw new Error('expected at least one nats://host:port')

@@ -40,8 +40,12 @@ export function toFleetMessage(m: JsMsg, prefix: string): FleetMessage {
   const tokens = m.subject.slice(prefix.length + 1).split('.')
   const browserId = m.headers?.get(HEADER_BROWSER_ID) || decodeSubjectToken(tokens[0] ?? '') || (tokens[0] ?? '')
   return {
-    browserId, seq: Number(m.headers?.get(HEADER_SEQ)), category: tokens[1] ?? '', json: m.string(),
-    streamSeq: m.seq, pending: m.info.pending,
+    browserId,
+    seq: Number(m.headers?.get(HEADER_SEQ)),
+    category: tokens[1] ?? '',
+    json: m.string(),
+    streamSeq: m.seq,
+    pending: m.info.pending,
   }
 }
 
@@ -54,7 +58,8 @@ export async function connectFleet(auth: NatsAuth): Promise<NatsConnection> {
  * runs until signal aborts; without, stops once caught up with the stream.
  */
 export async function readFleet(
-  nc: NatsConnection, q: FleetQuery & { follow: boolean; signal?: AbortSignal },
+  nc: NatsConnection,
+  q: FleetQuery & { follow: boolean; signal?: AbortSignal },
   onMessage: (m: FleetMessage) => Promise<boolean | void> | boolean | void,
 ): Promise<void> {
   const opts: Partial<OrderedConsumerOptions> = { filter_subjects: filterSubject(q) }
@@ -70,7 +75,9 @@ export async function readFleet(
   const wanted = q.categories && q.categories.length > 1 ? new Set<string>(q.categories) : undefined
   if (!q.follow && (await consumer.info(true)).num_pending === 0) return
   const messages = await consumer.consume({ max_messages: 512 })
-  const stop = () => { void messages.close() }
+  const stop = () => {
+    void messages.close()
+  }
   q.signal?.addEventListener('abort', stop, { once: true })
   try {
     for await (const m of messages) {

@@ -7,7 +7,10 @@ import { Shipper } from './shipper.js'
 export { Shipper, type ShipHealth, type ShipState } from './shipper.js'
 
 /** Starts the shipper when --nats-url is set (undefined otherwise). Never waits for NATS to be reachable. */
-export async function startShipping(config: NatsConfig | undefined, deps: { log: EventLog; browserId: string; logger: Logger }): Promise<Shipper | undefined> {
+export async function startShipping(
+  config: NatsConfig | undefined,
+  deps: { log: EventLog; browserId: string; logger: Logger },
+): Promise<Shipper | undefined> {
   if (!config) return undefined
   const shipper = new Shipper({
     log: deps.log,
@@ -15,7 +18,12 @@ export async function startShipping(config: NatsConfig | undefined, deps: { log:
     nats: { servers: config.servers, credsFile: config.credsFile, tokenFile: config.tokenFile, tlsCa: config.tlsCa },
     stream: config.stream,
     subjectPrefix: config.subjectPrefix,
-    limits: { duplicateWindowMs: config.duplicateWindowMs, maxAgeMs: config.maxAgeMs, maxBytes: config.maxBytes, replicas: config.replicas },
+    limits: {
+      duplicateWindowMs: config.duplicateWindowMs,
+      maxAgeMs: config.maxAgeMs,
+      maxBytes: config.maxBytes,
+      replicas: config.replicas,
+    },
     maxInFlight: config.maxInFlight,
     logger: deps.logger,
   })

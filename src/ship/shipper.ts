@@ -14,7 +14,14 @@
 //
 // Why nc.publish with a reply subject instead of js.publish: the client builds a request (with a
 // stack trace) per js.publish; one ack subscription + one timeout sweep was ~4x faster here (bench/ship.ts).
-import { connect, createInbox, headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node'
+import {
+  connect,
+  createInbox,
+  headers,
+  type Msg,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/transport-node'
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
 import type { Category } from '../events/index.js'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
@@ -69,7 +76,13 @@ export interface ShipStats {
   retentionDroppedEvents: number
 }
 
-interface InFlight { seq: number; ts: number; bytes: number; sentAt: number; acked: boolean }
+interface InFlight {
+  seq: number
+  ts: number
+  bytes: number
+  sentAt: number
+  acked: boolean
+}
 
 /** Metadata name of the watermark: tied to the destination stream and prefix, not to a server URL. */
 export const watermarkName = (stream: string, prefix: string) => `ship:${stream}:${prefix}`
@@ -80,8 +93,10 @@ const QUEUE_CAP = 2048
 
 export class Shipper {
   readonly stats: ShipStats = {
-    shippedEvents: 0, shippedBytes: 0, retentionDroppedEvents: 0,
-    errors: Object.fromEntries(PUBLISH_ERROR_KINDS.map((k) => [k, 0])) as Record<PublishErrorKind, number>,
+    shippedEvents: 0,
+    shippedBytes: 0,
+    retentionDroppedEvents: 0,
+    errors: Object.fromEntries(PUBLISH_ERROR_KINDS.map(k => [k, 0])) as Record<PublishErrorKind, number>,
   }
   private readonly opts: Required<Omit<ShipperOptions, 'logger'>>
   private readonly logger: Logger
@@ -127,7 +142,12 @@ export class Shipper {
 
   constructor(opts: ShipperOptions) {
     this.opts = {
-      maxInFlight: 256, ackTimeoutMs: 5000, retryInitialMs: 250, retryMaxMs: 10_000, behindAfterMs: 5000, persistIntervalMs: 1000,
+      maxInFlight: 256,
+      ackTimeoutMs: 5000,
+      retryInitialMs: 250,
+      retryMaxMs: 10_000,
+      behindAfterMs: 5000,
+      persistIntervalMs: 1000,
       ...opts,
     } as Required<Omit<ShipperOptions, 'logger'>>
     this.logger = opts.logger ?? silentLogger
@@ -147,8 +167,13 @@ export class Shipper {
     this.running = true
     this.unsubscribe = this.opts.log.onCommit(this.onCommit)
     this.sweepTimer = setInterval(this.sweep, 250).unref()
-    this.persistTimer = setInterval(() => { void this.persist() }, this.opts.persistIntervalMs).unref()
-    this.logger.info({ stream: this.opts.stream, subjectPrefix: this.opts.subjectPrefix, ackedSeq: this.acked }, 'fleet shipping on; connecting to NATS')
+    this.persistTimer = setInterval(() => {
+      void this.persist()
+    }, this.opts.persistIntervalMs).unref()
+    this.logger.info(
+      { stream: this.opts.stream, subjectPrefix: this.opts.subjectPrefix, ackedSeq: this.acked },
+      'fleet shipping on; connecting to NATS',
+    )
     this.connectLoop = this.runConnectLoop()
   }
 
@@ -156,9 +181,12 @@ export class Shipper {
   async stop(graceMs = 1000): Promise<void> {
     if (!this.running) return
     if (this.ready && this.order.length > this.orderHead) {
-      await new Promise<void>((resolve) => {
+      await new Promise<void>(resolve => {
         const t = setTimeout(resolve, graceMs)
-        this.stopWaiters.push(() => { clearTimeout(t); resolve() })
+        this.stopWaiters.push(() => {
+          clearTimeout(t)
+          resolve()
+        })
       })
     }
     this.running = false
@@ -172,7 +200,7 @@ export class Shipper {
     this.nc = undefined
     if (nc) await nc.close().catch(() => undefined)
     // A connect attempt in progress may take its full timeout; it closes itself once it sees we stopped.
-    await Promise.race([this.connectLoop?.catch(() => undefined), new Promise((r) => setTimeout(r, 500).unref())])
+    await Promise.race([this.connectLoop?.catch(() => undefined), new Promise(r => setTimeout(r, 500).unref())])
     await this.persist()
     this.logger.info({ ackedSeq: this.acked }, 'fleet shipping stopped')
   }
@@ -180,20 +208,26 @@ export class Shipper {
   /** Tests and the bench hear about every advance of the watermark (seq, its event ts; 0 when it passed seqs without events). */
   onAcked(listener: (seq: number, ts: number) => void): () => void {
     this.ackListeners.add(listener)
-    return () => { this.ackListeners.delete(listener) }
+    return () => {
+      this.ackListeners.delete(listener)
+    }
   }
 
   /** Called after connection changes, errors and resyncs (tests wait on it instead of sleeping). */
   onChange(listener: () => void): () => void {
     this.changeListeners.add(listener)
-    return () => { this.changeListeners.delete(listener) }
+    return () => {
+      this.changeListeners.delete(listener)
+    }
   }
 
   private changed(): void {
     for (const l of this.changeListeners) l()
   }
 
-  get ackedSeq(): number { return this.acked }
+  get ackedSeq(): number {
+    return this.acked
+  }
 
   state(): ShipState {
     if (!this.running) return 'off'
@@ -202,7 +236,9 @@ export class Shipper {
     return 'connected'
   }
 
-  lagEvents(): number { return Math.max(0, this.opts.log.lastSeq - this.acked) }
+  lagEvents(): number {
+    return Math.max(0, this.opts.log.lastSeq - this.acked)
+  }
 
   lagSeconds(): number {
     if (this.acked >= this.opts.log.lastSeq) return 0
@@ -220,7 +256,9 @@ export class Shipper {
       lag_events: this.lagEvents(),
       lag_seconds: Math.round(this.lagSeconds() * 1000) / 1000,
       in_flight: this.inflight.size,
-      ...(this.lastError ? { last_error: this.lastError.message, last_error_at: new Date(this.lastError.at).toISOString() } : {}),
+      ...(this.lastError
+        ? { last_error: this.lastError.message, last_error_at: new Date(this.lastError.at).toISOString() }
+        : {}),
       retention_dropped_events: this.stats.retentionDroppedEvents,
     }
   }
@@ -233,11 +271,18 @@ export class Shipper {
       try {
         const options = await connectionOptions(this.opts.nats, {
           name: `browser-telemetry ${this.opts.browserId}`,
-          maxReconnectAttempts: -1, reconnectTimeWait: 1000, timeout: 5000, noAsyncTraces: true,
-          pingInterval: 10_000, maxPingOut: 3,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 1000,
+          timeout: 5000,
+          noAsyncTraces: true,
+          pingInterval: 10_000,
+          maxPingOut: 3,
         })
         nc = await connect(options)
-        if (!this.running) { await nc.close(); return }
+        if (!this.running) {
+          await nc.close()
+          return
+        }
         this.nc = nc
         this.connected = true
         this.logger.info({ server: redactUrl(nc.getServer()) }, 'connected to NATS')
@@ -252,7 +297,10 @@ export class Shipper {
         this.noteError('connect', `NATS connection closed${closedWith ? `: ${closedWith.message}` : ''}`)
       } catch (err) {
         if (!this.running) return
-        this.noteError('connect', `cannot connect to NATS (${this.opts.nats.servers.map(redactUrl).join(', ')}): ${(err as Error).message}`)
+        this.noteError(
+          'connect',
+          `cannot connect to NATS (${this.opts.nats.servers.map(redactUrl).join(', ')}): ${(err as Error).message}`,
+        )
         await nc?.close().catch(() => undefined)
       }
       this.connected = false
@@ -262,7 +310,10 @@ export class Shipper {
       this.jsm = undefined
       this.ackSub = undefined
       const wait = this.nextRetryDelay()
-      await new Promise<void>((r) => { this.wakeConnectLoop = r; this.retryTimer = setTimeout(r, wait) })
+      await new Promise<void>(r => {
+        this.wakeConnectLoop = r
+        this.retryTimer = setTimeout(r, wait)
+      })
       this.wakeConnectLoop = undefined
     }
   }
@@ -290,7 +341,9 @@ export class Shipper {
   private scheduleResync(delayMs: number): void {
     clearTimeout(this.retryTimer)
     const gen = this.generation
-    this.retryTimer = setTimeout(() => { void this.resync(gen) }, delayMs)
+    this.retryTimer = setTimeout(() => {
+      void this.resync(gen)
+    }, delayMs)
   }
 
   private async resync(gen: number): Promise<void> {
@@ -299,12 +352,19 @@ export class Shipper {
     try {
       const probe = subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')
       const ensured = await ensureStream(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.limits, probe)
-      if (ensured.created) this.logger.info({ stream: this.opts.stream, subjects: ensured.info.config.subjects }, 'created JetStream stream')
+      if (ensured.created)
+        this.logger.info(
+          { stream: this.opts.stream, subjects: ensured.info.config.subjects },
+          'created JetStream stream',
+        )
       if (ensured.warning) this.logger.warn(ensured.warning)
       const held = await highestStoredSeq(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.browserId)
       if (gen !== this.generation || !this.connected) return
       if (held > this.acked) {
-        this.logger.info({ ackedSeq: this.acked, streamHolds: held }, 'the stream already holds events past our watermark; resuming after them')
+        this.logger.info(
+          { ackedSeq: this.acked, streamHolds: held },
+          'the stream already holds events past our watermark; resuming after them',
+        )
         this.acked = held
         this.next = held + 1
         this.queue = []
@@ -377,15 +437,21 @@ export class Shipper {
       while (this.ready && nc && this.inflight.size < this.opts.maxInFlight && this.queueHead < this.queue.length) {
         this.publish(nc, this.queue[this.queueHead++]!)
       }
-      if (this.queueHead === this.queue.length) { this.queue = []; this.queueHead = 0 }
+      if (this.queueHead === this.queue.length) {
+        this.queue = []
+        this.queueHead = 0
+      }
       // Read ahead while the window drains, so the next page is there when it empties.
-      if (this.ready && !this.reading && this.queued() < READ_PAGE && this.next <= this.opts.log.lastSeq) void this.readAhead()
+      if (this.ready && !this.reading && this.queued() < READ_PAGE && this.next <= this.opts.log.lastSeq)
+        void this.readAhead()
     } finally {
       this.pumping = false
     }
   }
 
-  private queued(): number { return this.queue.length - this.queueHead }
+  private queued(): number {
+    return this.queue.length - this.queueHead
+  }
 
   private async readAhead(): Promise<void> {
     const gen = this.generation
@@ -396,7 +462,10 @@ export class Shipper {
         // Retention removed these before they were shipped: the stream will show the gap.
         const lost = first - this.next
         this.stats.retentionDroppedEvents += lost
-        this.logger.warn({ fromSeq: this.next, toSeq: first - 1, events: lost }, 'local retention removed events before they were shipped')
+        this.logger.warn(
+          { fromSeq: this.next, toSeq: first - 1, events: lost },
+          'local retention removed events before they were shipped',
+        )
         this.next = first
       }
       const page = await this.opts.log.read({ order: 'asc', cursor: this.next, limit: READ_PAGE })
@@ -419,7 +488,8 @@ export class Shipper {
     h.set(HEADER_MSG_ID, msgIdOf(this.opts.browserId, rec.seq))
     h.set(HEADER_SEQ, String(rec.seq))
     let subject = this.subjects.get(rec.category)
-    if (!subject) this.subjects.set(rec.category, (subject = subjectOf(this.opts.subjectPrefix, this.opts.browserId, rec.category)))
+    if (!subject)
+      this.subjects.set(rec.category, (subject = subjectOf(this.opts.subjectPrefix, this.opts.browserId, rec.category)))
     try {
       nc.publish(subject, rec.json, { headers: h, reply: this.inbox + rec.seq })
     } catch (err) {
@@ -436,16 +506,26 @@ export class Shipper {
     const entry = this.inflight.get(seq)
     if (!entry) return // an ack from before a rewind: that copy is stored; the re-send will be a duplicate
     if (msg.headers?.code === 503) {
-      this.failAndRetry('no_responders', `no JetStream stream answers on ${subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')} (stream ${this.opts.stream} missing or not covering ${this.opts.subjectPrefix}.>)`)
+      this.failAndRetry(
+        'no_responders',
+        `no JetStream stream answers on ${subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')} (stream ${this.opts.stream} missing or not covering ${this.opts.subjectPrefix}.>)`,
+      )
       return
     }
     // A PubAck is {"stream":..,"seq":..[,"duplicate":true]}; only anything else (an error) is worth parsing.
     const text = msg.string()
     if (!text.startsWith('{"stream"') || text.includes('"error"')) {
       let body: { error?: { code?: number; err_code?: number; description?: string } }
-      try { body = JSON.parse(text) as typeof body } catch { body = {} }
+      try {
+        body = JSON.parse(text) as typeof body
+      } catch {
+        body = {}
+      }
       body.error ??= { description: `unexpected ack: ${text.slice(0, 100)}` }
-      this.failAndRetry('stream', `JetStream refused seq ${seq}: ${body.error.description ?? 'error'} (${body.error.err_code ?? body.error.code ?? '?'})`)
+      this.failAndRetry(
+        'stream',
+        `JetStream refused seq ${seq}: ${body.error.description ?? 'error'} (${body.error.err_code ?? body.error.code ?? '?'})`,
+      )
       return
     }
     entry.acked = true
@@ -466,7 +546,10 @@ export class Shipper {
     }
     if (!moved) return
     this.settleGap()
-    if (this.orderHead > 1024) { this.order = this.order.slice(this.orderHead); this.orderHead = 0 }
+    if (this.orderHead > 1024) {
+      this.order = this.order.slice(this.orderHead)
+      this.orderHead = 0
+    }
     this.pendingSinceTs = undefined
     if (this.retryMs !== this.opts.retryInitialMs) this.retryMs = this.opts.retryInitialMs
     if (this.inflight.size === 0) for (const w of this.stopWaiters.splice(0)) w()
@@ -487,7 +570,10 @@ export class Shipper {
   private readonly sweep = (): void => {
     const head = this.order[this.orderHead]
     if (this.ready && head && Date.now() - head.sentAt > this.opts.ackTimeoutMs) {
-      this.failAndRetry('timeout', `no JetStream ack for seq ${head.seq} within ${this.opts.ackTimeoutMs} ms; re-sending from seq ${this.acked + 1}`)
+      this.failAndRetry(
+        'timeout',
+        `no JetStream ack for seq ${head.seq} within ${this.opts.ackTimeoutMs} ms; re-sending from seq ${this.acked + 1}`,
+      )
     }
   }
 
@@ -497,10 +583,19 @@ export class Shipper {
     const value = Buffer.alloc(8)
     const seq = this.acked
     value.writeBigUInt64BE(BigInt(seq))
-    this.persisting = this.opts.log.writeMeta(this.metaName, value).then(
-      () => { this.persisted = seq },
-      (err: Error) => { this.logger.error({ err: err.message }, 'could not persist the shipped watermark') },
-    ).finally(() => { this.persisting = undefined })
+    this.persisting = this.opts.log
+      .writeMeta(this.metaName, value)
+      .then(
+        () => {
+          this.persisted = seq
+        },
+        (err: Error) => {
+          this.logger.error({ err: err.message }, 'could not persist the shipped watermark')
+        },
+      )
+      .finally(() => {
+        this.persisting = undefined
+      })
     return this.persisting
   }
 }

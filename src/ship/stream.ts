@@ -2,8 +2,13 @@
 // one), and ask the stream what it already holds of one browser.
 import { nanos } from '@nats-io/transport-node'
 import {
-  DiscardPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
-  type JetStreamManager, type StreamInfo,
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamInfo,
 } from '@nats-io/jetstream'
 import { CATEGORIES } from '../events/index.js'
 import { HEADER_SEQ, subjectOf } from './subject.js'
@@ -40,13 +45,22 @@ export function subjectMatches(pattern: string, subject: string): boolean {
   return p.length === s.length
 }
 
-export async function ensureStream(jsm: JetStreamManager, name: string, prefix: string, limits: StreamLimits, probeSubject: string): Promise<EnsuredStream> {
+export async function ensureStream(
+  jsm: JetStreamManager,
+  name: string,
+  prefix: string,
+  limits: StreamLimits,
+  probeSubject: string,
+): Promise<EnsuredStream> {
   try {
     const info = await jsm.streams.info(name)
-    const covered = (info.config.subjects ?? []).some((p) => subjectMatches(p, probeSubject))
+    const covered = (info.config.subjects ?? []).some(p => subjectMatches(p, probeSubject))
     return {
-      created: false, info,
-      warning: covered ? undefined : `stream ${name} exists but its subjects ${JSON.stringify(info.config.subjects ?? [])} do not cover ${prefix}.>; it is used as is`,
+      created: false,
+      info,
+      warning: covered
+        ? undefined
+        : `stream ${name} exists but its subjects ${JSON.stringify(info.config.subjects ?? [])} do not cover ${prefix}.>; it is used as is`,
     }
   } catch (err) {
     if (!(err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound)) throw err
@@ -78,7 +92,12 @@ export async function ensureStream(jsm: JetStreamManager, name: string, prefix: 
  * `<prefix>.<browser>.<category>` subject (one small request per category). Used after every
  * (re)connect instead of trusting our own timers, because the duplicate window may have passed.
  */
-export async function highestStoredSeq(jsm: JetStreamManager, stream: string, prefix: string, browserId: string): Promise<number> {
+export async function highestStoredSeq(
+  jsm: JetStreamManager,
+  stream: string,
+  prefix: string,
+  browserId: string,
+): Promise<number> {
   let highest = 0
   for (const category of CATEGORIES) {
     const m = await jsm.streams.getMessage(stream, { last_by_subj: subjectOf(prefix, browserId, category) })

@@ -23,7 +23,10 @@ export function decodeSubjectToken(token: string): string | undefined {
   if (!/^(?:[A-Za-z0-9_-]|~[0-9A-F]{2})+$/.test(token)) return undefined
   const bytes: number[] = []
   for (let i = 0; i < token.length; i++) {
-    if (token[i] === '~') { bytes.push(parseInt(token.slice(i + 1, i + 3), 16)); i += 2 } else bytes.push(token.charCodeAt(i))
+    if (token[i] === '~') {
+      bytes.push(parseInt(token.slice(i + 1, i + 3), 16))
+      i += 2
+    } else bytes.push(token.charCodeAt(i))
   }
   const id = Buffer.from(bytes).toString('utf8')
   return encodeSubjectToken(id) === token ? id : undefined
@@ -31,7 +34,7 @@ export function decodeSubjectToken(token: string): string | undefined {
 
 /** A subject prefix is one or more dot-separated tokens without wildcards or whitespace. */
 export function isValidSubjectPrefix(prefix: string): boolean {
-  return prefix.split('.').every((t) => t.length > 0 && !/[\s*>]/.test(t))
+  return prefix.split('.').every(t => t.length > 0 && !/[\s*>]/.test(t))
 }
 
 export function subjectOf(prefix: string, browserId: string, category: Category): string {

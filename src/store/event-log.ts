@@ -4,8 +4,24 @@ import { ClassicLevel } from 'classic-level'
 import type { Category, Envelope, TelemetryEvent } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import {
-  eventKey, setEventKey, seqOfEventKey, categoryKey, seqOfCategoryKey, metaKey, categoryRange, encodeRecord, decodeRecord, envelopePrefix, EncodedRecord,
-  tsOfRecord, writeSeq, EVENT_RANGE_START, EVENT_RANGE_END, type StoredRecord, CATEGORY_BY_CODE, MAX_WRITE_EVENTS,
+  eventKey,
+  setEventKey,
+  seqOfEventKey,
+  categoryKey,
+  seqOfCategoryKey,
+  metaKey,
+  categoryRange,
+  encodeRecord,
+  decodeRecord,
+  envelopePrefix,
+  EncodedRecord,
+  tsOfRecord,
+  writeSeq,
+  EVENT_RANGE_START,
+  EVENT_RANGE_END,
+  type StoredRecord,
+  CATEGORY_BY_CODE,
+  MAX_WRITE_EVENTS,
 } from './keys.js'
 
 export type { StoredRecord } from './keys.js'
@@ -90,14 +106,18 @@ interface Batch {
 
 function newBatch(): Batch {
   let resolve!: (ok: boolean) => void
-  const promise = new Promise<boolean>((r) => { resolve = r })
+  const promise = new Promise<boolean>(r => {
+    resolve = r
+  })
   return { records: [], resolve, promise }
 }
 
 export class DataDirLockedError extends Error {
   constructor(path: string) {
-    super(`data directory ${path} is in use by another running browser-telemetry process (LevelDB lock held); ` +
-      'stop that process or choose another --data-dir')
+    super(
+      `data directory ${path} is in use by another running browser-telemetry process (LevelDB lock held); ` +
+        'stop that process or choose another --data-dir',
+    )
     this.name = 'DataDirLockedError'
   }
 }
@@ -160,9 +180,26 @@ export class EventLog {
   private listeners = new Set<CommitListener>()
   private dropListeners = new Set<CommitListener>()
   private idleWaiters: (() => void)[] = []
-  private health_ = { writable: true, writeFailures: 0, lastWriteError: undefined as string | undefined, droppedEvents: 0, syncedWrites: 0 }
+  private health_ = {
+    writable: true,
+    writeFailures: 0,
+    lastWriteError: undefined as string | undefined,
+    droppedEvents: 0,
+    syncedWrites: 0,
+  }
 
-  private constructor(db: ClassicLevel<Buffer, Buffer>, opts: EventLogOptions, state: { nextSeq: number; lastTs: number; committedSeq: number; reservedSeq: number; firstSeq: number; unclean: boolean }) {
+  private constructor(
+    db: ClassicLevel<Buffer, Buffer>,
+    opts: EventLogOptions,
+    state: {
+      nextSeq: number
+      lastTs: number
+      committedSeq: number
+      reservedSeq: number
+      firstSeq: number
+      unclean: boolean
+    },
+  ) {
     this.db = db
     this.path = opts.path
     this.log = opts.logger ?? silentLogger
@@ -186,12 +223,15 @@ export class EventLog {
   }
 
   static async open(opts: EventLogOptions): Promise<EventLog> {
-    const db = opts.level ? opts.level(opts.path) : new ClassicLevel<Buffer, Buffer>(opts.path, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
+    const db = opts.level
+      ? opts.level(opts.path)
+      : new ClassicLevel<Buffer, Buffer>(opts.path, { keyEncoding: 'buffer', valueEncoding: 'buffer' })
     try {
       await db.open()
     } catch (err) {
       const cause = (err as { cause?: { message?: string } }).cause?.message ?? ''
-      if (/lock/i.test(cause) || (err as { code?: string }).code === 'LEVEL_LOCKED') throw new DataDirLockedError(opts.path)
+      if (/lock/i.test(cause) || (err as { code?: string }).code === 'LEVEL_LOCKED')
+        throw new DataDirLockedError(opts.path)
       throw err
     }
     // Last committed position: the seq meta (written in every batch) survives retention emptying the log.
@@ -202,7 +242,9 @@ export class EventLog {
       committedSeq = Number(meta.readBigUInt64BE(0))
       lastTs = meta.readDoubleBE(8)
     }
-    const [lastEntry] = await db.iterator({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END, reverse: true, limit: 1 }).all()
+    const [lastEntry] = await db
+      .iterator({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END, reverse: true, limit: 1 })
+      .all()
     if (lastEntry) {
       committedSeq = Math.max(committedSeq, seqOfEventKey(lastEntry[0]))
       lastTs = Math.max(lastTs, tsOfRecord(lastEntry[1]))
@@ -222,7 +264,9 @@ export class EventLog {
     await db.del(CLEAN_META, { sync: true } as never)
     const log = new EventLog(db, opts, { nextSeq, lastTs, committedSeq, reservedSeq, firstSeq, unclean })
     if (log.opts.retentionIntervalMs > 0) {
-      log.retentionTimer = setInterval(() => { void log.runRetention() }, log.opts.retentionIntervalMs)
+      log.retentionTimer = setInterval(() => {
+        void log.runRetention()
+      }, log.opts.retentionIntervalMs)
       log.retentionTimer.unref()
       void log.runRetention()
     }
@@ -230,15 +274,25 @@ export class EventLog {
   }
 
   /** Highest ts ever stored: the pipeline keeps ts non-decreasing from here across restarts. */
-  get lastStoredTs(): number { return this.lastTs }
-  get lastSeq(): number { return this.committedSeq }
-  get firstSeq(): number { return this.firstSeqCache }
+  get lastStoredTs(): number {
+    return this.lastTs
+  }
+  get lastSeq(): number {
+    return this.committedSeq
+  }
+  get firstSeq(): number {
+    return this.firstSeqCache
+  }
 
   /**
    * Assigns the next seq, buffers the envelope for the next group commit and returns it with a
    * promise that resolves true once durable (false if it had to be dropped). Never throws.
    */
-  append(event: TelemetryEvent, eventJson: string, eventBytes?: number): { envelope: Envelope; committed: Promise<boolean> } {
+  append(
+    event: TelemetryEvent,
+    eventJson: string,
+    eventBytes?: number,
+  ): { envelope: Envelope; committed: Promise<boolean> } {
     const seq = this.nextSeq++
     const envelope: Envelope = { seq, event }
     if (event.ts > this.lastTs) this.lastTs = event.ts
@@ -249,11 +303,21 @@ export class EventLog {
     // A write's seq span is bounded (category index offsets are uint16), skipped seqs included.
     if (this.current.records.length > 0 && seq - this.current.records[0]!.seq >= WRITE_MAX_SPAN) this.sealCurrent()
     const batch = this.current
-    batch.records.push(new EncodedRecord(seq, event.ts, event.category, encodeRecord(event.category, event.ts, seq, eventJson, eventBytes)))
+    batch.records.push(
+      new EncodedRecord(
+        seq,
+        event.ts,
+        event.category,
+        encodeRecord(event.category, event.ts, seq, eventJson, eventBytes),
+      ),
+    )
     if (batch.records.length >= this.opts.commitMaxEvents) {
       this.sealCurrent()
     } else if (batch.records.length === 1 && !this.flushTimer) {
-      this.flushTimer = setTimeout(() => { this.flushTimer = undefined; this.sealCurrent() }, this.opts.commitDelayMs)
+      this.flushTimer = setTimeout(() => {
+        this.flushTimer = undefined
+        this.sealCurrent()
+      }, this.opts.commitDelayMs)
     }
     return { envelope, committed: batch.promise }
   }
@@ -271,19 +335,27 @@ export class EventLog {
   /** Called with each committed batch, in seq order, after it is durable and readable. */
   onCommit(listener: CommitListener): () => void {
     this.listeners.add(listener)
-    return () => { this.listeners.delete(listener) }
+    return () => {
+      this.listeners.delete(listener)
+    }
   }
 
   /** Called with records that will never be stored (buffer overflow while writes fail, append after close). */
   onDrop(listener: CommitListener): () => void {
     this.dropListeners.add(listener)
-    return () => { this.dropListeners.delete(listener) }
+    return () => {
+      this.dropListeners.delete(listener)
+    }
   }
 
   private dropped(records: readonly StoredRecord[]): void {
     this.health_.droppedEvents += records.length
     for (const l of this.dropListeners) {
-      try { l(records) } catch (err) { this.log.error({ err: (err as Error).message }, 'drop listener threw') }
+      try {
+        l(records)
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, 'drop listener threw')
+      }
     }
   }
 
@@ -291,7 +363,7 @@ export class EventLog {
   async flush(): Promise<void> {
     if (this.current.records.length > 0) this.sealCurrent()
     if (!this.writing && this.queue.length === 0) return
-    await new Promise<void>((r) => this.idleWaiters.push(r))
+    await new Promise<void>(r => this.idleWaiters.push(r))
   }
 
   health(): LogHealth {
@@ -301,7 +373,10 @@ export class EventLog {
   }
 
   private sealCurrent(): void {
-    if (this.flushTimer) { clearTimeout(this.flushTimer); this.flushTimer = undefined }
+    if (this.flushTimer) {
+      clearTimeout(this.flushTimer)
+      this.flushTimer = undefined
+    }
     if (this.current.records.length === 0) return
     this.queue.push(this.current)
     this.current = newBatch()
@@ -334,12 +409,16 @@ export class EventLog {
       const batches: Batch[] = []
       let count = 0
       for (const b of this.queue) {
-        if (batches.length > 0 && (count + b.records.length > WRITE_MERGE_EVENTS ||
-          b.records[b.records.length - 1]!.seq - batches[0]!.records[0]!.seq >= WRITE_MAX_SPAN)) break
+        if (
+          batches.length > 0 &&
+          (count + b.records.length > WRITE_MERGE_EVENTS ||
+            b.records[b.records.length - 1]!.seq - batches[0]!.records[0]!.seq >= WRITE_MAX_SPAN)
+        )
+          break
         batches.push(b)
         count += b.records.length
       }
-      const records = batches.length === 1 ? batches[0]!.records : batches.flatMap((b) => b.records)
+      const records = batches.length === 1 ? batches[0]!.records : batches.flatMap(b => b.records)
       const last = records[records.length - 1]!
       let batch: ReturnType<typeof this.db.batch> | undefined
       let newReserved: number | undefined
@@ -368,7 +447,8 @@ export class EventLog {
         // reservation and is synced, so the reservation is on disk before any reader sees those seqs.
         // Between reservations writes are synced at least every syncIntervalMs. Nothing else is synced.
         const now = performance.now()
-        if (Math.max(last.seq, this.skippedSeq) > this.reservedSeq) { // skipped seqs were seen as gaps: never reused either
+        if (Math.max(last.seq, this.skippedSeq) > this.reservedSeq) {
+          // skipped seqs were seen as gaps: never reused either
           newReserved = Math.max(last.seq, this.nextSeq - 1) + this.opts.seqReserveBlock
           batch.put(RESERVE_META, u64(newReserved))
         }
@@ -383,11 +463,16 @@ export class EventLog {
         this.health_.writable = false
         this.health_.lastWriteError = (err as Error).message
         this.retryDelayMs = Math.min(Math.max(this.retryDelayMs * 2, 50), 5000)
-        this.log.error({ err: (err as Error).message, retryInMs: this.retryDelayMs, pending: this.health().pendingEvents },
-          'event log write failed; will retry')
+        this.log.error(
+          { err: (err as Error).message, retryInMs: this.retryDelayMs, pending: this.health().pendingEvents },
+          'event log write failed; will retry',
+        )
         this.writing = false
         // Not unref'd: undelivered events are a reason to keep the process alive.
-        this.retryTimer = setTimeout(() => { this.retryTimer = undefined; this.kick() }, this.retryDelayMs)
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined
+          this.kick()
+        }, this.retryDelayMs)
         if (!this.open) this.failAllPending()
         return
       }
@@ -400,7 +485,11 @@ export class EventLog {
       if (sync) this.health_.syncedWrites++
       for (const b of batches) b.resolve(true)
       for (const l of this.listeners) {
-        try { l(records) } catch (err) { this.log.error({ err: (err as Error).message }, 'commit listener threw') }
+        try {
+          l(records)
+        } catch (err) {
+          this.log.error({ err: (err as Error).message }, 'commit listener threw')
+        }
       }
     }
     this.writing = false
@@ -416,14 +505,21 @@ export class EventLog {
       if (!this.open || performance.now() - this.lastSyncAt < this.opts.syncIntervalMs) return
       const at = performance.now()
       this.db.put(SYNC_META, Buffer.alloc(0), { sync: true } as never).then(
-        () => { this.lastSyncAt = Math.max(this.lastSyncAt, at); this.health_.syncedWrites++ },
-        (err: Error) => this.log.warn({ err: err.message }, 'event log sync failed'))
+        () => {
+          this.lastSyncAt = Math.max(this.lastSyncAt, at)
+          this.health_.syncedWrites++
+        },
+        (err: Error) => this.log.warn({ err: err.message }, 'event log sync failed'),
+      )
     }, this.opts.syncIntervalMs)
     this.syncTimer.unref()
   }
 
   private failAllPending(): void {
-    for (const b of this.queue) { this.dropped(b.records); b.resolve(false) }
+    for (const b of this.queue) {
+      this.dropped(b.records)
+      b.resolve(false)
+    }
     this.queue = []
     const waiters = this.idleWaiters.splice(0)
     for (const w of waiters) w()
@@ -441,9 +537,15 @@ export class EventLog {
         const mid = Math.floor((lo + hi) / 2)
         it.seek(eventKey(mid))
         const entry = await it.next()
-        if (!entry) { hi = mid; continue }
+        if (!entry) {
+          hi = mid
+          continue
+        }
         const seq = seqOfEventKey(entry[0])
-        if (seq >= hi) { hi = mid; continue }
+        if (seq >= hi) {
+          hi = mid
+          continue
+        }
         if (tsOfRecord(entry[1]) >= tsUs) hi = mid
         else lo = seq + 1
       }
@@ -477,7 +579,10 @@ export class EventLog {
     let hasMore = false
     /** Adds one value unless the page is full (by count or bytes); false = stop, more exists. */
     const take = (seq: number, v: Uint8Array): boolean => {
-      if (records.length >= limit || (records.length > 0 && bytes + v.length > maxBytes)) { hasMore = true; return false }
+      if (records.length >= limit || (records.length > 0 && bytes + v.length > maxBytes)) {
+        hasMore = true
+        return false
+      }
       records.push(decodeRecord(seq, v))
       bytes += v.length
       return true
@@ -498,7 +603,7 @@ export class EventLog {
     } else {
       // Merge the per-category index blocks: cost is O(limit x categories) however sparse the match.
       const seqs: number[] = []
-      for (const c of cats) seqs.push(...await this.categorySeqs(c, lo, hi, reverse, limit + 1))
+      for (const c of cats) seqs.push(...(await this.categorySeqs(c, lo, hi, reverse, limit + 1)))
       seqs.sort(reverse ? (a, b) => b - a : (a, b) => a - b)
       fill: for (let i = 0; i < seqs.length; i += BATCH) {
         const wanted = seqs.slice(i, i + BATCH)
@@ -516,10 +621,20 @@ export class EventLog {
   }
 
   /** Up to `want` seqs of one category in [lo, hi), in read order, from the per-write index blocks. */
-  private async categorySeqs(category: Category, lo: number, hi: number, reverse: boolean, want: number): Promise<number[]> {
+  private async categorySeqs(
+    category: Category,
+    lo: number,
+    hi: number,
+    reverse: boolean,
+    want: number,
+  ): Promise<number[]> {
     const out: number[] = []
     // A block is keyed by the first seq of its write and spans fewer than MAX_WRITE_EVENTS positions.
-    const it = this.db.iterator({ gte: categoryKey(category, Math.max(0, lo - MAX_WRITE_EVENTS)), lt: categoryKey(category, hi), reverse })
+    const it = this.db.iterator({
+      gte: categoryKey(category, Math.max(0, lo - MAX_WRITE_EVENTS)),
+      lt: categoryKey(category, hi),
+      reverse,
+    })
     try {
       for (;;) {
         const entries = await it.nextv(16)
@@ -547,10 +662,14 @@ export class EventLog {
     if (this.retentionRunning) await this.retentionRunning
     const p = this.retentionPass(nowUs)
     this.retentionRunning = p
-    try { return await p } catch (err) {
+    try {
+      return await p
+    } catch (err) {
       this.log.error({ err: (err as Error).message }, 'retention pass failed')
       return 0
-    } finally { this.retentionRunning = undefined }
+    } finally {
+      this.retentionRunning = undefined
+    }
   }
 
   private async retentionPass(nowUs: number): Promise<number> {
@@ -620,11 +739,18 @@ export class EventLog {
   async close(): Promise<void> {
     if (!this.open) return
     if (this.retentionTimer) clearInterval(this.retentionTimer)
-    if (this.syncTimer) { clearTimeout(this.syncTimer); this.syncTimer = undefined }
+    if (this.syncTimer) {
+      clearTimeout(this.syncTimer)
+      this.syncTimer = undefined
+    }
     if (this.retentionRunning) await this.retentionRunning.catch(() => undefined)
     await this.flush()
     this.open = false
-    if (this.retryTimer) { clearTimeout(this.retryTimer); this.retryTimer = undefined; this.failAllPending() }
+    if (this.retryTimer) {
+      clearTimeout(this.retryTimer)
+      this.retryTimer = undefined
+      this.failAllPending()
+    }
     if (this.skippedSeq > this.committedSeq) {
       // Seqs skipped after the last write: record them so the next run does not hand them out again.
       await this.db.put(SEQ_META, seqMeta(this.skippedSeq, this.lastTs)).catch(() => undefined)

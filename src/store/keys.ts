@@ -71,7 +71,13 @@ export function envelopePrefix(seq: number): string {
  * The record of envelope `{"seq":seq,"event":<eventJson>}`, written from its parts: the envelope
  * string is never flattened just to be encoded. `eventBytes`: UTF-8 length of eventJson when known.
  */
-export function encodeRecord(category: Category, ts: number, seq: number, eventJson: string, eventBytes = Buffer.byteLength(eventJson)): Buffer {
+export function encodeRecord(
+  category: Category,
+  ts: number,
+  seq: number,
+  eventJson: string,
+  eventBytes = Buffer.byteLength(eventJson),
+): Buffer {
   const prefix = envelopePrefix(seq)
   const b = Buffer.allocUnsafe(9 + prefix.length + eventBytes + 1)
   b[0] = CATEGORY_CODE.get(category)!
@@ -90,9 +96,18 @@ export function encodeRecord(category: Category, ts: number, seq: number, eventJ
  */
 export class EncodedRecord implements StoredRecord {
   private decoded: string | undefined
-  constructor(readonly seq: number, readonly ts: number, readonly category: Category, readonly value: Buffer) {}
-  get json(): string { return (this.decoded ??= this.value.toString('utf8', 9)) }
-  get envelopeBytes(): Buffer { return this.value.subarray(9) }
+  constructor(
+    readonly seq: number,
+    readonly ts: number,
+    readonly category: Category,
+    readonly value: Buffer,
+  ) {}
+  get json(): string {
+    return (this.decoded ??= this.value.toString('utf8', 9))
+  }
+  get envelopeBytes(): Buffer {
+    return this.value.subarray(9)
+  }
 }
 
 /** Most events one committed write may hold: block offsets are uint16. */

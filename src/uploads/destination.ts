@@ -6,7 +6,8 @@ import { badRequest } from './errors.js'
 /** The cheap checks that need no filesystem, so a bad dest_path fails before the archive is read. */
 export function checkDestSyntax(destPath: string): void {
   if (destPath.trim() === '') throw badRequest('dest_path', 'empty')
-  if (!posix.isAbsolute(destPath)) throw badRequest('dest_path', `must be an absolute path, got ${JSON.stringify(destPath)}`)
+  if (!posix.isAbsolute(destPath))
+    throw badRequest('dest_path', `must be an absolute path, got ${JSON.stringify(destPath)}`)
   if (destPath.includes('\0')) throw badRequest('dest_path', 'contains a NUL character')
   if (destPath.split('/').includes('..')) throw badRequest('dest_path', 'must not contain ".." components')
 }
@@ -35,10 +36,18 @@ export async function resolveDestination(destPath: string): Promise<Destination>
   let cur = posix.normalize(destPath)
   for (;;) {
     let real: string | undefined
-    try { real = await realpath(cur) } catch (err) {
+    try {
+      real = await realpath(cur)
+    } catch (err) {
       if (!isMissing(err)) throw err
       // realpath fails on a dangling symlink too; refuse rather than create its target by accident
-      if (await lstat(cur).then(() => true, () => false)) throw badRequest('dest_path', `${cur} is a dangling symlink`)
+      if (
+        await lstat(cur).then(
+          () => true,
+          () => false,
+        )
+      )
+        throw badRequest('dest_path', `${cur} is a dangling symlink`)
     }
     if (real !== undefined) {
       const st = await stat(real)
@@ -52,4 +61,3 @@ export async function resolveDestination(destPath: string): Promise<Destination>
 }
 
 export const isInside = (root: string, p: string) => p === root || p.startsWith(root === '/' ? '/' : root + '/')
-

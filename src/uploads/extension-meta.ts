@@ -10,13 +10,19 @@ export class ExtensionMetaStore implements ExtensionMetaDb {
    * Opens (creating) the database. `legacy` moves records an older version kept inside the event
    * log's database (EventLog.moveOutLegacySublevel) into this one, once.
    */
-  static async open(path: string, legacy?: (into: (entries: [string, ExtensionRecord][]) => Promise<void>) => Promise<unknown>): Promise<ExtensionMetaStore> {
+  static async open(
+    path: string,
+    legacy?: (into: (entries: [string, ExtensionRecord][]) => Promise<void>) => Promise<unknown>,
+  ): Promise<ExtensionMetaStore> {
     const db = new ClassicLevel<string, ExtensionRecord>(path, { keyEncoding: 'utf8', valueEncoding: 'json' })
     await db.open()
     const store = new ExtensionMetaStore(db)
     try {
-      await legacy?.(async (entries) => {
-        await db.batch(entries.map(([key, value]) => ({ type: 'put' as const, key, value })), { sync: true } as never)
+      await legacy?.(async entries => {
+        await db.batch(
+          entries.map(([key, value]) => ({ type: 'put' as const, key, value })),
+          { sync: true } as never,
+        )
       })
     } catch (err) {
       await db.close()
@@ -25,8 +31,16 @@ export class ExtensionMetaStore implements ExtensionMetaDb {
     return store
   }
 
-  put(key: string, value: ExtensionRecord): Promise<void> { return this.db.put(key, value, { sync: true } as never) }
-  del(key: string): Promise<void> { return this.db.del(key, { sync: true } as never) }
-  values(): AsyncIterable<ExtensionRecord> { return this.db.values() }
-  close(): Promise<void> { return this.db.close() }
+  put(key: string, value: ExtensionRecord): Promise<void> {
+    return this.db.put(key, value, { sync: true } as never)
+  }
+  del(key: string): Promise<void> {
+    return this.db.del(key, { sync: true } as never)
+  }
+  values(): AsyncIterable<ExtensionRecord> {
+    return this.db.values()
+  }
+  close(): Promise<void> {
+    return this.db.close()
+  }
 }

@@ -41,8 +41,17 @@ export interface ExtensionMetaDb {
   values(): AsyncIterable<ExtensionRecord>
 }
 
-export interface ListQuery { name?: string; query?: string; limit: number; offset: number }
-export interface ListPage { items: ExtensionView[]; hasMore: boolean; nextOffset: number }
+export interface ListQuery {
+  name?: string
+  query?: string
+  limit: number
+  offset: number
+}
+export interface ListPage {
+  items: ExtensionView[]
+  hasMore: boolean
+  nextOffset: number
+}
 
 export const view = (r: ExtensionRecord): ExtensionView => {
   const v: ExtensionView = { id: r.id, created_at: r.created_at, size_bytes: r.size_bytes, checksum: r.checksum }
@@ -52,14 +61,17 @@ export const view = (r: ExtensionRecord): ExtensionView => {
 }
 
 const ID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567'
-const newId = () => [...randomBytes(24)].map((b) => ID_ALPHABET[b & 31]).join('')
+const newId = () => [...randomBytes(24)].map(b => ID_ALPHABET[b & 31]).join('')
 const nameKey = (project: string, name: string) => `${project}\0${name.toLowerCase()}`
 const ARCHIVE_RE = /^([a-z2-7]{24})\.zip$/
 
 export const duplicateName = (name: string) =>
-  new UploadError('conflict', `an extension named "${name}" already exists in this project`,
+  new UploadError(
+    'conflict',
+    `an extension named "${name}" already exists in this project`,
     [{ code: 'conflict', message: `name: "${name}" is taken (names are unique within a project, case-insensitively)` }],
-    { 'X-Should-Retry': 'false' })
+    { 'X-Should-Retry': 'false' },
+  )
 
 export class ExtensionStore {
   private byId = new Map<string, ExtensionRecord>()
@@ -67,7 +79,10 @@ export class ExtensionStore {
   /** Names claimed by uploads in flight, so two concurrent uploads cannot both take one name. */
   private reserved = new Set<string>()
 
-  private constructor(readonly dir: string, private db: ExtensionMetaDb) {}
+  private constructor(
+    readonly dir: string,
+    private db: ExtensionMetaDb,
+  ) {}
 
   /** Loads the records and removes what a crash may have left: spool files, archives without metadata, metadata without archive. */
   static async open(opts: { dir: string; db: ExtensionMetaDb }): Promise<ExtensionStore> {
@@ -81,7 +96,10 @@ export class ExtensionStore {
       else await rm(join(opts.dir, file), { force: true, recursive: true })
     }
     for (const id of [...store.byId.keys()]) {
-      if (!present.has(id)) { await opts.db.del(id); store.unindex(store.byId.get(id)!) }
+      if (!present.has(id)) {
+        await opts.db.del(id)
+        store.unindex(store.byId.get(id)!)
+      }
     }
     return store
   }
@@ -116,9 +134,11 @@ export class ExtensionStore {
     const name = q.name?.toLowerCase()
     const query = q.query?.toLowerCase()
     const all = [...this.byId.values()]
-      .filter((r) => r.project === project)
-      .filter((r) => name === undefined || r.name?.toLowerCase() === name)
-      .filter((r) => query === undefined || r.id === q.query || (r.name !== undefined && r.name.toLowerCase().includes(query)))
+      .filter(r => r.project === project)
+      .filter(r => name === undefined || r.name?.toLowerCase() === name)
+      .filter(
+        r => query === undefined || r.id === q.query || (r.name !== undefined && r.name.toLowerCase().includes(query)),
+      )
       .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1))
     const items = all.slice(q.offset, q.offset + q.limit).map(view)
     const hasMore = q.offset + items.length < all.length
@@ -137,10 +157,20 @@ export class ExtensionStore {
     const archive = join(this.dir, `${id}.zip`)
     try {
       const fh = await open(file.path, 'r+')
-      try { await fh.sync() } finally { await fh.close() }
+      try {
+        await fh.sync()
+      } finally {
+        await fh.close()
+      }
       await rename(file.path, archive)
       await syncDir(this.dir)
-      const rec: ExtensionRecord = { id, project, created_at: new Date().toISOString(), size_bytes: file.size, checksum: file.sha256 }
+      const rec: ExtensionRecord = {
+        id,
+        project,
+        created_at: new Date().toISOString(),
+        size_bytes: file.size,
+        checksum: file.sha256,
+      }
       if (name !== undefined) rec.name = name
       try {
         await this.db.put(id, rec)
@@ -156,7 +186,10 @@ export class ExtensionStore {
   }
 
   /** Opens the archive for download and records the use. */
-  async download(project: string, idOrName: string): Promise<{ record: ExtensionRecord; stream: ReadStream } | undefined> {
+  async download(
+    project: string,
+    idOrName: string,
+  ): Promise<{ record: ExtensionRecord; stream: ReadStream } | undefined> {
     const rec = this.find(project, idOrName)
     if (!rec) return undefined
     let fh
@@ -190,7 +223,11 @@ export class ExtensionStore {
 
 async function syncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r')
-  try { await fh.sync() } finally { await fh.close() }
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
 }
 
 const manifestError = (message: string) =>
@@ -200,24 +237,36 @@ const manifestError = (message: string) =>
  * Checks an uploaded extension archive: a safe, readable zip whose root, or single top-level folder,
  * holds a manifest.json that parses and has manifest_version, name and version.
  */
-export async function validateExtensionArchive(path: string, limits: ZipLimits): Promise<{ name: string; version: string; manifest_version: number }> {
+export async function validateExtensionArchive(
+  path: string,
+  limits: ZipLimits,
+): Promise<{ name: string; version: string; manifest_version: number }> {
   const zip = await openZip(path)
   try {
     const { list } = await readZipEntries(zip, limits)
     const manifest = findManifest(list)
     if (!manifest) throw manifestError('no manifest.json at the archive root or in its single top-level folder')
     if (manifest.kind !== 'file') throw manifestError(`${manifest.rawName} is not a regular file`)
-    if (manifest.entry.uncompressedSize > MAX_MANIFEST_BYTES) throw manifestError(`${manifest.rawName} is larger than ${MAX_MANIFEST_BYTES} bytes`)
+    if (manifest.entry.uncompressedSize > MAX_MANIFEST_BYTES)
+      throw manifestError(`${manifest.rawName} is larger than ${MAX_MANIFEST_BYTES} bytes`)
     const text = (await readSmallEntry(zip, manifest, MAX_MANIFEST_BYTES)).toString('utf8').replace(/^\uFEFF/, '')
     let json: unknown
-    try { json = JSON.parse(text) } catch (err) { throw manifestError(`${manifest.rawName} is not valid JSON: ${(err as Error).message}`) }
-    if (typeof json !== 'object' || json === null || Array.isArray(json)) throw manifestError(`${manifest.rawName} is not a JSON object`)
+    try {
+      json = JSON.parse(text)
+    } catch (err) {
+      throw manifestError(`${manifest.rawName} is not valid JSON: ${(err as Error).message}`)
+    }
+    if (typeof json !== 'object' || json === null || Array.isArray(json))
+      throw manifestError(`${manifest.rawName} is not a JSON object`)
     const m = json as Record<string, unknown>
-    const missing = ['manifest_version', 'name', 'version'].filter((k) => m[k] === undefined)
-    if (missing.length > 0) throw manifestError(`${manifest.rawName} lacks ${missing.map((k) => `"${k}"`).join(', ')}`)
-    if (typeof m.manifest_version !== 'number' || !Number.isInteger(m.manifest_version) || m.manifest_version < 1) throw manifestError(`${manifest.rawName}: "manifest_version" must be a positive integer`)
-    if (typeof m.name !== 'string' || m.name.trim() === '') throw manifestError(`${manifest.rawName}: "name" must be a non-empty string`)
-    if (typeof m.version !== 'string' || m.version.trim() === '') throw manifestError(`${manifest.rawName}: "version" must be a non-empty string`)
+    const missing = ['manifest_version', 'name', 'version'].filter(k => m[k] === undefined)
+    if (missing.length > 0) throw manifestError(`${manifest.rawName} lacks ${missing.map(k => `"${k}"`).join(', ')}`)
+    if (typeof m.manifest_version !== 'number' || !Number.isInteger(m.manifest_version) || m.manifest_version < 1)
+      throw manifestError(`${manifest.rawName}: "manifest_version" must be a positive integer`)
+    if (typeof m.name !== 'string' || m.name.trim() === '')
+      throw manifestError(`${manifest.rawName}: "name" must be a non-empty string`)
+    if (typeof m.version !== 'string' || m.version.trim() === '')
+      throw manifestError(`${manifest.rawName}: "version" must be a non-empty string`)
     return { name: m.name, version: m.version, manifest_version: m.manifest_version }
   } finally {
     zip.close()
@@ -225,10 +274,10 @@ export async function validateExtensionArchive(path: string, limits: ZipLimits):
 }
 
 function findManifest(entries: ZipEntryInfo[]): ZipEntryInfo | undefined {
-  const root = entries.find((e) => e.path === 'manifest.json')
+  const root = entries.find(e => e.path === 'manifest.json')
   if (root) return root
-  const tops = new Set(entries.map((e) => e.path.split('/')[0]!))
+  const tops = new Set(entries.map(e => e.path.split('/')[0]!))
   if (tops.size !== 1) return undefined
   const top = [...tops][0]!
-  return entries.find((e) => e.path === `${top}/manifest.json`)
+  return entries.find(e => e.path === `${top}/manifest.json`)
 }

@@ -2,7 +2,19 @@
 // filesystem, then move into place with an undo log so a failure at any point leaves the
 // destination exactly as it was. The archive is read with random access (yauzl), never whole.
 import { closeSync, constants as fsc, createWriteStream, fchmodSync, openSync, readSync, writeSync } from 'node:fs'
-import { chmod, lstat, mkdir, open, realpath, rm, stat, statfs, symlink, writeFile, type FileHandle } from 'node:fs/promises'
+import {
+  chmod,
+  lstat,
+  mkdir,
+  open,
+  realpath,
+  rm,
+  stat,
+  statfs,
+  symlink,
+  writeFile,
+  type FileHandle,
+} from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { posix } from 'node:path'
 import { Readable, Transform, type TransformCallback } from 'node:stream'
@@ -13,10 +25,26 @@ import type yauzl from 'yauzl'
 import { insufficientStorage, invalidZip, unsafeEntry, UploadError } from './errors.js'
 import { isInside, isMissing, resolveDestination, type Destination } from './destination.js'
 import {
-  checkCrc, DEFAULT_ZIP_LIMITS, MAX_LINK_TARGET_BYTES, MAX_NAME_DEPTH, openZip, readSmallEntry, readZipEntries,
-  type ZipEntries, type ZipEntryInfo, type ZipLimits,
+  checkCrc,
+  DEFAULT_ZIP_LIMITS,
+  MAX_LINK_TARGET_BYTES,
+  MAX_NAME_DEPTH,
+  openZip,
+  readSmallEntry,
+  readZipEntries,
+  type ZipEntries,
+  type ZipEntryInfo,
+  type ZipLimits,
 } from './zip-entries.js'
-import { applyMerge, finishMerge, planMerge, rollbackMerge, settleJournal, STAGING_PREFIX, writeJournal } from './merge-journal.js'
+import {
+  applyMerge,
+  finishMerge,
+  planMerge,
+  rollbackMerge,
+  settleJournal,
+  STAGING_PREFIX,
+  writeJournal,
+} from './merge-journal.js'
 
 /** Entries at most this big (compressed and uncompressed) are extracted in one piece, synchronously; bigger ones stream. */
 const WHOLE_MAX_BYTES = 4 * 1024 * 1024
@@ -25,7 +53,12 @@ const SLICE_MS = 10
 /** Read once: calling process.umask() without an argument is deprecated for repeated use. */
 const UMASK = process.umask()
 
-export interface ExtractResult { files: number; dirs: number; symlinks: number; bytes: number }
+export interface ExtractResult {
+  files: number
+  dirs: number
+  symlinks: number
+  bytes: number
+}
 
 export interface ExtractOptions {
   /**
@@ -48,7 +81,12 @@ const DIR_MODE = 0o755
  * Extracts archivePath into destPath (absolute; created if missing). Throws UploadError
  * (invalid_zip / unsafe_entry) before writing anything when the archive is hostile or corrupt.
  */
-export async function extractZip(archivePath: string, destPath: string, limits: ZipLimits = DEFAULT_ZIP_LIMITS, opts: ExtractOptions = {}): Promise<ExtractResult> {
+export async function extractZip(
+  archivePath: string,
+  destPath: string,
+  limits: ZipLimits = DEFAULT_ZIP_LIMITS,
+  opts: ExtractOptions = {},
+): Promise<ExtractResult> {
   const dest = await resolveDestination(destPath)
   const zip = await openZip(archivePath)
   try {
@@ -58,7 +96,9 @@ export async function extractZip(archivePath: string, destPath: string, limits: 
     await checkFreeSpace(dest.anchor, entries)
     const staging = posix.join(dest.anchor, `${STAGING_PREFIX}${randomBytes(6).toString('hex')}`)
     // recorded first, so a crash between here and the cleanup below leaves a marker that sweepSpool follows
-    const marker = opts.markerDir ? posix.join(opts.markerDir, `${STAGING_MARKER_PREFIX}${posix.basename(staging)}`) : undefined
+    const marker = opts.markerDir
+      ? posix.join(opts.markerDir, `${STAGING_MARKER_PREFIX}${posix.basename(staging)}`)
+      : undefined
     try {
       if (marker) await writeFile(marker, staging, { mode: 0o600 })
       await mkdir(staging, { mode: 0o700 })
@@ -86,7 +126,8 @@ export async function extractZip(archivePath: string, destPath: string, limits: 
 /** A full disk (or quota) is the server's condition, not the archive's: 507 insufficient_storage. */
 function storageError(err: unknown): UploadError | undefined {
   const code = (err as NodeJS.ErrnoException).code
-  if (code === 'ENOSPC' || code === 'EDQUOT') return insufficientStorage('the disk filled up during extraction; nothing was changed')
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return insufficientStorage('the disk filled up during extraction; nothing was changed')
   // names are capped per component and in total, but the destination's own path adds to them
   if (code === 'ENAMETOOLONG') {
     const message = 'an entry path is too long at this destination (PATH_MAX); nothing was changed'
@@ -105,17 +146,24 @@ async function checkFreeSpace(anchor: string, entries: ZipEntries): Promise<void
   let need = entries.dirs.length * block
   for (const e of entries.list) if (e.kind === 'file') need += Math.ceil(e.entry.uncompressedSize / block) * block
   const free = fs.bavail * block
-  if (need > free) throw insufficientStorage(`the archive needs ${need} bytes; the destination filesystem has ${free} free`)
+  if (need > free)
+    throw insufficientStorage(`the archive needs ${need} bytes; the destination filesystem has ${free} free`)
   const inodes = entries.list.length + entries.dirs.length
   // filesystems without inode accounting (some report 0 files in total) are not held to it
-  if (fs.files > 0 && inodes > fs.ffree) throw insufficientStorage(`the archive creates ${inodes} paths; the destination filesystem has ${fs.ffree} free inodes`)
+  if (fs.files > 0 && inodes > fs.ffree)
+    throw insufficientStorage(
+      `the archive creates ${inodes} paths; the destination filesystem has ${fs.ffree} free inodes`,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
 // Destination checks (first pass, nothing written)
 
 type Existing =
-  | { kind: 'missing' } | { kind: 'dir' } | { kind: 'file' } | { kind: 'other' }
+  | { kind: 'missing' }
+  | { kind: 'dir' }
+  | { kind: 'file' }
+  | { kind: 'other' }
   | { kind: 'symlink'; inside: boolean; toDir: boolean }
 
 /** Cached lstat view of what already exists under the destination. */
@@ -140,7 +188,12 @@ class ExistingTree {
 
   private async probe(abs: string): Promise<Existing> {
     let st
-    try { st = await lstat(abs) } catch (err) { if (isMissing(err)) return { kind: 'missing' }; throw err }
+    try {
+      st = await lstat(abs)
+    } catch (err) {
+      if (isMissing(err)) return { kind: 'missing' }
+      throw err
+    }
     if (st.isDirectory()) return { kind: 'dir' }
     if (st.isFile()) return { kind: 'file' }
     if (!st.isSymbolicLink()) return { kind: 'other' }
@@ -158,24 +211,36 @@ class ExistingTree {
  * Directories first, parents before children (each looked up once, and nothing below a missing one),
  * then each non-directory entry once: linear in the number of paths.
  */
-async function checkAgainstDestination(zip: yauzl.ZipFile, entries: ZipEntries, existing: ExistingTree): Promise<Map<string, string>> {
+async function checkAgainstDestination(
+  zip: yauzl.ZipFile,
+  entries: ZipEntries,
+  existing: ExistingTree,
+): Promise<Map<string, string>> {
   for (const dir of entries.dirs) {
     const st = await existing.lookup(dir.path)
     if (st.kind === 'missing' || st.kind === 'dir' || (st.kind === 'symlink' && st.inside && st.toDir)) continue
     if (dir.info) {
-      if (st.kind === 'symlink' && !st.inside) throw unsafeEntry(dir.info.rawName, 'the destination has a symlink here that leaves the destination')
+      if (st.kind === 'symlink' && !st.inside)
+        throw unsafeEntry(dir.info.rawName, 'the destination has a symlink here that leaves the destination')
       throw unsafeEntry(dir.info.rawName, 'a non-directory with this name exists in the destination')
     }
-    if (st.kind === 'symlink' && !st.inside) throw unsafeEntry(dir.via.rawName, `lies under the existing symlink ${JSON.stringify(dir.path)}, which leaves the destination`)
+    if (st.kind === 'symlink' && !st.inside)
+      throw unsafeEntry(
+        dir.via.rawName,
+        `lies under the existing symlink ${JSON.stringify(dir.path)}, which leaves the destination`,
+      )
     throw unsafeEntry(dir.via.rawName, `${JSON.stringify(dir.path)} exists in the destination and is not a directory`)
   }
-  const archiveLinks = new Set(entries.list.filter((e) => e.kind === 'symlink').map((e) => e.path))
+  const archiveLinks = new Set(entries.list.filter(e => e.kind === 'symlink').map(e => e.path))
   const targets = new Map<string, string>()
   for (const info of entries.list) {
     if (info.kind === 'dir') continue
     const self = await existing.lookup(info.path)
     if (self.kind === 'dir' || self.kind === 'other') {
-      throw unsafeEntry(info.rawName, `would replace an existing ${self.kind === 'dir' ? 'directory' : 'special file'} in the destination`)
+      throw unsafeEntry(
+        info.rawName,
+        `would replace an existing ${self.kind === 'dir' ? 'directory' : 'special file'} in the destination`,
+      )
     }
     if (info.kind === 'symlink') {
       const target = (await readSmallEntry(zip, info, MAX_LINK_TARGET_BYTES)).toString('utf8')
@@ -191,35 +256,50 @@ async function checkAgainstDestination(zip: yauzl.ZipFile, entries: ZipEntries, 
  * when ".." is never applied to a symlink (link/.. is the link target's parent, not the link's), so
  * that case is refused outright; every existing symlink passed through must itself stay inside.
  */
-async function checkLinkTarget(info: ZipEntryInfo, target: string, archiveLinks: Set<string>, existing: ExistingTree): Promise<void> {
-  if (target.length === 0 || target.includes('\0')) throw unsafeEntry(info.rawName, 'empty or NUL-containing symlink target')
+async function checkLinkTarget(
+  info: ZipEntryInfo,
+  target: string,
+  archiveLinks: Set<string>,
+  existing: ExistingTree,
+): Promise<void> {
+  if (target.length === 0 || target.includes('\0'))
+    throw unsafeEntry(info.rawName, 'empty or NUL-containing symlink target')
   const dest = existing.dest.path
   let stack: string[]
   let parts: string[]
   if (target.startsWith('/')) {
     const abs = posix.normalize(target)
-    if (!isInside(dest, abs)) throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} leaves the destination`)
+    if (!isInside(dest, abs))
+      throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} leaves the destination`)
     stack = []
     parts = posix.relative(dest, abs).split('/')
   } else {
     stack = info.path.split('/').slice(0, -1)
     parts = target.split('/')
   }
-  if (parts.length > 2 * MAX_NAME_DEPTH) throw unsafeEntry(info.rawName, `symlink target with more than ${2 * MAX_NAME_DEPTH} path components`)
+  if (parts.length > 2 * MAX_NAME_DEPTH)
+    throw unsafeEntry(info.rawName, `symlink target with more than ${2 * MAX_NAME_DEPTH} path components`)
   for (const part of parts) {
     if (part === '' || part === '.') continue
     if (part === '..') {
-      if (stack.length === 0) throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} leaves the destination`)
+      if (stack.length === 0)
+        throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} leaves the destination`)
       const cur = stack.join('/')
       if (archiveLinks.has(cur) || (await existing.lookup(cur)).kind === 'symlink') {
-        throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} applies ".." to the symlink ${JSON.stringify(cur)}`)
+        throw unsafeEntry(
+          info.rawName,
+          `symlink target ${JSON.stringify(target)} applies ".." to the symlink ${JSON.stringify(cur)}`,
+        )
       }
       stack.pop()
     } else {
       stack.push(part)
       const st = await existing.lookup(stack.join('/'))
       if (st.kind === 'symlink' && !st.inside) {
-        throw unsafeEntry(info.rawName, `symlink target ${JSON.stringify(target)} passes through the existing symlink ${JSON.stringify(stack.join('/'))}, which leaves the destination`)
+        throw unsafeEntry(
+          info.rawName,
+          `symlink target ${JSON.stringify(target)} passes through the existing symlink ${JSON.stringify(stack.join('/'))}, which leaves the destination`,
+        )
       }
     }
   }
@@ -228,12 +308,17 @@ async function checkLinkTarget(info: ZipEntryInfo, target: string, archiveLinks:
 // ---------------------------------------------------------------------------------------------
 // Extraction into staging
 
-async function writeTree(archivePath: string, entries: ZipEntries, tree: string, linkTargets: Map<string, string>): Promise<ExtractResult> {
+async function writeTree(
+  archivePath: string,
+  entries: ZipEntries,
+  tree: string,
+  linkTargets: Map<string, string>,
+): Promise<ExtractResult> {
   await mkdir(tree, { mode: DIR_MODE })
   // every directory, explicit or implied by a deeper entry, parents first
   for (const d of entries.dirs) await mkdir(posix.join(tree, d.path), { mode: DIR_MODE })
 
-  const files = entries.list.filter((e) => e.kind === 'file')
+  const files = entries.list.filter(e => e.kind === 'file')
   const archive = await open(archivePath, 'r')
   const scratch = new Scratch()
   let bytes = 0
@@ -242,14 +327,15 @@ async function writeTree(archivePath: string, entries: ZipEntries, tree: string,
     for (const info of files) {
       bytes += await extractFile(archive, info, posix.join(tree, info.path), scratch)
       if (performance.now() - sliceStart > SLICE_MS) {
-        await new Promise<void>((resolve) => setImmediate(resolve))
+        await new Promise<void>(resolve => setImmediate(resolve))
         sliceStart = performance.now()
       }
     }
   } finally {
     await archive.close()
   }
-  for (const e of entries.list) if (e.kind === 'symlink') await symlink(linkTargets.get(e.path)!, posix.join(tree, e.path))
+  for (const e of entries.list)
+    if (e.kind === 'symlink') await symlink(linkTargets.get(e.path)!, posix.join(tree, e.path))
   // explicit directory modes last (deepest first), never group/world-writable, always owner rwx so the tree stays movable and removable
   for (let i = entries.dirs.length - 1; i >= 0; i--) {
     const { path, info } = entries.dirs[i]!
@@ -270,7 +356,8 @@ async function extractFile(archive: FileHandle, info: ZipEntryInfo, target: stri
     // not yauzl's stream: it reads 16 KiB at a time and inflates into 16 KiB chunks, each a pool round trip
     const source = Readable.from(compressedChunks(archive, info), { objectMode: false })
     const sink = createWriteStream(target, { flags: 'wx', mode, highWaterMark: 1024 * 1024 })
-    if (entry.compressionMethod === 8) await pipeline(source, createInflateRaw({ chunkSize: 256 * 1024 }), new CrcCheck(info), sink)
+    if (entry.compressionMethod === 8)
+      await pipeline(source, createInflateRaw({ chunkSize: 256 * 1024 }), new CrcCheck(info), sink)
     else await pipeline(source, new CrcCheck(info), sink)
   } catch (err) {
     if (err instanceof UploadError) throw err
@@ -303,7 +390,8 @@ function readFullySync(fd: number, buf: Buffer, length: number, position: number
 
 /** Parses the local header at the start of buf and returns where the entry's data begins. */
 function localDataStart(buf: Buffer, bytesRead: number, info: ZipEntryInfo): number {
-  if (bytesRead < 30 || buf.readUInt32LE(0) !== LOCAL_HEADER_SIGNATURE) throw invalidZip('missing or corrupt local file header', info.rawName)
+  if (bytesRead < 30 || buf.readUInt32LE(0) !== LOCAL_HEADER_SIGNATURE)
+    throw invalidZip('missing or corrupt local file header', info.rawName)
   return 30 + buf.readUInt16LE(26) + buf.readUInt16LE(28)
 }
 
@@ -327,8 +415,12 @@ function extractSmallSync(fd: number, info: ZipEntryInfo, target: string, mode: 
     readFullySync(fd, buf, entry.compressedSize, entry.relativeOffsetOfLocalHeader + dataStart, info)
     data = buf.subarray(0, entry.compressedSize)
   }
-  const out = entry.compressionMethod === 8 ? inflateRawSync(data, { maxOutputLength: Math.max(1, entry.uncompressedSize) }) : data
-  if (out.length !== entry.uncompressedSize) throw invalidZip(`declared ${entry.uncompressedSize} bytes but holds ${out.length}`, info.rawName)
+  const out =
+    entry.compressionMethod === 8
+      ? inflateRawSync(data, { maxOutputLength: Math.max(1, entry.uncompressedSize) })
+      : data
+  if (out.length !== entry.uncompressedSize)
+    throw invalidZip(`declared ${entry.uncompressedSize} bytes but holds ${out.length}`, info.rawName)
   checkCrc(info, out)
   const wfd = openSync(target, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL, mode)
   try {
@@ -378,16 +470,24 @@ async function* compressedChunks(archive: FileHandle, info: ZipEntryInfo): Async
 class CrcCheck extends Transform {
   private crc = 0
   private n = 0
-  constructor(private info: ZipEntryInfo) { super() }
+  constructor(private info: ZipEntryInfo) {
+    super()
+  }
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.n += chunk.length
-    if (this.n > this.info.entry.uncompressedSize) return cb(invalidZip(`holds more than the declared ${this.info.entry.uncompressedSize} bytes`, this.info.rawName))
+    if (this.n > this.info.entry.uncompressedSize)
+      return cb(invalidZip(`holds more than the declared ${this.info.entry.uncompressedSize} bytes`, this.info.rawName))
     this.crc = crc32(chunk, this.crc)
     cb(null, chunk)
   }
   override _flush(cb: TransformCallback): void {
-    if (this.n !== this.info.entry.uncompressedSize) return cb(invalidZip(`declared ${this.info.entry.uncompressedSize} bytes but holds ${this.n}`, this.info.rawName))
-    try { checkCrc(this.info, Buffer.alloc(0), this.crc) } catch (err) { return cb(err as Error) }
+    if (this.n !== this.info.entry.uncompressedSize)
+      return cb(invalidZip(`declared ${this.info.entry.uncompressedSize} bytes but holds ${this.n}`, this.info.rawName))
+    try {
+      checkCrc(this.info, Buffer.alloc(0), this.crc)
+    } catch (err) {
+      return cb(err as Error)
+    }
     cb()
   }
 }
@@ -400,7 +500,13 @@ class CrcCheck extends Transform {
  * any failure the moves done so far are undone. A crash anywhere in between is settled by
  * recoverMerges at the next start. Replaced files sit in a backup directory until the commit.
  */
-async function moveIntoPlace(tree: string, staging: string, dest: Destination, journalDir: string | undefined, state: { stuck: boolean }): Promise<void> {
+async function moveIntoPlace(
+  tree: string,
+  staging: string,
+  dest: Destination,
+  journalDir: string | undefined,
+  state: { stuck: boolean },
+): Promise<void> {
   const plan = await planMerge(tree, staging, dest)
   let journal = journalDir ? await writeJournal(journalDir, plan) : undefined
   try {

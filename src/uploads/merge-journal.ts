@@ -41,12 +41,22 @@ const dstOf = (p: MergePlan, rel: string) => (rel === '' ? p.dest : posix.join(p
 const backupOf = (p: MergePlan, i: number) => posix.join(p.backup, String(i))
 
 async function exists(path: string): Promise<boolean> {
-  try { await lstat(path); return true } catch (err) { if (isMissing(err)) return false; throw err }
+  try {
+    await lstat(path)
+    return true
+  } catch (err) {
+    if (isMissing(err)) return false
+    throw err
+  }
 }
 
 export async function fsyncPath(path: string): Promise<void> {
   const fh = await open(path, 'r')
-  try { await fh.sync() } finally { await fh.close() }
+  try {
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
 }
 
 /**
@@ -55,24 +65,38 @@ export async function fsyncPath(path: string): Promise<void> {
  * renamed in whole, directories present on both sides are descended, files present on both sides
  * replace the existing ones (which go to the backup directory).
  */
-export async function planMerge(tree: string, staging: string, dest: { path: string; exists: boolean; anchor: string }): Promise<MergePlan> {
+export async function planMerge(
+  tree: string,
+  staging: string,
+  dest: { path: string; exists: boolean; anchor: string },
+): Promise<MergePlan> {
   const plan: MergePlan = {
-    version: 1, dest: dest.path, staging, tree,
-    backup: posix.join(dest.anchor, `${BACKUP_PREFIX}${randomBytes(6).toString('hex')}`), created: [], moves: [],
+    version: 1,
+    dest: dest.path,
+    staging,
+    tree,
+    backup: posix.join(dest.anchor, `${BACKUP_PREFIX}${randomBytes(6).toString('hex')}`),
+    created: [],
+    moves: [],
   }
   if (!dest.exists) {
     const missing = posix.relative(dest.anchor, dest.path).split('/')
     let cur = dest.anchor
-    for (const part of missing.slice(0, -1)) plan.created.push(cur = posix.join(cur, part))
+    for (const part of missing.slice(0, -1)) plan.created.push((cur = posix.join(cur, part)))
     plan.moves.push(['', false])
     return plan
   }
   const walk = async (rel: string): Promise<void> => {
-    for (const name of (await readdir(srcOf(plan, rel))).sort()) { // sorted: a deterministic order of moves
+    for (const name of (await readdir(srcOf(plan, rel))).sort()) {
+      // sorted: a deterministic order of moves
       const r = rel === '' ? name : `${rel}/${name}`
       const srcIsDir = (await lstat(srcOf(plan, r))).isDirectory()
       let dstSt
-      try { dstSt = await lstat(dstOf(plan, r)) } catch (err) { if (!isMissing(err)) throw err }
+      try {
+        dstSt = await lstat(dstOf(plan, r))
+      } catch (err) {
+        if (!isMissing(err)) throw err
+      }
       if (!dstSt) {
         plan.moves.push([r, false])
       } else if (srcIsDir) {
@@ -132,7 +156,8 @@ export async function settleJournal(journal: string): Promise<string> {
 /** Undoes whatever part of the plan happened, newest move first. Idempotent; safe after a crash at any point. */
 export async function rollbackMerge(plan: MergePlan): Promise<void> {
   // "source gone" means "moved" only while staging exists; without it, guessing could delete originals
-  if (!(await exists(plan.staging))) throw new Error(`cannot roll back the merge into ${plan.dest}: its staging directory ${plan.staging} is gone`)
+  if (!(await exists(plan.staging)))
+    throw new Error(`cannot roll back the merge into ${plan.dest}: its staging directory ${plan.staging} is gone`)
   for (let i = plan.moves.length - 1; i >= 0; i--) {
     const [rel, replaces] = plan.moves[i]!
     const src = srcOf(plan, rel)
@@ -141,7 +166,9 @@ export async function rollbackMerge(plan: MergePlan): Promise<void> {
     if (replaces && (await exists(backupOf(plan, i)))) await rename(backupOf(plan, i), dst)
   }
   for (const dir of [...plan.created].reverse()) {
-    await rmdir(dir).catch((err: NodeJS.ErrnoException) => { if (!isMissing(err) && err.code !== 'ENOTEMPTY') throw err })
+    await rmdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (!isMissing(err) && err.code !== 'ENOTEMPTY') throw err
+    })
   }
 }
 
@@ -155,10 +182,17 @@ export async function finishMerge(plan: MergePlan, journal?: string): Promise<vo
 /** Only our own shapes: a journal names a staging and a backup directory by their prefixes, absolute. */
 function validPlan(p: unknown): p is MergePlan {
   const x = p as MergePlan
-  return typeof x === 'object' && x !== null && x.version === 1 &&
-    [x.dest, x.staging, x.tree, x.backup].every((s) => typeof s === 'string' && posix.isAbsolute(s)) &&
-    posix.basename(x.staging).startsWith(STAGING_PREFIX) && posix.basename(x.backup).startsWith(BACKUP_PREFIX) &&
-    x.tree === posix.join(x.staging, 'tree') && Array.isArray(x.created) && Array.isArray(x.moves)
+  return (
+    typeof x === 'object' &&
+    x !== null &&
+    x.version === 1 &&
+    [x.dest, x.staging, x.tree, x.backup].every(s => typeof s === 'string' && posix.isAbsolute(s)) &&
+    posix.basename(x.staging).startsWith(STAGING_PREFIX) &&
+    posix.basename(x.backup).startsWith(BACKUP_PREFIX) &&
+    x.tree === posix.join(x.staging, 'tree') &&
+    Array.isArray(x.created) &&
+    Array.isArray(x.moves)
+  )
 }
 
 /**
@@ -176,16 +210,31 @@ export interface RecoveryReport {
 export async function recoverMerges(dir: string): Promise<RecoveryReport> {
   const out: RecoveryReport = { rolledBack: 0, settled: 0, failed: [] }
   let names: string[]
-  try { names = await readdir(dir) } catch (err) { if (isMissing(err)) return out; throw err }
+  try {
+    names = await readdir(dir)
+  } catch (err) {
+    if (isMissing(err)) return out
+    throw err
+  }
   for (const name of names.sort()) {
     if (!name.startsWith(JOURNAL_PREFIX)) continue
     const path = posix.join(dir, name)
-    if (name.endsWith(`${PENDING}.tmp`)) { await rm(path, { force: true }); continue } // never became a journal: no move happened
+    if (name.endsWith(`${PENDING}.tmp`)) {
+      await rm(path, { force: true })
+      continue
+    } // never became a journal: no move happened
     const settled = name.endsWith(CLEANUP)
     if (!settled && !name.endsWith(PENDING)) continue
     let plan: unknown
-    try { plan = JSON.parse(await readFile(path, 'utf8')) } catch { plan = undefined }
-    if (!validPlan(plan)) { await rm(path, { force: true }); continue }
+    try {
+      plan = JSON.parse(await readFile(path, 'utf8'))
+    } catch {
+      plan = undefined
+    }
+    if (!validPlan(plan)) {
+      await rm(path, { force: true })
+      continue
+    }
     let journal = path
     if (settled) {
       out.settled++

@@ -29,8 +29,16 @@ export interface SpoolOptions {
   onField?: (name: string, value: string) => void
 }
 
-export interface SpooledFile { path: string; size: number; sha256: string; filename?: string }
-export interface SpooledUpload { fields: Map<string, string>; file?: SpooledFile }
+export interface SpooledFile {
+  path: string
+  size: number
+  sha256: string
+  filename?: string
+}
+export interface SpooledUpload {
+  fields: Map<string, string>
+  file?: SpooledFile
+}
 
 export const DEFAULT_SPOOL_PREFIX = '.spool-'
 
@@ -40,7 +48,9 @@ export const DEFAULT_SPOOL_PREFIX = '.spool-'
  * `use` called keep(): it moved the file) and frees the slot, whatever failed.
  */
 export async function withSpooledUpload<T>(
-  req: Readable & { headers: IncomingHttpHeaders }, opts: SpoolOptions, slots: { take(): () => void } | undefined,
+  req: Readable & { headers: IncomingHttpHeaders },
+  opts: SpoolOptions,
+  slots: { take(): () => void } | undefined,
   use: (upload: SpooledUpload, keep: () => void) => Promise<T>,
 ): Promise<T> {
   const release = slots?.take()
@@ -48,7 +58,9 @@ export async function withSpooledUpload<T>(
   try {
     const upload = await spoolMultipart(req, opts)
     spooledPath = upload.file?.path
-    return await use(upload, () => { spooledPath = undefined })
+    return await use(upload, () => {
+      spooledPath = undefined
+    })
   } finally {
     if (spooledPath) await rm(spooledPath, { force: true })
     release?.()
@@ -59,7 +71,9 @@ const ENVELOPE_SLACK_BYTES = 1024 * 1024
 const MAX_FIELD_BYTES = 64 * 1024
 
 export const tooLarge = (max: number) =>
-  new UploadError('payload_too_large', `upload exceeds the limit of ${max} bytes`, [{ code: 'payload_too_large', message: `the limit is ${max} bytes` }])
+  new UploadError('payload_too_large', `upload exceeds the limit of ${max} bytes`, [
+    { code: 'payload_too_large', message: `the limit is ${max} bytes` },
+  ])
 
 /**
  * Settles what a crash left, before the API opens: first every journaled merge is rolled back (or,
@@ -68,18 +82,23 @@ export const tooLarge = (max: number) =>
  * (except the staging of a merge that could not be rolled back). Returns the count of removed
  * leftovers; onRecovery gets the merge recovery report (for a log line).
  */
-export async function sweepSpool(dir: string, prefix = DEFAULT_SPOOL_PREFIX, onRecovery?: (report: RecoveryReport) => void): Promise<number> {
+export async function sweepSpool(
+  dir: string,
+  prefix = DEFAULT_SPOOL_PREFIX,
+  onRecovery?: (report: RecoveryReport) => void,
+): Promise<number> {
   await mkdir(dir, { recursive: true })
   const recovery = await recoverMerges(dir)
   onRecovery?.(recovery)
-  const keep = new Set(recovery.failed.map((f) => f.staging))
+  const keep = new Set(recovery.failed.map(f => f.staging))
   let n = 0
   for (const name of await readdir(dir)) {
     if (name.startsWith(STAGING_MARKER_PREFIX)) {
       const staging = (await readFile(join(dir, name), 'utf8').catch(() => '')).trim()
       if (keep.has(staging)) continue
       // only ever a staging directory: the marker's content is not trusted beyond that shape
-      if (isAbsolute(staging) && basename(staging).startsWith(STAGING_PREFIX)) await rm(staging, { recursive: true, force: true })
+      if (isAbsolute(staging) && basename(staging).startsWith(STAGING_PREFIX))
+        await rm(staging, { recursive: true, force: true })
     } else if (!name.startsWith(prefix)) {
       continue
     }
@@ -89,15 +108,22 @@ export async function sweepSpool(dir: string, prefix = DEFAULT_SPOOL_PREFIX, onR
   return n
 }
 
-export async function spoolMultipart(req: Readable & { headers: IncomingHttpHeaders }, opts: SpoolOptions): Promise<SpooledUpload> {
+export async function spoolMultipart(
+  req: Readable & { headers: IncomingHttpHeaders },
+  opts: SpoolOptions,
+): Promise<SpooledUpload> {
   const type = req.headers['content-type'] ?? ''
   if (!/^multipart\/form-data\s*;/i.test(type)) throw badRequest('body', 'expected multipart/form-data')
   const declared = Number(req.headers['content-length'])
-  if (Number.isFinite(declared) && declared > opts.maxFileBytes + ENVELOPE_SLACK_BYTES) throw tooLarge(opts.maxFileBytes)
+  if (Number.isFinite(declared) && declared > opts.maxFileBytes + ENVELOPE_SLACK_BYTES)
+    throw tooLarge(opts.maxFileBytes)
 
   let parser: busboy.Busboy
   try {
-    parser = busboy({ headers: req.headers, limits: { fieldSize: MAX_FIELD_BYTES, fields: 32, files: 4, parts: 40, headerPairs: 100 } })
+    parser = busboy({
+      headers: req.headers,
+      limits: { fieldSize: MAX_FIELD_BYTES, fields: 32, files: 4, parts: 40, headerPairs: 100 },
+    })
   } catch (err) {
     throw badRequest('body', (err as Error).message)
   }
@@ -127,17 +153,38 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
       }
       parser.on('field', (name, value, info) => {
         if (failed) return
-        if (name === opts.fileField) return fail(badRequest(name, 'must be a file part (with a filename), not a text field'))
+        if (name === opts.fileField)
+          return fail(badRequest(name, 'must be a file part (with a filename), not a text field'))
         if (!opts.textFields.includes(name)) return
         if (info.valueTruncated) return fail(badRequest(name, `longer than ${MAX_FIELD_BYTES} bytes`))
         if (fields.has(name)) return fail(badRequest(name, 'given more than once'))
         fields.set(name, value)
-        try { opts.onField?.(name, value) } catch (err) { fail(err) }
+        try {
+          opts.onField?.(name, value)
+        } catch (err) {
+          fail(err)
+        }
       })
       parser.on('file', (name, stream, info) => {
-        if (failed) { stream.resume(); return }
-        if (name !== opts.fileField) { stream.resume(); return fail(badRequest(name, opts.textFields.includes(name) ? 'must be a text field, not a file part' : `unexpected file part (expected "${opts.fileField}")`)) }
-        if (fileDone) { stream.resume(); return fail(badRequest(name, 'given more than once')) }
+        if (failed) {
+          stream.resume()
+          return
+        }
+        if (name !== opts.fileField) {
+          stream.resume()
+          return fail(
+            badRequest(
+              name,
+              opts.textFields.includes(name)
+                ? 'must be a text field, not a file part'
+                : `unexpected file part (expected "${opts.fileField}")`,
+            ),
+          )
+        }
+        if (fileDone) {
+          stream.resume()
+          return fail(badRequest(name, 'given more than once'))
+        }
         const hash = createHash('sha256')
         let size = 0
         const meter = new Transform({
@@ -148,7 +195,10 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
             cb(null, chunk)
           },
         })
-        abortFile = (err) => { meter.destroy(err); stream.destroy() }
+        abortFile = err => {
+          meter.destroy(err)
+          stream.destroy()
+        }
         spoolStream = createWriteStream(spoolPath, { flags: 'wx', mode: 0o600 })
         fileDone = pipeline(stream, meter, spoolStream).then(() => {
           file = { path: spoolPath, size, sha256: hash.digest('hex'), filename: info.filename }
@@ -156,8 +206,13 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
         fileDone.catch(fail)
       })
       parser.on('error', (err: Error) => fail(badRequest('body', `malformed multipart body: ${err.message}`)))
-      parser.on('close', () => { if (!failed) (fileDone ?? Promise.resolve()).then(() => { if (!failed) resolve() }, fail) })
-      req.on('error', (err) => fail(badRequest('body', `upload interrupted: ${err.message}`)))
+      parser.on('close', () => {
+        if (!failed)
+          (fileDone ?? Promise.resolve()).then(() => {
+            if (!failed) resolve()
+          }, fail)
+      })
+      req.on('error', err => fail(badRequest('body', `upload interrupted: ${err.message}`)))
       req.on('aborted', () => fail(badRequest('body', 'upload aborted by the client')))
       req.pipe(parser)
     })
@@ -168,7 +223,8 @@ export async function spoolMultipart(req: Readable & { headers: IncomingHttpHead
     if (spoolStream && !spoolStream.closed) await once(spoolStream, 'close').catch(() => undefined)
     await rm(spoolPath, { force: true })
     const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOSPC' || code === 'EDQUOT') throw insufficientStorage('the disk is full: the upload could not be stored')
+    if (code === 'ENOSPC' || code === 'EDQUOT')
+      throw insufficientStorage('the disk is full: the upload could not be stored')
     throw err
   }
   return { fields, file }

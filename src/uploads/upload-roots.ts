@@ -8,14 +8,19 @@ import { checkDestSyntax, isInside, resolveDestination, type Destination } from 
 export { checkDestSyntax }
 
 const outsideRoots = (destPath: string) =>
-  new UploadError('forbidden', `dest_path ${JSON.stringify(destPath)} is outside the upload roots`,
-    [{ code: 'forbidden', message: 'dest_path must be inside one of the configured --upload-root directories' }])
+  new UploadError('forbidden', `dest_path ${JSON.stringify(destPath)} is outside the upload roots`, [
+    { code: 'forbidden', message: 'dest_path must be inside one of the configured --upload-root directories' },
+  ])
 
 /** The roots that exist, as real paths (a root configured but missing is skipped). */
 async function realRoots(roots: readonly string[]): Promise<string[]> {
   const out: string[] = []
   for (const r of roots) {
-    try { out.push(await realpath(r)) } catch { /* missing root: nothing can be inside it */ }
+    try {
+      out.push(await realpath(r))
+    } catch {
+      /* missing root: nothing can be inside it */
+    }
   }
   return out
 }
@@ -28,17 +33,17 @@ export async function resolveUploadDestination(destPath: string, roots: readonly
   checkDestSyntax(destPath)
   const lexical = posix.normalize(destPath)
   const reals = await realRoots(roots)
-  const candidates = [...roots.map((r) => posix.normalize(r)), ...reals]
-  if (!candidates.some((root) => isInside(root, lexical))) throw outsideRoots(destPath)
+  const candidates = [...roots.map(r => posix.normalize(r)), ...reals]
+  if (!candidates.some(root => isInside(root, lexical))) throw outsideRoots(destPath)
   const dest = await resolveDestination(lexical)
   // symlinks inside a root may point anywhere: the physical path decides
-  if (!reals.some((root) => isInside(root, dest.path))) throw outsideRoots(destPath)
+  if (!reals.some(root => isInside(root, dest.path))) throw outsideRoots(destPath)
   return dest
 }
 
 /** Creates the default root if needed; returns the roots to use. */
 export async function prepareUploadRoots(configured: readonly string[], dataDir: string): Promise<string[]> {
-  if (configured.length > 0) return configured.map((r) => posix.resolve(r))
+  if (configured.length > 0) return configured.map(r => posix.resolve(r))
   const root = posix.resolve(dataDir, 'uploads')
   await mkdir(root, { recursive: true })
   return [root]

@@ -62,9 +62,20 @@ class WindowedReader extends yauzl.RandomAccessReader {
   private window = Buffer.alloc(0)
   private windowStart = 0
   private reads = 0
-  constructor(private readonly fd: number, private readonly fileSize: number) { super() }
+  constructor(
+    private readonly fd: number,
+    private readonly fileSize: number,
+  ) {
+    super()
+  }
 
-  override read(buffer: Buffer, offset: number, length: number, position: number, callback: (err: Error | null) => void): void {
+  override read(
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (err: Error | null) => void,
+  ): void {
     let error: Error | null = null
     try {
       if (length > WINDOW_BYTES) {
@@ -95,7 +106,10 @@ class WindowedReader extends yauzl.RandomAccessReader {
       highWaterMark: 256 * 1024,
       read(size) {
         const n = Math.min(size, end - pos)
-        if (n <= 0) { this.push(null); return }
+        if (n <= 0) {
+          this.push(null)
+          return
+        }
         const buf = Buffer.allocUnsafe(n)
         readFd(fd, buf, 0, n, pos, (err, bytesRead) => {
           if (err) return this.destroy(err)
@@ -109,7 +123,11 @@ class WindowedReader extends yauzl.RandomAccessReader {
 
   override close(callback: (err: Error | null) => void): void {
     let error: Error | null = null
-    try { closeSync(this.fd) } catch (err) { error = err as Error }
+    try {
+      closeSync(this.fd)
+    } catch (err) {
+      error = err as Error
+    }
     setImmediate(callback, error)
   }
 }
@@ -127,17 +145,31 @@ export async function openZip(archivePath: string): Promise<yauzl.ZipFile> {
   // a plain descriptor, not a FileHandle (which would be closed when garbage-collected)
   const fd = await promisify(openFd)(archivePath, 'r')
   let size: number
-  try { size = (await promisify(fstat)(fd)).size } catch (err) { closeSync(fd); throw err }
+  try {
+    size = (await promisify(fstat)(fd)).size
+  } catch (err) {
+    closeSync(fd)
+    throw err
+  }
   // the reader owns the descriptor from here on: zip.close() closes it
   const reader = new WindowedReader(fd, size)
   return new Promise((resolve, reject) => {
     // decodeStrings: false so yauzl does not reject bad names itself: we want our own error naming the entry.
-    yauzl.fromRandomAccessReader(reader, size, { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true }, (err, zip) => {
-      if (err || !zip) {
-        try { closeSync(fd) } catch { /* already closed */ }
-        reject(invalidZip(`not a readable zip archive: ${err?.message ?? 'unknown error'}`))
-      } else resolve(zip)
-    })
+    yauzl.fromRandomAccessReader(
+      reader,
+      size,
+      { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: true },
+      (err, zip) => {
+        if (err || !zip) {
+          try {
+            closeSync(fd)
+          } catch {
+            /* already closed */
+          }
+          reject(invalidZip(`not a readable zip archive: ${err?.message ?? 'unknown error'}`))
+        } else resolve(zip)
+      },
+    )
   })
 }
 
@@ -153,7 +185,8 @@ function normalisedParts(name: string): string[] {
     if (part === '' || part === '.') continue
     if (part === '..') throw unsafeEntry(name, '".." path component leaves the destination')
     if (parts.length === MAX_NAME_DEPTH) throw unsafeEntry(name, `more than ${MAX_NAME_DEPTH} path components`)
-    if (part.length > MAX_COMPONENT_BYTES / 3 && Buffer.byteLength(part) > MAX_COMPONENT_BYTES) throw unsafeEntry(name, `a path component longer than ${MAX_COMPONENT_BYTES} bytes`)
+    if (part.length > MAX_COMPONENT_BYTES / 3 && Buffer.byteLength(part) > MAX_COMPONENT_BYTES)
+      throw unsafeEntry(name, `a path component longer than ${MAX_COMPONENT_BYTES} bytes`)
     parts.push(part)
   }
   return parts
@@ -208,7 +241,8 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
   // each entry is checked as it is read, so a bad one stops the read there
   const place = (entry: yauzl.Entry): void => {
     const nameBuf = entry.fileName as unknown as Buffer
-    if (nameBuf.length > MAX_NAME_BYTES) throw unsafeEntry(nameBuf.subarray(0, 257).toString('utf8'), `name longer than ${MAX_NAME_BYTES} bytes`)
+    if (nameBuf.length > MAX_NAME_BYTES)
+      throw unsafeEntry(nameBuf.subarray(0, 257).toString('utf8'), `name longer than ${MAX_NAME_BYTES} bytes`)
     const rawName = yauzl.getFileNameLowLevel(entry.generalPurposeBitFlag, nameBuf, entry.extraFields, true)
     const parts = normalisedParts(checkedName(rawName))
     if (entry.isEncrypted()) throw invalidZip('encrypted entries are not supported', rawName)
@@ -222,11 +256,15 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
     }
     const size = entry.uncompressedSize
     if (kind === 'dir' && size !== 0) throw invalidZip(`directory entry with ${size} bytes of data`, rawName)
-    if (kind === 'symlink' && (size === 0 || size > MAX_LINK_TARGET_BYTES)) throw unsafeEntry(rawName, `symlink target of ${size} bytes`)
+    if (kind === 'symlink' && (size === 0 || size > MAX_LINK_TARGET_BYTES))
+      throw unsafeEntry(rawName, `symlink target of ${size} bytes`)
     if (size > 0 && entry.compressedSize === 0) throw invalidZip('declares data but has no compressed bytes', rawName)
     // every size: a bomb made of many small entries is as bad as one big one (and the archive total is checked below)
     if (size > limits.maxRatio * entry.compressedSize) {
-      throw unsafeEntry(rawName, `compression ratio ${Math.round(size / entry.compressedSize)}:1 exceeds the limit of ${limits.maxRatio}:1`)
+      throw unsafeEntry(
+        rawName,
+        `compression ratio ${Math.round(size / entry.compressedSize)}:1 exceeds the limit of ${limits.maxRatio}:1`,
+      )
     }
     total += size
     if (total > limits.maxTotalBytes) {
@@ -246,9 +284,12 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
       } else if (isDirNode(next)) {
         node = next
       } else {
-        throw unsafeEntry(rawName, next.kind === 'symlink'
-          ? `lies under the symlink entry ${JSON.stringify(next.rawName)}`
-          : `lies under the file entry ${JSON.stringify(next.rawName)}`)
+        throw unsafeEntry(
+          rawName,
+          next.kind === 'symlink'
+            ? `lies under the symlink entry ${JSON.stringify(next.rawName)}`
+            : `lies under the file entry ${JSON.stringify(next.rawName)}`,
+        )
       }
     }
     const leaf = parts[parts.length - 1]!
@@ -272,7 +313,8 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
     zip.on('entry', (e: yauzl.Entry) => {
       try {
         nameBytes += e.fileNameLength
-        if (nameBytes > MAX_NAMES_TOTAL_BYTES) throw invalidZip(`entry names add up to more than ${MAX_NAMES_TOTAL_BYTES} bytes`)
+        if (nameBytes > MAX_NAMES_TOTAL_BYTES)
+          throw invalidZip(`entry names add up to more than ${MAX_NAMES_TOTAL_BYTES} bytes`)
         place(e)
       } catch (err) {
         zip.removeAllListeners('entry')
@@ -286,7 +328,9 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
   })
   // the whole archive as one bomb: many entries, each under the per-entry ratio, can still add up
   if (total > limits.maxRatio * zip.fileSize) {
-    throw invalidZip(`total compression ratio ${Math.round(total / zip.fileSize)}:1 exceeds the limit of ${limits.maxRatio}:1`)
+    throw invalidZip(
+      `total compression ratio ${Math.round(total / zip.fileSize)}:1 exceeds the limit of ${limits.maxRatio}:1`,
+    )
   }
 
   // directories parents-first (breadth-first over the tree); path strings are built once per directory
@@ -308,7 +352,9 @@ export async function readZipEntries(zip: yauzl.ZipFile, limits: ZipLimits): Pro
 }
 
 const tooManyPaths = (limits: ZipLimits) =>
-  invalidZip(`archive creates more than ${limits.maxEntries} paths (entries plus the directories they imply); the limit is ${limits.maxEntries}`)
+  invalidZip(
+    `archive creates more than ${limits.maxEntries} paths (entries plus the directories they imply); the limit is ${limits.maxEntries}`,
+  )
 
 /** The name checks of normaliseEntryName that do not split it (normalisedParts does that once). */
 function checkedName(name: string): string {
@@ -330,7 +376,10 @@ export async function readSmallEntry(zip: yauzl.ZipFile, info: ZipEntryInfo, max
     let n = 0
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       n += chunk.length
-      if (n > maxBytes) { stream.destroy(); throw invalidZip(`entry is larger than ${maxBytes} bytes`, info.rawName) }
+      if (n > maxBytes) {
+        stream.destroy()
+        throw invalidZip(`entry is larger than ${maxBytes} bytes`, info.rawName)
+      }
       chunks.push(chunk)
     }
     const data = Buffer.concat(chunks)

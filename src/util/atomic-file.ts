@@ -26,7 +26,11 @@ export interface AtomicWriteOptions {
 /** Temp names start with this, so a sweep (or a human) can tell them apart. */
 export const ATOMIC_TEMP_PREFIX = '.tmp-'
 
-export async function writeFileAtomic(path: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  opts: AtomicWriteOptions = {},
+): Promise<void> {
   const fs = opts.fs ?? realFs
   const dir = dirname(path)
   const tmp = join(dir, `${ATOMIC_TEMP_PREFIX}${basename(path)}-${process.pid}-${randomBytes(4).toString('hex')}`)
@@ -54,5 +58,11 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
 async function syncDir(dir: string, fs: AtomicFileFs): Promise<void> {
   // The rename is durable only once the directory entry is; some filesystems refuse a dir fsync.
   const fh = await fs.open(dir, 'r')
-  try { await fh.sync() } catch { /* EINVAL/EISDIR on some filesystems: the rename still happened */ } finally { await fh.close() }
+  try {
+    await fh.sync()
+  } catch {
+    /* EINVAL/EISDIR on some filesystems: the rename still happened */
+  } finally {
+    await fh.close()
+  }
 }

@@ -27,5 +27,5 @@ export const systemClock: Clock = {
   },
   repeat: (fn, ms) => setInterval(fn, ms),
   // Node's clearTimeout also clears intervals.
-  clear: (h) => clearTimeout(h as NodeJS.Timeout),
+  clear: h => clearTimeout(h as NodeJS.Timeout),
 }

@@ -13,14 +13,23 @@ export class Disposer {
    * Returns a function that runs the step early and forgets it.
    */
   add(fn: Dispose): Dispose {
-    if (this.done) { this.run(fn); return () => undefined }
+    if (this.done) {
+      this.run(fn)
+      return () => undefined
+    }
     this.fns.add(fn)
-    return () => { if (this.fns.delete(fn)) this.run(fn) }
+    return () => {
+      if (this.fns.delete(fn)) this.run(fn)
+    }
   }
 
-  get disposed(): boolean { return this.done }
+  get disposed(): boolean {
+    return this.done
+  }
   /** Undo steps still registered (leak checks). */
-  get size(): number { return this.fns.size }
+  get size(): number {
+    return this.fns.size
+  }
 
   /** Runs every step in reverse order of registration; one throwing step never stops the others. Idempotent. */
   dispose(): void {
@@ -34,6 +43,10 @@ export class Disposer {
   constructor(private readonly onError: (err: unknown) => void = () => undefined) {}
 
   private run(fn: Dispose): void {
-    try { fn() } catch (err) { this.onError(err) }
+    try {
+      fn()
+    } catch (err) {
+      this.onError(err)
+    }
   }
 }

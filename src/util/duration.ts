@@ -5,7 +5,7 @@ const PART = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/y
 /** Parses a duration into milliseconds; returns undefined when the text is not a duration. */
 export function parseDuration(text: string): number | undefined {
   const s = text.trim()
-  if (s === '' ) return undefined
+  if (s === '') return undefined
   if (s === '0') return 0
   let total = 0
   PART.lastIndex = 0

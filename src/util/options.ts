@@ -18,14 +18,24 @@ export interface OptionSpec {
 }
 
 export type OptionValue = string | boolean | string[] | undefined
-export interface ParsedOptions { values: Record<string, OptionValue>; positionals: string[] }
+export interface ParsedOptions {
+  values: Record<string, OptionValue>
+  positionals: string[]
+}
 
 export class OptionsError extends Error {
-  constructor(message: string) { super(message); this.name = 'OptionsError' }
+  constructor(message: string) {
+    super(message)
+    this.name = 'OptionsError'
+  }
 }
 
 /** Strict parse: unknown flags, missing values and (unless allowed) positionals are OptionsErrors. */
-export function parseOptions(specs: Record<string, OptionSpec>, argv: string[], allowPositionals = false): ParsedOptions {
+export function parseOptions(
+  specs: Record<string, OptionSpec>,
+  argv: string[],
+  allowPositionals = false,
+): ParsedOptions {
   const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {}
   for (const [name, o] of Object.entries(specs)) {
     options[name] = { type: o.type, ...(o.multiple ? { multiple: true } : {}), ...(o.short ? { short: o.short } : {}) }

@@ -3,7 +3,10 @@
 import { systemClock, type Timers } from './clock.js'
 
 export class TimeoutError extends Error {
-  constructor(message: string, readonly ms: number) {
+  constructor(
+    message: string,
+    readonly ms: number,
+  ) {
     super(message)
     this.name = 'TimeoutError'
   }
@@ -24,15 +27,33 @@ export interface WithTimeoutOptions {
 export function withTimeout<T>(work: Promise<T>, ms: number, opts: WithTimeoutOptions = {}): Promise<T> {
   const timers = opts.timers ?? systemClock
   const { signal } = opts
-  if (signal?.aborted) { work.catch(() => undefined); return Promise.reject(signal.reason) }
+  if (signal?.aborted) {
+    work.catch(() => undefined)
+    return Promise.reject(signal.reason)
+  }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => { timers.clear(timer); reject(signal!.reason) }
+    const onAbort = () => {
+      timers.clear(timer)
+      reject(signal!.reason)
+    }
     const timer = timers.set(() => {
       signal?.removeEventListener('abort', onAbort)
       reject(new TimeoutError(opts.message ?? `timed out after ${ms} ms`, ms))
     }, ms)
     signal?.addEventListener('abort', onAbort, { once: true })
-    const settle = () => { timers.clear(timer); signal?.removeEventListener('abort', onAbort) }
-    work.then((v) => { settle(); resolve(v) }, (e: unknown) => { settle(); reject(e) })
+    const settle = () => {
+      timers.clear(timer)
+      signal?.removeEventListener('abort', onAbort)
+    }
+    work.then(
+      v => {
+        settle()
+        resolve(v)
+      },
+      (e: unknown) => {
+        settle()
+        reject(e)
+      },
+    )
   })
 }

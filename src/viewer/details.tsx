@@ -2,7 +2,19 @@
 // stack, click position, raw JSON). Redacted values are shown as redactions, never as data.
 import type { ComponentChildren } from 'preact'
 import type { StackTrace } from '../events/index.js'
-import { dataOf, fmtBytes, fmtTime, gapLabel, hasRedaction, isRedacted, netSummary, MARKER_LABEL, MARKERS, type Envelope, type Row } from './model.js'
+import {
+  dataOf,
+  fmtBytes,
+  fmtTime,
+  gapLabel,
+  hasRedaction,
+  isRedacted,
+  netSummary,
+  MARKER_LABEL,
+  MARKERS,
+  type Envelope,
+  type Row,
+} from './model.js'
 
 const MASK = /\[redacted(?::\d+)?\]/gi
 
@@ -12,18 +24,44 @@ function Value({ v }: { v: unknown }) {
   if (!hasRedaction(v)) return <>{v}</>
   const parts = v.split(MASK)
   const masks = v.match(MASK) ?? []
-  return <>{parts.map((p, i) => <span key={i}>{p}{i < masks.length ? <span class="redacted" title={`masked by the daemon before it was stored ${masks[i]}`}>redacted</span> : null}</span>)}</>
+  return (
+    <>
+      {parts.map((p, i) => (
+        <span key={i}>
+          {p}
+          {i < masks.length ? (
+            <span class="redacted" title={`masked by the daemon before it was stored ${masks[i]}`}>
+              redacted
+            </span>
+          ) : null}
+        </span>
+      ))}
+    </>
+  )
 }
 
 function Headers({ title, headers }: { title: string; headers: unknown }) {
   const entries = Object.entries((headers ?? {}) as Record<string, string>)
   return (
     <section>
-      <h3>{title} ({entries.length})</h3>
-      {entries.length === 0 ? <p class="muted">none captured</p> : (
-        <table class="kv"><tbody>
-          {entries.map(([k, v]) => <tr key={k}><th scope="row">{k}</th><td><Value v={v} /></td></tr>)}
-        </tbody></table>
+      <h3>
+        {title} ({entries.length})
+      </h3>
+      {entries.length === 0 ? (
+        <p class="muted">none captured</p>
+      ) : (
+        <table class="kv">
+          <tbody>
+            {entries.map(([k, v]) => (
+              <tr key={k}>
+                <th scope="row">{k}</th>
+                <td>
+                  <Value v={v} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
       )}
     </section>
   )
@@ -33,8 +71,19 @@ function Block({ title, text, truncated }: { title: string; text: unknown; trunc
   if (text === undefined) return null
   return (
     <section>
-      <h3>{title}{truncated ? ' (truncated)' : ''}</h3>
-      {isRedacted(text) ? <p><Value v={text} /></p> : <pre class="body" tabIndex={0}><Value v={String(text)} /></pre>}
+      <h3>
+        {title}
+        {truncated ? ' (truncated)' : ''}
+      </h3>
+      {isRedacted(text) ? (
+        <p>
+          <Value v={text} />
+        </p>
+      ) : (
+        <pre class="body" tabIndex={0}>
+          <Value v={String(text)} />
+        </pre>
+      )}
     </section>
   )
 }
@@ -45,65 +94,143 @@ export function Stack({ stack }: { stack: StackTrace | undefined }) {
   let s: StackTrace | undefined = stack
   let depth = 0
   while (s && depth < 20) {
-    if (s.description && depth > 0) frames.push(<li class="async" key={`d${depth}`}>— {s.description} —</li>)
+    if (s.description && depth > 0)
+      frames.push(
+        <li class="async" key={`d${depth}`}>
+          — {s.description} —
+        </li>,
+      )
     for (const [i, f] of s.callFrames.entries()) {
       const loc = `${f.url}:${f.lineNumber + 1}:${f.columnNumber + 1}`
       frames.push(
         <li key={`${depth}-${i}`}>
           <code>{f.functionName || '(anonymous)'}</code>{' '}
-          {/^https?:\/\//.test(f.url) ? <a href={f.url} target="_blank" rel="noopener noreferrer">{loc}</a> : <span>{loc}</span>}
+          {/^https?:\/\//.test(f.url) ? (
+            <a href={f.url} target="_blank" rel="noopener noreferrer">
+              {loc}
+            </a>
+          ) : (
+            <span>{loc}</span>
+          )}
         </li>,
       )
     }
     s = s.parent
     depth++
   }
-  return <section><h3>Stack trace</h3><ol class="stack">{frames}</ol></section>
+  return (
+    <section>
+      <h3>Stack trace</h3>
+      <ol class="stack">{frames}</ol>
+    </section>
+  )
 }
 
 function Raw({ envs }: { envs: Envelope[] }) {
   return (
     <details>
       <summary>Raw event{envs.length > 1 ? 's' : ''} (JSON)</summary>
-      <pre class="body" tabIndex={0}>{envs.map((e) => JSON.stringify(e, (k, v) => (k === 'png' && typeof v === 'string' ? `<${v.length} base64 chars>` : v), 2)).join('\n')}</pre>
+      <pre class="body" tabIndex={0}>
+        {envs
+          .map(e =>
+            JSON.stringify(e, (k, v) => (k === 'png' && typeof v === 'string' ? `<${v.length} base64 chars>` : v), 2),
+          )
+          .join('\n')}
+      </pre>
     </details>
   )
 }
 
-export function Details({ row, activeNav, onNav }: { row: Row | undefined; activeNav: string; onNav(key: string): void }) {
+export function Details({
+  row,
+  activeNav,
+  onNav,
+}: {
+  row: Row | undefined
+  activeNav: string
+  onNav(key: string): void
+}) {
   if (!row) return <p class="muted">Select a row (click, or arrow keys in the list) to see its details.</p>
   switch (row.kind) {
     case 'gap':
-      return <div><h2>{gapLabel(row.gap)}</h2><p>These seqs were never stored (an unclean stop of the daemon, or events over a budget). Nothing is missing from the rows around it.</p></div>
+      return (
+        <div>
+          <h2>{gapLabel(row.gap)}</h2>
+          <p>
+            These seqs were never stored (an unclean stop of the daemon, or events over a budget). Nothing is missing
+            from the rows around it.
+          </p>
+        </div>
+      )
     case 'nav': {
       const n = row.nav
       return (
         <div>
-          <h2>Navigation {n.nav_seq} of target {n.target_id}</h2>
+          <h2>
+            Navigation {n.nav_seq} of target {n.target_id}
+          </h2>
           <p class="url">{n.url}</p>
           <p>
             <button type="button" id="nav-only" onClick={() => onNav(activeNav === n.key ? '' : n.key)}>
               {activeNav === n.key ? 'Show the whole window' : 'Show only this navigation in every panel'}
             </button>
           </p>
-          <table class="kv"><tbody>
-            <tr><th scope="row">started</th><td>{fmtTime(n.ts)} (seq {n.seq}){n.started ? '' : ' — began before the loaded window'}</td></tr>
-            {MARKERS.map((m) => <tr key={m}><th scope="row">{MARKER_LABEL[m]}</th><td>{n.markers[m] !== undefined ? `${n.markers[m]!.toFixed(0)} ms` : '—'}</td></tr>)}
-            <tr><th scope="row">requests</th><td>{n.requests}</td></tr>
-            <tr><th scope="row">failures</th><td>{n.failures}</td></tr>
-            <tr><th scope="row">console errors</th><td>{n.consoleErrors}</td></tr>
-            <tr><th scope="row">layout shift (CLS)</th><td>{n.cls.toFixed(3)}</td></tr>
-            <tr><th scope="row">LCP</th><td>{n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}</td></tr>
-          </tbody></table>
+          <table class="kv">
+            <tbody>
+              <tr>
+                <th scope="row">started</th>
+                <td>
+                  {fmtTime(n.ts)} (seq {n.seq}){n.started ? '' : ' — began before the loaded window'}
+                </td>
+              </tr>
+              {MARKERS.map(m => (
+                <tr key={m}>
+                  <th scope="row">{MARKER_LABEL[m]}</th>
+                  <td>{n.markers[m] !== undefined ? `${n.markers[m]!.toFixed(0)} ms` : '—'}</td>
+                </tr>
+              ))}
+              <tr>
+                <th scope="row">requests</th>
+                <td>{n.requests}</td>
+              </tr>
+              <tr>
+                <th scope="row">failures</th>
+                <td>{n.failures}</td>
+              </tr>
+              <tr>
+                <th scope="row">console errors</th>
+                <td>{n.consoleErrors}</td>
+              </tr>
+              <tr>
+                <th scope="row">layout shift (CLS)</th>
+                <td>{n.cls.toFixed(3)}</td>
+              </tr>
+              <tr>
+                <th scope="row">LCP</th>
+                <td>{n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}</td>
+              </tr>
+            </tbody>
+          </table>
         </div>
       )
     }
     case 'frame':
       return (
         <div>
-          <h2>Screenshot at {fmtTime(row.ts)} (seq {row.seq})</h2>
-          <p>{row.frame.width ?? '?'}×{row.frame.height ?? '?'} px, {row.frame.clicks.length} click{row.frame.clicks.length === 1 ? '' : 's'} drawn on it</p>
-          <ul>{row.frame.clicks.map((c) => <li key={c.seq}>seq {c.seq}: ({c.x}, {c.y}) <code>{c.selector}</code></li>)}</ul>
+          <h2>
+            Screenshot at {fmtTime(row.ts)} (seq {row.seq})
+          </h2>
+          <p>
+            {row.frame.width ?? '?'}×{row.frame.height ?? '?'} px, {row.frame.clicks.length} click
+            {row.frame.clicks.length === 1 ? '' : 's'} drawn on it
+          </p>
+          <ul>
+            {row.frame.clicks.map(c => (
+              <li key={c.seq}>
+                seq {c.seq}: ({c.x}, {c.y}) <code>{c.selector}</code>
+              </li>
+            ))}
+          </ul>
         </div>
       )
     case 'net': {
@@ -113,16 +240,47 @@ export function Details({ row, activeNav, onNav }: { row: Row | undefined; activ
       const fail = row.failure ? dataOf(row.failure) : undefined
       return (
         <div>
-          <h2>{s.method} {s.status ?? (s.error ? 'failed' : 'pending')}</h2>
-          <p class="url"><Value v={s.url} /></p>
-          <table class="kv"><tbody>
-            <tr><th scope="row">type</th><td>{s.resourceType ?? '—'}</td></tr>
-            <tr><th scope="row">MIME</th><td>{s.mime ?? '—'}</td></tr>
-            <tr><th scope="row">size</th><td>{fmtBytes(s.size) || '—'}</td></tr>
-            <tr><th scope="row">duration</th><td>{s.durationMs !== undefined ? `${s.durationMs.toFixed(1)} ms` : '—'}</td></tr>
-            {s.error ? <tr><th scope="row">error</th><td class="err">{s.error}{fail?.canceled ? ' (canceled)' : ''}</td></tr> : null}
-            {row.redirectedTo ? <tr><th scope="row">redirected to</th><td>{row.redirectedTo}</td></tr> : null}
-          </tbody></table>
+          <h2>
+            {s.method} {s.status ?? (s.error ? 'failed' : 'pending')}
+          </h2>
+          <p class="url">
+            <Value v={s.url} />
+          </p>
+          <table class="kv">
+            <tbody>
+              <tr>
+                <th scope="row">type</th>
+                <td>{s.resourceType ?? '—'}</td>
+              </tr>
+              <tr>
+                <th scope="row">MIME</th>
+                <td>{s.mime ?? '—'}</td>
+              </tr>
+              <tr>
+                <th scope="row">size</th>
+                <td>{fmtBytes(s.size) || '—'}</td>
+              </tr>
+              <tr>
+                <th scope="row">duration</th>
+                <td>{s.durationMs !== undefined ? `${s.durationMs.toFixed(1)} ms` : '—'}</td>
+              </tr>
+              {s.error ? (
+                <tr>
+                  <th scope="row">error</th>
+                  <td class="err">
+                    {s.error}
+                    {fail?.canceled ? ' (canceled)' : ''}
+                  </td>
+                </tr>
+              ) : null}
+              {row.redirectedTo ? (
+                <tr>
+                  <th scope="row">redirected to</th>
+                  <td>{row.redirectedTo}</td>
+                </tr>
+              ) : null}
+            </tbody>
+          </table>
           {req ? <Headers title="Request headers" headers={req.headers} /> : <p class="muted">request not captured</p>}
           <Block title="Post data" text={req?.post_data} truncated={row.request?.event.truncated} />
           {res ? <Headers title="Response headers" headers={res.headers} /> : null}
@@ -136,13 +294,35 @@ export function Details({ row, activeNav, onNav }: { row: Row | undefined; activ
       const d = dataOf(e)
       return (
         <div>
-          <h2>{e.event.type} <span class="muted">seq {e.seq} · {fmtTime(e.event.ts)}</span></h2>
+          <h2>
+            {e.event.type}{' '}
+            <span class="muted">
+              seq {e.seq} · {fmtTime(e.event.ts)}
+            </span>
+          </h2>
           {typeof d.url === 'string' ? <p class="url">{d.url}</p> : null}
-          {typeof d.text === 'string' ? <pre class="body" tabIndex={0}>{d.text}</pre> : null}
-          {Array.isArray(d.args) && d.args.length > 0 ? (
-            <section><h3>Arguments</h3><ol class="args">{(d.args as string[]).map((a, i) => <li key={i}><code>{a}</code></li>)}</ol></section>
+          {typeof d.text === 'string' ? (
+            <pre class="body" tabIndex={0}>
+              {d.text}
+            </pre>
           ) : null}
-          {e.event.type === 'console_error' && typeof d.source_url === 'string' ? <p>at {d.source_url}:{String(d.line ?? '?')}:{String(d.column ?? '?')}</p> : null}
+          {Array.isArray(d.args) && d.args.length > 0 ? (
+            <section>
+              <h3>Arguments</h3>
+              <ol class="args">
+                {(d.args as string[]).map((a, i) => (
+                  <li key={i}>
+                    <code>{a}</code>
+                  </li>
+                ))}
+              </ol>
+            </section>
+          ) : null}
+          {e.event.type === 'console_error' && typeof d.source_url === 'string' ? (
+            <p>
+              at {d.source_url}:{String(d.line ?? '?')}:{String(d.column ?? '?')}
+            </p>
+          ) : null}
           <Stack stack={d.stack_trace as StackTrace | undefined} />
           <Raw envs={[e]} />
         </div>

@@ -8,8 +8,13 @@ export type { Envelope, TelemetryEvent }
 export const PANELS = ['timeline', 'filmstrip', 'network', 'console', 'interactions', 'lane', 'all'] as const
 export type Panel = (typeof PANELS)[number]
 export const PANEL_TITLES: Record<Panel, string> = {
-  timeline: 'Navigations', filmstrip: 'Filmstrip', network: 'Network', console: 'Console',
-  interactions: 'Interactions', lane: 'Monitor & system', all: 'All events',
+  timeline: 'Navigations',
+  filmstrip: 'Filmstrip',
+  network: 'Network',
+  console: 'Console',
+  interactions: 'Interactions',
+  lane: 'Monitor & system',
+  all: 'All events',
 }
 
 /** The monitor/connection/control/system lane (captcha results are ingested by local producers, so they sit here too). */
@@ -34,7 +39,11 @@ export function panelOf(e: Envelope): Panel | undefined {
 // ---------------------------------------------------------------------------------------------
 // Gaps: seqs missing between two consecutive loaded envelopes were dropped (unclean stop, budget).
 
-export interface Gap { from: number; to: number; count: number }
+export interface Gap {
+  from: number
+  to: number
+  count: number
+}
 
 /** Missing seqs between consecutive envelopes of an ascending, contiguously loaded window. */
 export function findGaps(events: readonly Envelope[]): Gap[] {
@@ -47,7 +56,8 @@ export function findGaps(events: readonly Envelope[]): Gap[] {
   return gaps
 }
 
-export const gapLabel = (g: Gap): string => `${g.count} event${g.count === 1 ? '' : 's'} dropped (seq ${g.from}${g.count > 1 ? `–${g.to}` : ''})`
+export const gapLabel = (g: Gap): string =>
+  `${g.count} event${g.count === 1 ? '' : 's'} dropped (seq ${g.from}${g.count > 1 ? `–${g.to}` : ''})`
 
 // ---------------------------------------------------------------------------------------------
 // Network: request -> response | failure per (session, request id); a redirect closes the open hop.
@@ -94,7 +104,16 @@ export function joinNetwork(events: readonly Envelope[]): NetRow[] {
   return rows
 }
 
-export interface NetSummary { url: string; method: string; status?: number; mime?: string; size?: number; durationMs?: number; error?: string; resourceType?: string }
+export interface NetSummary {
+  url: string
+  method: string
+  status?: number
+  mime?: string
+  size?: number
+  durationMs?: number
+  error?: string
+  resourceType?: string
+}
 
 export function netSummary(r: NetRow): NetSummary {
   const req = r.request ? dataOf(r.request) : {}
@@ -145,10 +164,18 @@ export interface Navigation {
 export const MARKERS = ['dcl', 'load', 'idle', 'layout', 'settled'] as const
 export type MarkerName = (typeof MARKERS)[number]
 export const MARKER_LABEL: Record<MarkerName, string> = {
-  dcl: 'DOMContentLoaded', load: 'load', idle: 'network idle', layout: 'layout settled', settled: 'navigation settled',
+  dcl: 'DOMContentLoaded',
+  load: 'load',
+  idle: 'network idle',
+  layout: 'layout settled',
+  settled: 'navigation settled',
 }
 const MARKER_OF: Record<string, MarkerName> = {
-  page_dom_content_loaded: 'dcl', page_load: 'load', network_idle: 'idle', page_layout_settled: 'layout', page_navigation_settled: 'settled',
+  page_dom_content_loaded: 'dcl',
+  page_load: 'load',
+  network_idle: 'idle',
+  page_layout_settled: 'layout',
+  page_navigation_settled: 'settled',
 }
 
 export const navKey = (target: string, navSeq: number) => `${target}:${navSeq}`
@@ -170,8 +197,19 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
   const open = (target: string, navSeq: number, start: Envelope, started: boolean): Navigation => {
     const d = dataOf(start)
     const nav: Navigation = {
-      key: navKey(target, navSeq), target_id: target, nav_seq: navSeq, url: str(d.url) ?? '', seq: start.seq, ts: start.event.ts,
-      endSeq: start.seq, started, markers: {}, requests: 0, failures: 0, consoleErrors: 0, cls: 0,
+      key: navKey(target, navSeq),
+      target_id: target,
+      nav_seq: navSeq,
+      url: str(d.url) ?? '',
+      seq: start.seq,
+      ts: start.event.ts,
+      endSeq: start.seq,
+      started,
+      markers: {},
+      requests: 0,
+      failures: 0,
+      consoleErrors: 0,
+      cls: 0,
     }
     navs.push(nav)
     byKey.set(nav.key, nav)
@@ -209,11 +247,21 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
     const marker = MARKER_OF[e.event.type]
     if (marker && nav.markers[marker] === undefined) nav.markers[marker] = (e.event.ts - nav.ts) / 1000
     switch (e.event.type) {
-      case 'network_request': nav.requests++; break
-      case 'network_loading_failed': nav.failures++; break
-      case 'network_response': if ((num(d.status) ?? 0) >= 400) nav.failures++; break
-      case 'console_error': nav.consoleErrors++; break
-      case 'console_log': if (d.level === 'error') nav.consoleErrors++; break
+      case 'network_request':
+        nav.requests++
+        break
+      case 'network_loading_failed':
+        nav.failures++
+        break
+      case 'network_response':
+        if ((num(d.status) ?? 0) >= 400) nav.failures++
+        break
+      case 'console_error':
+        nav.consoleErrors++
+        break
+      case 'console_log':
+        if (d.level === 'error') nav.consoleErrors++
+        break
       case 'page_layout_shift': {
         const ls = d.layout_shift_details as { value?: number; had_recent_input?: boolean } | undefined
         if (ls && !ls.had_recent_input && typeof ls.value === 'number') nav.cls += ls.value
@@ -236,7 +284,8 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
   }
   navs.sort((a, b) => a.seq - b.seq)
   const last = events.at(-1)?.seq ?? 0
-  for (const n of navs) if (lastNavOfTarget.get(n.target_id) === n && !pending.has(n.target_id)) n.endSeq = Math.max(n.endSeq, last)
+  for (const n of navs)
+    if (lastNavOfTarget.get(n.target_id) === n && !pending.has(n.target_id)) n.endSeq = Math.max(n.endSeq, last)
   return navs
 }
 
@@ -251,21 +300,41 @@ export function inNavigation(e: Envelope, nav: Navigation): boolean {
 // ---------------------------------------------------------------------------------------------
 // Filmstrip: frames and the clicks drawn on the nearest one.
 
-export interface ClickMark { seq: number; x: number; y: number; selector: string }
-export interface Frame { seq: number; ts: number; png: string; width?: number; height?: number; clicks: ClickMark[] }
+export interface ClickMark {
+  seq: number
+  x: number
+  y: number
+  selector: string
+}
+export interface Frame {
+  seq: number
+  ts: number
+  png: string
+  width?: number
+  height?: number
+  clicks: ClickMark[]
+}
 
 /** PNG width/height from the IHDR chunk (bytes 16..24) of a base64 PNG, without decoding the image. */
 export function pngSize(base64: string): { width: number; height: number } | undefined {
   if (base64.length < 32) return undefined
   let bin: string
-  try { bin = atob(base64.slice(0, 32)) } catch { return undefined }
+  try {
+    bin = atob(base64.slice(0, 32))
+  } catch {
+    return undefined
+  }
   if (bin.charCodeAt(1) !== 0x50 || bin.slice(12, 16) !== 'IHDR') return undefined
-  const u32 = (o: number) => ((bin.charCodeAt(o) << 24) >>> 0) + (bin.charCodeAt(o + 1) << 16) + (bin.charCodeAt(o + 2) << 8) + bin.charCodeAt(o + 3)
+  const u32 = (o: number) =>
+    ((bin.charCodeAt(o) << 24) >>> 0) +
+    (bin.charCodeAt(o + 1) << 16) +
+    (bin.charCodeAt(o + 2) << 8) +
+    bin.charCodeAt(o + 3)
   return { width: u32(16), height: u32(20) }
 }
 
 export function buildFrames(screens: readonly Envelope[], clicks: readonly Envelope[]): Frame[] {
-  const frames: Frame[] = screens.map((e) => {
+  const frames: Frame[] = screens.map(e => {
     const png = str(dataOf(e).png) ?? ''
     return { seq: e.seq, ts: e.event.ts, png, ...pngSize(png), clicks: [] }
   })
@@ -273,8 +342,13 @@ export function buildFrames(screens: readonly Envelope[], clicks: readonly Envel
   for (const c of clicks) {
     const d = dataOf(c)
     // Frames are sorted by ts (ts never decreases in seq order): binary search the nearest.
-    let lo = 0; let hi = frames.length - 1
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (frames[mid]!.ts < c.event.ts) lo = mid + 1; else hi = mid }
+    let lo = 0
+    let hi = frames.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (frames[mid]!.ts < c.event.ts) lo = mid + 1
+      else hi = mid
+    }
     let best = lo
     if (lo > 0 && Math.abs(frames[lo - 1]!.ts - c.event.ts) <= Math.abs(frames[lo]!.ts - c.event.ts)) best = lo - 1
     frames[best]!.clicks.push({ seq: c.seq, x: num(d.x) ?? 0, y: num(d.y) ?? 0, selector: str(d.selector) ?? '' })
@@ -329,8 +403,25 @@ export function decodeView(hash: string): ViewState {
 export function searchText(e: Envelope): string {
   const d = dataOf(e)
   const parts: string[] = [e.event.type]
-  for (const k of ['url', 'text', 'level', 'method', 'status', 'mime_type', 'error_text', 'selector', 'target_selector', 'key', 'tag',
-    'operation_id', 'reason', 'process_name', 'service_name', 'step', 'captcha_type']) {
+  for (const k of [
+    'url',
+    'text',
+    'level',
+    'method',
+    'status',
+    'mime_type',
+    'error_text',
+    'selector',
+    'target_selector',
+    'key',
+    'tag',
+    'operation_id',
+    'reason',
+    'process_name',
+    'service_name',
+    'step',
+    'captcha_type',
+  ]) {
     const v = d[k]
     if (typeof v === 'string' || typeof v === 'number') parts.push(String(v))
   }
@@ -338,13 +429,37 @@ export function searchText(e: Envelope): string {
   return parts.join(' ').toLowerCase()
 }
 
-export interface EventRow { kind: 'event'; seq: number; ts: number; env: Envelope }
-export interface FrameRow { kind: 'frame'; seq: number; ts: number; frame: Frame }
-export interface NavRow { kind: 'nav'; seq: number; ts: number; nav: Navigation }
-export interface GapRow { kind: 'gap'; seq: number; gap: Gap }
+export interface EventRow {
+  kind: 'event'
+  seq: number
+  ts: number
+  env: Envelope
+}
+export interface FrameRow {
+  kind: 'frame'
+  seq: number
+  ts: number
+  frame: Frame
+}
+export interface NavRow {
+  kind: 'nav'
+  seq: number
+  ts: number
+  nav: Navigation
+}
+export interface GapRow {
+  kind: 'gap'
+  seq: number
+  gap: Gap
+}
 export type Row = EventRow | NetRow | FrameRow | NavRow | GapRow
 
-export interface Filter { q: string; type: string; target: string; nav?: Navigation }
+export interface Filter {
+  q: string
+  type: string
+  target: string
+  nav?: Navigation
+}
 
 function envMatches(e: Envelope, f: Filter): boolean {
   if (f.type && e.event.type !== f.type) return false
@@ -358,13 +473,13 @@ function netMatches(r: NetRow, f: Filter): boolean {
   const all = r.envelopes
   if (f.type === 'failed') {
     if (!r.failure && !((num(r.response && dataOf(r.response).status) ?? 0) >= 400)) return false
-  } else if (f.type && !all.some((e) => e.event.type === f.type)) return false
+  } else if (f.type && !all.some(e => e.event.type === f.type)) return false
   const first = all[0]!
   if (f.target && dataOf(first).target_id !== f.target) return false
   if (f.nav && !inNavigation(first, f.nav)) return false
   if (f.q) {
     const q = f.q.toLowerCase()
-    if (!all.some((e) => searchText(e).includes(q))) return false
+    if (!all.some(e => searchText(e).includes(q))) return false
   }
   return true
 }
@@ -375,20 +490,35 @@ export function panelRows(panel: Panel, events: readonly Envelope[], f: Filter, 
   switch (panel) {
     case 'timeline':
       rows = derived.navs
-        .filter((n) => (!f.target || n.target_id === f.target) && (!f.nav || n.key === f.nav.key) && (!f.q || n.url.toLowerCase().includes(f.q.toLowerCase())))
+        .filter(
+          n =>
+            (!f.target || n.target_id === f.target) &&
+            (!f.nav || n.key === f.nav.key) &&
+            (!f.q || n.url.toLowerCase().includes(f.q.toLowerCase())),
+        )
         .map((nav): NavRow => ({ kind: 'nav', seq: nav.seq, ts: nav.ts, nav }))
       break
     case 'network':
-      rows = derived.net.filter((r) => netMatches(r, f))
+      rows = derived.net.filter(r => netMatches(r, f))
       break
     case 'filmstrip': {
-      const frameSeqs = new Set(events.filter((e) => e.event.type === 'monitor_screenshot' && envMatches(e, { ...f, q: '', target: '' })).map((e) => e.seq))
-      rows = derived.frames.filter((fr) => frameSeqs.has(fr.seq) && (!f.q || fr.clicks.some((c) => c.selector.toLowerCase().includes(f.q.toLowerCase()))))
+      const frameSeqs = new Set(
+        events
+          .filter(e => e.event.type === 'monitor_screenshot' && envMatches(e, { ...f, q: '', target: '' }))
+          .map(e => e.seq),
+      )
+      rows = derived.frames
+        .filter(
+          fr =>
+            frameSeqs.has(fr.seq) &&
+            (!f.q || fr.clicks.some(c => c.selector.toLowerCase().includes(f.q.toLowerCase()))),
+        )
         .map((frame): FrameRow => ({ kind: 'frame', seq: frame.seq, ts: frame.ts, frame }))
       break
     }
     default:
-      rows = events.filter((e) => (panel === 'all' || panelOf(e) === panel) && envMatches(e, f))
+      rows = events
+        .filter(e => (panel === 'all' || panelOf(e) === panel) && envMatches(e, f))
         .map((env): EventRow => ({ kind: 'event', seq: env.seq, ts: env.event.ts, env }))
   }
   return withGaps(rows, derived.gaps)
@@ -400,7 +530,10 @@ export function withGaps(rows: Row[], gaps: readonly Gap[]): Row[] {
   const out: Row[] = []
   let g = 0
   for (const r of rows) {
-    while (g < gaps.length && gaps[g]!.to < r.seq) { out.push({ kind: 'gap', seq: gaps[g]!.from, gap: gaps[g]! }); g++ }
+    while (g < gaps.length && gaps[g]!.to < r.seq) {
+      out.push({ kind: 'gap', seq: gaps[g]!.from, gap: gaps[g]! })
+      g++
+    }
     out.push(r)
   }
   // Gaps after the panel's last row are shown too: the drop happened there, whatever the panel.
@@ -408,7 +541,13 @@ export function withGaps(rows: Row[], gaps: readonly Gap[]): Row[] {
   return out
 }
 
-export interface Derived { gaps: Gap[]; net: NetRow[]; navs: Navigation[]; frames: Frame[]; targets: { id: string; type: string; url: string }[] }
+export interface Derived {
+  gaps: Gap[]
+  net: NetRow[]
+  navs: Navigation[]
+  frames: Frame[]
+  targets: { id: string; type: string; url: string }[]
+}
 
 export function derive(events: readonly Envelope[]): Derived {
   const screens: Envelope[] = []
@@ -425,7 +564,13 @@ export function derive(events: readonly Envelope[]): Derived {
       targets.set(id, t)
     }
   }
-  return { gaps: findGaps(events), net: joinNetwork(events), navs: buildNavigations(events), frames: buildFrames(screens, clicks), targets: [...targets.values()] }
+  return {
+    gaps: findGaps(events),
+    net: joinNetwork(events),
+    navs: buildNavigations(events),
+    frames: buildFrames(screens, clicks),
+    targets: [...targets.values()],
+  }
 }
 
 /** Types offered by a panel's type filter. */
@@ -438,8 +583,13 @@ export function typeOptions(panel: Panel, events: readonly Envelope[]): string[]
 
 /** Index of the row at or nearest after seq (for jump-to and cross-panel linking). */
 export function rowIndexAtSeq(rows: readonly Row[], seq: number): number {
-  let lo = 0; let hi = rows.length
-  while (lo < hi) { const mid = (lo + hi) >> 1; if (rows[mid]!.seq < seq) lo = mid + 1; else hi = mid }
+  let lo = 0
+  let hi = rows.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (rows[mid]!.seq < seq) lo = mid + 1
+    else hi = mid
+  }
   return Math.min(lo, rows.length - 1)
 }
 
@@ -466,7 +616,7 @@ export function waterfall(rows: readonly Row[]): (r: NetRow) => { left: number; 
     end = Math.max(end, r.ts + (s.durationMs ?? 0) * 1000)
   }
   const span = Math.max(1, end - start)
-  return (r) => {
+  return r => {
     const d = (netSummary(r).durationMs ?? 0) * 1000
     return { left: (r.ts - start) / span, width: Math.max(0.005, d / span) }
   }

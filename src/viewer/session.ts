@@ -14,10 +14,18 @@ export const MAX_EVENTS = 200_000
 export class AuthError extends Error {}
 
 export function readToken(): string | undefined {
-  try { return sessionStorage.getItem(TOKEN_KEY) ?? undefined } catch { return undefined }
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? undefined
+  } catch {
+    return undefined
+  }
 }
-export function saveToken(token: string): void { sessionStorage.setItem(TOKEN_KEY, token) }
-export function forgetToken(): void { sessionStorage.removeItem(TOKEN_KEY) }
+export function saveToken(token: string): void {
+  sessionStorage.setItem(TOKEN_KEY, token)
+}
+export function forgetToken(): void {
+  sessionStorage.removeItem(TOKEN_KEY)
+}
 
 /**
  * Moves `token` (and `browser`) out of the URL fragment: the token into sessionStorage, the fragment
@@ -52,22 +60,47 @@ export class Session {
   private flushLive?: () => void
   private generation = 0
 
-  constructor(readonly base: string, public browserId: string, private token: string) {}
+  constructor(
+    readonly base: string,
+    public browserId: string,
+    private token: string,
+  ) {}
 
-  subscribe(l: () => void): () => void { this.listeners.add(l); return () => { this.listeners.delete(l) } }
-  private changed(): void { this.version++; for (const l of this.listeners) l() }
+  subscribe(l: () => void): () => void {
+    this.listeners.add(l)
+    return () => {
+      this.listeners.delete(l)
+    }
+  }
+  private changed(): void {
+    this.version++
+    for (const l of this.listeners) l()
+  }
 
-  get firstSeq(): number { return this.events[0]?.seq ?? 0 }
-  get lastSeq(): number { return this.events.at(-1)?.seq ?? 0 }
+  get firstSeq(): number {
+    return this.events[0]?.seq ?? 0
+  }
+  get lastSeq(): number {
+    return this.events.at(-1)?.seq ?? 0
+  }
 
-  private async page(query: string, signal?: AbortSignal): Promise<{ items: Envelope[]; hasMore: boolean; next: number }> {
+  private async page(
+    query: string,
+    signal?: AbortSignal,
+  ): Promise<{ items: Envelope[]; hasMore: boolean; next: number }> {
     const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/events?${query}`, {
-      headers: { authorization: `Bearer ${this.token}` }, signal, cache: 'no-store',
+      headers: { authorization: `Bearer ${this.token}` },
+      signal,
+      cache: 'no-store',
     })
     if (res.status === 401 || res.status === 403) throw new AuthError(await errorText(res))
     if (!res.ok) throw new Error(await errorText(res))
-    const items = await res.json() as Envelope[]
-    return { items, hasMore: res.headers.get('x-has-more') === 'true', next: Number(res.headers.get('x-next-offset') ?? 0) }
+    const items = (await res.json()) as Envelope[]
+    return {
+      items,
+      hasMore: res.headers.get('x-has-more') === 'true',
+      next: Number(res.headers.get('x-next-offset') ?? 0),
+    }
   }
 
   /** Newest page first, then older pages in the background up to INITIAL_EVENTS. */
@@ -108,7 +141,10 @@ export class Session {
       this.hasOlder = true
       first = p.items[0]?.seq ?? 0
     })
-    if (this.events.length === 0) { await this.loadLatest(); return this.lastSeq }
+    if (this.events.length === 0) {
+      await this.loadLatest()
+      return this.lastSeq
+    }
     await this.loadOlder()
     return first
   }
@@ -120,7 +156,7 @@ export class Session {
       const offset = this.firstSeq
       const p = await this.page(`order=desc&limit=${PAGE_LIMIT}${offset > 0 ? `&offset=${offset}` : ''}`)
       if (gen !== this.generation) return
-      const older = p.items.filter((e) => e.seq < this.firstSeq || this.events.length === 0).reverse()
+      const older = p.items.filter(e => e.seq < this.firstSeq || this.events.length === 0).reverse()
       this.events = older.concat(this.events)
       this.hasOlder = p.hasMore && older.length > 0
     })
@@ -161,7 +197,11 @@ export class Session {
       await fn()
       this.error = ''
     } catch (err) {
-      if (err instanceof AuthError) { this.loading = false; this.changed(); throw err }
+      if (err instanceof AuthError) {
+        this.loading = false
+        this.changed()
+        throw err
+      }
       this.error = (err as Error).message
     } finally {
       this.loading = false
@@ -171,10 +211,13 @@ export class Session {
 
   private append(items: readonly Envelope[]): void {
     const last = this.lastSeq
-    const fresh = items.filter((e) => e.seq > last)
+    const fresh = items.filter(e => e.seq > last)
     if (fresh.length === 0) return
     this.events = this.events.concat(fresh)
-    if (this.events.length > MAX_EVENTS) { this.events = this.events.slice(this.events.length - MAX_EVENTS); this.hasOlder = true }
+    if (this.events.length > MAX_EVENTS) {
+      this.events = this.events.slice(this.events.length - MAX_EVENTS)
+      this.hasOlder = true
+    }
   }
 
   /**
@@ -191,15 +234,21 @@ export class Session {
         this.live = 'connecting'
         this.changed()
         try {
-          await this.streamOnce(abort.signal, () => { backoff = 250 })
+          await this.streamOnce(abort.signal, () => {
+            backoff = 250
+          })
         } catch (err) {
           if (abort.signal.aborted) break
-          if (err instanceof AuthError) { this.stopLive(); onAuthError(err); return }
+          if (err instanceof AuthError) {
+            this.stopLive()
+            onAuthError(err)
+            return
+          }
         }
         if (abort.signal.aborted) break
         this.live = 'retrying'
         this.changed()
-        await new Promise((r) => setTimeout(r, backoff))
+        await new Promise(r => setTimeout(r, backoff))
         backoff = Math.min(backoff * 2, 5000)
       }
     })()
@@ -211,14 +260,21 @@ export class Session {
     this.flushLive = undefined
     this.liveAbort?.abort()
     this.liveAbort = undefined
-    if (this.live !== 'off') { this.live = 'off'; this.changed() }
+    if (this.live !== 'off') {
+      this.live = 'off'
+      this.changed()
+    }
   }
 
   private async streamOnce(signal: AbortSignal, onOpen: () => void): Promise<void> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.token}`, accept: 'text/event-stream' }
     // Resume right after what is loaded; an empty log starts at the live edge.
     if (this.lastSeq > 0) headers['last-event-id'] = String(this.lastSeq)
-    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/stream`, { headers, signal, cache: 'no-store' })
+    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/stream`, {
+      headers,
+      signal,
+      cache: 'no-store',
+    })
     if (res.status === 401 || res.status === 403) throw new AuthError(await errorText(res))
     if (!res.ok || !res.body) throw new Error(await errorText(res))
     this.live = 'live'
@@ -229,18 +285,30 @@ export class Session {
     // Many events can arrive per frame: apply them once per ~frame (a timer: rAF stops in a background tab).
     const flush = () => {
       scheduled = false
-      if (signal.aborted) { batch = []; return } // stopLive already applied it
-      if (batch.length > 0) { this.append(batch); batch = []; this.changed() }
+      if (signal.aborted) {
+        batch = []
+        return
+      } // stopLive already applied it
+      if (batch.length > 0) {
+        this.append(batch)
+        batch = []
+        this.changed()
+      }
     }
     this.flushLive = flush
     const parser = createParser({
-      onEvent: (msg) => {
+      onEvent: msg => {
         if (!msg.data) return
         try {
           const env = JSON.parse(msg.data) as Envelope
           if (typeof env.seq === 'number') batch.push(env)
-        } catch { /* a malformed frame is skipped */ }
-        if (!scheduled) { scheduled = true; setTimeout(flush, 16) }
+        } catch {
+          /* a malformed frame is skipped */
+        }
+        if (!scheduled) {
+          scheduled = true
+          setTimeout(flush, 16)
+        }
       },
     })
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
@@ -259,7 +327,7 @@ export class Session {
 
 async function errorText(res: Response): Promise<string> {
   try {
-    const body = await res.json() as { code?: string; message?: string }
+    const body = (await res.json()) as { code?: string; message?: string }
     return `${res.status} ${body.code ?? ''}: ${body.message ?? res.statusText}`
   } catch {
     return `${res.status} ${res.statusText}`

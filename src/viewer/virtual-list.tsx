@@ -24,24 +24,41 @@ export interface VirtualListProps {
 export function VirtualList(p: VirtualListProps) {
   const scrollRef = useRef<HTMLDivElement>(null)
   const [, rerender] = useReducer((x: number) => x + 1, 0)
-  const [v] = useState(() => new Virtualizer<HTMLDivElement, HTMLDivElement>({
-    count: p.count, getScrollElement: () => scrollRef.current, estimateSize: () => p.rowHeight, overscan: 8,
-    scrollToFn: elementScroll, observeElementRect, observeElementOffset, onChange: () => rerender(0),
-  }))
+  const [v] = useState(
+    () =>
+      new Virtualizer<HTMLDivElement, HTMLDivElement>({
+        count: p.count,
+        getScrollElement: () => scrollRef.current,
+        estimateSize: () => p.rowHeight,
+        overscan: 8,
+        scrollToFn: elementScroll,
+        observeElementRect,
+        observeElementOffset,
+        onChange: () => rerender(0),
+      }),
+  )
   v.setOptions({
-    ...v.options, count: p.count, estimateSize: () => p.rowHeight, getScrollElement: () => scrollRef.current,
+    ...v.options,
+    count: p.count,
+    estimateSize: () => p.rowHeight,
+    getScrollElement: () => scrollRef.current,
     onChange: () => rerender(0),
   })
   useLayoutEffect(() => v._didMount(), [])
-  useLayoutEffect(() => { v._willUpdate() })
+  useLayoutEffect(() => {
+    v._willUpdate()
+  })
   useEffect(() => {
-    if (p.scrollTo && p.scrollTo.index >= 0 && p.scrollTo.index < p.count) v.scrollToIndex(p.scrollTo.index, { align: p.scrollTo.align })
+    if (p.scrollTo && p.scrollTo.index >= 0 && p.scrollTo.index < p.count)
+      v.scrollToIndex(p.scrollTo.index, { align: p.scrollTo.align })
   }, [p.scrollTo?.nonce])
 
   const items = v.getVirtualItems()
   const first = items[0]?.index ?? 0
   const last = items.at(-1)?.index ?? -1
-  useEffect(() => { p.onRange?.(first, last) }, [first, last, p.count])
+  useEffect(() => {
+    p.onRange?.(first, last)
+  }, [first, last, p.count])
   // The first rows on screen, for bench/viewer.ts (a performance mark costs nothing otherwise).
   useEffect(() => {
     if (items.length > 0 && performance.getEntriesByName('viewer:first-rows').length === 0) {
@@ -59,26 +76,49 @@ export function VirtualList(p: VirtualListProps) {
   const onKeyDown = (e: KeyboardEvent) => {
     const cur = p.selected < 0 ? -1 : p.selected
     const keys: Record<string, () => void> = {
-      ArrowDown: () => move(cur + 1), ArrowUp: () => move(cur - 1), j: () => move(cur + 1), k: () => move(cur - 1),
-      PageDown: () => move(cur + page), PageUp: () => move(cur - page), Home: () => move(0), End: () => move(p.count - 1),
+      ArrowDown: () => move(cur + 1),
+      ArrowUp: () => move(cur - 1),
+      j: () => move(cur + 1),
+      k: () => move(cur - 1),
+      PageDown: () => move(cur + page),
+      PageUp: () => move(cur - page),
+      Home: () => move(0),
+      End: () => move(p.count - 1),
     }
     const f = keys[e.key]
-    if (f && !e.altKey && !e.ctrlKey && !e.metaKey) { e.preventDefault(); f() }
+    if (f && !e.altKey && !e.ctrlKey && !e.metaKey) {
+      e.preventDefault()
+      f()
+    }
   }
 
   return (
     <div
-      id={p.id} ref={scrollRef} class="vlist" tabIndex={0} role="listbox" aria-label={p.label}
-      aria-activedescendant={p.selected >= 0 && p.selected < p.count && p.selected >= first && p.selected <= last ? p.rowId(p.selected) : undefined}
-      onKeyDown={onKeyDown} data-count={p.count}
+      id={p.id}
+      ref={scrollRef}
+      class="vlist"
+      tabIndex={0}
+      role="listbox"
+      aria-label={p.label}
+      aria-activedescendant={
+        p.selected >= 0 && p.selected < p.count && p.selected >= first && p.selected <= last
+          ? p.rowId(p.selected)
+          : undefined
+      }
+      onKeyDown={onKeyDown}
+      data-count={p.count}
     >
       <div class="vlist-inner" role="presentation" style={{ height: `${v.getTotalSize()}px` }}>
-        {items.map((it) => (
+        {items.map(it => (
           <div
-            key={it.key} id={p.rowId(it.index)} role="option" aria-selected={it.index === p.selected}
+            key={it.key}
+            id={p.rowId(it.index)}
+            role="option"
+            aria-selected={it.index === p.selected}
             class={`vrow ${it.index === p.selected ? 'selected' : ''} ${p.rowClass?.(it.index) ?? ''}`}
             style={{ height: `${p.rowHeight}px`, transform: `translateY(${it.start}px)` }}
-            onClick={() => p.onSelect(it.index)} data-index={it.index}
+            onClick={() => p.onSelect(it.index)}
+            data-index={it.index}
           >
             {p.renderRow(it.index)}
           </div>

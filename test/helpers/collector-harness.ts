@@ -9,10 +9,20 @@ import type { Emit, EventInput } from '../../src/pipeline.js'
 import type { Logger } from '../../src/log.js'
 import type { Envelope, EventType, EventData } from '../../src/events/index.js'
 
-export type Recorded<T extends EventType = EventType> = { type: T; data: EventData<T>; source?: EventInput['source']; truncated?: boolean; seq: number; at: number }
+export type Recorded<T extends EventType = EventType> = {
+  type: T
+  data: EventData<T>
+  source?: EventInput['source']
+  truncated?: boolean
+  seq: number
+  at: number
+}
 
 export interface HarnessOptions {
-  extraArgs?: string[]; startUrl?: string; beforeMonitor?: (httpUrl: string) => Promise<void>; logger?: Logger
+  extraArgs?: string[]
+  startUrl?: string
+  beforeMonitor?: (httpUrl: string) => Promise<void>
+  logger?: Logger
   /** The monitor's capture plan (default: every capture category, default body cap). */
   capture?: CaptureSource
 }
@@ -22,44 +32,73 @@ export async function startCollecting(t: Test, collectors: Collector[], opts: Ha
   await opts.beforeMonitor?.(browser.httpUrl)
   const { log, pipeline } = await openStore(t)
   const events: Recorded[] = []
-  const emit: Emit = (input) => {
+  const emit: Emit = input => {
     const r = pipeline.emit(input)
     if (r.accepted !== undefined) events.push({ ...input, seq: r.envelope.seq, at: performance.now() } as Recorded)
     return r
   }
   const sessions: TargetSession[] = []
-  const probe: Collector = { name: 'test-probe', attach(s) { sessions.push(s); return () => undefined } }
-  const monitor = new Monitor({ cdpUrl: browser.wsUrl, emit, collectors: [...collectors, probe], logger: opts.logger, capture: opts.capture })
+  const probe: Collector = {
+    name: 'test-probe',
+    attach(s) {
+      sessions.push(s)
+      return () => undefined
+    },
+  }
+  const monitor = new Monitor({
+    cdpUrl: browser.wsUrl,
+    emit,
+    collectors: [...collectors, probe],
+    logger: opts.logger,
+    capture: opts.capture,
+  })
   t.teardown(() => monitor.stop())
   await monitor.start()
 
   const ofType = <T extends EventType>(type: T, pred: (e: Recorded<T>) => unknown = () => true): Recorded<T>[] =>
-    events.filter((e) => e.type === type && pred(e as Recorded<T>)) as Recorded<T>[]
+    events.filter(e => e.type === type && pred(e as Recorded<T>)) as Recorded<T>[]
   const forTarget = (s: TargetSession) => (e: Recorded) => (e.data as { target_id?: string }).target_id === s.targetId
 
   return {
-    browser, log, pipeline, monitor, events, sessions, ofType, forTarget,
+    browser,
+    log,
+    pipeline,
+    monitor,
+    events,
+    sessions,
+    ofType,
+    forTarget,
     /** Resolves with the first recorded event of type matching pred. */
-    waitEvent<T extends EventType>(type: T, pred: (e: Recorded<T>) => unknown = () => true, ms = 10000): Promise<Recorded<T>> {
+    waitEvent<T extends EventType>(
+      type: T,
+      pred: (e: Recorded<T>) => unknown = () => true,
+      ms = 10000,
+    ): Promise<Recorded<T>> {
       return waitFor(() => ofType(type, pred)[0], ms, type)
     },
     /** The tab that existed at startup. */
     firstPage(): TargetSession {
-      const p = sessions.find((s) => s.targetType === 'page')
+      const p = sessions.find(s => s.targetType === 'page')
       if (!p) throw new Error('no page target attached')
       return p
     },
     /** Opens a tab through the DevTools HTTP endpoint and returns its session once attached. */
     async openTab(url = 'about:blank'): Promise<TargetSession> {
       const res = await fetch(`${browser.httpUrl}/json/new?${url}`, { method: 'PUT' })
-      const { id } = await res.json() as { id: string }
-      return waitFor(() => sessions.find((s) => s.targetId === id), 10000, `tab ${id} attached`)
+      const { id } = (await res.json()) as { id: string }
+      return waitFor(() => sessions.find(s => s.targetId === id), 10000, `tab ${id} attached`)
     },
     /** Navigates and waits for the navigation's page_load (of that nav_seq). */
     async navigate(s: TargetSession, url: string): Promise<number> {
       const before = s.context().nav_seq ?? 0
       await s.send('Page.navigate', { url })
-      await waitFor(() => (s.context().nav_seq ?? 0) > before && ofType('page_load', (e) => forTarget(s)(e) && (e.data.nav_seq ?? 0) > before)[0], 10000, `load of ${url}`)
+      await waitFor(
+        () =>
+          (s.context().nav_seq ?? 0) > before &&
+          ofType('page_load', e => forTarget(s)(e) && (e.data.nav_seq ?? 0) > before)[0],
+        10000,
+        `load of ${url}`,
+      )
       return s.context().nav_seq ?? 0
     },
     async evaluate(s: TargetSession, expression: string): Promise<unknown> {

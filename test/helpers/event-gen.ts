@@ -54,10 +54,13 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
       return out
     }
     case 'Record': {
-      const valueSchema = Object.values((schema as TSchema & { patternProperties: Record<string, TSchema> }).patternProperties)[0]!
+      const valueSchema = Object.values(
+        (schema as TSchema & { patternProperties: Record<string, TSchema> }).patternProperties,
+      )[0]!
       const out: Record<string, unknown> = {}
       const n = Math.floor(r() * shape.maxItems)
-      for (let i = 0; i < n; i++) out[`h${i}-${genString(r, Math.floor(r() * 16), true)}`] = gen(valueSchema, r, shape, root, depth + 1)
+      for (let i = 0; i < n; i++)
+        out[`h${i}-${genString(r, Math.floor(r() * 16), true)}`] = gen(valueSchema, r, shape, root, depth + 1)
       return out
     }
     case 'Array': {
@@ -76,15 +79,20 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
       const min = (schema as { minimum?: number }).minimum ?? -1000
       return min + Math.floor(r() * 100000)
     }
-    case 'Number': return ((schema as { minimum?: number }).minimum ?? -1000) + r() * 100000
-    case 'Boolean': return r() < 0.5
-    case 'Literal': return (schema as TSchema & { const: unknown }).const
+    case 'Number':
+      return ((schema as { minimum?: number }).minimum ?? -1000) + r() * 100000
+    case 'Boolean':
+      return r() < 0.5
+    case 'Literal':
+      return (schema as TSchema & { const: unknown }).const
     case 'Union': {
       const anyOf = (schema as TSchema & { anyOf: TSchema[] }).anyOf
       return gen(anyOf[Math.floor(r() * anyOf.length)]!, r, shape, root, depth + 1)
     }
-    case 'This': return gen(root, r, shape, root, depth + 1)
-    default: throw new Error(`event-gen: schema kind ${kind} not handled`)
+    case 'This':
+      return gen(root, r, shape, root, depth + 1)
+    default:
+      throw new Error(`event-gen: schema kind ${kind} not handled`)
   }
 }
 

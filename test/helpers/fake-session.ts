@@ -12,23 +12,46 @@ export function fakeSession(
   const handlers = new Map<string, Set<(p: unknown) => void>>()
   const abort = new AbortController()
   const sessionId = id === 'T1' ? 'S1' : `S-${id}`
-  const ctx: Context = { session_id: sessionId, target_id: id, target_type: targetType, url: 'http://x/', frame_id: id, loader_id: 'L1' }
+  const ctx: Context = {
+    session_id: sessionId,
+    target_id: id,
+    target_type: targetType,
+    url: 'http://x/',
+    frame_id: id,
+    loader_id: 'L1',
+  }
   if (targetType === 'page') ctx.nav_seq = 0
   const sent: string[] = []
   const session = {
-    sessionId, targetId: id, targetType, signal: abort.signal,
+    sessionId,
+    targetId: id,
+    targetType,
+    signal: abort.signal,
     context: () => ({ ...ctx }),
-    send: (method: string, params?: unknown) => { sent.push(method); return respond(method, params) },
-    sendMayFail: (method: string, params?: unknown) => { sent.push(method); return respond(method, params).catch(() => undefined) },
+    send: (method: string, params?: unknown) => {
+      sent.push(method)
+      return respond(method, params)
+    },
+    sendMayFail: (method: string, params?: unknown) => {
+      sent.push(method)
+      return respond(method, params).catch(() => undefined)
+    },
     on: (event: string, h: (p: unknown) => void) => {
       let s = handlers.get(event)
-      if (!s) handlers.set(event, s = new Set())
+      if (!s) handlers.set(event, (s = new Set()))
       s.add(h)
-      return () => { s!.delete(h) }
+      return () => {
+        s!.delete(h)
+      }
     },
   } as unknown as TargetSession
   const fire = (event: string, params: unknown = {}) => {
-    if (event === 'Page.frameNavigated' && !(params as { frame: { parentId?: string } }).frame.parentId && ctx.nav_seq !== undefined) ctx.nav_seq++
+    if (
+      event === 'Page.frameNavigated' &&
+      !(params as { frame: { parentId?: string } }).frame.parentId &&
+      ctx.nav_seq !== undefined
+    )
+      ctx.nav_seq++
     for (const h of handlers.get(event) ?? []) h(params)
   }
   const listeners = () => [...handlers.values()].reduce((n, s) => n + s.size, 0)

@@ -2,20 +2,38 @@
 // setTimeout/setInterval, advance(ms) runs due callbacks in time order, now() is the manual time.
 import type { Clock, TimerHandle } from '../../src/util/clock.js'
 
-interface Entry { at: number; fn: () => void; every?: number }
+interface Entry {
+  at: number
+  fn: () => void
+  every?: number
+}
 
 export class FakeClock implements Clock {
   private time = 0
   private seq = 0
   private readonly queue = new Map<number, Entry>()
   now = (): number => this.time
-  set = (fn: () => void, ms: number): TimerHandle => { const id = ++this.seq; this.queue.set(id, { at: this.time + ms, fn }); return id }
-  repeat = (fn: () => void, ms: number): TimerHandle => { const id = ++this.seq; this.queue.set(id, { at: this.time + ms, fn, every: ms }); return id }
-  clear = (h: TimerHandle): void => { this.queue.delete(h as number) }
+  set = (fn: () => void, ms: number): TimerHandle => {
+    const id = ++this.seq
+    this.queue.set(id, { at: this.time + ms, fn })
+    return id
+  }
+  repeat = (fn: () => void, ms: number): TimerHandle => {
+    const id = ++this.seq
+    this.queue.set(id, { at: this.time + ms, fn, every: ms })
+    return id
+  }
+  clear = (h: TimerHandle): void => {
+    this.queue.delete(h as number)
+  }
   /** Timers waiting to fire. */
-  get pending(): number { return this.queue.size }
+  get pending(): number {
+    return this.queue.size
+  }
   /** Delays of the timers waiting to fire, from now, soonest first. */
-  get dueIn(): number[] { return [...this.queue.values()].map((e) => e.at - this.time).sort((a, b) => a - b) }
+  get dueIn(): number[] {
+    return [...this.queue.values()].map(e => e.at - this.time).sort((a, b) => a - b)
+  }
   advance(ms: number): void {
     const end = this.time + ms
     for (;;) {

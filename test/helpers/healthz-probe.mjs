@@ -24,20 +24,30 @@ const daemonPid = process.argv[6]
 /** The daemon main thread's total run-queue wait so far, ms (0 when unreadable). */
 function daemonRunDelay() {
   if (!daemonPid) return 0
-  try { return Number(readFileSync(`/proc/${daemonPid}/task/${daemonPid}/schedstat`, 'utf8').split(' ')[1]) / 1e6 } catch { return 0 }
+  try {
+    return Number(readFileSync(`/proc/${daemonPid}/task/${daemonPid}/schedstat`, 'utf8').split(' ')[1]) / 1e6
+  } catch {
+    return 0
+  }
 }
 /** CPU time the hypervisor took from all of the machine's virtual CPUs so far, ms (0 when unreadable). */
 function machineSteal() {
   try {
     // cpu user nice system idle iowait irq softirq steal ...: clock ticks of 10 ms (USER_HZ = 100).
     return Number(readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/)[8] ?? 0) * 10
-  } catch { return 0 }
+  } catch {
+    return 0
+  }
 }
 let runDelayMax = 0
 let stealMax = 0
 let lastTick = performance.now()
 let probeLag = 0 // the longest gap between ticks during the current probe
-const ticker = setInterval(() => { const now = performance.now(); probeLag = Math.max(probeLag, now - lastTick - 5); lastTick = now }, 5)
+const ticker = setInterval(() => {
+  const now = performance.now()
+  probeLag = Math.max(probeLag, now - lastTick - 5)
+  lastTick = now
+}, 5)
 const lag = monitorEventLoopDelay({ resolution: 5 })
 lag.enable()
 const latencies = []
@@ -45,11 +55,13 @@ let failures = 0
 let timeouts = 0
 let stalled = 0
 let running = true
-process.stdin.on('end', () => { running = false })
+process.stdin.on('end', () => {
+  running = false
+})
 process.stdin.resume()
 
 function probe() {
-  return new Promise((resolve) => {
+  return new Promise(resolve => {
     const delay0 = daemonRunDelay()
     const steal0 = machineSteal()
     const t0 = performance.now()
@@ -72,21 +84,34 @@ function probe() {
       if (timedOut) timeouts++
       resolve()
     }
-    const req = http.get(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+    const req = http.get(url, { agent: false, headers: { connection: 'close' } }, res => {
       res.on('data', () => undefined)
       res.on('end', () => finish(res.statusCode === 200, false))
       res.on('error', () => finish(false, false))
     })
     req.on('error', () => finish(false, false))
-    const timer = setTimeout(() => { finish(false, true); req.destroy() }, timeoutMs)
+    const timer = setTimeout(() => {
+      finish(false, true)
+      req.destroy()
+    }, timeoutMs)
   })
 }
 
 while (running) {
   await probe()
-  await new Promise((r) => setTimeout(r, intervalMs))
+  await new Promise(r => setTimeout(r, intervalMs))
 }
 clearInterval(ticker)
 lag.disable()
-process.stdout.write(JSON.stringify({ latencies, failures, timeouts, stalled, selfLagMaxMs: lag.max / 1e6, daemonRunDelayMaxMs: runDelayMax, machineStealMaxMs: stealMax }) + '\n')
+process.stdout.write(
+  JSON.stringify({
+    latencies,
+    failures,
+    timeouts,
+    stalled,
+    selfLagMaxMs: lag.max / 1e6,
+    daemonRunDelayMaxMs: runDelayMax,
+    machineStealMaxMs: stealMax,
+  }) + '\n',
+)
 process.stdin.destroy()

@@ -35,7 +35,11 @@ export interface CaseContext {
   /** Figures a case reports (CaseResult.notes). */
   notes: Record<string, number>
   /** Events of the daemon's API (GET events), newest first. */
-  events(query: string): Promise<{ seq: number; event: { type: string; category: string; data: Record<string, unknown>; truncated?: boolean } }[]>
+  events(
+    query: string,
+  ): Promise<
+    { seq: number; event: { type: string; category: string; data: Record<string, unknown>; truncated?: boolean } }[]
+  >
 }
 
 export interface HostileCase {
@@ -61,7 +65,18 @@ export interface CaseResult {
    * daemonRunDelayMaxMs = the daemon's longest run-queue wait in one probe; machineStealMaxMs = the
    * most steal time during one probe.
    */
-  healthz: { n: number; p50Ms: number; p95Ms: number; maxMs: number; failures: number; timeouts: number; machineStalled: number; proberLagMaxMs: number; daemonRunDelayMaxMs: number; machineStealMaxMs: number }
+  healthz: {
+    n: number
+    p50Ms: number
+    p95Ms: number
+    maxMs: number
+    failures: number
+    timeouts: number
+    machineStalled: number
+    proberLagMaxMs: number
+    daemonRunDelayMaxMs: number
+    machineStealMaxMs: number
+  }
   peakRssMb: number
   stored: number
   lastSeq: number
@@ -100,7 +115,9 @@ const DAEMON_NICE = ['-n', '-5']
  */
 export const MACHINE_STALL_MS = 50
 
-interface Registrar { teardown(fn: () => unknown): void }
+interface Registrar {
+  teardown(fn: () => unknown): void
+}
 
 /** Sum of every sample of a metric whose name and labels match (e.g. 'browser_telemetry_events_dropped_total{' + 'reason="over_budget"'). */
 export function metricSum(text: string, name: string, labelPart = ''): number {
@@ -126,30 +143,88 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   const measureFlags = (process.env.HOSTILE_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   // Through env(1), which execs node under the same pid without NODE_OPTIONS: under tap, spawn() adds
   // tap's process-tracking loader there, and it would run inside the daemon (~35 MB of its RSS).
-  const child = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, ...shebangFlags(), ...measureFlags, join(root, 'dist/src/cli.js'), 'serve',
-    '--cdp-url', browser.wsUrl, '--data-dir', dataDir, '--listen', '127.0.0.1:0', '--proxy-listen', 'off',
-    '--token', TOKEN, '--browser-id', 'hostile', '--log-level', 'info', ...(c.daemonArgs ?? [])], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, MALLOC_ARENA_MAX: '2', ...(process.env.HOSTILE_MALLOC_MMAP ? { MALLOC_MMAP_THRESHOLD_: process.env.HOSTILE_MALLOC_MMAP } : {}) },
+  const child = spawn(
+    'nice',
+    [
+      ...DAEMON_NICE,
+      'env',
+      '-u',
+      'NODE_OPTIONS',
+      process.execPath,
+      ...shebangFlags(),
+      ...measureFlags,
+      join(root, 'dist/src/cli.js'),
+      'serve',
+      '--cdp-url',
+      browser.wsUrl,
+      '--data-dir',
+      dataDir,
+      '--listen',
+      '127.0.0.1:0',
+      '--proxy-listen',
+      'off',
+      '--token',
+      TOKEN,
+      '--browser-id',
+      'hostile',
+      '--log-level',
+      'info',
+      ...(c.daemonArgs ?? []),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        MALLOC_ARENA_MAX: '2',
+        ...(process.env.HOSTILE_MALLOC_MMAP ? { MALLOC_MMAP_THRESHOLD_: process.env.HOSTILE_MALLOC_MMAP } : {}),
+      },
+    },
+  )
+  const exited = new Promise<number | null>(r => child.once('exit', code => r(code)))
+  reg.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
   })
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
-  reg.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL') })
   const lines: string[] = []
   let buf = ''
-  const onData = (d: Buffer) => { buf += d; const parts = buf.split('\n'); buf = parts.pop()!; for (const l of parts) if (lines.length < 5000) lines.push(l) }
+  const onData = (d: Buffer) => {
+    buf += d
+    const parts = buf.split('\n')
+    buf = parts.pop()!
+    for (const l of parts) if (lines.length < 5000) lines.push(l)
+  }
   child.stdout!.on('data', onData)
   child.stderr!.on('data', onData)
-  const daemonUrl = await waitFor(() => {
-    if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${lines.slice(-10).join('\n')}`)
-    for (const l of lines) { const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(l); if (m) return m[1] }
-    return undefined
-  }, 60_000, 'the daemon to listen')
+  const daemonUrl = await waitFor(
+    () => {
+      if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${lines.slice(-10).join('\n')}`)
+      for (const l of lines) {
+        const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(l)
+        if (m) return m[1]
+      }
+      return undefined
+    },
+    60_000,
+    'the daemon to listen',
+  )
   const auth = { authorization: `Bearer ${TOKEN}` }
-  await waitFor(async () => ((await (await fetch(`${daemonUrl}/healthz`)).json()) as { monitor?: { state?: string } }).monitor?.state === 'collecting', 30_000, 'monitor collecting')
+  await waitFor(
+    async () =>
+      ((await (await fetch(`${daemonUrl}/healthz`)).json()) as { monitor?: { state?: string } }).monitor?.state ===
+      'collecting',
+    30_000,
+    'monitor collecting',
+  )
 
   const cdp = await CDP({ target: browser.wsUrl })
   reg.teardown(() => cdp.close().catch(() => undefined))
   const ctx: CaseContext = {
-    daemonUrl, browserId: 'hostile', site, notes: {}, crossOrigin: `http://localhost:${site.port}`, browser, cdp,
+    daemonUrl,
+    browserId: 'hostile',
+    site,
+    notes: {},
+    crossOrigin: `http://localhost:${site.port}`,
+    browser,
+    cdp,
     async openTab(url) {
       const { targetId } = await cdp.Target.createTarget({ url })
       const tab = await CDP({ target: `ws://127.0.0.1:${browser.port}/devtools/page/${targetId}` })
@@ -157,7 +232,9 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
       return tab
     },
     async openWatchedTab(url) {
-      const watched = async () => ((await (await fetch(`${daemonUrl}/healthz`)).json()) as { monitor?: { targets?: number } }).monitor?.targets ?? 0
+      const watched = async () =>
+        ((await (await fetch(`${daemonUrl}/healthz`)).json()) as { monitor?: { targets?: number } }).monitor?.targets ??
+        0
       const before = await watched()
       const tab = await ctx.openTab('about:blank')
       await waitFor(async () => (await watched()) > before, 30_000, 'the daemon to attach the new tab')
@@ -167,32 +244,66 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
     async events(query) {
       const res = await fetch(`${daemonUrl}/browsers/hostile/telemetry/events?${query}`, { headers: auth })
       if (res.status !== 200) throw new Error(`GET events ${res.status}: ${await res.text()}`)
-      return await res.json() as never
+      return (await res.json()) as never
     },
   }
 
   // /healthz probed throughout by a separate process, as a real probe: a fresh connection per probe,
   // 20 ms apart, a 2 s timeout counted as a failure; probes during which the machine starved the
   // prober or the daemon are counted apart (test/helpers/healthz-probe.mjs).
-  const prober = spawn('nice', [...DAEMON_NICE, 'env', '-u', 'NODE_OPTIONS', process.execPath, join(root, 'test/helpers/healthz-probe.mjs'), `${daemonUrl}/healthz`, '20', '2000', String(MACHINE_STALL_MS), String(child.pid)],
-    { stdio: ['pipe', 'pipe', 'inherit'] })
-  reg.teardown(() => { if (prober.exitCode === null) prober.kill('SIGKILL') })
+  const prober = spawn(
+    'nice',
+    [
+      ...DAEMON_NICE,
+      'env',
+      '-u',
+      'NODE_OPTIONS',
+      process.execPath,
+      join(root, 'test/helpers/healthz-probe.mjs'),
+      `${daemonUrl}/healthz`,
+      '20',
+      '2000',
+      String(MACHINE_STALL_MS),
+      String(child.pid),
+    ],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  )
+  reg.teardown(() => {
+    if (prober.exitCode === null) prober.kill('SIGKILL')
+  })
   let proberOut = ''
-  prober.stdout!.on('data', (d: Buffer) => { proberOut += d })
-  const proberExited = new Promise<void>((r) => prober.once('exit', () => r()))
+  prober.stdout!.on('data', (d: Buffer) => {
+    proberOut += d
+  })
+  const proberExited = new Promise<void>(r => prober.once('exit', () => r()))
   const t0 = performance.now()
   await c.run(ctx)
   const elapsedMs = performance.now() - t0
   prober.stdin!.end()
   await proberExited
-  const probe = JSON.parse(proberOut) as { latencies: number[]; failures: number; timeouts: number; stalled: number; selfLagMaxMs: number; daemonRunDelayMaxMs: number; machineStealMaxMs: number }
+  const probe = JSON.parse(proberOut) as {
+    latencies: number[]
+    failures: number
+    timeouts: number
+    stalled: number
+    selfLagMaxMs: number
+    daemonRunDelayMaxMs: number
+    machineStealMaxMs: number
+  }
 
   const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
   const peakRssMb = Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024
   // A last, never-budgeted event (api_call of this read) lands after every skipped seq: all gaps are inside [1, lastSeq].
   const cfg = await fetch(`${daemonUrl}/browsers/hostile/telemetry`, { headers: auth })
   await cfg.arrayBuffer()
-  await waitFor(async () => (await ctx.events('category=control&order=desc&limit=1')).some((e) => e.event.data.operation_id === 'getBrowserTelemetryConfig'), 30_000, 'the closing api_call')
+  await waitFor(
+    async () =>
+      (await ctx.events('category=control&order=desc&limit=1')).some(
+        e => e.event.data.operation_id === 'getBrowserTelemetryConfig',
+      ),
+    30_000,
+    'the closing api_call',
+  )
   const metricsText = await (await fetch(`${daemonUrl}/metrics`, { headers: auth })).text()
   const metrics = {
     overBudget: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'reason="over_budget"'),
@@ -200,7 +311,11 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
     truncated: metricSum(metricsText, 'browser_telemetry_events_truncated_total'),
     targetsRefused: metricSum(metricsText, 'browser_telemetry_targets_refused_total'),
     evictions: metricSum(metricsText, 'browser_telemetry_state_evictions_total'),
-    interactionOverBudget: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'category="interaction",reason="over_budget"'),
+    interactionOverBudget: metricSum(
+      metricsText,
+      'browser_telemetry_events_dropped_total',
+      'category="interaction",reason="over_budget"',
+    ),
     bindingPaused: metricSum(metricsText, 'browser_telemetry_interaction_binding_total', 'action="paused"'),
     bindingResumed: metricSum(metricsText, 'browser_telemetry_interaction_binding_total', 'action="resumed"'),
     bindingTerminated: metricSum(metricsText, 'browser_telemetry_interaction_binding_total', 'action="terminated"'),
@@ -210,7 +325,10 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   if (code !== 0) throw new Error(`daemon exited ${code} on SIGTERM: ${lines.slice(-5).join('\n')}`)
 
   const log = await EventLog.open({ path: join(dataDir, 'events'), retentionIntervalMs: 0 })
-  let stored = 0, largest = 0, invalid = 0, truncated = 0
+  let stored = 0,
+    largest = 0,
+    invalid = 0,
+    truncated = 0
   const storedByType: Record<string, number> = {}
   try {
     for (let cursor: number | undefined = 1; cursor;) {
@@ -226,15 +344,38 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
       }
       cursor = page.hasMore ? page.nextCursor : undefined
     }
-  } finally { await log.close() }
+  } finally {
+    await log.close()
+  }
   const lastSeq = log.lastSeq
   const sorted = [...probe.latencies].sort((a, b) => a - b)
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0
   return {
-    name: c.name, elapsedMs,
-    healthz: { n: sorted.length, p50Ms: at(0.5), p95Ms: at(0.95), maxMs: sorted[sorted.length - 1] ?? 0, failures: probe.failures, timeouts: probe.timeouts, machineStalled: probe.stalled, proberLagMaxMs: probe.selfLagMaxMs, daemonRunDelayMaxMs: probe.daemonRunDelayMaxMs, machineStealMaxMs: probe.machineStealMaxMs },
-    peakRssMb, stored, lastSeq, missing: lastSeq - stored, largestEnvelope: largest, invalidEnvelopes: invalid, truncated, metrics,
-    logLines: lines, storedByType, notes: ctx.notes,
+    name: c.name,
+    elapsedMs,
+    healthz: {
+      n: sorted.length,
+      p50Ms: at(0.5),
+      p95Ms: at(0.95),
+      maxMs: sorted[sorted.length - 1] ?? 0,
+      failures: probe.failures,
+      timeouts: probe.timeouts,
+      machineStalled: probe.stalled,
+      proberLagMaxMs: probe.selfLagMaxMs,
+      daemonRunDelayMaxMs: probe.daemonRunDelayMaxMs,
+      machineStealMaxMs: probe.machineStealMaxMs,
+    },
+    peakRssMb,
+    stored,
+    lastSeq,
+    missing: lastSeq - stored,
+    largestEnvelope: largest,
+    invalidEnvelopes: invalid,
+    truncated,
+    metrics,
+    logLines: lines,
+    storedByType,
+    notes: ctx.notes,
   }
 }
 
@@ -243,7 +384,13 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
  * (1 where the marker is the page's last line and the lines before it are 1 MB each).
  */
 export async function consoleMarker(ctx: CaseContext, text: string, timeoutMs = 120_000, newest = 3): Promise<void> {
-  await waitFor(gently(async () => (await ctx.events(`category=console&order=desc&limit=${newest}`)).some((e) => e.event.data.text === text)), timeoutMs, `console marker ${text}`)
+  await waitFor(
+    gently(async () =>
+      (await ctx.events(`category=console&order=desc&limit=${newest}`)).some(e => e.event.data.text === text),
+    ),
+    timeoutMs,
+    `console marker ${text}`,
+  )
 }
 
 /**
@@ -255,7 +402,7 @@ function gently<T>(check: () => Promise<T>): () => Promise<T | undefined> {
   let last = 0
   return async () => {
     const wait = last + 100 - performance.now()
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+    if (wait > 0) await new Promise(r => setTimeout(r, wait))
     last = performance.now()
     return check()
   }
@@ -263,7 +410,15 @@ function gently<T>(check: () => Promise<T>): () => Promise<T | undefined> {
 
 /** Waits until a network_response for a URL ending with `suffix` is stored. */
 export async function networkMarker(ctx: CaseContext, suffix: string, timeoutMs = 120_000): Promise<void> {
-  await waitFor(gently(async () => (await ctx.events('category=network&order=desc&limit=10')).some((e) => e.event.type === 'network_response' && String(e.event.data.url).endsWith(suffix))), timeoutMs, `network marker ${suffix}`)
+  await waitFor(
+    gently(async () =>
+      (await ctx.events('category=network&order=desc&limit=10')).some(
+        e => e.event.type === 'network_response' && String(e.event.data.url).endsWith(suffix),
+      ),
+    ),
+    timeoutMs,
+    `network marker ${suffix}`,
+  )
 }
 
 const html = (body: string) => `<!doctype html><meta charset="utf-8"><title>hostile</title><body>${body}</body>`
@@ -284,17 +439,32 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
   return [
     {
       name: 'console: 5,000 arguments of 300 chars x 10, and one 8 MB argument',
-      pages: { '/': html(`<script>
+      pages: {
+        '/': html(`<script>
         const a = Array.from({ length: 5000 }, (_, i) => String(i).padEnd(300, 'x'))
         for (let k = 0; k < 10; k++) console.log(...a)
         console.log('y'.repeat(8 << 20))
         console.log('hostile-done')
-      </script>`) },
+      </script>`),
+      },
       async run(ctx) {
         await ctx.openWatchedTab(ctx.site.url)
         // Counted in /metrics first: polling the newest event meanwhile would read 1 MB envelopes
         // ten times a second, the reader's memory, not the page's. 12 lines: 10 + the 8 MB one + the marker.
-        await waitFor(gently(async () => metricSum(await (await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), 'browser_telemetry_events_stored_total', 'category="console"') >= 12), 120_000, '12 console lines stored')
+        await waitFor(
+          gently(
+            async () =>
+              metricSum(
+                await (
+                  await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+                ).text(),
+                'browser_telemetry_events_stored_total',
+                'category="console"',
+              ) >= 12,
+          ),
+          120_000,
+          '12 console lines stored',
+        )
         await consoleMarker(ctx, 'hostile-done', 30_000, 1)
       },
     },
@@ -311,9 +481,15 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
           }
           burst()
         </script>`),
-        '/done': (_q, r) => { r.writeHead(200, { 'content-type': 'text/plain' }); r.end('ok') },
+        '/done': (_q, r) => {
+          r.writeHead(200, { 'content-type': 'text/plain' })
+          r.end('ok')
+        },
       },
-      async run(ctx) { await ctx.openTab(ctx.site.url); await networkMarker(ctx, '/done') },
+      async run(ctx) {
+        await ctx.openTab(ctx.site.url)
+        await networkMarker(ctx, '/done')
+      },
     },
     {
       name: `${counts.requests} requests with 64 KiB URLs`,
@@ -326,7 +502,10 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
           for (let k = 0; k < 32; k++) one()
         </script>`),
       },
-      async run(ctx) { await ctx.openTab(ctx.site.url); await consoleMarker(ctx, 'hostile-done', 240_000) },
+      async run(ctx) {
+        await ctx.openTab(ctx.site.url)
+        await consoleMarker(ctx, 'hostile-done', 240_000)
+      },
     },
     {
       name: `${counts.iframes} iframes (${n(20)} cross-site)`,
@@ -336,7 +515,9 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
       },
       async run(ctx) {
         // The cross-site origin is only known once the server listens.
-        ctx.site.route('/', html(`<script>
+        ctx.site.route(
+          '/',
+          html(`<script>
           let loaded = 0
           const total = ${counts.iframes}
           for (let i = 0; i < total; i++) {
@@ -345,19 +526,22 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
             f.onload = () => { if (++loaded === total) console.log('hostile-done') }
             document.body.appendChild(f)
           }
-        </script>`))
+        </script>`),
+        )
         await ctx.openTab(ctx.site.url)
         await consoleMarker(ctx, 'hostile-done', 240_000)
       },
     },
     {
       name: `deep DOM (${counts.depth} levels): 20 clicks on the deepest element`,
-      pages: { '/': html(`<script>
+      pages: {
+        '/': html(`<script>
         let el = document.body
         for (let i = 0; i < ${counts.depth}; i++) { const d = document.createElement('div'); d.style.cssText = 'padding-left:0'; el.appendChild(d); el = d }
         el.textContent = 'deepest'; el.style.cssText = 'position:fixed;left:10px;top:10px;width:100px;height:40px'
         console.log('hostile-ready')
-      </script>`) },
+      </script>`),
+      },
       async run(ctx) {
         const tab = await ctx.openTab(ctx.site.url)
         await consoleMarker(ctx, 'hostile-ready')
@@ -365,7 +549,16 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
           await tab.Input.dispatchMouseEvent({ type: 'mousePressed', x: 50, y: 30, button: 'left', clickCount: 1 })
           await tab.Input.dispatchMouseEvent({ type: 'mouseReleased', x: 50, y: 30, button: 'left', clickCount: 1 })
         }
-        await waitFor(gently(async () => (await ctx.events('category=interaction&limit=100&since=10m')).filter((e) => e.event.type === 'interaction_click').length >= 20), 60_000, '20 clicks stored')
+        await waitFor(
+          gently(
+            async () =>
+              (await ctx.events('category=interaction&limit=100&since=10m')).filter(
+                e => e.event.type === 'interaction_click',
+              ).length >= 20,
+          ),
+          60_000,
+          '20 clicks stored',
+        )
       },
     },
     {
@@ -382,7 +575,19 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
       async run(ctx) {
         await ctx.openTab(ctx.site.url)
         await consoleMarker(ctx, 'hostile-done')
-        await waitFor(gently(async () => metricSum(await (await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), 'browser_telemetry_targets_refused_total') > 0), 60_000, 'targets refused')
+        await waitFor(
+          gently(
+            async () =>
+              metricSum(
+                await (
+                  await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+                ).text(),
+                'browser_telemetry_targets_refused_total',
+              ) > 0,
+          ),
+          60_000,
+          'targets refused',
+        )
       },
     },
     {
@@ -393,9 +598,15 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
         await consoleMarker(ctx, 'hostile-ready')
         // The binding lives in the daemon's isolated world; find that world's context like an attacker with a foothold would.
         const contexts: { id: number; name: string }[] = []
-        tab.on('Runtime.executionContextCreated', (p: { context: { id: number; name: string } }) => contexts.push(p.context))
+        tab.on('Runtime.executionContextCreated', (p: { context: { id: number; name: string } }) =>
+          contexts.push(p.context),
+        )
         await tab.Runtime.enable()
-        const world = await waitFor(() => contexts.find((x) => x.name.startsWith('browser-telemetry-interaction-')), 10_000, 'the interaction world')
+        const world = await waitFor(
+          () => contexts.find(x => x.name.startsWith('browser-telemetry-interaction-')),
+          10_000,
+          'the interaction world',
+        )
         const binding = '__browserTelemetryInteraction_' + world.name.slice('browser-telemetry-interaction-'.length)
         // The daemon stops it at the source (removes the binding, then terminates this busy script):
         // the evaluation ends early with "Execution was terminated".
@@ -404,15 +615,35 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
           expression: `{ const b = window[${JSON.stringify(binding)}]; const p = JSON.stringify({ t: 'click', x: 1, y: 2, selector: 'body', tag: 'BODY', text: 'forged' })
             window.__calls = 0
             for (let i = 0; i < ${n(200_000)}; i++) { b(p); window.__calls++ } }`,
-        }).then(() => 'completed', (e: Error) => e.message)
+        }).then(
+          () => 'completed',
+          (e: Error) => e.message,
+        )
         ctx.notes.floodTerminated = flood.includes('terminated') ? 1 : 0
-        ctx.notes.pageCalls = (await tab.Runtime.evaluate({ contextId: world.id, expression: 'window.__calls', returnByValue: true })).result.value as number
+        ctx.notes.pageCalls = (
+          await tab.Runtime.evaluate({ contextId: world.id, expression: 'window.__calls', returnByValue: true })
+        ).result.value as number
         // The binding comes back once the budget has refilled: a real click is reported again.
-        const metric = async (action: string) => metricSum(await (await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(), 'browser_telemetry_interaction_binding_total', `action="${action}"`)
-        await waitFor(gently(async () => (await metric('resumed')) >= 1), 30_000, 'the binding added back')
+        const metric = async (action: string) =>
+          metricSum(
+            await (await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text(),
+            'browser_telemetry_interaction_binding_total',
+            `action="${action}"`,
+          )
+        await waitFor(
+          gently(async () => (await metric('resumed')) >= 1),
+          30_000,
+          'the binding added back',
+        )
         await tab.Input.dispatchMouseEvent({ type: 'mousePressed', x: 20, y: 12, button: 'left', clickCount: 1 })
         await tab.Input.dispatchMouseEvent({ type: 'mouseReleased', x: 20, y: 12, button: 'left', clickCount: 1 })
-        await waitFor(gently(async () => (await ctx.events('category=interaction&order=desc&limit=1')).some((e) => e.event.data.text === 'binding')), 30_000, 'the real click after the flood')
+        await waitFor(
+          gently(async () =>
+            (await ctx.events('category=interaction&order=desc&limit=1')).some(e => e.event.data.text === 'binding'),
+          ),
+          30_000,
+          'the real click after the flood',
+        )
         await tab.Runtime.evaluate({ expression: 'console.log("hostile-done")' })
         await consoleMarker(ctx, 'hostile-done')
       },

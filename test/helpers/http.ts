@@ -4,34 +4,61 @@ import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void
-export interface TestServer { url: string; origin: string; port: number; server: Server; route(path: string, h: Handler | string): void }
+export interface TestServer {
+  url: string
+  origin: string
+  port: number
+  server: Server
+  route(path: string, h: Handler | string): void
+}
 
 /** Routes map a path (without query) to a handler or a literal HTML body. Unknown paths answer 404. */
 export async function startServer(t: Test, routes: Record<string, Handler | string> = {}): Promise<TestServer> {
   const table = new Map<string, Handler>()
   const route = (path: string, h: Handler | string) => {
-    table.set(path, typeof h === 'string' ? (_req, res) => { res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }); res.end(h) } : h)
+    table.set(
+      path,
+      typeof h === 'string'
+        ? (_req, res) => {
+            res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+            res.end(h)
+          }
+        : h,
+    )
   }
   for (const [p, h] of Object.entries(routes)) route(p, h)
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
     const h = table.get(path)
     if (h) h(req, res)
-    else { res.writeHead(404, { 'content-type': 'text/plain' }); res.end('not found') }
+    else {
+      res.writeHead(404, { 'content-type': 'text/plain' })
+      res.end('not found')
+    }
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  await new Promise<void>(r => server.listen(0, '127.0.0.1', r))
   const port = (server.address() as AddressInfo).port
-  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()) }))
+  t.teardown(
+    () =>
+      new Promise<void>(r => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  )
   return { url: `http://127.0.0.1:${port}/`, origin: `http://127.0.0.1:${port}`, port, server, route }
 }
 
 /** Resolves when predicate() is true, polling every few ms; fails after timeoutMs. */
-export async function waitFor<T>(predicate: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  predicate: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 10000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const v = await predicate()
     if (v) return v
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise(r => setTimeout(r, 10))
   }
 }

@@ -47,35 +47,48 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
-  const port = opts.port ?? await freePort()
-  const storeDir = opts.storeDir ?? await mkdtemp(join(tmpdir(), 'bt-nats-'))
+  const port = opts.port ?? (await freePort())
+  const storeDir = opts.storeDir ?? (await mkdtemp(join(tmpdir(), 'bt-nats-')))
   let proc: ChildProcess | undefined
   const server: NatsServer = {
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
-    get proc() { return proc },
+    get proc() {
+      return proc
+    },
     async start() {
       if (proc) throw new Error('nats-server already running')
-      const child = spawn(NATS_SERVER_BIN, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...(opts.args ?? [])], { stdio: ['ignore', 'ignore', 'pipe'] })
+      const child = spawn(
+        NATS_SERVER_BIN,
+        ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...(opts.args ?? [])],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      )
       proc = child
-      child.once('exit', () => { if (proc === child) proc = undefined })
+      child.once('exit', () => {
+        if (proc === child) proc = undefined
+      })
       await new Promise<void>((resolve, reject) => {
         let log = ''
         const onData = (chunk: Buffer) => {
           log += chunk.toString()
-          if (log.includes('Server is ready')) { child.stderr!.off('data', onData); child.stderr!.resume(); resolve() }
-          else if (log.length > 1 << 20) log = log.slice(-4096)
+          if (log.includes('Server is ready')) {
+            child.stderr!.off('data', onData)
+            child.stderr!.resume()
+            resolve()
+          } else if (log.length > 1 << 20) log = log.slice(-4096)
         }
         child.stderr!.on('data', onData)
         child.once('error', reject)
-        child.once('exit', (code) => reject(new Error(`nats-server exited with ${code} before it was ready:\n${log.slice(-2000)}`)))
+        child.once('exit', code =>
+          reject(new Error(`nats-server exited with ${code} before it was ready:\n${log.slice(-2000)}`)),
+        )
       })
     },
     async kill(signal = 'SIGTERM') {
       const child = proc
       if (!child) return
-      const exited = new Promise<void>((r) => child.once('exit', () => r()))
+      const exited = new Promise<void>(r => child.once('exit', () => r()))
       child.kill(signal)
       await exited
     },
@@ -123,8 +136,12 @@ export async function readStream(url: string, stream: string, filter?: string): 
       for await (const m of batch) {
         got++
         out.push({
-          subject: m.subject, streamSeq: m.seq, msgId: m.headers?.get('Nats-Msg-Id'),
-          telemetrySeq: Number(m.headers?.get('Telemetry-Seq')), browserId: m.headers?.get('Telemetry-Browser-Id'), data: m.string(),
+          subject: m.subject,
+          streamSeq: m.seq,
+          msgId: m.headers?.get('Nats-Msg-Id'),
+          telemetrySeq: Number(m.headers?.get('Telemetry-Seq')),
+          browserId: m.headers?.get('Telemetry-Browser-Id'),
+          data: m.string(),
         })
         pending = m.info.pending
       }
@@ -148,7 +165,14 @@ async function allRecords(log: EventLog): Promise<StoredRecord[]> {
 }
 
 /** The stream holds every record of the log exactly once, in seq order, with the contract's subject, headers and payload. */
-export async function assertExactlyOnce(t: Test, url: string, log: EventLog, browserId = 'vm-1', stream = 'BT', prefix = 'telemetry') {
+export async function assertExactlyOnce(
+  t: Test,
+  url: string,
+  log: EventLog,
+  browserId = 'vm-1',
+  stream = 'BT',
+  prefix = 'telemetry',
+) {
   const records = await allRecords(log)
   const msgs = await readStream(url, stream)
   t.equal(msgs.length, records.length, `stream holds ${records.length} messages, one per stored event`)
@@ -164,17 +188,22 @@ export async function assertExactlyOnce(t: Test, url: string, log: EventLog, bro
   }
   t.equal(dups, 0, 'no duplicates')
   t.equal(outOfOrder, 0, 'stream order is seq order')
-  const missing = records.filter((r) => !seen.has(r.seq)).map((r) => r.seq)
+  const missing = records.filter(r => !seen.has(r.seq)).map(r => r.seq)
   t.same(missing.slice(0, 10), [], 'no stored event is missing from the stream')
   // Contract: subject, headers, payload byte-identical to the read API's JSON (checked for every message).
-  const bySeq = new Map(records.map((r) => [r.seq, r]))
+  const bySeq = new Map(records.map(r => [r.seq, r]))
   let bad = 0
   for (const m of msgs) {
     const r = bySeq.get(m.telemetrySeq)
-    if (!r || m.subject !== subjectOf(prefix, browserId, r.category) || m.msgId !== `${browserId}:${r.seq}` || m.browserId !== browserId || m.data !== r.json) {
+    if (
+      !r ||
+      m.subject !== subjectOf(prefix, browserId, r.category) ||
+      m.msgId !== `${browserId}:${r.seq}` ||
+      m.browserId !== browserId ||
+      m.data !== r.json
+    ) {
       if (bad++ === 0) t.fail(`message ${m.streamSeq} differs: ${JSON.stringify({ m, r })}`)
     }
   }
   t.equal(bad, 0, 'every message: subject, Nats-Msg-Id, Telemetry-* headers and payload as the contract says')
 }
-

@@ -30,13 +30,29 @@ export class RecordingResponse extends EventEmitter {
   closed = false
   paused = false
   socket = { setNoDelay: () => undefined }
-  writeHead() { return this }
-  flushHeaders() { /* nothing buffered */ }
-  cork() { /* writes are recorded one by one */ }
-  uncork() { /* idem */ }
-  write(chunk: Buffer | string) { this.writes.push(chunk.toString()); return !this.paused }
-  drain() { this.emit('drain') }
-  resume() { this.paused = false; this.emit('drain') }
+  writeHead() {
+    return this
+  }
+  flushHeaders() {
+    /* nothing buffered */
+  }
+  cork() {
+    /* writes are recorded one by one */
+  }
+  uncork() {
+    /* idem */
+  }
+  write(chunk: Buffer | string) {
+    this.writes.push(chunk.toString())
+    return !this.paused
+  }
+  drain() {
+    this.emit('drain')
+  }
+  resume() {
+    this.paused = false
+    this.emit('drain')
+  }
   end(chunk?: Buffer | string) {
     if (chunk !== undefined) this.writes.push(chunk.toString())
     this.writableEnded = true
@@ -44,5 +60,7 @@ export class RecordingResponse extends EventEmitter {
     this.emit('close')
     return this
   }
-  destroy() { this.closed = true }
+  destroy() {
+    this.closed = true
+  }
 }

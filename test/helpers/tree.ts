@@ -13,8 +13,14 @@ export async function snapshot(dir: string): Promise<Record<string, string>> {
       const st = lstatSync(join(dir, p))
       const mode = (st.mode & 0o7777).toString(8)
       if (st.isSymbolicLink()) out[p] = `link ${readlinkSync(join(dir, p))}`
-      else if (st.isDirectory()) { out[p] = `dir ${mode}`; walk(p) }
-      else out[p] = `file ${mode} ${createHash('sha256').update(readFileSync(join(dir, p))).digest('hex').slice(0, 16)}`
+      else if (st.isDirectory()) {
+        out[p] = `dir ${mode}`
+        walk(p)
+      } else
+        out[p] = `file ${mode} ${createHash('sha256')
+          .update(readFileSync(join(dir, p)))
+          .digest('hex')
+          .slice(0, 16)}`
     }
   }
   walk('')

@@ -4,13 +4,23 @@
 import { crc32, deflateRawSync } from 'node:zlib'
 import yazl from 'yazl'
 
-export interface YazlEntry { name: string; data?: Buffer | string; mode?: number; dir?: boolean; compress?: boolean }
+export interface YazlEntry {
+  name: string
+  data?: Buffer | string
+  mode?: number
+  dir?: boolean
+  compress?: boolean
+}
 
 export async function yazlZip(entries: YazlEntry[]): Promise<Buffer> {
   const zip = new yazl.ZipFile()
   for (const e of entries) {
     if (e.dir) zip.addEmptyDirectory(e.name, e.mode !== undefined ? { mode: e.mode } : {})
-    else zip.addBuffer(Buffer.from(e.data ?? ''), e.name, { ...(e.mode !== undefined ? { mode: e.mode } : {}), compress: e.compress ?? true })
+    else
+      zip.addBuffer(Buffer.from(e.data ?? ''), e.name, {
+        ...(e.mode !== undefined ? { mode: e.mode } : {}),
+        compress: e.compress ?? true,
+      })
   }
   zip.end()
   const chunks: Buffer[] = []

@@ -5,7 +5,12 @@ import { invalidInput, notFound } from '../errors.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'
 import { badRequest } from '../../uploads/errors.js'
 import {
-  DEFAULT_PROJECT, duplicateName, EXTENSION_NAME_RE, validateExtensionArchive, view, type ExtensionStore,
+  DEFAULT_PROJECT,
+  duplicateName,
+  EXTENSION_NAME_RE,
+  validateExtensionArchive,
+  view,
+  type ExtensionStore,
 } from '../../uploads/extension-store.js'
 import { withSpooledUpload } from '../../uploads/multipart-spool.js'
 import type { ZipLimits } from '../../uploads/zip-entries.js'
@@ -29,13 +34,19 @@ const ExtensionSchema = Type.Object({
   checksum: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
   last_used_at: Type.Optional(Type.String({ format: 'date-time' })),
 })
-const ProjectHeader = { 'X-Kernel-Project-Id': { schema: Type.String(), description: 'Project scope of names and lookups (absent: the default project)' } }
+const ProjectHeader = {
+  'X-Kernel-Project-Id': {
+    schema: Type.String(),
+    description: 'Project scope of names and lookups (absent: the default project)',
+  },
+}
 const IdOrName = 'Extension id, or its name (case-insensitive) within the project'
 
 const projectOf = (ctx: ApiContext) => ctx.get('x-kernel-project-id').trim() || DEFAULT_PROJECT
 
 function checkName(name: string): void {
-  if (!EXTENSION_NAME_RE.test(name)) throw badRequest('name', 'must be 1 to 255 characters of letters, digits, ".", "_" and "-"')
+  if (!EXTENSION_NAME_RE.test(name))
+    throw badRequest('name', 'must be 1 to 255 characters of letters, digits, ".", "_" and "-"')
 }
 
 export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteDeps): void {
@@ -46,33 +57,43 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     path: '/extensions',
     operationId: 'uploadExtension',
     summary: 'Upload a zip of an unpacked browser extension',
-    description: 'multipart/form-data: a file part `file` (zip whose root or single top folder holds manifest.json with manifest_version, name and version) and an optional `name`, unique within the project (409 conflict otherwise).',
+    description:
+      'multipart/form-data: a file part `file` (zip whose root or single top folder holds manifest.json with manifest_version, name and version) and an optional `name`, unique within the project (409 conflict otherwise).',
     scope: 'write',
     headers: ProjectHeader,
-    requestBody: { contentType: 'multipart/form-data', required: true, schema: Type.Object({ file: Type.String({ format: 'binary' }), name: Type.Optional(Type.String()) }) },
+    requestBody: {
+      contentType: 'multipart/form-data',
+      required: true,
+      schema: Type.Object({ file: Type.String({ format: 'binary' }), name: Type.Optional(Type.String()) }),
+    },
     responses: { 201: { description: 'The stored extension', schema: ExtensionSchema } },
-    handler: async (ctx) => {
+    handler: async ctx => {
       const project = projectOf(ctx)
-      await withSpooledUpload(ctx.req, {
-        fileField: 'file',
-        textFields: ['name'],
-        maxFileBytes: deps.uploadMaxBytes,
-        dir: store.dir,
-        prefix: store.spoolPrefix,
-        onField: (field, value) => {
-          // fail fast, before the archive streams in; create() checks again atomically
-          if (field !== 'name') return
-          checkName(value)
-          if (store.nameTaken(project, value)) throw duplicateName(value)
+      await withSpooledUpload(
+        ctx.req,
+        {
+          fileField: 'file',
+          textFields: ['name'],
+          maxFileBytes: deps.uploadMaxBytes,
+          dir: store.dir,
+          prefix: store.spoolPrefix,
+          onField: (field, value) => {
+            // fail fast, before the archive streams in; create() checks again atomically
+            if (field !== 'name') return
+            checkName(value)
+            if (store.nameTaken(project, value)) throw duplicateName(value)
+          },
         },
-      }, deps.slots, async (upload, keep) => {
-        if (!upload.file) throw badRequest('file', 'missing (a file part with the zip archive is required)')
-        await validateExtensionArchive(upload.file.path, deps.zipLimits)
-        const record = await store.create(project, upload.fields.get('name'), upload.file)
-        keep() // renamed into the store
-        ctx.status = 201
-        ctx.body = view(record)
-      })
+        deps.slots,
+        async (upload, keep) => {
+          if (!upload.file) throw badRequest('file', 'missing (a file part with the zip archive is required)')
+          await validateExtensionArchive(upload.file.path, deps.zipLimits)
+          const record = await store.create(project, upload.fields.get('name'), upload.file)
+          keep() // renamed into the store
+          ctx.status = 201
+          ctx.body = view(record)
+        },
+      )
     },
   })
 
@@ -100,10 +121,13 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
         },
       },
     },
-    handler: async (ctx) => {
+    handler: async ctx => {
       const q = ctx.state.query!
       const page = store.list(projectOf(ctx), {
-        limit: q.limit as number, offset: q.offset as number, name: q.name as string | undefined, query: q.query as string | undefined,
+        limit: q.limit as number,
+        offset: q.offset as number,
+        name: q.name as string | undefined,
+        query: q.query as string | undefined,
       })
       ctx.set('X-Has-More', page.hasMore ? 'true' : 'false')
       ctx.set('X-Next-Offset', String(page.nextOffset))
@@ -115,12 +139,12 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     method: 'GET',
     path: '/extensions/:id_or_name/metadata',
     operationId: 'getExtension',
-    summary: 'An extension\'s metadata',
+    summary: "An extension's metadata",
     description: IdOrName,
     scope: 'read',
     headers: ProjectHeader,
     responses: { 200: { description: 'The extension', schema: ExtensionSchema } },
-    handler: async (ctx) => {
+    handler: async ctx => {
       const rec = store.find(projectOf(ctx), ctx.params.id_or_name!)
       if (!rec) throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
       ctx.body = view(rec)
@@ -135,8 +159,14 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     description: `${IdOrName}. Sets last_used_at.`,
     scope: 'read',
     headers: ProjectHeader,
-    responses: { 200: { description: 'The zip archive', contentType: 'application/zip', schema: Type.String({ format: 'binary' }) } },
-    handler: async (ctx) => {
+    responses: {
+      200: {
+        description: 'The zip archive',
+        contentType: 'application/zip',
+        schema: Type.String({ format: 'binary' }),
+      },
+    },
+    handler: async ctx => {
       const found = await store.download(projectOf(ctx), ctx.params.id_or_name!)
       if (!found) throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
       ctx.status = 200
@@ -156,8 +186,9 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
     scope: 'write',
     headers: ProjectHeader,
     responses: { 204: { description: 'Deleted' } },
-    handler: async (ctx) => {
-      if (!(await store.delete(projectOf(ctx), ctx.params.id_or_name!))) throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
+    handler: async ctx => {
+      if (!(await store.delete(projectOf(ctx), ctx.params.id_or_name!)))
+        throw notFound(`extension ${JSON.stringify(ctx.params.id_or_name)} not found`)
       ctx.status = 204
     },
   })

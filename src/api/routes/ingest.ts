@@ -16,8 +16,15 @@
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import {
-  EnvelopeSchema, EVENT_TYPES, SourceSchema, categoryOf, isEventType, validateData,
-  type EventData, type EventType, type Source,
+  EnvelopeSchema,
+  EVENT_TYPES,
+  SourceSchema,
+  categoryOf,
+  isEventType,
+  validateData,
+  type EventData,
+  type EventType,
+  type Source,
 } from '../../events/index.js'
 import type { EventInput, Pipeline } from '../../pipeline.js'
 import { ApiError, invalidInput } from '../errors.js'
@@ -32,18 +39,32 @@ export interface IngestRouteDeps {
 
 const FIELDS = ['type', 'category', 'source', 'data', 'ts'] as const
 /** Types only the daemon itself emits. */
-const DAEMON_ONLY = new Set<EventType>(EVENT_TYPES.filter((t) => categoryOf(t) === 'monitor' || categoryOf(t) === 'control'))
+const DAEMON_ONLY = new Set<EventType>(
+  EVENT_TYPES.filter(t => categoryOf(t) === 'monitor' || categoryOf(t) === 'control'),
+)
 /** Source kinds only the daemon itself produces: a published event can never pass for a captured one. */
 const DAEMON_SOURCE_KINDS = new Set(['kernel_api', 'cdp'])
-const INGESTIBLE = EVENT_TYPES.filter((t) => !DAEMON_ONLY.has(t))
+const INGESTIBLE = EVENT_TYPES.filter(t => !DAEMON_ONLY.has(t))
 
 export const IngestBodySchema = Type.Object(
   {
-    type: Type.Union(INGESTIBLE.map((t) => Type.Literal(t)), { description: 'Event type; fixes the category' }),
+    type: Type.Union(
+      INGESTIBLE.map(t => Type.Literal(t)),
+      { description: 'Event type; fixes the category' },
+    ),
     category: Type.Optional(Type.String({ description: 'If given, must be the category of the type' })),
     source: SourceSchema,
-    data: Type.Object({}, { additionalProperties: true, description: 'The data object of the type (see TelemetryEvent)' }),
-    ts: Type.Optional(Type.Integer({ minimum: 0, description: 'Producer time, Unix microseconds; kept as source.metadata.producer_ts (the envelope ts is stamped by the daemon)' })),
+    data: Type.Object(
+      {},
+      { additionalProperties: true, description: 'The data object of the type (see TelemetryEvent)' },
+    ),
+    ts: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Producer time, Unix microseconds; kept as source.metadata.producer_ts (the envelope ts is stamped by the daemon)',
+      }),
+    ),
   },
   { additionalProperties: false, $id: 'PublishTelemetryEvent' },
 )
@@ -56,9 +77,10 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
     path: '/browsers/:id/telemetry/events',
     operationId: 'publishBrowserTelemetryEvent',
     summary: 'Publish one telemetry event from an in-VM producer',
-    description: 'Validates one event against the event model and passes it through the pipeline. 200 with the committed envelope; ' +
+    description:
+      'Validates one event against the event model and passes it through the pipeline. 200 with the committed envelope; ' +
       '204 when the category is disabled (nothing stored). The envelope ts is stamped by the daemon (non-decreasing); a producer ts is kept ' +
-      'as source.metadata.producer_ts. monitor_* and control events (api_call, capture_config_changed) cannot be published; source.kind may not be kernel_api or cdp (daemon-owned); source.metadata.published_by is set to the publishing token\'s name. captcha_solve_result: ' +
+      "as source.metadata.producer_ts. monitor_* and control events (api_call, capture_config_changed) cannot be published; source.kind may not be kernel_api or cdp (daemon-owned); source.metadata.published_by is set to the publishing token's name. captcha_solve_result: " +
       'error_code required on failure, rejected on success; website_path without query string.',
     scope: 'publish',
     skipApiCall: true,
@@ -68,7 +90,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
       204: { description: 'The category is disabled: nothing stored' },
     },
     middleware: [eventBody],
-    handler: async (ctx) => {
+    handler: async ctx => {
       // The route checks what only a producer can get wrong; the event model is checked once, by emit().
       const input = parseIngestBody(ctx.request.body, ctx.state.tokenName)
       const emitted = deps.pipeline.emit(input)
@@ -81,7 +103,10 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
       }
       if (emitted.dropped !== undefined) {
         const issue = emitted.issues?.[0]
-        throw invalidInput(issue ? fieldOf(issue.path) : 'body', issue?.message ?? `rejected by the event pipeline (${emitted.dropped})`)
+        throw invalidInput(
+          issue ? fieldOf(issue.path) : 'body',
+          issue?.message ?? `rejected by the event pipeline (${emitted.dropped})`,
+        )
       }
       if (!(await emitted.committed)) {
         throw new ApiError(503, 'unavailable', 'the event log could not store the event; retry later')
@@ -103,10 +128,12 @@ export function parseIngestBody(body: unknown, publishedBy?: string): EventInput
   }
   const b = body as Record<string, unknown>
   for (const key of Object.keys(b)) {
-    if (!(FIELDS as readonly string[]).includes(key)) throw invalidInput(key, `unknown field (allowed: ${FIELDS.join(', ')})`)
+    if (!(FIELDS as readonly string[]).includes(key))
+      throw invalidInput(key, `unknown field (allowed: ${FIELDS.join(', ')})`)
   }
   const type = b.type
-  if (typeof type !== 'string' || !isEventType(type)) throw invalidInput('type', `unknown event type ${JSON.stringify(type)}`)
+  if (typeof type !== 'string' || !isEventType(type))
+    throw invalidInput('type', `unknown event type ${JSON.stringify(type)}`)
   if (DAEMON_ONLY.has(type)) throw invalidInput('type', `${type} is emitted only by the daemon itself`)
   const category = categoryOf(type)
   if (b.category !== undefined && b.category !== category) {
@@ -119,9 +146,13 @@ export function parseIngestBody(body: unknown, publishedBy?: string): EventInput
   }
   let source = b.source as Source
   if (DAEMON_SOURCE_KINDS.has(source.kind)) {
-    throw invalidInput('source.kind', `${source.kind} is reserved for events the daemon captures itself (publish as extension or local_process)`)
+    throw invalidInput(
+      'source.kind',
+      `${source.kind} is reserved for events the daemon captures itself (publish as extension or local_process)`,
+    )
   }
-  if (source.metadata?.published_by !== undefined) throw invalidInput('source.metadata.published_by', 'set by the daemon (the publishing token\'s name)')
+  if (source.metadata?.published_by !== undefined)
+    throw invalidInput('source.metadata.published_by', "set by the daemon (the publishing token's name)")
   // Which token published it: stored with the event, so an audit can tell producers apart.
   if (publishedBy !== undefined) source = { ...source, metadata: { ...source.metadata, published_by: publishedBy } }
   if (b.ts !== undefined) {
@@ -146,7 +177,10 @@ function checkData(type: EventType, data: unknown): void {
 
 function checkCaptcha(d: Partial<EventData<'captcha_solve_result'>>): void {
   if (typeof d.website_path === 'string' && /[?#]/.test(d.website_path)) {
-    throw invalidInput('data.website_path', 'must be a path without a query string or fragment (drop everything from "?" or "#")')
+    throw invalidInput(
+      'data.website_path',
+      'must be a path without a query string or fragment (drop everything from "?" or "#")',
+    )
   }
   if (d.status === 'success' && d.error_code !== undefined) {
     throw invalidInput('data.error_code', 'not allowed when status is "success"')
@@ -163,4 +197,7 @@ function fieldOf(pointer: string): string {
 }
 
 // Bigger than the envelope cap would be pointless: the pipeline truncates to it anyway.
-const eventBody = jsonBody({ limit: '2mb', requireJsonType: 'send the event as JSON with Content-Type: application/json' })
+const eventBody = jsonBody({
+  limit: '2mb',
+  requireJsonType: 'send the event as JSON with Content-Type: application/json',
+})

@@ -18,8 +18,14 @@ export function registerMetricsRoute(router: ApiRouter, deps: MetricsRouteDeps):
     summary: 'Prometheus metrics of the daemon (text exposition format 0.0.4)',
     scope: 'read',
     skipApiCall: true, // a scraper polls; it must not feed the log
-    responses: { 200: { description: 'Prometheus text format', contentType: 'text/plain; version=0.0.4; charset=utf-8', schema: Type.String() } },
-    handler: async (ctx) => {
+    responses: {
+      200: {
+        description: 'Prometheus text format',
+        contentType: 'text/plain; version=0.0.4; charset=utf-8',
+        schema: Type.String(),
+      },
+    },
+    handler: async ctx => {
       const { contentType, body } = await deps.metrics.render()
       ctx.set('Cache-Control', 'no-store')
       ctx.type = contentType
@@ -44,7 +50,11 @@ export function httpMetrics(metrics: Pick<Metrics, 'observeHttp'>): Middleware<A
       status = typeof s === 'number' ? s : 500
       throw err
     } finally {
-      metrics.observeHttp(ctx.state.operationId ?? 'unmatched', status ?? ctx.status, (performance.now() - start) / 1000)
+      metrics.observeHttp(
+        ctx.state.operationId ?? 'unmatched',
+        status ?? ctx.status,
+        (performance.now() - start) / 1000,
+      )
     }
   }
 }

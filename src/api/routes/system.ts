@@ -32,13 +32,21 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
     skipApiCall: true, // probes must not fill the log
     responses: {
       200: { description: 'Healthy', schema: HealthSchema },
-      503: { description: 'The event log cannot write, or the data disk is full (read-only: writes get 507); `reason` says which', schema: HealthSchema },
+      503: {
+        description:
+          'The event log cannot write, or the data disk is full (read-only: writes get 507); `reason` says which',
+        schema: HealthSchema,
+      },
     },
-    handler: async (ctx) => {
+    handler: async ctx => {
       const store = deps.log.health()
       const disk = deps.diskState?.()
       const healthy = store.writable && !disk?.readOnly
-      const reason = disk?.readOnly ? disk.reason : !store.writable ? `the event log cannot write: ${store.lastWriteError ?? 'unknown error'}` : undefined
+      const reason = disk?.readOnly
+        ? disk.reason
+        : !store.writable
+          ? `the event log cannot write: ${store.lastWriteError ?? 'unknown error'}`
+          : undefined
       const body: Health = {
         status: healthy ? 'ok' : 'degraded',
         ...(reason ? { reason } : {}),
@@ -63,13 +71,19 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
     operationId: 'getOpenApiDocument',
     summary: 'This OpenAPI 3.1 document',
     scope: null,
-    responses: { 200: { description: 'OpenAPI 3.1 document', schema: Type.Object({ openapi: Type.String() }, { additionalProperties: true }) } },
-    handler: async (ctx) => {
+    responses: {
+      200: {
+        description: 'OpenAPI 3.1 document',
+        schema: Type.Object({ openapi: Type.String() }, { additionalProperties: true }),
+      },
+    },
+    handler: async ctx => {
       // Built on first use, when every route group has registered.
       doc ??= buildOpenApi(router.routes, {
         title: 'browser-telemetry',
         version: deps.version,
-        description: 'In-VM browser telemetry daemon: paged reads, live SSE stream, capture configuration, uploads and extensions.',
+        description:
+          'In-VM browser telemetry daemon: paged reads, live SSE stream, capture configuration, uploads and extensions.',
       })
       ctx.body = doc
     },

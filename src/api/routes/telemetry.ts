@@ -33,7 +33,8 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     path: '/browsers/:id/telemetry/events',
     operationId: 'readBrowserTelemetryEvents',
     summary: 'Read a page of telemetry events',
-    description: 'Pages forward with X-Next-Offset as offset while X-Has-More is true. A page is never empty while more matching events exist.',
+    description:
+      'Pages forward with X-Next-Offset as offset while X-Has-More is true. A page is never empty while more matching events exist.',
     scope: 'read',
     skipApiCall: true,
     query: EVENTS_QUERY,
@@ -42,12 +43,18 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
         description: 'A page of envelopes, oldest first (asc) or newest first (desc)',
         schema: Type.Array(EnvelopeSchema),
         headers: {
-          'X-Has-More': { schema: Type.Union([Type.Literal('true'), Type.Literal('false')]), description: 'Whether more results are available' },
-          'X-Next-Offset': { schema: Type.Integer({ minimum: 0 }), description: 'Offset of the next page; 0 when there are no more results' },
+          'X-Has-More': {
+            schema: Type.Union([Type.Literal('true'), Type.Literal('false')]),
+            description: 'Whether more results are available',
+          },
+          'X-Next-Offset': {
+            schema: Type.Integer({ minimum: 0 }),
+            description: 'Offset of the next page; 0 when there are no more results',
+          },
         },
       },
     },
-    handler: async (ctx) => {
+    handler: async ctx => {
       const q = readQueryOf(ctx.state.query!, now())
       let page = await deps.log.read(q)
       // The real client stops on an empty page: never answer one while more matches exist.
@@ -70,7 +77,8 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     path: '/browsers/:id/telemetry/stream',
     operationId: 'streamBrowserTelemetryEvents',
     summary: 'Stream telemetry events (SSE)',
-    description: 'Frames are `id: <seq>` + `data: <envelope JSON>`, no event field; `: keepalive` comments while idle. ' +
+    description:
+      'Frames are `id: <seq>` + `data: <envelope JSON>`, no event field; `: keepalive` comments while idle. ' +
       'Last-Event-ID resumes after that seq (and wins over replay); replay=all starts at the oldest retained event; ' +
       'otherwise only new events are sent. A client that cannot keep up is disconnected and resumes with Last-Event-ID.',
     scope: 'read',
@@ -81,10 +89,16 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
       200: { description: 'An SSE stream of envelopes', contentType: 'text/event-stream', schema: EnvelopeSchema },
       429: { description: 'Too many open streams (--max-stream-clients); retry later', schema: ErrorBodySchema },
     },
-    handler: async (ctx) => {
+    handler: async ctx => {
       const start = streamStart(ctx.get('last-event-id'), ctx.state.query!.replay)
       if (deps.streams.full()) {
-        throw new ApiError(429, 'too_many_streams', `at most ${deps.streams.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS} telemetry streams may be open at once; retry later`, undefined, { 'Retry-After': '5' })
+        throw new ApiError(
+          429,
+          'too_many_streams',
+          `at most ${deps.streams.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS} telemetry streams may be open at once; retry later`,
+          undefined,
+          { 'Retry-After': '5' },
+        )
       }
       ctx.status = 200
       ctx.respond = false // the stream writes the raw response from here on
@@ -100,10 +114,13 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     path: '/browsers/:id/telemetry',
     operationId: 'getBrowserTelemetryConfig',
     summary: 'Read the capture configuration',
-    description: 'Every configurable category with its enabled flag. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
+    description:
+      'Every configurable category with its enabled flag. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
     scope: 'read',
     ...configDoc,
-    handler: async (ctx) => { ctx.body = currentConfig(deps.pipeline) },
+    handler: async ctx => {
+      ctx.body = currentConfig(deps.pipeline)
+    },
   })
   const body = { contentType: 'application/json', schema: TelemetryConfigSchema, required: true }
   router.add({
@@ -111,12 +128,13 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     path: '/browsers/:id/telemetry',
     operationId: 'replaceBrowserTelemetryConfig',
     summary: 'Replace the capture configuration',
-    description: 'The body is layered onto the daemon default set (--categories); categories not named take their default. Takes effect for the next emitted event.',
+    description:
+      'The body is layered onto the daemon default set (--categories); categories not named take their default. Takes effect for the next emitted event.',
     scope: 'write',
     requestBody: body,
     middleware: [configBody],
     ...configDoc,
-    handler: async (ctx) => {
+    handler: async ctx => {
       await changeCategories(ctx, deps.pipeline, applyConfig(deps.defaultCategories, parseConfigBody(ctx.request.body)))
       ctx.body = currentConfig(deps.pipeline)
     },
@@ -131,8 +149,8 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     requestBody: body,
     middleware: [configBody],
     ...configDoc,
-    handler: async (ctx) => {
-      const current = CONFIGURABLE_CATEGORIES.filter((c) => deps.pipeline.isEnabled(c))
+    handler: async ctx => {
+      const current = CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c))
       await changeCategories(ctx, deps.pipeline, applyConfig(current, parseConfigBody(ctx.request.body)))
       ctx.body = currentConfig(deps.pipeline)
     },
@@ -144,21 +162,32 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
  * effect and must be committed before the switch, so turning control off is recorded. When control is
  * already off there is nothing to record it in (the operator chose that); the change still applies.
  */
-async function changeCategories(ctx: Parameters<ApiMiddleware>[0], pipeline: Pipeline, next: ConfigurableCategory[]): Promise<void> {
-  const old = CONFIGURABLE_CATEGORIES.filter((c) => pipeline.isEnabled(c))
-  const changed = old.length !== next.length || old.some((c) => !next.includes(c))
+async function changeCategories(
+  ctx: Parameters<ApiMiddleware>[0],
+  pipeline: Pipeline,
+  next: ConfigurableCategory[],
+): Promise<void> {
+  const old = CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c))
+  const changed = old.length !== next.length || old.some(c => !next.includes(c))
   if (changed) {
     const r = pipeline.emit({
       type: 'capture_config_changed',
       source: { kind: 'kernel_api' },
       data: {
-        request_id: ctx.state.requestId, operation_id: ctx.state.operationId ?? 'unknown',
-        token_name: ctx.state.tokenName ?? 'unknown', token_scopes: [...(ctx.state.scopes ?? [])].sort(),
-        old_categories: old, new_categories: CONFIGURABLE_CATEGORIES.filter((c) => next.includes(c)),
+        request_id: ctx.state.requestId,
+        operation_id: ctx.state.operationId ?? 'unknown',
+        token_name: ctx.state.tokenName ?? 'unknown',
+        token_scopes: [...(ctx.state.scopes ?? [])].sort(),
+        old_categories: old,
+        new_categories: CONFIGURABLE_CATEGORIES.filter(c => next.includes(c)),
       },
     })
     if (r.dropped === undefined && !(await r.committed)) {
-      throw new ApiError(503, 'unavailable', 'the audit record of this change could not be stored; the configuration is unchanged')
+      throw new ApiError(
+        503,
+        'unavailable',
+        'the audit record of this change could not be stored; the configuration is unchanged',
+      )
     }
   }
   pipeline.setCategories(next)
@@ -168,7 +197,10 @@ async function changeCategories(ctx: Parameters<ApiMiddleware>[0], pipeline: Pip
 export function streamStart(lastEventId: string, replay: QueryValues[string]): StreamStart {
   if (lastEventId !== '') {
     if (!/^\d{1,16}$/.test(lastEventId.trim()) || !Number.isSafeInteger(Number(lastEventId))) {
-      throw invalidInput('Last-Event-ID', `expected the seq of the last event received, got ${JSON.stringify(lastEventId)}`)
+      throw invalidInput(
+        'Last-Event-ID',
+        `expected the seq of the last event received, got ${JSON.stringify(lastEventId)}`,
+      )
     }
     return { kind: 'after', seq: Number(lastEventId) }
   }
@@ -182,29 +214,40 @@ const configCheck = TypeCompiler.Compile(TelemetryConfigSchema)
 
 export function parseConfigBody(body: unknown): TelemetryConfig {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw invalidInput('body', 'expected a JSON object like {"browser": {"console": {"enabled": true}}} with Content-Type: application/json')
+    throw invalidInput(
+      'body',
+      'expected a JSON object like {"browser": {"console": {"enabled": true}}} with Content-Type: application/json',
+    )
   }
   const browser = (body as { browser?: unknown }).browser
   if (browser && typeof browser === 'object' && Object.prototype.hasOwnProperty.call(browser, 'monitor')) {
-    throw invalidInput('browser.monitor', 'monitor is not configurable: it flows whenever console, network, page or interaction is enabled')
+    throw invalidInput(
+      'browser.monitor',
+      'monitor is not configurable: it flows whenever console, network, page or interaction is enabled',
+    )
   }
   if (!configCheck.Check(body)) {
     const first = [...configCheck.Errors(body)][0]!
     const path = first.path.replace(/^\//, '').replace(/\//g, '.') || 'body'
-    throw new ApiError(400, 'bad_request', `invalid body: ${path}: ${first.message}`, [{ code: 'invalid_input', message: `${path}: ${first.message}` }])
+    throw new ApiError(400, 'bad_request', `invalid body: ${path}: ${first.message}`, [
+      { code: 'invalid_input', message: `${path}: ${first.message}` },
+    ])
   }
   return body as TelemetryConfig
 }
 
 export function applyConfig(base: readonly ConfigurableCategory[], config: TelemetryConfig): ConfigurableCategory[] {
   const out = new Set(base)
-  for (const [c, v] of Object.entries(config.browser ?? {}) as [ConfigurableCategory, { enabled?: boolean } | undefined][]) {
+  for (const [c, v] of Object.entries(config.browser ?? {}) as [
+    ConfigurableCategory,
+    { enabled?: boolean } | undefined,
+  ][]) {
     if (v?.enabled === true) out.add(c)
     else if (v?.enabled === false) out.delete(c)
   }
-  return CONFIGURABLE_CATEGORIES.filter((c) => out.has(c))
+  return CONFIGURABLE_CATEGORIES.filter(c => out.has(c))
 }
 
 export function currentConfig(pipeline: Pipeline): Required<TelemetryConfig> {
-  return { browser: Object.fromEntries(CONFIGURABLE_CATEGORIES.map((c) => [c, { enabled: pipeline.isEnabled(c) }])) }
+  return { browser: Object.fromEntries(CONFIGURABLE_CATEGORIES.map(c => [c, { enabled: pipeline.isEnabled(c) }])) }
 }

@@ -31,7 +31,10 @@ function serialQueue() {
   }
 }
 
-const ErrorDoc = (description: string) => ({ description, schema: Type.Object({ code: Type.String(), message: Type.String() }, { additionalProperties: true }) })
+const ErrorDoc = (description: string) => ({
+  description,
+  schema: Type.Object({ code: Type.String(), message: Type.String() }, { additionalProperties: true }),
+})
 
 export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): void {
   const serial = serialQueue()
@@ -40,7 +43,8 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
     path: '/browsers/:id/fs/upload_zip',
     operationId: 'uploadZip',
     summary: 'Upload a zip archive and extract it at dest_path',
-    description: 'multipart/form-data with a file part `zip_file` and a text part `dest_path` (absolute, inside an upload root), in any order. ' +
+    description:
+      'multipart/form-data with a file part `zip_file` and a text part `dest_path` (absolute, inside an upload root), in any order. ' +
       'Hostile or corrupt archives are refused with 400 invalid_zip / unsafe_entry before anything is written; extraction is all-or-nothing. ' +
       'Existing files are replaced, directories merged, permission bits kept without setuid/setgid/sticky. Success is 201 with an empty body.',
     scope: 'write',
@@ -53,25 +57,35 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
       201: { description: 'Extracted (empty body)' },
       413: ErrorDoc('zip_file is larger than the upload limit (payload_too_large)'),
       429: ErrorDoc('too many uploads in progress (too_many_requests, with Retry-After)'),
-      507: ErrorDoc('the destination filesystem cannot hold the archive, or filled up while extracting; nothing was changed (insufficient_storage)'),
+      507: ErrorDoc(
+        'the destination filesystem cannot hold the archive, or filled up while extracting; nothing was changed (insufficient_storage)',
+      ),
     },
-    handler: async (ctx) => {
-      await withSpooledUpload(ctx.req, {
-        fileField: 'zip_file',
-        textFields: ['dest_path'],
-        maxFileBytes: deps.uploadMaxBytes,
-        dir: deps.spoolDir,
-        onField: (name, value) => { if (name === 'dest_path') checkDestSyntax(value) },
-      }, deps.slots, async (upload) => {
-        const destPath = upload.fields.get('dest_path')
-        if (destPath === undefined) throw badRequest('dest_path', 'missing (a text part with an absolute path is required)')
-        if (!upload.file) throw badRequest('zip_file', 'missing (a file part with the zip archive is required)')
-        const archive = upload.file.path
-        await serial(async () => {
-          const dest = await resolveUploadDestination(destPath, deps.uploadRoots)
-          await extractZip(archive, dest.path, deps.zipLimits, { markerDir: deps.spoolDir })
-        })
-      })
+    handler: async ctx => {
+      await withSpooledUpload(
+        ctx.req,
+        {
+          fileField: 'zip_file',
+          textFields: ['dest_path'],
+          maxFileBytes: deps.uploadMaxBytes,
+          dir: deps.spoolDir,
+          onField: (name, value) => {
+            if (name === 'dest_path') checkDestSyntax(value)
+          },
+        },
+        deps.slots,
+        async upload => {
+          const destPath = upload.fields.get('dest_path')
+          if (destPath === undefined)
+            throw badRequest('dest_path', 'missing (a text part with an absolute path is required)')
+          if (!upload.file) throw badRequest('zip_file', 'missing (a file part with the zip archive is required)')
+          const archive = upload.file.path
+          await serial(async () => {
+            const dest = await resolveUploadDestination(destPath, deps.uploadRoots)
+            await extractZip(archive, dest.path, deps.zipLimits, { markerDir: deps.spoolDir })
+          })
+        },
+      )
       // Koa turns `body = null` into 204; setting the status afterwards keeps the explicit empty body.
       ctx.body = null
       ctx.status = 201

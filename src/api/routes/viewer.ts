@@ -12,7 +12,12 @@ import type { ApiContext, ApiRouter } from '../route-table.js'
 
 /** `default-src 'self'` and nothing inline; screenshots are shown as data: images, hence img-src. */
 export const VIEWER_CSP = [
-  "default-src 'self'", "img-src 'self' data:", "object-src 'none'", "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'self'",
+  "img-src 'self' data:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ')
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -25,13 +30,19 @@ const CONTENT_TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 }
 
-export interface ViewerAsset { body: Buffer; contentType: string; etag: string; immutable: boolean }
+export interface ViewerAsset {
+  body: Buffer
+  contentType: string
+  etag: string
+  immutable: boolean
+}
 export type ViewerAssets = Map<string, ViewerAsset>
 
 /** Where the built assets are: dist/viewer, seen from dist/src/api/routes (built) or src/api/routes (tsx). */
 export function defaultViewerDir(): string {
   const up = fileURLToPath(new URL('../../../', import.meta.url))
-  for (const dir of [join(up, 'viewer'), join(up, 'dist', 'viewer')]) if (existsSync(join(dir, 'index.html'))) return dir
+  for (const dir of [join(up, 'viewer'), join(up, 'dist', 'viewer')])
+    if (existsSync(join(dir, 'index.html'))) return dir
   return join(up, 'dist', 'viewer')
 }
 
@@ -45,7 +56,9 @@ export function loadViewerAssets(dir: string = defaultViewerDir()): ViewerAssets
     if (!type || !/^[A-Za-z0-9._-]+$/.test(name) || !statSync(path).isFile()) continue
     const body = readFileSync(path)
     assets.set(name, {
-      body, contentType: type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+      body,
+      contentType: type,
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
       // esbuild names bundles name-HASH.ext: their content never changes under that name.
       immutable: /-[A-Z0-9]{8,}\.(js|css)$/.test(name),
     })
@@ -72,7 +85,10 @@ function serve(ctx: ApiContext, assets: ViewerAssets | undefined, name: string):
   ctx.set('ETag', asset.etag)
   ctx.type = asset.contentType
   const inm = ctx.get('If-None-Match')
-  if (inm && inm.split(',').some((tag) => tag.trim().replace(/^W\//, '') === asset.etag)) { ctx.status = 304; return }
+  if (inm && inm.split(',').some(tag => tag.trim().replace(/^W\//, '') === asset.etag)) {
+    ctx.status = 304
+    return
+  }
   ctx.status = 200
   ctx.body = asset.body
 }
@@ -81,31 +97,51 @@ export function registerViewerRoutes(router: ApiRouter, deps: ViewerRouteDeps = 
   const assets = 'assets' in deps ? deps.assets : loadViewerAssets()
   const common = { scope: null, public: true, skipApiCall: true } as const
   router.add({
-    ...common, method: 'GET', path: '/viewer/', operationId: 'getViewer',
+    ...common,
+    method: 'GET',
+    path: '/viewer/',
+    operationId: 'getViewer',
     summary: 'The session viewer page (no authentication: it holds no data; it asks for a read-scope token)',
-    description: 'Static HTML with a strict Content-Security-Policy. Open it with `browser-telemetry open`, which adds the token in the URL fragment.',
+    description:
+      'Static HTML with a strict Content-Security-Policy. Open it with `browser-telemetry open`, which adds the token in the URL fragment.',
     responses: {
       200: { description: 'The viewer page', contentType: 'text/html', schema: Type.String() },
       304: { description: 'Not modified' },
       308: { description: '/viewer redirects to /viewer/ (the page loads its assets relative to it)' },
     },
-    handler: async (ctx) => {
+    handler: async ctx => {
       // The router matches /viewer and /viewer/ alike; relative asset URLs need the slash.
-      if (!ctx.path.endsWith('/')) { ctx.status = 308; ctx.redirect('/viewer/'); return }
+      if (!ctx.path.endsWith('/')) {
+        ctx.status = 308
+        ctx.redirect('/viewer/')
+        return
+      }
       serve(ctx, assets, 'index.html')
     },
   })
   // After /viewer/, which the router would otherwise also match for this path.
   router.add({
-    ...common, method: 'GET', path: '/viewer', operationId: 'redirectViewer',
+    ...common,
+    method: 'GET',
+    path: '/viewer',
+    operationId: 'redirectViewer',
     summary: 'Redirects to /viewer/',
     responses: { 308: { description: 'Permanent redirect to /viewer/' } },
-    handler: async (ctx) => { ctx.status = 308; ctx.redirect('/viewer/') },
+    handler: async ctx => {
+      ctx.status = 308
+      ctx.redirect('/viewer/')
+    },
   })
   router.add({
-    ...common, method: 'GET', path: '/viewer/:file', operationId: 'getViewerAsset',
+    ...common,
+    method: 'GET',
+    path: '/viewer/:file',
+    operationId: 'getViewerAsset',
     summary: 'A static asset of the session viewer (script, stylesheet)',
-    responses: { 200: { description: 'The asset', contentType: 'application/octet-stream', schema: Type.String() }, 304: { description: 'Not modified' } },
-    handler: async (ctx) => serve(ctx, assets, String(ctx.params.file)),
+    responses: {
+      200: { description: 'The asset', contentType: 'application/octet-stream', schema: Type.String() },
+      304: { description: 'Not modified' },
+    },
+    handler: async ctx => serve(ctx, assets, String(ctx.params.file)),
   })
 }

@@ -1,0 +1,48 @@
+// Lint: typescript-eslint's recommended set plus the type-aware rules that catch lost promises.
+// Formatting is Prettier's job (eslint-config-prettier turns off every rule that would argue with it).
+import js from '@eslint/js'
+import globals from 'globals'
+import prettier from 'eslint-config-prettier'
+import tseslint from 'typescript-eslint'
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.tap/**', 'data/**', 'test/fixtures/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts', '**/*.tsx'],
+    languageOptions: {
+      parserOptions: {
+        project: ['./tsconfig.check.json', './src/viewer/tsconfig.json'],
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      // tap queues and awaits every subtest's promise itself; t.rejects()/t.resolves() likewise.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafePromises: [{ from: 'package', package: '@tapjs/core', name: 'PromiseWithSubtest' }],
+          allowForKnownSafeCalls: [
+            {
+              from: 'package',
+              package: '@tapjs/asserts',
+              name: ['rejects', 'resolves', 'resolveMatch', 'resolveMatchOnly'],
+            },
+          ],
+        },
+      ],
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
+    },
+  },
+  {
+    // Plain scripts (build helpers, bench children) run under Node without a tsconfig.
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { ...globals.node } },
+  },
+  prettier,
+)
