@@ -32,10 +32,7 @@ if (process.argv[2] === '--serve') {
   })
   const { port } = await proxy.start()
   process.send!({ port } satisfies FromChild)
-  process.on('message', async () => {
-    await proxy.close()
-    process.exit(0)
-  })
+  process.on('message', () => void proxy.close().then(() => process.exit(0)))
 } else {
   await main()
 }

@@ -171,7 +171,7 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
         if (!paused) pause()
       } else if (r.dropped === undefined) stats.accepted++
     })
-    let scriptId: string | undefined
+    const scriptId = await inject(session, bindingName, worldName, source)
     const detach: Detach = () => {
       if (detached) return
       detached = true
@@ -182,7 +182,6 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
       if (scriptId) void session.sendMayFail('Page.removeScriptToEvaluateOnNewDocument', { identifier: scriptId })
       void session.sendMayFail('Runtime.removeBinding', { name: bindingName })
     }
-    scriptId = await inject(session, bindingName, worldName, source)
     return detach
   }
 

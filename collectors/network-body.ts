@@ -136,9 +136,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** The bytes as text, or undefined when they are not text (invalid UTF-8, or NUL / control bytes). */
 function asText(buf: Buffer): string | undefined {
-  // eslint-disable-next-line no-control-regex
   try {
     const s = utf8.decode(buf)
+    // eslint-disable-next-line no-control-regex -- control characters are what marks binary text
     return /[\u0000-\u0008\u000e-\u001f]/.test(s) ? undefined : s
   } catch {
     return undefined

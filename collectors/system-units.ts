@@ -227,7 +227,7 @@ export class UnitWatcher {
   private schedule(): void {
     if (this.stopped) return
     this.timer = setTimeout(() => {
-      this.poll().finally(() => this.schedule())
+      void this.poll().then(() => this.schedule()) // pollOnce() catches its own failures
     }, this.opts.intervalMs ?? 2000)
     this.timer.unref()
   }

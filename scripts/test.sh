@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Tests and benchmarks are type-checked too (tsconfig.check.json); a type error fails CI before the suite runs.
 npm run typecheck
+# ESLint (type-aware rules) and Prettier's check: a finding fails CI like a failing test.
+npm run lint
 npm test

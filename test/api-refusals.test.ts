@@ -77,7 +77,10 @@ async function setup(
 
 function formOf(parts: [string, string | Blob][]): FormData {
   const f = new FormData()
-  for (const [k, v] of parts) typeof v === 'string' ? f.append(k, v) : f.append(k, v, 'upload.zip')
+  for (const [k, v] of parts) {
+    if (typeof v === 'string') f.append(k, v)
+    else f.append(k, v, 'upload.zip')
+  }
   return f
 }
 

@@ -2,7 +2,7 @@
 // through a counting relay, categories switched with PATCH of the telemetry config. What reaches the
 // daemon (events per method and session) and what it sends (commands per method) is counted on the
 // wire, so "off" means Chromium stopped sending, not that the daemon dropped what it got.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import CDP from 'chrome-remote-interface'
 import { startDaemon } from '../src/main.js'
 import { autoAttachParams, capturePlan } from '../src/monitor/index.js'

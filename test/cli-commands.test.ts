@@ -294,7 +294,7 @@ t.test('read, har and tail against a running daemon', async t => {
         `^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} #${lastSeq} network {5}network_response 201 GET http://app\\.test/api/4 application/json$`,
       ),
     )
-    t.notMatch(c.out(), /\x1b\[/, 'no colour when stdout is not a terminal')
+    t.notMatch(c.out(), new RegExp(String.fromCharCode(27) + '\\['), 'no colour when stdout is not a terminal')
   })
 })
 

@@ -74,7 +74,7 @@ t.test('connection options: flag, then env, then the generated token file', asyn
   })
   t.match(
     helpText(readCommand.spec),
-    /^Usage: browser-telemetry read \[options\]\n\n.*\n\nOptions:\n {2}    --since TIME +Window start/s,
+    /^Usage: browser-telemetry read \[options\]\n\n.*\n\nOptions:\n {6}--since TIME +Window start/s,
   )
   t.match(helpText(readCommand.spec), /--category NAME +Only these categories.*\(repeatable\)/)
 })

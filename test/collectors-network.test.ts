@@ -524,6 +524,7 @@ t.test(
       /Content-Disposition: form-data; name="note"\r\n\r\nhello multipart\r\n/,
       'the text field as text',
     )
+    // eslint-disable-next-line no-control-regex -- raw binary bytes are what must not appear
     t.notMatch(multipart, /[\u0000-\u0008]/, 'no raw binary in post_data')
     t.notOk(upload.truncated)
     const uploadRes = await h.waitEvent('network_response', e => e.data.url === `${server.url}upload`)

@@ -100,7 +100,7 @@ t.test('interval ticker and minimum interval run on the injected clock', async t
 t.test('a capture that never answers is abandoned after captureTimeoutMs; the next one runs', async t => {
   const s = setup({ intervalMs: 5000, minIntervalMs: 1000, captureTimeoutMs: 3000 })
   const page = fakePage()
-  s.collector.attach!(page.session, s.emit)
+  void s.collector.attach!(page.session, s.emit)
   page.state.stuck = true
   s.setEnabled(true)
   await settle()
@@ -118,7 +118,7 @@ t.test('the active page is the most recently opened or navigated one', async t =
   const s = setup()
   const a = fakePage('A')
   const b = fakePage('B')
-  s.collector.attach!(a.session, s.emit)
+  void s.collector.attach!(a.session, s.emit)
   const detachB = s.collector.attach!(b.session, s.emit) as () => void
   t.equal(s.collector.activeTargetId(), 'B', 'newest tab')
   a.fire('Page.frameNavigated', { frame: { id: 'A' } })

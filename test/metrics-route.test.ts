@@ -62,7 +62,8 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
   koa.use(httpMetrics(metrics) as Koa.Middleware)
   koa.use(renderErrors(silentLogger) as Koa.Middleware)
   koa.use(router.koa.routes() as unknown as Koa.Middleware)
-  const server = createServer(koa.callback())
+  const handle = koa.callback()
+  const server = createServer((req, res) => void handle(req, res))
   await new Promise<void>(r => server.listen(0, '127.0.0.1', r))
   t.teardown(
     () =>

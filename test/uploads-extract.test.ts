@@ -11,7 +11,7 @@ import { sweepSpool } from '../src/uploads/multipart-spool.js'
 import type { ZipLimits } from '../src/uploads/zip-entries.js'
 import { tempDir } from './helpers/store.js'
 import { snapshot } from './helpers/tree.js'
-import { rawZip, yazlZip, type RawEntry } from './helpers/zip.js'
+import { rawZip, yazlZip } from './helpers/zip.js'
 
 const LIMITS: ZipLimits = { maxEntries: 1000, maxTotalBytes: 64 * 1024 * 1024, maxRatio: 200 }
 

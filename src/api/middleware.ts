@@ -68,8 +68,9 @@ const CODE_BY_STATUS: Record<number, string> = {
 }
 
 /**
- * Any thrown value -> the ServiceError to answer (ApiError, UploadError, ... pass through as they are). Client errors raised by libraries (koa-body/co-body parse errors,
- * http-errors with expose=true) keep their status; everything else is a 500 that reveals nothing.
+ * Any thrown value -> the ServiceError to answer (ApiError, UploadError, ... pass through as they are).
+ * Client errors raised by libraries (koa-body/co-body parse errors, http-errors with expose=true) keep
+ * their status; everything else is a 500 that reveals nothing.
  */
 export function toApiError(err: unknown): ServiceError {
   if (err instanceof ServiceError) return err

@@ -12,7 +12,8 @@ export interface ApiServer {
 }
 
 export async function startApiServer(app: ApiApp, listen: { host: string; port: number }): Promise<ApiServer> {
-  const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, app.koa.callback())
+  const handle = app.koa.callback() // answers every error itself (the error middleware)
+  const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, (req, res) => void handle(req, res))
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(listen.port, listen.host, () => {

@@ -157,7 +157,7 @@ export class TelemetryStreams {
     const session = new StreamSession(this, res, start)
     this.sessions.add(session)
     this.stats.open = this.sessions.size
-    session.done.finally(() => {
+    void session.done.then(() => {
       this.sessions.delete(session)
       this.stats.open = this.sessions.size
     })

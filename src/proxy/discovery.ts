@@ -62,5 +62,5 @@ export function upstreamPathFor(pathname: string, browserWsUrl: string): string 
 
 /** The Host header value when it is a plain host[:port] (anything else falls back to the listen address). */
 export function saneHost(host: string | undefined): string | undefined {
-  return host && /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? host : undefined
+  return host && /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? host : undefined
 }

@@ -5,7 +5,6 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/ho
 import { toHar } from '../har/index.js'
 import { Details } from './details.js'
 import {
-  DEFAULT_VIEW,
   PANELS,
   PANEL_TITLES,
   MARKERS,
@@ -327,7 +326,7 @@ function Viewer({
           {session.live === 'live' ? 'live' : session.live === 'off' ? 'paused' : session.live}
           {session.loading ? ' · loading' : ''}
         </span>
-        <form class="jump" onSubmit={doJump}>
+        <form class="jump" onSubmit={e => void doJump(e)}>
           <label for="jump">Jump to</label>
           <input
             id="jump"

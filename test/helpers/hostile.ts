@@ -2,7 +2,7 @@
 // One case = a fresh headless Chromium + the compiled daemon in a child process attached to it
 // (--cdp-url), a local site, /healthz probed throughout, the daemon's peak RSS (VmHWM) at the end,
 // then a clean stop and every stored envelope read back from its data dir.
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'

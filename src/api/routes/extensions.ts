@@ -1,7 +1,7 @@
 // The extension group: upload (multipart `file` + optional `name`), list (offset-paged), metadata,
 // download (exact stored bytes) and delete. Storage and validation live in src/uploads/extension-store.ts.
 import { Type } from '@sinclair/typebox'
-import { invalidInput, notFound } from '../errors.js'
+import { notFound } from '../errors.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'
 import { badRequest } from '../../uploads/errors.js'
 import {

@@ -1,7 +1,7 @@
 // Telemetry routes: paged read, live SSE stream, capture configuration.
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { CATEGORIES, CONFIGURABLE_CATEGORIES, EnvelopeSchema } from '../../events/index.js'
+import { CONFIGURABLE_CATEGORIES, EnvelopeSchema } from '../../events/index.js'
 import type { ConfigurableCategory, Pipeline } from '../../pipeline.js'
 import type { EventLog } from '../../store/event-log.js'
 import { ApiError, invalidInput } from '../errors.js'
