@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs what a fresh machine lacks: Debian chromium and nats-server (when root) and the npm dependencies.
+# Installs what a fresh machine lacks: Debian chromium, nats-server, ffmpeg and systemd (when root) and the
+# npm dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need_apt=()
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
 # Fleet shipping tests and bench/ship.ts run a real JetStream server (the Debian package has it built in).
 [ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null || need_apt+=(nats-server)
+# Recording export and its tests encode video with ffmpeg.
+command -v ffmpeg >/dev/null || need_apt+=(ffmpeg)
+# The systemd unit's tests run systemd-analyze (security exposure score, unit verification) and systemd-notify.
+command -v systemd-analyze >/dev/null || need_apt+=(systemd)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt-get" >&2

@@ -2,15 +2,26 @@
 // a temp store dir. Ready means the server printed "Server is ready" (an event, not a sleep).
 // kill('SIGKILL') + start() again keeps the port and the store dir, like a crashed node coming back.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { delimiter, join } from 'node:path'
 import type { Test } from 'tap'
 import { subjectOf } from '../../src/ship/subject.js'
 import type { EventLog, StoredRecord } from '../../src/store/event-log.js'
 
-export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? '/usr/sbin/nats-server'
+/** Found the way scripts/setup.sh looks for it: $NATS_SERVER_BIN, the Debian path, then PATH. */
+export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? findNatsServer()
+
+function findNatsServer(): string {
+  if (existsSync('/usr/sbin/nats-server')) return '/usr/sbin/nats-server'
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const p = join(dir, 'nats-server')
+    if (dir && existsSync(p)) return p
+  }
+  return '/usr/sbin/nats-server' // not installed: the spawn error names the path
+}
 
 export interface NatsServerOptions {
   /** Extra flags, e.g. ['--auth', 'secret']. */
