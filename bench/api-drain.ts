@@ -1,4 +1,4 @@
-// Benchmark (issue 3 #1): drain N stored events (default 1,000,000) through HTTP pages of 100 with
+// Benchmark: drain N stored events (default 1,000,000) through HTTP pages of 100 with
 // the real client (@onkernel/sdk, `for await` over client.browsers.telemetry.events) vs raw
 // EventLog.read of the same pages, in the same run.
 // The daemon side (store + API server) runs in a child process, as in production; the raw baseline

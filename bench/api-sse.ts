@@ -1,4 +1,4 @@
-// Benchmark (issue 3 #2, issue 14 #5): CLIENTS concurrent SSE clients (default 100) on a RATE events/s
+// Benchmark: CLIENTS concurrent SSE clients (default 100) on a RATE events/s
 // emit load (default 10,000/s of ~500-byte events) for DURATION_S seconds (default 30). The daemon
 // (store + pipeline + API, compiled code from dist/, plain node; the generator emits inside it, as
 // collectors do) and the clients run in separate processes: CLIENT_PROCS client processes (default

@@ -1,4 +1,4 @@
-// Benchmark (issue 5): a page calls console.log 50,000 times. Events captured end to end by the daemon
+// Benchmark: a page calls console.log 50,000 times. Events captured end to end by the daemon
 // path (Monitor + console collector + Pipeline + EventLog in a child process running the compiled
 // daemon code with its runtime settings; committed, then read back from the log) vs events received by
 // a bare chrome-remote-interface client attached to the same page in the same run. Prints % captured,

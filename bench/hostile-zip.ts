@@ -1,4 +1,4 @@
-// Benchmark: extractZip against pathological archives (issue 15 item 4). For each case: median time
+// Benchmark: extractZip against pathological archives. For each case: median time
 // of RUNS, peak RSS growth (sampled every 5 ms), and the outcome (extracted / refused with code).
 // Linearity: the scaled cases run at N and 2N and print time(2N)/time(N) (about 2 when linear; the
 // old pairwise path checks were quadratic: 4 and up). Baseline for the 100k-entry extraction:

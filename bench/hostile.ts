@@ -1,4 +1,4 @@
-// Benchmark (issue 15): hostile input, time and memory.
+// Benchmark: hostile input, time and memory.
 // Part 1, envelope fit: the largest pathological events through fitEvent (1 MiB cap), median time
 // against one JSON.stringify of the same event (the baseline: fit may not cost more than a few
 // serialisations) and against the same event at 1/4 size (linear work: ratio ~4, not ~16; a quarter

@@ -1,4 +1,4 @@
-// Benchmark (issue 4): what the monitor adds on top of a bare chrome-remote-interface client, in the same run.
+// Benchmark: what the monitor adds on top of a bare chrome-remote-interface client, in the same run.
 //  1. Attach latency: Target.createTarget -> the new tab's first console event captured (the page logs
 //     as its first script), monitor + a console collector vs a bare client doing the same auto-attach dance.
 //  2. CDP round-trip: Runtime.evaluate("1") through TargetSession.send vs client.send on a bare flattened session.

@@ -1,4 +1,4 @@
-// Benchmark (issue 14): what watching costs the browser. A heavy local page (20 stylesheets, 40 scripts,
+// Benchmark: what watching costs the browser. A heavy local page (20 stylesheets, 40 scripts,
 // 30 images, 30 fetched JSON files, 300 console lines, layout shifts, a 30 ms long task) is loaded again and
 // again, each time in a fresh tab, by an outside CDP client (this process). Blocks of loads run under one
 // watcher each, interleaved round by round so machine drift hits every block alike:
@@ -185,7 +185,7 @@ await withTempDir(async tmp => {
     const bareLoad = bare ? median(bare.loadMs) : undefined
     const bareCpu = bare && bare.loads ? bare.cpuMs / bare.loads : undefined
     const evPerLoad = s.loads ? s.events / s.loads : 0
-    // What the daemon adds on top of an observer receiving the same CDP traffic (issue 14: Chromium charges the observer too).
+    // What the daemon adds on top of an observer receiving the same CDP traffic (Chromium charges the observer too).
     const added = b.kind === 'daemon' && bareCpu !== undefined ? cpuPerLoad - bareCpu : undefined
     console.log(
       `${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`,

@@ -1,4 +1,4 @@
-// Benchmark (issue 14): the daemon's own CPU per heavy-page load, without the browser's noise. First a
+// Benchmark: the daemon's own CPU per heavy-page load, without the browser's noise. First a
 // real headless Chromium loads the heavy local page (watchers.ts) a few times in fresh tabs while a
 // recorder attached like the daemon (auto-attach paused, the capture plan's domains for all categories
 // but screenshot) keeps every CDP message it receives, with its arrival time. Then a stand-in browser

@@ -1,4 +1,4 @@
-// Fleet simulation (issue 18): VMS daemons' shippers (own event log, own browser id each) spread over
+// Fleet simulation: VMS daemons' shippers (own event log, own browser id each) spread over
 // WORKERS processes, all shipping into ONE nats-server (JetStream, file storage) and one stream.
 // Phase "paced": every VM emits RATE events/s for SECONDS; per-VM commit -> ack lag p99.
 // Phase "replay": every VM's shipper starts on a log of BURST events written beforehand (like daemons

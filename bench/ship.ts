@@ -1,4 +1,4 @@
-// Fleet shipping (issue 18) against a real nats-server (Debian package, JetStream, temp store).
+// Fleet shipping against a real nats-server (Debian package, JetStream, temp store).
 // 1. Throughput: the shipper catching up a log of N ~500-byte envelopes (read, publish, ack, watermark)
 //    vs core NATS publishing the same payloads with the same headers, in the same run. Goal >= 0.4.
 //    Default js.publish (256 in flight) of the same payloads is printed for reference.

@@ -1,4 +1,4 @@
-// Benchmark 1 (issue 2): emit() -> committed throughput vs raw classic-level batch puts (100/batch)
+// Benchmark 1: emit() -> committed throughput vs raw classic-level batch puts (100/batch)
 // of the same bytes, in the same run. Prints the median ratio of 5 runs. Goal >= 0.5.
 // Both sides are warmed up once first (N/4 events each, not counted: the first pass of ours also paid
 // for compiling the whole pipeline, the raw loop is a few lines), and the runs alternate which side

@@ -1,4 +1,4 @@
-// Benchmarks 2 and 3 (issue 2):
+// Benchmarks 2 and 3:
 //  - cursor page read (100 envelopes) vs a raw iterator read of the same 100 keys (goal ratio >= 0.5);
 //  - `since` seek: median latency to the first page on a log of 2M events (goal <= 5 ms) and the
 //    ratio to the same on 200k events (goal <= 2x).

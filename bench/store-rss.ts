@@ -1,4 +1,4 @@
-// Benchmark 4 (issue 2): RSS of a process running the daemon's ingest core after 1M events (goal <= 120 MB).
+// Benchmark 4: RSS of a process running the daemon's ingest core after 1M events (goal <= 120 MB).
 // Baseline in the same run: the same child doing nothing but opening the log (N=0).
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'

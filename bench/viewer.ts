@@ -1,4 +1,4 @@
-// Session viewer at scale (issue 19): with 100k events in the log, the time from opening /viewer/ to
+// Session viewer at scale: with 100k events in the log, the time from opening /viewer/ to
 // the first rows on screen (goal <= 1 s), and frame times while scrolling up through history (the
 // list pages older events in as it goes). Baseline: the same on a log of 1k events, same process,
 // same Chromium. Real Debian Chromium through playwright-core; medians of RUNS fresh browser contexts.

@@ -1,5 +1,5 @@
 // The one error class hierarchy of the service: every error a client can be answered with is a
-// ServiceError carrying the spec's error object {code, message, details?} and its HTTP status.
+// ServiceError carrying the API's error object {code, message, details?} and its HTTP status.
 // Domains subclass it (ApiError in api/, UploadError in uploads/); nothing here depends on Koa, so
 // any layer may throw one and the API renders it as is.
 export interface ErrorDetail {

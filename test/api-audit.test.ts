@@ -1,4 +1,4 @@
-// Audit (issue 16 item 5) on a real daemon: refused requests never reach the log (metrics count
+// Audit on a real daemon: refused requests never reach the log (metrics count
 // them), every capture-config change is recorded with the token's name and scopes before it takes
 // effect (control cannot be switched off silently), and published events can never pass for
 // captured ones and name the token that published them.

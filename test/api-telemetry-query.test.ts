@@ -1,4 +1,4 @@
-// The read-parameter rules as a pure function: every rule of the spec and issue 3, no HTTP.
+// The read-parameter rules as a pure function: every documented rule, no HTTP.
 import t, { type Test } from 'tap'
 import { ApiError } from '../src/api/errors.js'
 import { parseRfc3339Us, parseTelemetryQuery, parseTimeBound, type RawQuery } from '../src/api/telemetry-query.js'

@@ -1,4 +1,4 @@
-// Bounded state (issue 15 item 3): URL / header caps, byte-bounded request table with counted
+// Bounded state: URL / header caps, byte-bounded request table with counted
 // eviction, SSE byte buffer (final comment, lossless resume), SSE and CDP-proxy connection caps,
 // attached-target cap against a real Chromium.
 import t from 'tap'

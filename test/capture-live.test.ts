@@ -1,4 +1,4 @@
-// The capture plan applied live (issue 14): the whole daemon attached to real headless Chromium
+// The capture plan applied live: the whole daemon attached to real headless Chromium
 // through a counting relay, categories switched with PATCH of the telemetry config. What reaches the
 // daemon (events per method and session) and what it sends (commands per method) is counted on the
 // wire, so "off" means Chromium stopped sending, not that the daemon dropped what it got.

@@ -1,4 +1,4 @@
-// Full disk (issue 16 item 3). On a real small filesystem (tmpfs with size=, when running as root and
+// Full disk. On a real small filesystem (tmpfs with size=, when running as root and
 // allowed to mount): a daemon started on a full disk stays up read-only (/healthz 503 with the
 // reason, reads work, writes 507 with the error object), resumes writing when space returns, and
 // never leaves an empty token or browser-id. Plus DiskGuard with injected free space.

@@ -1,4 +1,4 @@
-// Envelope cap (issue 15 item 1): every event type, random huge shapes, exact byte bounds, schema
+// Envelope cap: every event type, random huge shapes, exact byte bounds, schema
 // validity, largest fields cut first, producer objects untouched; plus the pipeline end to end.
 import t from 'tap'
 import { EVENT_TYPES, categoryOf, validateEvent, type TelemetryEvent } from '../src/events/index.js'

@@ -1,4 +1,4 @@
-// Hostile pages against a real Chromium and the compiled daemon in a child process (issue 15 item 6).
+// Hostile pages against a real Chromium and the compiled daemon in a child process.
 // Each case asserts: /healthz answered within 200 ms at every probe, daemon peak RSS (VmHWM) under
 // 150 MB, every stored envelope within the 1 MiB cap and valid, drops counted and visible as gaps
 // (seqs with no envelope = over_budget drops in /metrics, exactly). /healthz is probed the way a

@@ -1,4 +1,4 @@
-// Pathological archives (issue 15 item 4): deep names, long names, 100k entries, small-entry and
+// Pathological archives: deep names, long names, 100k entries, small-entry and
 // overlapping bombs, modes, free space (statfs, 507) and ENOSPC mid-extraction (507, destination
 // untouched) with injected faults and, when root may mount, on a real tiny tmpfs. Timing is not
 // asserted here: bench/hostile-zip.ts prints time and RSS for each case and its scaling.

@@ -1,4 +1,4 @@
-// Crash-safe merge (issue 16 item 1): a child process merges an archive of a few hundred files into
+// Crash-safe merge: a child process merges an archive of a few hundred files into
 // an existing destination of a few hundred files and is SIGKILLed at chosen moments, 30 times. After
 // each kill the startup path (sweepSpool: journal recovery, then the staging sweep) runs, and the
 // destination must be exactly the old tree or exactly the new one, byte for byte, with nothing left

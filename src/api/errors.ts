@@ -1,4 +1,4 @@
-// The error object of the spec: {code, message, details?}. Routes throw ApiError (a ServiceError,
+// The API's error object {code, message, details?}. Routes throw ApiError (a ServiceError,
 // src/errors.ts, like the upload domain's UploadError); one middleware renders any ServiceError.
 import { ServiceError, type ErrorBody, type ErrorDetail } from '../errors.js'
 

@@ -73,7 +73,7 @@ export function parseTimeBound(text: string, nowUs: number): number | undefined 
 }
 
 /**
- * Parses the read parameters (raw query string values) into a ReadQuery. Rules (spec + issue 3):
+ * Parses the read parameters (raw query string values) into a ReadQuery. Rules:
  * - offset: the opaque cursor of a previous X-Next-Offset. 0 is the "no more" sentinel, never a
  *   position, so it reads as absent. When set, `since` is ignored; `until` still bounds.
  * - since/until: RFC-3339 or a duration ago; since defaults to 5m (asc without offset); until exclusive.

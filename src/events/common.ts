@@ -19,7 +19,7 @@ export const CategorySchema = Type.Union(CATEGORIES.map(c => Type.Literal(c)))
 
 /** Categories that are switched individually (monitor follows the capture rule instead). */
 export const CONFIGURABLE_CATEGORIES = CATEGORIES.filter(c => c !== 'monitor') as Exclude<Category, 'monitor'>[]
-/** Any of these enabled makes the monitor category flow (spec: capture rules). */
+/** Any of these enabled makes the monitor category flow (the capture rule). */
 export const CDP_CATEGORIES: readonly Category[] = ['console', 'network', 'page', 'interaction']
 
 export const TARGET_TYPES = [

@@ -1,4 +1,4 @@
-// One definition per event type of the spec's Events table. From each we derive the TS type,
+// One definition per documented event type. From each we derive the TS type,
 // the JSON Schema and the category, so none of them can drift apart.
 import {
   Type,

@@ -1,5 +1,5 @@
 // HAR 1.2 (http://www.softwareishard.com/blog/har-12-spec/) as TypeScript types: only what we write.
-// Custom fields start with "_" as the spec allows (Chrome DevTools does the same, e.g. response._error).
+// Custom fields start with "_" as HAR 1.2 allows (Chrome DevTools does the same, e.g. response._error).
 export interface HarNameValue {
   name: string
   value: string

@@ -303,7 +303,7 @@ export class CdpProxy {
     if (current === undefined) return
     this.settleLost(current)
     // Live sessions still talk to a browser that is no longer the current one: close them so their
-    // clients reconnect to the new browser (spec: "browser restarted mid-session and proxy tore down").
+    // clients reconnect to the new browser (a browser restarted mid-session tears the proxy connections down).
     for (const r of [...this.relays]) {
       if ((r.state === 'open' || r.state === 'dialing') && r.browserUrl !== current) {
         this.end(r, 'upstream_changed')

@@ -1,4 +1,4 @@
-// Hostile-page harness (issue 15 item 6), shared by test/hostile-pages.test.ts and bench/hostile.ts.
+// Hostile-page harness, shared by test/hostile-pages.test.ts and bench/hostile.ts.
 // One case = a fresh headless Chromium + the compiled daemon in a child process attached to it
 // (--cdp-url), a local site, /healthz probed throughout, the daemon's peak RSS (VmHWM) at the end,
 // then a clean stop and every stored envelope read back from its data dir.
@@ -433,7 +433,7 @@ export interface HostileCounts {
 }
 export const FULL_COUNTS: HostileCounts = { requests: 10_000, iframes: 500, depth: 300 }
 
-/** The pathological pages of issue 15. */
+/** The pathological pages. */
 export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[] {
   const n = (x: number) => x
   return [

@@ -8,7 +8,7 @@
 // - The monitor category and api_call are emitted only by the daemon itself (monitor state machine,
 //   API middleware); a producer cannot inject them. `source.kind` may not be `kernel_api` or `cdp` (kinds the
 //   daemon owns); `source.metadata.published_by` records the publishing token's name.
-// - captcha_solve_result: `error_code` is required when status is `failure` (the spec: "an error_code
+// - captcha_solve_result: `error_code` is required when status is `failure` (documented: "an error_code
 //   accompanies it") and rejected when status is `success`; `website_path` is a path only (no `?`/`#`).
 // - Optional string fields may not be "": absent means absent.
 // - No api_call for this route: it is telemetry plumbing like the reads and the stream, and a
