@@ -292,10 +292,8 @@ t.test('screenshots', async t => {
       t.equal(calls.length, base + 3, 'the ticker started capture 3 at 15000 ms')
       release()
       await loaded
-      const third = calls[base + 2]!
-      t.pass(
-        `the load fired ${third.end === undefined || third.end > loadedAt! ? 'while capture 3 was in flight' : 'after capture 3 answered'}`,
-      )
+      // Which of the load and capture 3's answer comes first is Chromium's race; what follows holds for both.
+      t.type(loadedAt, 'number', 'the load fired once the image was released')
       await ended(3)
       // The load asked for a capture: deferred to the minimum interval after capture 3, not run next to it.
       await waitFor(() => clock.dueIn.join() === '1000,5000', 5000, 'the load capture deferred')
