@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
 import { CdpClient, CdpCommandError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
+import { waitFor } from './helpers/http.js'
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
@@ -68,10 +69,7 @@ t.test('a burst is handled in order, in slices that let other work run in betwee
   })
   for (let i = 0; i < N; i++)
     ws.send(JSON.stringify({ method: 'Runtime.consoleAPICalled', params: { i }, sessionId: 'S' }))
-  await new Promise<void>(r => {
-    const check = () => (order.length === N ? r() : setTimeout(check, 5))
-    check()
-  })
+  await waitFor(() => order.length === N, 30_000, 'every event handled')
   t.same(
     order,
     Array.from({ length: N }, (_, i) => `Runtime.consoleAPICalled:${i}:S`),
@@ -109,10 +107,7 @@ t.test('a message that outlasts a slice by itself is followed by a rest as long 
         sessionId: 'S',
       }),
     )
-  await new Promise<void>(r => {
-    const check = () => (spans.length === N ? r() : setTimeout(check, 5))
-    check()
-  })
+  await waitFor(() => spans.length === N, 30_000, 'every message handled')
   for (let i = 1; i < N; i++) {
     const ran = spans[i - 1]!.end - spans[i - 1]!.start
     const gap = spans[i]!.start - spans[i - 1]!.end
@@ -172,10 +167,7 @@ t.test(
     ws.send('{"method":"Network.dataReceived","params":{"i":4}}')
     ws.send('{"method":"Network.loadingFinished","params":{"i":5}}')
     t.same(await client.send('Good.one'), { ok: 'Good.one' }, 'answers are never ignored')
-    await new Promise<void>(r => {
-      const check = () => (got.length === 3 ? r() : setTimeout(check, 5))
-      check()
-    })
+    await waitFor(() => got.length === 3, 30_000, 'the three delivered events')
     t.same(got, ['Network.dataReceivedX:2', 'Network.dataReceived:3', 'Network.loadingFinished:5'])
   },
 )

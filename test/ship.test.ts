@@ -52,19 +52,33 @@ function ackedUpTo(s: Shipper, seq: () => number): Promise<void> {
   })
 }
 
-/** Resolves once `ok()` holds, re-checked on every shipper change. */
-function until(s: Shipper, ok: () => boolean): Promise<void> {
-  return new Promise(resolve => {
+/**
+ * Resolves once `ok()` holds, re-checked on every shipper change and ack; a regression fails here with the
+ * shipper's state after `timeoutMs`, not with the runner's whole-file timeout.
+ */
+function until(s: Shipper, ok: () => boolean, timeoutMs = 60_000): Promise<void> {
+  return new Promise((resolve, reject) => {
     if (ok()) {
       resolve()
       return
     }
-    const off = s.onChange(() => {
+    const timer = setTimeout(() => {
+      off()
+      reject(new Error(`shipper condition not reached in ${timeoutMs} ms: ${JSON.stringify(s.health())}`))
+    }, timeoutMs)
+    const check = () => {
       if (ok()) {
         off()
+        clearTimeout(timer)
         resolve()
       }
-    })
+    }
+    const offChange = s.onChange(check)
+    const offAcked = s.onAcked(check)
+    const off = () => {
+      offChange()
+      offAcked()
+    }
   })
 }
 
@@ -151,14 +165,7 @@ t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost
   await emitMany(pipeline, 0, 5000)
   // Kill while publishes are in flight: the next batch is emitted and the kill lands mid-stream.
   const midRun = emitMany(pipeline, 5000, 5000)
-  await new Promise<void>(resolve => {
-    const off = s.onAcked(seq => {
-      if (seq >= 6000) {
-        off()
-        resolve()
-      }
-    })
-  })
+  await until(s, () => s.ackedSeq >= 6000)
   await nats.kill('SIGKILL')
   await until(s, () => s.state() === 'reconnecting')
   await midRun

@@ -556,10 +556,16 @@ t.test('failed writes are counted and surfaced, then the pipeline recovers witho
   const raw = keepLevel()
   const { log, pipeline } = await openStore(t, { level: raw.level })
   let failures = 2
-  failWrites(raw.db(), () => (failures-- > 0 ? 'IO error: No space left on device' : undefined))
+  // The health as the first write after the two failures begins: what a /healthz probe saw meanwhile.
+  let duringOutage: ReturnType<EventLog['health']> | undefined
+  failWrites(raw.db(), () => {
+    if (failures-- > 0) return 'IO error: No space left on device'
+    duringOutage ??= { ...log.health() }
+    return undefined
+  })
   const results = Array.from({ length: 5 }, (_, i) => accepted(pipeline.emit(call(i))))
-  await new Promise(r => setTimeout(r, 30))
-  const h = log.health()
+  await results[0]!.committed
+  const h = duringOutage!
   t.equal(h.writable, false)
   t.ok(h.writeFailures >= 1)
   t.match(h.lastWriteError, /No space left/)
@@ -575,13 +581,20 @@ t.test('while writes keep failing the buffer is bounded: oldest batches dropped,
   const raw = keepLevel()
   const { log, pipeline } = await openStore(t, { maxPendingEvents: 600, commitMaxEvents: 100, level: raw.level })
   let failing = true
-  failWrites(raw.db(), () => (failing ? 'disk full' : undefined))
+  let failedOnce!: () => void
+  const aWriteFailed = new Promise<void>(resolve => (failedOnce = resolve))
+  failWrites(raw.db(), () => {
+    if (!failing) return undefined
+    failedOnce()
+    return 'disk full'
+  })
   const reported: string[] = []
   log.onDrop(records => {
     for (const r of records) reported.push(`${r.category}:${r.seq}`)
   })
   const results = Array.from({ length: 1000 }, (_, i) => accepted(pipeline.emit(call(i))))
-  await new Promise(r => setTimeout(r, 20))
+  // The overflow happens as the events are emitted; the disk recovers only after a write failed.
+  await aWriteFailed
   failing = false
   const outcomes = await Promise.all(results.map(r => r.committed))
   const dropped = outcomes.filter(o => !o).length

@@ -6,6 +6,7 @@
 // Screenshots of each panel go to test-output/viewer/.
 import t, { type Test } from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { mkdir, readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
@@ -15,7 +16,6 @@ import { chromium } from 'playwright-core'
 import { CHROMIUM_FLAGS } from '../src/monitor/launch.js'
 import { viewerUrl } from '../src/cli/open.js'
 import { VIEWER_CSP } from '../src/api/routes/viewer.js'
-import { buildViewer } from '../scripts/build-viewer.mjs'
 import { startBrowser } from './helpers/browser.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { createServer } from 'node:net'
@@ -107,7 +107,12 @@ const SITE_TWO =
 
 t.test('session viewer against a recorded session', async t => {
   const top = t
-  await buildViewer()
+  // The daemon serves the checkout's dist/viewer, which `npm test` builds before any test runs;
+  // rebuilding it here would change files other tests' daemons may be serving.
+  if (!existsSync(join(repo, 'dist', 'viewer', 'index.html'))) {
+    t.fail('dist/viewer is not built: run npm run build (npm test builds it first)')
+    return
+  }
   await mkdir(artifacts, { recursive: true })
   const dead = await startServer(t)
   const deadPort = dead.port
@@ -267,14 +272,14 @@ t.test('session viewer against a recorded session', async t => {
     t.equal(where.cookie, '')
   })
 
-  await t.test('live mode shows a new console line within 1 s', async t => {
+  await t.test('live mode shows a new console line without a reload', async t => {
     await showPanel('console')
     t.equal(await page.getAttribute('#follow', 'aria-pressed'), 'true', 'follows by default')
     await page.waitForSelector('#live-status:text("live")')
     await cdp.Runtime.evaluate({ expression: 'console.log("live line 1")' })
-    const started = Date.now()
-    await page.waitForSelector('#list-console .c-text:text("live line 1")', { timeout: 1000 })
-    t.ok(Date.now() - started <= 1000, `shown after ${Date.now() - started} ms`)
+    // How fast is bench/viewer.ts's business; here only that it arrives over the stream.
+    await page.waitForSelector('#list-console .c-text:text("live line 1")', { timeout: 15_000 })
+    t.equal(await page.locator('#list-console .c-text:text("live line 1")').count(), 1, 'shown once')
   })
 
   await t.test(
