@@ -239,8 +239,7 @@ export class UnitWatcher {
       text = await this.run(['show', '-p', UNIT_PROPERTIES.join(','), '--', ...units])
     } catch (err) {
       // Said once per outage (systemd absent, D-Bus down); polling goes on.
-      if (!this.failing)
-        this.logger.warn({ err: (err as Error).message, units }, 'cannot query systemd for --watch-unit units')
+      if (!this.failing) this.logger.warn({ err, units }, 'cannot query systemd for --watch-unit units')
       this.failing = true
       return
     }

@@ -86,7 +86,7 @@ export class DiskGuard {
     try {
       free = await this.freeBytes(this.opts.dir)
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'cannot read free disk space')
+      this.log.warn({ err }, 'cannot read free disk space')
       return
     }
     const hasReserve = (await this.reserveSize()) >= this.opts.reserveBytes

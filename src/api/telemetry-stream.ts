@@ -320,7 +320,7 @@ class StreamSession {
   /** Pages the store from the last sent seq; a failed read closes the stream (the client resumes). */
   private startReplay(): void {
     void this.replay().catch(err => {
-      this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
+      this.logger.warn({ err }, 'telemetry stream backlog read failed; closing the stream')
       this.close()
     })
   }
