@@ -13,6 +13,7 @@ import { RequestTable } from './network-requests.js'
 import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
+import { headerValue } from '../src/util/headers.js'
 import { bounds, capHeaders, capUrl, countEviction } from '../src/bounds.js'
 
 export interface NetworkCollectorOptions {
@@ -374,7 +375,7 @@ class SessionRequests {
     p: Protocol.Network.RequestWillBeSentEvent,
     respond: (body: CutBody | undefined) => void,
   ): void {
-    const contentType = headerValue(p.request.headers, 'content-type')
+    const contentType = headerText(p.request.headers, 'content-type')
     const { bodyMaxBytes } = this.settings
     this.queueFetch(
       () =>
@@ -463,8 +464,8 @@ function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
   return out
 }
 
-/** A request header's value, whatever the case of its name. */
-function headerValue(h: Protocol.Network.Headers, name: string): string | undefined {
-  for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === name) return typeof v === 'string' ? v : String(v)
-  return undefined
+/** A request header's value as text, whatever the case of its name. */
+function headerText(h: Protocol.Network.Headers, name: string): string | undefined {
+  const v = headerValue(h as Record<string, unknown>, name)
+  return v === undefined || typeof v === 'string' ? v : String(v)
 }

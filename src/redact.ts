@@ -9,6 +9,7 @@
 // at least 8), so a reader still sees that a field was there and roughly how big it was. The field
 // itself always stays.
 import type { TelemetryEvent } from './events/index.js'
+import { headerValue } from './util/headers.js'
 
 export const DEFAULT_REDACTED_HEADERS = [
   'authorization',
@@ -345,8 +346,3 @@ type StackLike = { callFrames?: { url?: string }[]; parent?: StackLike }
 
 /** Top-level data fields that hold URLs (context url, request document/redirect, console source, tab url). */
 const URL_FIELDS = ['url', 'document_url', 'redirect_url', 'source_url'] as const
-
-function headerValue(headers: Record<string, string>, name: string): string | undefined {
-  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return v
-  return undefined
-}

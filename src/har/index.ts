@@ -8,4 +8,5 @@ export {
   HAR_CATEGORIES,
   type ToHarOptions,
 } from './to-har.js'
+export { ExchangeJoin, joinExchanges, exchangeKey, firstOf, type Exchange, type EnvelopeOf } from './exchanges.js'
 export type * from './types.js'

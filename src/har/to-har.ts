@@ -1,31 +1,14 @@
 // Network envelopes -> HAR 1.2. Pure: no I/O, no clock. Envelopes may come in any order and any mix
-// of categories; only network_* and page_* events are used.
-//
-// Join rule: network_request opens an exchange keyed by (session_id, request_id); the next
-// network_response or network_loading_failed with that key completes it. Chromium reuses the
-// request id across a redirect chain, so a second network_request with the same key (is_redirect)
-// closes the open hop (its redirectURL is the new hop's URL) and opens the next one: each hop is one
-// entry. Responses or failures without a captured request (in flight before the window or attach)
-// still become one entry each, built from what they carry.
-import type { Envelope, EventData, TelemetryEvent } from '../events/index.js'
+// of categories; only network_* and page_* events are used. Each exchange of the shared join
+// (exchanges.ts: one per request hop) is one entry.
+import type { Envelope, TelemetryEvent } from '../events/index.js'
+import { headerValue } from '../util/headers.js'
+import { ExchangeJoin, firstOf, type Exchange } from './exchanges.js'
 import type { Har, HarEntry, HarNameValue, HarPage, HarTimings } from './types.js'
 
 export interface ToHarOptions {
   creator?: { name: string; version: string }
   comment?: string
-}
-
-type RequestData = EventData<'network_request'>
-type ResponseData = EventData<'network_response'>
-type FailedData = EventData<'network_loading_failed'>
-
-interface Exchange {
-  key: string
-  request?: { seq: number; ts: number; data: RequestData }
-  response?: { seq: number; ts: number; data: ResponseData; truncated: boolean }
-  failed?: { seq: number; ts: number; data: FailedData }
-  /** Set when a later hop of the same request id followed this one. */
-  redirectedTo?: { ts: number; url: string }
 }
 
 interface PageState {
@@ -38,8 +21,7 @@ const DEFAULT_CREATOR = { name: 'browser-telemetry', version: '0.1.0' }
 
 export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): Har {
   const sorted = [...envelopes].sort((a, b) => a.seq - b.seq)
-  const exchanges: Exchange[] = []
-  const open = new Map<string, Exchange>()
+  const join = new ExchangeJoin()
   const pages: PageState[] = []
   const pageByLoader = new Map<string, PageState>()
   const pageByNav = new Map<string, PageState>()
@@ -60,14 +42,8 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
     )
   }
 
-  const start = (key: string, ex: Exchange, ctx: Parameters<typeof pageFor>[0]): void => {
-    exchanges.push(ex)
-    open.set(key, ex)
-    const p = pageFor(ctx)
-    if (p) pageOfExchange.set(ex, p)
-  }
-
-  for (const { seq, event } of sorted) {
+  for (const envelope of sorted) {
+    const { event } = envelope
     switch (event.type) {
       case 'page_navigation': {
         const d = event.data
@@ -89,8 +65,9 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
         if (d.loader_id !== undefined) pageByLoader.set(d.loader_id, state)
         // The document request usually precedes page_navigation (it was sent before the commit):
         // attach already-open exchanges of the same loader to this page.
-        for (const ex of exchanges) {
-          if (d.loader_id !== undefined && ex.request?.data.loader_id === d.loader_id) pageOfExchange.set(ex, state)
+        for (const ex of join.exchanges) {
+          if (d.loader_id !== undefined && ex.request?.event.data.loader_id === d.loader_id)
+            pageOfExchange.set(ex, state)
         }
         break
       }
@@ -106,30 +83,13 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
         if (state.page.pageTimings[field] === -1 && ms >= 0) state.page.pageTimings[field] = ms
         break
       }
-      case 'network_request': {
-        const d = event.data
-        const key = exchangeKey(d)
-        const prev = open.get(key)
-        if (prev && !prev.response && !prev.failed) prev.redirectedTo = { ts: event.ts, url: d.url ?? '' }
-        start(key, { key, request: { seq, ts: event.ts, data: d } }, d)
-        break
-      }
-      case 'network_response': {
-        const d = event.data
-        const key = exchangeKey(d)
-        const ex = open.get(key)
-        const response = { seq, ts: event.ts, data: d, truncated: event.truncated === true }
-        if (ex && !ex.response && !ex.failed) ex.response = response
-        else start(key, { key, response }, d)
-        break
-      }
+      case 'network_request':
+      case 'network_response':
       case 'network_loading_failed': {
-        const d = event.data
-        const key = exchangeKey(d)
-        const ex = open.get(key)
-        const failed = { seq, ts: event.ts, data: d }
-        if (ex && !ex.response && !ex.failed) ex.failed = failed
-        else start(key, { key, failed }, d)
+        // An exchange belongs to the page current when it began.
+        const begun = join.add(envelope)
+        const p = begun ? pageFor(event.data) : undefined
+        if (begun && p) pageOfExchange.set(begun, p)
         break
       }
       default:
@@ -137,7 +97,7 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
     }
   }
 
-  const entries = exchanges.map(ex => toEntry(ex, pageOfExchange.get(ex)?.page.id))
+  const entries = join.exchanges.map(ex => toEntry(ex, pageOfExchange.get(ex)?.page.id))
   entries.sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime) || a._seq[0]! - b._seq[0]!)
   return {
     log: {
@@ -154,26 +114,26 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
 export const HAR_CATEGORIES = ['network', 'page'] as const
 
 function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
-  const req = ex.request?.data
-  const res = ex.response?.data
-  const fail = ex.failed?.data
-  const startUs = ex.request?.ts ?? ex.response?.ts ?? ex.failed!.ts
-  const endUs = ex.response?.ts ?? ex.failed?.ts ?? ex.redirectedTo?.ts
+  const req = ex.request?.event.data
+  const res = ex.response?.event.data
+  const fail = ex.failure?.event.data
+  const startUs = firstOf(ex).ts
+  const endUs = ex.response?.event.ts ?? ex.failure?.event.ts ?? ex.redirectedTo?.ts
   // HAR requires a URI; a failure of a request in flight before attach carries none.
   const url = req?.url ?? res?.url ?? fail?.url ?? 'about:blank'
   const reqHeaders = headerList(req?.headers)
   const postData = req?.post_data
-  const reqContentType = headerValue(req?.headers, 'content-type')
+  const reqContentType = firstValue(headerValue(req?.headers, 'content-type'))
   const resHeaders = headerList(res?.headers)
   const body = res?.body
-  const declaredLength = Number(headerValue(res?.headers, 'content-length'))
+  const declaredLength = Number(firstValue(headerValue(res?.headers, 'content-length')))
   const capturedBytes = body !== undefined ? utf8ByteLength(body) : undefined
 
   const comments: string[] = []
   if (!ex.request) comments.push('request not captured (in flight before the window or the debugger attached)')
-  if (!ex.response && !ex.failed && ex.redirectedTo)
+  if (!ex.response && !ex.failure && ex.redirectedTo)
     comments.push('redirect response not captured; redirectURL from the next hop')
-  else if (!ex.response && !ex.failed) comments.push('no response captured in this window')
+  else if (!ex.response && !ex.failure) comments.push('no response captured in this window')
 
   const totalMs = endUs !== undefined ? Math.max(0, round3((endUs - startUs) / 1000)) : 0
   // What is captured is when the request was sent and when its body finished (or it failed), so
@@ -203,11 +163,13 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
       headers: resHeaders,
       content: {
         size: Number.isInteger(declaredLength) && declaredLength >= 0 ? declaredLength : (capturedBytes ?? 0),
-        mimeType: res?.mime_type ?? headerValue(res?.headers, 'content-type') ?? '',
+        mimeType: res?.mime_type ?? firstValue(headerValue(res?.headers, 'content-type')) ?? '',
         ...(body !== undefined ? { text: body } : {}),
-        ...(body !== undefined && ex.response?.truncated ? { comment: 'body truncated at capture' } : {}),
+        ...(body !== undefined && ex.response?.event.truncated === true
+          ? { comment: 'body truncated at capture' }
+          : {}),
       },
-      redirectURL: ex.redirectedTo?.url ?? headerValue(res?.headers, 'location') ?? '',
+      redirectURL: ex.redirectedTo?.url ?? firstValue(headerValue(res?.headers, 'location')) ?? '',
       headersSize: -1,
       bodySize: Number.isInteger(declaredLength) && declaredLength >= 0 ? declaredLength : -1,
       ...(fail ? { _error: fail.canceled ? `${fail.error_text} (canceled)` : fail.error_text } : {}),
@@ -216,7 +178,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
     timings,
     ...(comments.length > 0 ? { comment: comments.join('; ') } : {}),
     _requestId: (req ?? res ?? fail)!.request_id,
-    _seq: [ex.request?.seq, ex.response?.seq, ex.failed?.seq].filter((s): s is number => s !== undefined),
+    _seq: [ex.request?.seq, ex.response?.seq, ex.failure?.seq].filter((s): s is number => s !== undefined),
   }
   const resourceType = req?.resource_type ?? res?.resource_type ?? fail?.resource_type
   // DevTools names resource types in lowercase ("document", "xhr", "fetch"); CDP capitalises them.
@@ -225,10 +187,6 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
   const sessionId = req?.session_id ?? res?.session_id ?? fail?.session_id
   if (sessionId !== undefined) entry._sessionId = sessionId
   return entry
-}
-
-function exchangeKey(d: { session_id?: string; request_id: string }): string {
-  return `${d.session_id ?? ''}\u0000${d.request_id}`
 }
 
 function targetKeyOf(d: { target_id?: string; session_id?: string }): string {
@@ -245,10 +203,9 @@ export function headerList(headers: Record<string, string> | undefined): HarName
   return out
 }
 
-function headerValue(headers: Record<string, string> | undefined, name: string): string | undefined {
-  if (!headers) return undefined
-  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return v.split('\n')[0]
-  return undefined
+/** Chromium joins repeated headers with "\n": the first of them. */
+function firstValue(v: string | undefined): string | undefined {
+  return v?.split('\n')[0]
 }
 
 function queryOf(url: string): HarNameValue[] {

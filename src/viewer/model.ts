@@ -1,7 +1,8 @@
 // The viewer's pure model: loaded envelopes -> panel rows, navigations, gaps, click markers,
 // filters and the deep-link state. No DOM, no fetch: unit-tested in Node (test/viewer-model.test.ts).
 import type { Envelope, TelemetryEvent } from '../events/index.js'
-import { utf8ByteLength } from '../har/index.js'
+import { firstOf, joinExchanges, utf8ByteLength, type EnvelopeOf } from '../har/index.js'
+import { headerValue } from '../util/headers.js'
 
 export type { Envelope, TelemetryEvent }
 
@@ -60,48 +61,31 @@ export const gapLabel = (g: Gap): string =>
   `${g.count} event${g.count === 1 ? '' : 's'} dropped (seq ${g.from}${g.count > 1 ? `–${g.to}` : ''})`
 
 // ---------------------------------------------------------------------------------------------
-// Network: request -> response | failure per (session, request id); a redirect closes the open hop.
+// Network: one row per request hop, from the same join as the HAR export (src/har/exchanges.ts).
 
 export interface NetRow {
   kind: 'net'
   /** seq of the first envelope of the hop (request, or the orphan response/failure). */
   seq: number
   ts: number
-  request?: Envelope
-  response?: Envelope
-  failure?: Envelope
+  request?: EnvelopeOf<'network_request'>
+  response?: EnvelopeOf<'network_response'>
+  failure?: EnvelopeOf<'network_loading_failed'>
   /** Set when a later hop with the same request id redirected away from this one. */
   redirectedTo?: string
   envelopes: Envelope[]
 }
 
 export function joinNetwork(events: readonly Envelope[]): NetRow[] {
-  const rows: NetRow[] = []
-  const open = new Map<string, NetRow>()
-  for (const e of events) {
-    const t = e.event.type
-    if (t !== 'network_request' && t !== 'network_response' && t !== 'network_loading_failed') continue
-    const d = dataOf(e)
-    const key = `${str(d.session_id) ?? str(d.target_id) ?? ''}|${str(d.request_id) ?? ''}`
-    if (t === 'network_request') {
-      const prev = open.get(key)
-      if (prev) prev.redirectedTo = str(d.url)
-      const row: NetRow = { kind: 'net', seq: e.seq, ts: e.event.ts, request: e, envelopes: [e] }
-      rows.push(row)
-      open.set(key, row)
-      continue
-    }
-    let row = open.get(key)
-    if (!row || row.response || row.failure) {
-      row = { kind: 'net', seq: e.seq, ts: e.event.ts, envelopes: [] }
-      rows.push(row)
-    }
-    if (t === 'network_response') row.response = e
-    else row.failure = e
-    row.envelopes.push(e)
-    open.delete(key)
-  }
-  return rows
+  return joinExchanges(events).map(ex => ({
+    kind: 'net',
+    ...firstOf(ex),
+    request: ex.request,
+    response: ex.response,
+    failure: ex.failure,
+    redirectedTo: ex.redirectedTo?.url,
+    envelopes: ex.envelopes,
+  }))
 }
 
 export interface NetSummary {
@@ -116,22 +100,21 @@ export interface NetSummary {
 }
 
 export function netSummary(r: NetRow): NetSummary {
-  const req = r.request ? dataOf(r.request) : {}
-  const res = r.response ? dataOf(r.response) : undefined
-  const fail = r.failure ? dataOf(r.failure) : undefined
+  const req = r.request?.event.data
+  const res = r.response?.event.data
+  const fail = r.failure?.event.data
   const end = r.response ?? r.failure
-  const headers = (res?.headers ?? {}) as Record<string, string>
-  const len = Object.entries(headers).find(([k]) => k.toLowerCase() === 'content-length')?.[1]
-  const body = str(res?.body)
+  const len = headerValue(res?.headers, 'content-length')
+  const body = res?.body
   return {
-    url: str(req.url) ?? str(res?.url) ?? str(fail?.url) ?? '',
-    method: str(req.method) ?? str(res?.method) ?? 'GET',
-    status: num(res?.status),
-    mime: str(res?.mime_type),
+    url: req?.url ?? res?.url ?? fail?.url ?? '',
+    method: req?.method ?? res?.method ?? 'GET',
+    status: res?.status,
+    mime: res?.mime_type,
     size: len !== undefined && /^\d+$/.test(len) ? Number(len) : body !== undefined ? utf8ByteLength(body) : undefined,
     durationMs: r.request && end ? Math.max(0, (end.event.ts - r.request.event.ts) / 1000) : undefined,
-    error: str(fail?.error_text),
-    resourceType: str(req.resource_type) ?? str(res?.resource_type) ?? str(fail?.resource_type),
+    error: fail?.error_text,
+    resourceType: req?.resource_type ?? res?.resource_type ?? fail?.resource_type,
   }
 }
 
@@ -246,7 +229,8 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
     if (lastNavOfTarget.get(target) === nav && !pending.has(target)) nav.endSeq = Math.max(nav.endSeq, e.seq)
     const marker = MARKER_OF[e.event.type]
     if (marker && nav.markers[marker] === undefined) nav.markers[marker] = (e.event.ts - nav.ts) / 1000
-    switch (e.event.type) {
+    const event = e.event
+    switch (event.type) {
       case 'network_request':
         nav.requests++
         break
@@ -254,25 +238,24 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
         nav.failures++
         break
       case 'network_response':
-        if ((num(d.status) ?? 0) >= 400) nav.failures++
+        if ((event.data.status ?? 0) >= 400) nav.failures++
         break
       case 'console_error':
         nav.consoleErrors++
         break
       case 'console_log':
-        if (d.level === 'error') nav.consoleErrors++
+        if (event.data.level === 'error') nav.consoleErrors++
         break
       case 'page_layout_shift': {
-        const ls = d.layout_shift_details as { value?: number; had_recent_input?: boolean } | undefined
+        const ls = event.data.layout_shift_details
         if (ls && !ls.had_recent_input && typeof ls.value === 'number') nav.cls += ls.value
         break
       }
       case 'page_lcp': {
-        const l = d.lcp_details as { render_time?: number; load_time?: number } | undefined
-        const at = l?.render_time || l?.load_time
-        // render/load times are epoch milliseconds (the collector converts CDP's seconds); ts is Unix µs.
-        const atMs = at ? (at < 1e11 ? at * 1000 : at) : undefined
-        nav.lcpMs = atMs ? Math.max(0, atMs - nav.ts / 1000) : (e.event.ts - nav.ts) / 1000
+        // render/load times are epoch milliseconds; ts is Unix µs.
+        const l = event.data.lcp_details
+        const atMs = l?.render_time || l?.load_time
+        nav.lcpMs = atMs ? Math.max(0, atMs - nav.ts / 1000) : (event.ts - nav.ts) / 1000
         break
       }
     }
