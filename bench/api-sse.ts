@@ -295,7 +295,8 @@ function clientsProcess(url: string, n: number, validating: number): void {
         },
         () =>
           sock.write(
-            `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nAccept: text/event-stream\r\n${lastEventId}Connection: close\r\n\r\n`,
+            `GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nAccept: ` +
+              `text/event-stream\r\n${lastEventId}Connection: close\r\n\r\n`,
           ),
       ))
       sock.on('error', () => {
@@ -592,7 +593,8 @@ async function run(nClients: number): Promise<RunResult> {
     const ok = errors.length === 0 && counts.every(c => c === emitted.total)
     if (!ok)
       console.log(
-        `  incomplete: per-client counts ${JSON.stringify([...new Set(counts)].slice(0, 10))} of ${emitted.total}, errors ${JSON.stringify(errors.slice(0, 5))}`,
+        `  incomplete: per-client counts ${JSON.stringify([...new Set(counts)].slice(0, 10))} of ${emitted.total}, errors ` +
+          `${JSON.stringify(errors.slice(0, 5))}`,
       )
     return {
       ok,
@@ -627,14 +629,19 @@ if (process.argv[2] === '--clients') {
     console.log('(tsc reported errors elsewhere in the tree; using what it emitted into dist/)')
   }
   console.log(
-    `${CLIENTS} SSE clients in ${PROCS} processes (${VALIDATE} validating through eventsource-parser) vs 1 (baseline), ${RATE} events/s for ${SECONDS} s, ${RUNS} runs, ${cpus().length} cores, live writes coalesced over ${COALESCE_MS ?? 'the default'} ms, client buffer ${BUFFER_BYTES ?? 'default'} B, ring ${RING_BYTES ?? 'default'} B`,
+    `${CLIENTS} SSE clients in ${PROCS} processes (${VALIDATE} validating through eventsource-parser) vs 1 (baseline), ${RATE} events/s for ${SECONDS} s, ` +
+      `${RUNS} runs, ${cpus().length} cores, live writes coalesced over ${COALESCE_MS ?? 'the default'} ms, client buffer ${BUFFER_BYTES ?? 'default'} B, ` +
+      `ring ${RING_BYTES ?? 'default'} B`,
   )
   const main: RunResult[] = []
   const base: RunResult[] = []
   const line = (r: RunResult) =>
-    `ok=${r.ok} delivered ${r.minCount}..${r.maxCount} of ${r.events} per client; emit-to-client p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, max ${fmt(r.max, 0)} ms; ` +
-    `CPU over ${fmt(r.wallS, 1)} s: daemon ${fmt(r.daemonCpuS, 1)} s, clients ${fmt(r.clientCpuS, 1)} s, machine ${fmt(r.machineBusyCores, 2)} of ${cpus().length} cores busy; ` +
-    `rate ${fmt(r.achievedRate, 0)}/s; RSS peak ${fmt(r.peakRssMb, 0)} MB (idle ${fmt(r.idleRssMb, 0)}); slow-client disconnects ${r.slowDisconnects} (resumed: ${r.reconnects}; from the ring ${r.ringResumes}, from the store ${r.storeResumes})`
+    `ok=${r.ok} delivered ${r.minCount}..${r.maxCount} of ${r.events} per client; emit-to-client p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms, max ` +
+    `${fmt(r.max, 0)} ms; ` +
+    `CPU over ${fmt(r.wallS, 1)} s: daemon ${fmt(r.daemonCpuS, 1)} s, clients ${fmt(r.clientCpuS, 1)} s, machine ${fmt(r.machineBusyCores, 2)} of ` +
+    `${cpus().length} cores busy; ` +
+    `rate ${fmt(r.achievedRate, 0)}/s; RSS peak ${fmt(r.peakRssMb, 0)} MB (idle ${fmt(r.idleRssMb, 0)}); slow-client disconnects ${r.slowDisconnects} ` +
+    `(resumed: ${r.reconnects}; from the ring ${r.ringResumes}, from the store ${r.storeResumes})`
   for (let i = 0; i < RUNS; i++) {
     if (BASELINE) {
       const b = await run(1)
@@ -650,12 +657,16 @@ if (process.argv[2] === '--clients') {
     `every client got every event exactly once, in order (with resumes): ${main.every(r => r.ok) ? 'yes, all runs' : 'NO'}`,
   )
   console.log(
-    `${CLIENTS} clients, medians: emit-to-client p50 ${fmt(med(main, 'p50'), 1)} ms, p99 ${fmt(med(main, 'p99'), 1)} ms (goal <= 100), max ${fmt(med(main, 'max'), 0)} ms; ` +
-      `daemon CPU ${fmt(med(main, 'daemonCpuS'), 1)} s, clients CPU ${fmt(med(main, 'clientCpuS'), 1)} s, machine ${fmt(med(main, 'machineBusyCores'), 2)} cores busy over ${fmt(med(main, 'wallS'), 1)} s; peak daemon RSS ${fmt(med(main, 'peakRssMb'), 0)} MB (goal <= 200)`,
+    `${CLIENTS} clients, medians: emit-to-client p50 ${fmt(med(main, 'p50'), 1)} ms, p99 ${fmt(med(main, 'p99'), 1)} ms (goal <= 100), max ` +
+      `${fmt(med(main, 'max'), 0)} ms; ` +
+      `daemon CPU ${fmt(med(main, 'daemonCpuS'), 1)} s, clients CPU ${fmt(med(main, 'clientCpuS'), 1)} s, machine ` +
+      `${fmt(med(main, 'machineBusyCores'), 2)} cores busy over ${fmt(med(main, 'wallS'), 1)} s; peak daemon RSS ${fmt(med(main, 'peakRssMb'), 0)} MB ` +
+      `(goal <= 200)`,
   )
   if (BASELINE) {
     console.log(
-      `1 client (baseline), medians: p50 ${fmt(med(base, 'p50'), 1)} ms, p99 ${fmt(med(base, 'p99'), 1)} ms; daemon CPU ${fmt(med(base, 'daemonCpuS'), 1)} s; peak RSS ${fmt(med(base, 'peakRssMb'), 0)} MB`,
+      `1 client (baseline), medians: p50 ${fmt(med(base, 'p50'), 1)} ms, p99 ${fmt(med(base, 'p99'), 1)} ms; daemon CPU ` +
+        `${fmt(med(base, 'daemonCpuS'), 1)} s; peak RSS ${fmt(med(base, 'peakRssMb'), 0)} MB`,
     )
     console.log(`ratio p99 ${CLIENTS} clients / 1 client = ${fmt(med(main, 'p99') / med(base, 'p99'), 2)}`)
   }

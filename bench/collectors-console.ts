@@ -142,7 +142,9 @@ await withTempDir(async dir => {
     ratios.push(bareMs / daemonMs)
     peaks.push(done.peakMb)
     console.log(
-      `run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}; daemon peak RSS while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} MB`,
+      `run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}; daemon peak RSS ` +
+        `while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} ` +
+        `MB`,
     )
     child.send({ kind: 'stop' })
     await new Promise(r => child.once('exit', r))
@@ -151,10 +153,12 @@ await withTempDir(async dir => {
     `captured end to end (readable / bare): median ${fmt(median(captured), 2)}% (min ${fmt(Math.min(...captured), 2)}%)`,
   )
   console.log(
-    `rate: bare ${fmt(median(bareRates), 0)} ev/s, daemon ${fmt(median(daemonRates), 0)} ev/s; ratio daemon/bare median ${fmt(median(ratios), 3)} (goal >= 0.9)`,
+    `rate: bare ${fmt(median(bareRates), 0)} ev/s, daemon ${fmt(median(daemonRates), 0)} ev/s; ratio daemon/bare median ${fmt(median(ratios), 3)} (goal ` +
+      `>= 0.9)`,
   )
   console.log(
-    `daemon process RSS while capturing: peak median ${fmt(median(peaks), 1)} MB, max ${fmt(Math.max(...peaks), 1)} MB (goal <= 150 MB); attached and idle ${fmt(median(idleRss), 1)} MB`,
+    `daemon process RSS while capturing: peak median ${fmt(median(peaks), 1)} MB, max ${fmt(Math.max(...peaks), 1)} MB (goal <= 150 MB); attached and ` +
+      `idle ${fmt(median(idleRss), 1)} MB`,
   )
   await bare.close()
   await browser.close()

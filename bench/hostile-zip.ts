@@ -112,7 +112,8 @@ async function measure(archive: Buffer, dir: string): Promise<{ ms: number; rssM
 const dir = await mkdtemp(join(tmpdir(), 'bt-hostile-bench-'))
 const row = (name: string, size: number, m: { ms: number; rssMiB: number; outcome: string }, extra = '') =>
   console.log(
-    `${name.padEnd(48)} ${(size / 1024 / 1024).toFixed(1).padStart(6)} MiB  ${m.ms.toFixed(0).padStart(6)} ms  RSS +${m.rssMiB.toFixed(1).padStart(5)} MiB  ${m.outcome}${extra}`,
+    `${name.padEnd(48)} ${(size / 1024 / 1024).toFixed(1).padStart(6)} MiB  ${m.ms.toFixed(0).padStart(6)} ms  RSS +${m.rssMiB.toFixed(1).padStart(5)} ` +
+      `MiB  ${m.outcome}${extra}`,
   )
 try {
   console.log(`hostile-zip: median of ${RUNS} runs each (archive size, time, peak RSS growth, outcome)`)

@@ -109,7 +109,8 @@ if (process.env.ONLY !== 'pages') {
     }
     console.log(
       `  ${name}: ${fmt(bytesIn / 1048576, 1)} MB -> ${bytesOut} B; fit ${fmt(median(fits), 0)} ms, ` +
-        `one JSON.stringify ${fmt(median(base), 0)} ms (ratio ${fmt(median(fits) / median(base), 1)}), quarter size ${fmt(median(quarter), 0)} ms (size x4 -> time x${fmt(median(fits) / median(quarter), 1)})`,
+        `one JSON.stringify ${fmt(median(base), 0)} ms (ratio ${fmt(median(fits) / median(base), 1)}), quarter size ${fmt(median(quarter), 0)} ms (size ` +
+        `x4 -> time x${fmt(median(fits) / median(quarter), 1)})`,
     )
   }
 }
@@ -174,7 +175,8 @@ if (process.env.ONLY !== 'fit') {
           m(x => x.peakRssMb),
           1,
         )} MB; stored ${m(x => x.stored)}, over budget ${m(x => x.metrics.overBudget)} (gaps ${m(x => x.missing)}), ` +
-        `truncated ${m(x => x.truncated)}, largest envelope ${m(x => x.largestEnvelope)} B, state evictions ${m(x => x.metrics.evictions)}, targets refused ${m(x => x.metrics.targetsRefused)}`,
+        `truncated ${m(x => x.truncated)}, largest envelope ${m(x => x.largestEnvelope)} B, state evictions ${m(x => x.metrics.evictions)}, targets ` +
+        `refused ${m(x => x.metrics.targetsRefused)}`,
     )
   }
 }

@@ -175,7 +175,8 @@ await withTempDir(async tmp => {
 
   const none = median(samples.get('none')!.loadMs)
   console.log(
-    `\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)}`,
+    `\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ` +
+      `${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)}`,
   )
   for (const b of BLOCKS) {
     const s = samples.get(b.name)!
@@ -188,7 +189,12 @@ await withTempDir(async tmp => {
     // What the daemon adds on top of an observer receiving the same CDP traffic (Chromium charges the observer too).
     const added = b.kind === 'daemon' && bareCpu !== undefined ? cpuPerLoad - bareCpu : undefined
     console.log(
-      `${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`,
+      `${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ` +
+        `${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ` +
+        `${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ` +
+        `${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ` +
+        `${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ` +
+        `${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`,
     )
   }
   if (THREADS) {
@@ -204,7 +210,8 @@ await withTempDir(async tmp => {
     }
   }
   console.log(
-    `(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events stored; added: daemon CPU minus its bare observer's, per load and per stored event)`,
+    `(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events ` +
+      `stored; added: daemon CPU minus its bare observer's, per load and per stored event)`,
   )
 
   // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser, sampled

@@ -83,7 +83,8 @@ async function main(): Promise<void> {
       const mp = median(p)
       const ratio = md / mp // throughput ratio = time direct / time proxied
       console.log(
-        `${mode.padEnd(10)} (window ${String(window).padStart(3)}): direct ${fmt(md)} (${rate(md)}/s)  proxy ${fmt(mp)} (${rate(mp)}/s)  proxy/direct throughput ${ratio.toFixed(3)}  ${ratio >= 0.8 ? 'OK (>= 0.8)' : 'BELOW GOAL 0.8'}`,
+        `${mode.padEnd(10)} (window ${String(window).padStart(3)}): direct ${fmt(md)} (${rate(md)}/s)  proxy ${fmt(mp)} (${rate(mp)}/s)  proxy/direct ` +
+          `throughput ${ratio.toFixed(3)}  ${ratio >= 0.8 ? 'OK (>= 0.8)' : 'BELOW GOAL 0.8'}`,
       )
       if (ratio < 0.8) allOk = false
     }
@@ -91,7 +92,8 @@ async function main(): Promise<void> {
     const counts = disconnects.map(x => x.message_count)
     const exact = counts.every(c => c === 2 * ROUND_TRIPS) && disconnects.every(x => x.reason === 'client_close')
     console.log(
-      `message_count per proxied connection: ${[...new Set(counts)].join(', ')} (expected exactly ${2 * ROUND_TRIPS}, reason client_close): ${exact ? 'OK' : 'MISMATCH'}`,
+      `message_count per proxied connection: ${[...new Set(counts)].join(', ')} (expected exactly ${2 * ROUND_TRIPS}, reason client_close): ` +
+        `${exact ? 'OK' : 'MISMATCH'}`,
     )
     if (!exact) allOk = false
     process.exitCode = allOk ? 0 : 1

@@ -303,7 +303,8 @@ if (process.env.BASELINE_ROOT || process.env.BASELINE_NODE_ARGS) {
 const recordings = await record()
 const perLoad = recordings.map(r => r.length)
 console.log(
-  `recorded ${recordings.length} loads: ${perLoad.join(', ')} messages, ${fmt(recordings.flat().reduce((n, m) => n + m.data.length, 0) / recordings.length / 1024, 0)} KB per load`,
+  `recorded ${recordings.length} loads: ${perLoad.join(', ')} messages, ` +
+    `${fmt(recordings.flat().reduce((n, m) => n + m.data.length, 0) / recordings.length / 1024, 0)} KB per load`,
 )
 
 const cpu = new Map<string, number[]>(BLOCKS.map(b => [b.name, []]))
@@ -375,5 +376,6 @@ if (THREADS) {
     )
 }
 console.log(
-  `(medians over ${ROUNDS} rounds of ${LOADS} replayed loads per block, each watcher warmed up by ${WARM_LOADS} unmeasured ones; cpu: the watcher process, every thread, including ${TAIL_MS} ms after the last load)`,
+  `(medians over ${ROUNDS} rounds of ${LOADS} replayed loads per block, each watcher warmed up by ${WARM_LOADS} unmeasured ones; cpu: the watcher ` +
+    `process, every thread, including ${TAIL_MS} ms after the last load)`,
 )

@@ -200,7 +200,8 @@ async function parent(): Promise<void> {
       `  per-VM commit -> ack lag p99: median ${fmt(median(p99s), 1)} ms, worst VM ${fmt(p99s[p99s.length - 1]!, 1)} ms`,
     )
     console.log(
-      `replay: ${VMS} shippers start on logs of ${BURST} events each: ${events} events acknowledged in ${fmt(seconds, 2)} s = ${fmt(events / seconds, 0)} events/s aggregate`,
+      `replay: ${VMS} shippers start on logs of ${BURST} events each: ${events} events acknowledged in ${fmt(seconds, 2)} s = ${fmt(events / seconds, 0)} ` +
+        `events/s aggregate`,
     )
     console.log(
       `nats-server RSS: idle ${fmt(idle / 2 ** 20, 0)} MiB, after paced ${fmt(rssAfterPaced / 2 ** 20, 0)} MiB, peak ${fmt(Math.max(...rss) / 2 ** 20, 0)} MiB`,

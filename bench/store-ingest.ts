@@ -88,7 +88,8 @@ for (let run = 0; run < RUNS; run++) {
     rawRates.push(r)
     ratios.push(o.rate / r)
     console.log(
-      `run ${run + 1}: ours ${fmt(o.rate, 0)} ev/s, raw ${fmt(r, 0)} ev/s, ratio ${fmt(o.rate / r)} (envelope ~${Math.round(o.bytes.reduce((a, b) => a + b, 0) / o.bytes.length)} B)`,
+      `run ${run + 1}: ours ${fmt(o.rate, 0)} ev/s, raw ${fmt(r, 0)} ev/s, ratio ${fmt(o.rate / r)} (envelope ` +
+        `~${Math.round(o.bytes.reduce((a, b) => a + b, 0) / o.bytes.length)} B)`,
     )
   })
 }

@@ -105,6 +105,7 @@ await withTempDir(async dir => {
     `log of ${BIG}: since-seek median ${fmt(bigSeek, 3)} ms, page ratio ${fmt(bigPage)}, filtered page ${fmt(catMs, 3)} ms`,
   )
   console.log(
-    `store-read: cursor page vs raw iterator ratio ${fmt(bigPage)} (goal >= 0.5); since-seek ${fmt(bigSeek, 3)} ms on ${BIG} (goal <= 5 ms), ${fmt(bigSeek / smallSeek)}x the ${SMALL} log (goal <= 2x)`,
+    `store-read: cursor page vs raw iterator ratio ${fmt(bigPage)} (goal >= 0.5); since-seek ${fmt(bigSeek, 3)} ms on ${BIG} (goal <= 5 ms), ` +
+      `${fmt(bigSeek / smallSeek)}x the ${SMALL} log (goal <= 2x)`,
   )
 })

@@ -31,5 +31,6 @@ for (let i = 0; i < RUNS; i++) {
   })
 }
 console.log(
-  `store-rss: median peak RSS ${fmt(median(peaks), 1)} MB after ${N} events (goal <= 120 MB), idle process ${fmt(median(baselines), 1)} MB, ratio ${fmt(median(peaks) / median(baselines))}`,
+  `store-rss: median peak RSS ${fmt(median(peaks), 1)} MB after ${N} events (goal <= 120 MB), idle process ${fmt(median(baselines), 1)} MB, ratio ` +
+    `${fmt(median(peaks) / median(baselines))}`,
 )

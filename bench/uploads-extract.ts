@@ -218,13 +218,15 @@ try {
   if (RUNS > 0) console.log(`extractZip: median ${mo.toFixed(0)} ms of [${ours.map(x => x.toFixed(0)).join(', ')}]`)
   if (RUNS > 0) console.log(`unzip -q -o: median ${mu.toFixed(0)} ms of [${theirs.map(x => x.toFixed(0)).join(', ')}]`)
   console.log(
-    `event loop delay while extracting: p50 ${(lag.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(1)} ms, max ${(lag.max / 1e6).toFixed(1)} ms`,
+    `event loop delay while extracting: p50 ${(lag.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(1)} ms, max ` +
+      `${(lag.max / 1e6).toFixed(1)} ms`,
   )
   if (RUNS > 0) console.log(`speed ratio extractZip/unzip = ${(mu / mo).toFixed(2)} (goal >= 0.70)`)
 
   const { baseline, peak } = await rssDuringUpload(archive, work)
   console.log(
-    `upload_zip over HTTP: RSS baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, peak ${(peak / 2 ** 20).toFixed(1)} MiB, growth ${((peak - baseline) / 2 ** 20).toFixed(1)} MiB (goal <= 64 MiB)`,
+    `upload_zip over HTTP: RSS baseline ${(baseline / 2 ** 20).toFixed(1)} MiB, peak ${(peak / 2 ** 20).toFixed(1)} MiB, growth ` +
+      `${((peak - baseline) / 2 ** 20).toFixed(1)} MiB (goal <= 64 MiB)`,
   )
 } finally {
   await rm(work, { recursive: true, force: true })

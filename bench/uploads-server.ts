@@ -41,7 +41,8 @@ if (process.env.BENCH_TRACE_MEMORY)
   setInterval(() => {
     const m = process.memoryUsage()
     process.stderr.write(
-      `rss ${(m.rss / 2 ** 20).toFixed(0)} heap ${(m.heapUsed / 2 ** 20).toFixed(0)}/${(m.heapTotal / 2 ** 20).toFixed(0)} ext ${(m.external / 2 ** 20).toFixed(0)} ab ${(m.arrayBuffers / 2 ** 20).toFixed(0)}\n`,
+      `rss ${(m.rss / 2 ** 20).toFixed(0)} heap ${(m.heapUsed / 2 ** 20).toFixed(0)}/${(m.heapTotal / 2 ** 20).toFixed(0)} ext ` +
+        `${(m.external / 2 ** 20).toFixed(0)} ab ${(m.arrayBuffers / 2 ** 20).toFixed(0)}\n`,
     )
   }, 250).unref()
 process.stdout.write(`${new URL(server.url).port}\n`)

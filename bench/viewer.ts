@@ -177,7 +177,8 @@ await withTempDir(async dir => {
       [`${BIG} events`, big],
     ] as const) {
       console.log(
-        `  ${name.padEnd(22)} first rows ${fmt(s.firstRowsMs, 0)} ms; frame median ${fmt(s.frameMedianMs, 1)} ms, p95 ${fmt(s.frameP95Ms, 1)} ms, max ${fmt(s.frameMaxMs, 1)} ms, frames > 50 ms: ${s.longFrames}; events loaded after scrolling: ${s.loadedAfterScroll}`,
+        `  ${name.padEnd(22)} first rows ${fmt(s.firstRowsMs, 0)} ms; frame median ${fmt(s.frameMedianMs, 1)} ms, p95 ${fmt(s.frameP95Ms, 1)} ms, max ` +
+          `${fmt(s.frameMaxMs, 1)} ms, frames > 50 ms: ${s.longFrames}; events loaded after scrolling: ${s.loadedAfterScroll}`,
       )
     }
     console.log(

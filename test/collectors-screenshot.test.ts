@@ -165,7 +165,8 @@ function heldLoad(server: TestServer, path: string) {
   })
   server.route(
     `/${path}`,
-    `<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/${path}.png"><script>let i = 0; setInterval(() => { c.textContent = i++ }, 20)</script></body>`,
+    `<body style="margin:0;background:rgb(255,0,0)"><div id="c" style="font-size:60px"></div><img src="/${path}.png"><script>let i = 0; setInterval(() => ` +
+      `{ c.textContent = i++ }, 20)</script></body>`,
   )
   return { release, requested: () => requested }
 }

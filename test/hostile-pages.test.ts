@@ -85,7 +85,8 @@ for (const c of hostileCases(COUNTS)) {
     )
     t.ok(
       r.healthz.n >= 5,
-      `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`,
+      `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of ` +
+        `CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`,
     )
     t.equal(r.healthz.failures, 0, 'every probe answered 200 within its timeout')
     t.ok(

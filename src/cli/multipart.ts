@@ -43,7 +43,8 @@ export async function multipartBody(
       const filename = p.filename ?? basename(p.file)
       chunks.push({
         bytes: Buffer.from(
-          `--${boundary}\r\nContent-Disposition: form-data; name="${quote(p.name)}"; filename="${quote(filename)}"\r\nContent-Type: ${p.contentType ?? 'application/octet-stream'}\r\n\r\n`,
+          `--${boundary}\r\nContent-Disposition: form-data; name="${quote(p.name)}"; filename="${quote(filename)}"\r\nContent-Type: ` +
+            `${p.contentType ?? 'application/octet-stream'}\r\n\r\n`,
         ),
       })
       chunks.push({ file: p.file, size })

@@ -34,7 +34,8 @@ export function resolveChromiumUser(spec: string, passwd: string): ChromiumUser 
   if (want === NOBODY.name) return NOBODY
   if (numeric) return { name: want, uid: Number(want), gid: Number(want) }
   throw new ChromiumUserError(
-    `--chromium-user: no user ${JSON.stringify(want)} in /etc/passwd (create it, e.g. useradd --system --no-create-home ${/^[a-z_][a-z0-9_-]{0,31}$/.test(want) ? want : '<name>'}, or pass an existing user)`,
+    `--chromium-user: no user ${JSON.stringify(want)} in /etc/passwd (create it, e.g. useradd --system --no-create-home ` +
+      `${/^[a-z_][a-z0-9_-]{0,31}$/.test(want) ? want : '<name>'}, or pass an existing user)`,
   )
 }
 

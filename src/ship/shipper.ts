@@ -508,7 +508,8 @@ export class Shipper {
     if (msg.headers?.code === 503) {
       this.failAndRetry(
         'no_responders',
-        `no JetStream stream answers on ${subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')} (stream ${this.opts.stream} missing or not covering ${this.opts.subjectPrefix}.>)`,
+        `no JetStream stream answers on ${subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')} (stream ${this.opts.stream} missing or not ` +
+          `covering ${this.opts.subjectPrefix}.>)`,
       )
       return
     }
