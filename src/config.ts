@@ -51,6 +51,8 @@ export interface ServeConfig {
   streamRingBytes: number
   maxStreamClients: number
   proxyMaxConnections: number
+  /** Store CDP proxy commands' parameters and results (redacted, cut to 4 KiB each) in cdp_command events. */
+  captureCommandParams: boolean
   maxTargets: number
   /** maxEnvelopeBytes joins them at startup (src/main.ts), from --max-envelope-bytes. */
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
@@ -136,6 +138,10 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'proxy-auth': {
     type: 'boolean',
     help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)',
+  },
+  'capture-command-params': {
+    type: 'boolean',
+    help: 'Store the parameters and results of CDP proxy commands in cdp_command events (redacted, 4 KiB each; typed text, cookie and header values always masked)',
   },
   'upload-root': {
     type: 'string',
@@ -450,6 +456,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     categories: parseCategories(get('categories')!),
     proxyListen: proxyListenText === 'off' ? undefined : parseHostPort(proxyListenText, '--proxy-listen'),
     proxyAuth: bool('proxy-auth'),
+    captureCommandParams: bool('capture-command-params'),
     uploadRoots: list('upload-root'),
     reconnectAttempts: int('reconnect-attempts', get('reconnect-attempts')!, 0),
     reconnectInitialBackoffMs: initial,

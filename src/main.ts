@@ -25,6 +25,7 @@ import { registerViewerRoutes } from './api/routes/viewer.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { Monitor, capturePlan, chromiumUserFor, type CaptureSource } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
+import { COMMAND_PARAMS_MAX_BYTES } from './proxy/command-log.js'
 import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
 import { ExtensionMetaStore } from './uploads/extension-meta.js'
 import { prepareUploadRoots } from './uploads/upload-roots.js'
@@ -371,6 +372,7 @@ async function startProxy(d: Daemon): Promise<StopStep | void> {
       : undefined,
     logger: d.logger.child({ module: 'proxy' }),
     maxConnections: config.proxyMaxConnections,
+    captureCommandParams: config.captureCommandParams ? { maxBytes: COMMAND_PARAMS_MAX_BYTES } : undefined,
   })
   await proxy.start()
   d.proxy = proxy

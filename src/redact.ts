@@ -239,6 +239,38 @@ export class Redactor {
     return out ?? node
   }
 
+  /** CDP parameters or results: secret-named fields masked, URLs (a `url` field or any http(s) string) redacted. */
+  private commandJson(text: string): string {
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      return this.jsonText(text) ?? text
+    }
+    const masked = this.maskUrls(this.maskFields(value, 0), 0)
+    return masked === value ? text : JSON.stringify(masked)
+  }
+
+  private maskUrls(node: unknown, depth: number): unknown {
+    if (typeof node === 'string') return /^(https?|wss?):\/\//i.test(node) ? this.url(node) : node
+    if (depth > 64 || node === null || typeof node !== 'object') return node
+    if (Array.isArray(node)) {
+      let out: unknown[] | undefined
+      for (let i = 0; i < node.length; i++) {
+        const m = this.maskUrls(node[i], depth + 1)
+        if (m !== node[i]) (out ??= node.slice())[i] = m
+      }
+      return out ?? node
+    }
+    const obj = node as Record<string, unknown>
+    let out: Record<string, unknown> | undefined
+    for (const k of Object.keys(obj)) {
+      const m = this.maskUrls(obj[k], depth + 1)
+      if (m !== obj[k]) (out ??= { ...obj })[k] = m
+    }
+    return out ?? node
+  }
+
   /** JSON that does not parse (cut by a body cap): mask `"name": "value"` / `"name": 123` pairs textually. */
   private jsonText(text: string): string | undefined {
     if (!text.includes('"')) return undefined
@@ -295,6 +327,14 @@ export class Redactor {
       const st = this.stackTrace(data.stack_trace as StackLike)
       if (st !== data.stack_trace) (out ??= { ...data }).stack_trace = st
     }
+    // CDP command parameters and results (JSON text): secret-named fields and every URL.
+    for (const k of COMMAND_JSON_FIELDS) {
+      const v = data[k]
+      if (typeof v === 'string') {
+        const m = this.commandJson(v)
+        if (m !== v) (out ??= { ...data })[k] = m
+      }
+    }
     if (out) (event as { data: unknown }).data = out
   }
 
@@ -343,6 +383,9 @@ export class Redactor {
 const LOG_SECRET_KEY = /token|secret|passw|authorization|cookie|api_?key|credential/i
 
 type StackLike = { callFrames?: { url?: string }[]; parent?: StackLike }
+
+/** cdp_command fields holding CDP JSON text. */
+const COMMAND_JSON_FIELDS = ['params', 'result'] as const
 
 /** Top-level data fields that hold URLs (context url, request document/redirect, console source, tab url). */
 const URL_FIELDS = ['url', 'document_url', 'redirect_url', 'source_url'] as const

@@ -40,6 +40,7 @@ const SPEC_TABLE: Record<string, string> = {
   monitor_reconnect_failed: 'monitor',
   monitor_init_failed: 'monitor',
   api_call: 'control',
+  cdp_command: 'control',
   cdp_connect: 'connection',
   cdp_disconnect: 'connection',
   live_view_connect: 'connection',

@@ -3,6 +3,7 @@ import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SERVE_OPTIONS, envName } from '../src/config.js'
+import { EVENT_DEFS, EVENT_TYPES } from '../src/events/index.js'
 
 const root = join(import.meta.dirname, '..')
 
@@ -25,4 +26,18 @@ t.test('the two commands exist and CI runs the README test command', async t => 
   const test = await readFile(join(root, 'scripts/test.sh'), 'utf8')
   t.match(test, /^bash scripts\/setup\.sh$/m)
   t.match(test, /^npm test$/m)
+})
+
+t.test('the README event table lists every event type with its category and every data field', async t => {
+  const readme = await readFile(join(root, 'README.md'), 'utf8')
+  const context = ['target_id', 'target_type', 'session_id', 'frame_id', 'loader_id', 'url', 'nav_seq']
+  for (const type of EVENT_TYPES) {
+    const def = EVENT_DEFS[type]
+    const row = readme.split('\n').find(l => l.startsWith(`| \`${type}\` |`))
+    t.ok(row, `row for ${type}`)
+    t.match(row, `| ${def.category} |`, `category of ${type}`)
+    const fields = Object.keys((def.data as { properties?: object }).properties ?? {})
+    const withContext = context.every(c => fields.includes(c))
+    for (const f of fields) if (!(withContext && context.includes(f))) t.match(row, `\`${f}\``, `${type}.${f} listed`)
+  }
 })

@@ -230,6 +230,29 @@ export const EVENT_DEFS = {
       ),
     }),
   ),
+  // One command an automation client sent through the CDP proxy, recorded when its answer came back
+  // or its connection ended first. Parameters and results only with --capture-command-params.
+  cdp_command: def(
+    'cdp_command',
+    'control',
+    plain({
+      connection_id: Str({ minLength: 1, maxLength: 128 }),
+      id: Int(),
+      method: Str({ maxLength: 256 }),
+      session_id: OptStr(),
+      target_id: OptStr(),
+      duration_ms: Num({ minimum: 0, description: 'From the command relayed to its answer (or the connection end)' }),
+      outcome: Type.Union(['ok', 'error', 'no_answer'].map(v => Type.Literal(v))),
+      error_code: Type.Optional(Int()),
+      error_message: OptStr(),
+      request_bytes: Int({ minimum: 0 }),
+      response_bytes: Type.Optional(Int({ minimum: 0 })),
+      params: Type.Optional(Str({ description: 'The parameters as JSON text, redacted and cut to the cap' })),
+      params_truncated: Type.Optional(Type.Boolean()),
+      result: Type.Optional(Str({ description: 'The result as JSON text, redacted and cut to the cap' })),
+      result_truncated: Type.Optional(Type.Boolean()),
+    }),
+  ),
   live_view_connect: def('live_view_connect', 'connection', plain({ session_id: Str({ minLength: 1 }) })),
   live_view_disconnect: def(
     'live_view_disconnect',

@@ -11,6 +11,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws'
 import type { Emit } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import { bearerChallenge, parseBearer } from '../util/bearer.js'
+import { CommandLog } from './command-log.js'
 import { httpBaseOf, rewriteDiscovery, saneHost, upstreamPathFor } from './discovery.js'
 
 export type CdpDisconnectReason = 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled'
@@ -42,6 +43,8 @@ export interface CdpProxyOptions {
   maxPayloadBytes?: number
   /** Client connections at most; beyond, the upgrade is answered 503 too_many_connections (default 32). */
   maxConnections?: number
+  /** Store each command's parameters and result (JSON text cut to maxBytes, then redacted); off by default. */
+  captureCommandParams?: { maxBytes: number }
 }
 
 /**
@@ -74,6 +77,8 @@ interface Relay {
   startedAt: number
   endedAt?: number
   messages: number
+  /** The cdp_command record of this connection. */
+  commands: CommandLog
   /** Client frames received while the upstream was still being dialled. */
   early: { data: RawData; binary: boolean }[] | undefined
   lostTimer?: NodeJS.Timeout
@@ -193,30 +198,40 @@ export class CdpProxy {
       )
     // A session still waiting to learn whether its browser restarted has its answer now.
     this.settleLost(browserUrl)
-    this.wss.handleUpgrade(req, socket, head, client => this.relay(client, target, browserUrl))
+    const pageTarget = /^\/devtools\/page\/([^/]+)$/.exec(url.pathname)?.[1]
+    this.wss.handleUpgrade(req, socket, head, client => this.relay(client, target, browserUrl, pageTarget))
   }
 
-  private relay(client: WebSocket, target: string, browserUrl: string): void {
+  private relay(client: WebSocket, target: string, browserUrl: string, pageTarget: string | undefined): void {
     const upstream = new WebSocket(target, {
       perMessageDeflate: false,
       maxPayload: this.maxPayload,
       skipUTF8Validation: true,
       handshakeTimeout: 10_000,
     })
+    const id = randomUUID()
     const r: Relay = {
-      id: randomUUID(),
+      id,
       client,
       upstream,
       browserUrl,
       state: 'dialing',
       startedAt: performance.now(),
       messages: 0,
+      commands: new CommandLog({
+        emit: this.opts.emit,
+        connectionId: id,
+        targetId: pageTarget,
+        captureParams: this.opts.captureCommandParams,
+        logger: this.logger,
+      }),
       early: [],
     }
     this.relays.add(r)
     this.opts.emit({ type: 'cdp_connect', data: { connection_id: r.id }, source: SOURCE })
 
     client.on('message', (data, isBinary) => {
+      if (Buffer.isBuffer(data)) r.commands.fromClient(data, isBinary)
       if (r.early) {
         r.early.push({ data, binary: isBinary })
         // Bound what a client can pile up before the browser answers.
@@ -241,7 +256,10 @@ export class CdpProxy {
       for (const m of early) this.forward(r, client, upstream, m.data, m.binary)
       client.resume()
     })
-    upstream.on('message', (data, isBinary) => this.forward(r, upstream, client, data, isBinary))
+    upstream.on('message', (data, isBinary) => {
+      if (Buffer.isBuffer(data)) r.commands.fromBrowser(data, isBinary)
+      this.forward(r, upstream, client, data, isBinary)
+    })
     upstream.on('error', err => {
       this.logger.warn(
         { err, target },
@@ -320,6 +338,8 @@ export class CdpProxy {
     r.state = 'ended'
     if (r.lostTimer) clearTimeout(r.lostTimer)
     this.relays.delete(r)
+    // Commands still waiting for their answer never get one: recorded before the disconnect.
+    r.commands.end()
     const durationMs = Math.max(0, Math.round((r.endedAt ?? performance.now()) - r.startedAt))
     this.opts.emit({
       type: 'cdp_disconnect',

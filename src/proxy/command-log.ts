@@ -1,0 +1,306 @@
+// What an automation client told the browser: one cdp_command per command a proxy client sends,
+// emitted when the browser answers it (ok or a protocol error) or when the connection ends first
+// (no_answer). The browser's events are never parsed: an answer is recognised by its first bytes
+// (Chromium writes `{"id":N,` first and `"sessionId":"..."}` last), and only error answers, target
+// attachments and, when parameters are captured, results are parsed whole.
+import type { Emit } from '../pipeline.js'
+import type { Logger } from '../log.js'
+
+export interface CommandLogOptions {
+  emit: Emit
+  connectionId: string
+  /** A page-level connection (/devtools/page/<id>) talks to one target: commands without a session are its. */
+  targetId?: string
+  /** Store parameters and results as JSON text cut to maxBytes (redacted by the pipeline); off by default. */
+  captureParams?: { maxBytes: number }
+  /** Commands awaiting an answer at most; past it further commands are relayed but not recorded (counted). */
+  maxPending?: number
+  logger?: Logger
+}
+
+export type CommandOutcome = 'ok' | 'error' | 'no_answer'
+
+interface Pending {
+  id: number
+  method: string
+  sessionId?: string
+  startedAt: number
+  requestBytes: number
+  params?: string
+  paramsTruncated?: boolean
+}
+
+/** With --capture-command-params: each command's parameters and result are cut to this. */
+export const COMMAND_PARAMS_MAX_BYTES = 4096
+const SOURCE = { kind: 'local_process' } as const
+const DEFAULT_MAX_PENDING = 10_000
+const OPEN_BRACE = 0x7b
+const ANSWER_PREFIX = Buffer.from('{"id":')
+const ERROR_AFTER_ID = Buffer.from(',"error":')
+const SESSION_KEY = Buffer.from('"sessionId":"')
+const ATTACHED = Buffer.from('"method":"Target.attachedToTarget"')
+const DETACHED = Buffer.from('"method":"Target.detachedFromTarget"')
+
+/**
+ * Parameters that carry what a person typed or a credential: masked whatever the redaction policy
+ * says, because their names (text, value, key) do not look secret.
+ */
+const ALWAYS_MASKED: Record<string, (params: Record<string, unknown>) => Record<string, unknown>> = {
+  'Input.insertText': p => maskKeys(p, ['text']),
+  'Input.imeSetComposition': p => maskKeys(p, ['text']),
+  'Input.dispatchKeyEvent': p =>
+    maskKeys(p, [
+      'text',
+      'unmodifiedText',
+      'key',
+      'code',
+      'keyIdentifier',
+      'windowsVirtualKeyCode',
+      'nativeVirtualKeyCode',
+    ]),
+  'Network.setCookie': p => maskKeys(p, ['value']),
+  'Network.setCookies': p => maskCookies(p),
+  'Storage.setCookies': p => maskCookies(p),
+  'Network.setExtraHTTPHeaders': p => {
+    const headers = p.headers
+    if (!headers || typeof headers !== 'object') return p
+    return { ...p, headers: maskKeys(headers as Record<string, unknown>, Object.keys(headers)) }
+  },
+}
+
+/** The mask for a value whose content must not be stored: its length class only. */
+export function maskText(value: unknown): string {
+  const s = typeof value === 'string' ? value : (JSON.stringify(value) ?? '')
+  let n = 8
+  while (n < s.length) n *= 2
+  return `[redacted:${n}]`
+}
+
+function maskKeys(obj: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  let out: Record<string, unknown> | undefined
+  for (const k of keys) if (obj[k] !== undefined) (out ??= { ...obj })[k] = maskText(obj[k])
+  return out ?? obj
+}
+
+function maskCookies(p: Record<string, unknown>): Record<string, unknown> {
+  if (!Array.isArray(p.cookies)) return p
+  return {
+    ...p,
+    cookies: p.cookies.map(c => (c && typeof c === 'object' ? maskKeys(c as Record<string, unknown>, ['value']) : c)),
+  }
+}
+
+/** `text` cut to at most `max` UTF-8 bytes on a character boundary. */
+function cutText(text: string, max: number): { text: string; truncated: boolean } {
+  if (Buffer.byteLength(text) <= max) return { text, truncated: false }
+  const buf = Buffer.from(text)
+  let end = max
+  while (end > 0 && (buf[end]! & 0xc0) === 0x80) end--
+  return { text: buf.toString('utf8', 0, end), truncated: true }
+}
+
+export class CommandLog {
+  private readonly pending = new Map<string, Pending>()
+  private readonly targetOfSession = new Map<string, string>()
+  private readonly maxPending: number
+  /** Commands relayed without a record because too many were waiting (a client that never reads answers). */
+  untracked = 0
+  private ended = false
+
+  constructor(private readonly opts: CommandLogOptions) {
+    this.maxPending = opts.maxPending ?? DEFAULT_MAX_PENDING
+  }
+
+  /** A frame from the client (before it is relayed). */
+  fromClient(data: Buffer, binary: boolean): void {
+    if (this.ended || binary || data.length === 0 || data[0] !== OPEN_BRACE) return
+    let msg: { id?: unknown; method?: unknown; sessionId?: unknown; params?: unknown }
+    try {
+      msg = JSON.parse(data.toString()) as typeof msg
+    } catch {
+      return // the browser answers what it cannot parse without an id we could match
+    }
+    if (typeof msg.id !== 'number' || typeof msg.method !== 'string') return
+    const sessionId = typeof msg.sessionId === 'string' ? msg.sessionId : undefined
+    const key = keyOf(sessionId, msg.id)
+    const earlier = this.pending.get(key)
+    if (earlier)
+      this.record(earlier, 'no_answer') // the client reused an id before its answer came
+    else if (this.pending.size >= this.maxPending) {
+      if (this.untracked++ === 0)
+        this.opts.logger?.warn(
+          { connectionId: this.opts.connectionId, pending: this.pending.size },
+          'CDP proxy client has too many unanswered commands; further ones are relayed but not recorded',
+        )
+      return
+    }
+    const p: Pending = {
+      id: msg.id,
+      method: msg.method,
+      sessionId,
+      startedAt: performance.now(),
+      requestBytes: data.length,
+    }
+    if (this.opts.captureParams && msg.params !== undefined && msg.params !== null && typeof msg.params === 'object') {
+      const masked = ALWAYS_MASKED[msg.method]?.(msg.params as Record<string, unknown>) ?? msg.params
+      const cut = cutText(JSON.stringify(masked), this.opts.captureParams.maxBytes)
+      p.params = cut.text
+      if (cut.truncated) p.paramsTruncated = true
+    }
+    this.pending.set(key, p)
+  }
+
+  /** A frame from the browser (before it is relayed). */
+  fromBrowser(data: Buffer, binary: boolean): void {
+    if (this.ended || binary || data.length < 8) return
+    if (startsWith(data, ANSWER_PREFIX)) {
+      this.answer(data)
+      return
+    }
+    // Sessions the client attaches to name their target only in this event (its method comes first).
+    const head = data.subarray(0, 64)
+    if (head.indexOf(ATTACHED) !== -1) this.attached(data)
+    else if (head.indexOf(DETACHED) !== -1) this.detached(data)
+  }
+
+  /** The connection is over: every command still waiting is recorded as no_answer. */
+  end(): void {
+    if (this.ended) return
+    for (const p of this.pending.values()) this.record(p, 'no_answer')
+    this.pending.clear()
+    this.ended = true
+  }
+
+  private answer(data: Buffer): void {
+    let i = ANSWER_PREFIX.length
+    let id = 0
+    let digits = 0
+    for (; i < data.length && data[i]! >= 0x30 && data[i]! <= 0x39; i++, digits++) id = id * 10 + (data[i]! - 0x30)
+    if (digits === 0) return
+    const sessionId = sessionIdAtEnd(data)
+    const isError = startsWith(data, ERROR_AFTER_ID, i)
+    let key = keyOf(sessionId, id)
+    let p = this.pending.get(key)
+    // Chromium answers a command for a session it does not know without the session id.
+    if (!p && isError && sessionId === undefined) {
+      for (const [k, q] of this.pending)
+        if (q.id === id) {
+          key = k
+          p = q
+          break
+        }
+    }
+    if (!p) return
+    this.pending.delete(key)
+    const responseBytes = data.length
+    if (isError) {
+      let error: { code?: unknown; message?: unknown } = {}
+      try {
+        error = (JSON.parse(data.toString()) as { error?: typeof error }).error ?? {}
+      } catch {
+        /* an error we cannot read is still an error */
+      }
+      this.record(p, 'error', {
+        responseBytes,
+        errorCode: typeof error.code === 'number' ? error.code : undefined,
+        errorMessage: typeof error.message === 'string' ? error.message : undefined,
+      })
+      return
+    }
+    let result: string | undefined
+    let resultTruncated = false
+    if (this.opts.captureParams) {
+      try {
+        const parsed = (JSON.parse(data.toString()) as { result?: unknown }).result
+        if (parsed !== undefined) {
+          const cut = cutText(JSON.stringify(parsed), this.opts.captureParams.maxBytes)
+          result = cut.text
+          resultTruncated = cut.truncated
+        }
+      } catch {
+        /* the outcome stands without its result */
+      }
+    }
+    this.record(p, 'ok', { responseBytes, result, resultTruncated })
+  }
+
+  private attached(data: Buffer): void {
+    try {
+      const m = JSON.parse(data.toString()) as { params?: { sessionId?: unknown; targetInfo?: { targetId?: unknown } } }
+      const sid = m.params?.sessionId
+      const tid = m.params?.targetInfo?.targetId
+      if (typeof sid === 'string' && typeof tid === 'string') this.targetOfSession.set(sid, tid)
+    } catch {
+      /* not ours to fix */
+    }
+  }
+
+  private detached(data: Buffer): void {
+    try {
+      const sid = (JSON.parse(data.toString()) as { params?: { sessionId?: unknown } }).params?.sessionId
+      if (typeof sid === 'string') this.targetOfSession.delete(sid)
+    } catch {
+      /* not ours to fix */
+    }
+  }
+
+  private record(
+    p: Pending,
+    outcome: CommandOutcome,
+    a: {
+      responseBytes?: number
+      errorCode?: number
+      errorMessage?: string
+      result?: string
+      resultTruncated?: boolean
+    } = {},
+  ): void {
+    const targetId = p.sessionId !== undefined ? this.targetOfSession.get(p.sessionId) : this.opts.targetId
+    this.opts.emit({
+      type: 'cdp_command',
+      source: SOURCE,
+      data: {
+        connection_id: this.opts.connectionId,
+        id: p.id,
+        method: p.method,
+        ...(p.sessionId !== undefined ? { session_id: p.sessionId } : {}),
+        ...(targetId !== undefined ? { target_id: targetId } : {}),
+        duration_ms: Math.round((performance.now() - p.startedAt) * 1000) / 1000,
+        outcome,
+        ...(a.errorCode !== undefined ? { error_code: a.errorCode } : {}),
+        ...(a.errorMessage !== undefined ? { error_message: a.errorMessage } : {}),
+        request_bytes: p.requestBytes,
+        ...(a.responseBytes !== undefined ? { response_bytes: a.responseBytes } : {}),
+        ...(p.params !== undefined ? { params: p.params } : {}),
+        ...(p.paramsTruncated ? { params_truncated: true } : {}),
+        ...(a.result !== undefined ? { result: a.result } : {}),
+        ...(a.resultTruncated ? { result_truncated: true } : {}),
+      },
+    })
+  }
+}
+
+function keyOf(sessionId: string | undefined, id: number): string {
+  return sessionId === undefined ? String(id) : `${sessionId}:${id}`
+}
+
+function startsWith(data: Buffer, prefix: Buffer, at = 0): boolean {
+  if (data.length < at + prefix.length) return false
+  for (let i = 0; i < prefix.length; i++) if (data[at + i] !== prefix[i]) return false
+  return true
+}
+
+/**
+ * Chromium appends a flattened session's id last: `,"sessionId":"<id>"}`. Only that exact ending
+ * counts (a result may hold a sessionId of its own, as Target.attachToTarget's does, one `}` deeper).
+ */
+function sessionIdAtEnd(data: Buffer): string | undefined {
+  const last = data.length - 1
+  if (data[last] !== 0x7d || data[last - 1] !== 0x22) return undefined
+  const from = Math.max(0, data.length - 96)
+  const at = data.subarray(from).lastIndexOf(SESSION_KEY)
+  if (at === -1 || data[from + at - 1] !== 0x2c) return undefined
+  const start = from + at + SESSION_KEY.length
+  const end = data.indexOf(0x22, start)
+  return end === last - 1 ? data.toString('latin1', start, end) : undefined
+}
