@@ -10,6 +10,7 @@ import type { Context, EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
+import { attachSocketEvents } from './network-sockets.js'
 import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
@@ -111,6 +112,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
       listeners.add(session.on('Network.loadingFinished', p => tracker.onFinished(p)))
       listeners.add(session.on('Network.loadingFailed', p => tracker.onFailed(p)))
       if (tracker.isPage) listeners.add(session.on('Page.frameNavigated', p => tracker.onFrameNavigated(p)))
+      listeners.add(attachSocketEvents(session, emit, settings.bodyMaxBytes))
       return () => listeners.dispose()
     },
   }

@@ -1,8 +1,11 @@
-// Page collector: page_navigation, page_dom_content_loaded, page_load, page_layout_shift, page_lcp per
-// frame-bearing session (page, iframe), page_tab_opened at browser level, and the computed
-// page_layout_settled / page_navigation_settled for page targets.
+// Page collector: page_navigation, page_dom_content_loaded, page_load, page_layout_shift, page_lcp,
+// dialogs and downloads per frame-bearing session (page, iframe), page_tab_opened and page_crashed at
+// browser level, and the computed page_layout_settled / page_navigation_settled for page targets.
+// Dialogs and downloads are only observed: nothing here answers a dialog or changes where a
+// download goes (the events come from the Page domain the capture plan enables anyway).
 import type { Protocol } from 'devtools-protocol'
-import { capUrl } from '../src/bounds.js'
+import { capUrl, cutUtf8 } from '../src/bounds.js'
+import { maskValue } from '../src/redact.js'
 import type { BrowserScope, Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
@@ -17,8 +20,18 @@ export interface PageCollectorOptions {
   clock?: Clock
 }
 
+/** A dialog's message is page text of any length: kept up to this many bytes. */
+export const DIALOG_MESSAGE_MAX_BYTES = 4096
+/** Downloads followed at once per target (a page cannot grow the table past it). */
+const MAX_DOWNLOADS = 256
+/** Crashed targets whose context waits for the browser's crash report (status, code). */
+const MAX_CRASHED = 64
+
 export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
   const timers = opts.clock ?? systemClock
+  // The session hears of a crash first (Inspector.targetCrashed, context still known), the browser
+  // right after (Target.targetCrashed, with status and code): page_crashed joins the two.
+  const crashed = new Map<string, EventData<'page_crashed'>>()
   return {
     name: 'page',
     // Page and PerformanceTimeline are enabled by the monitor's capture plan.
@@ -114,11 +127,55 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         }
       }
 
+      const onCrashed = () => {
+        if (crashed.size >= MAX_CRASHED) crashed.delete(crashed.keys().next().value!)
+        crashed.set(session.targetId, session.context())
+      }
+      const onDialogOpening = (p: Protocol.Page.JavascriptDialogOpeningEvent) => {
+        const data: EventData<'page_dialog_opened'> = Object.assign(session.context(), {
+          dialog_type: p.type,
+          message: cutUtf8(p.message, DIALOG_MESSAGE_MAX_BYTES),
+          has_browser_handler: p.hasBrowserHandler,
+        })
+        if (p.url) data.url = capUrl(p.url)
+        emit({ type: 'page_dialog_opened', data, source: { kind: 'cdp', event: 'Page.javascriptDialogOpening' } })
+      }
+      const onDialogClosed = (p: Protocol.Page.JavascriptDialogClosedEvent) => {
+        const data: EventData<'page_dialog_closed'> = Object.assign(session.context(), { result: p.result })
+        if (p.userInput) data.user_input = maskValue(p.userInput)
+        emit({ type: 'page_dialog_closed', data, source: { kind: 'cdp', event: 'Page.javascriptDialogClosed' } })
+      }
+      const downloads = new Set<string>()
+      const onDownloadBegin = (p: Protocol.Page.DownloadWillBeginEvent) => {
+        if (downloads.size >= MAX_DOWNLOADS) downloads.delete(downloads.values().next().value!)
+        downloads.add(p.guid)
+        const data: EventData<'page_download_started'> = Object.assign(session.context(), {
+          guid: p.guid,
+          suggested_filename: p.suggestedFilename,
+        })
+        data.url = capUrl(p.url)
+        emit({ type: 'page_download_started', data, source: { kind: 'cdp', event: 'Page.downloadWillBegin' } })
+      }
+      const onDownloadProgress = (p: Protocol.Page.DownloadProgressEvent) => {
+        if (p.state === 'inProgress' || !downloads.delete(p.guid)) return
+        emit({
+          type: 'page_download_finished',
+          data: Object.assign(session.context(), { guid: p.guid, state: p.state, total_bytes: p.receivedBytes }),
+          source: { kind: 'cdp', event: 'Page.downloadProgress' },
+        })
+      }
+
       const bag = new Disposer()
       bag.add(() => {
         detached = true
+        downloads.clear()
       })
       if (settle) bag.add(() => settle.dispose())
+      bag.add(session.on('Inspector.targetCrashed', onCrashed))
+      bag.add(session.on('Page.javascriptDialogOpening', onDialogOpening))
+      bag.add(session.on('Page.javascriptDialogClosed', onDialogClosed))
+      bag.add(session.on('Page.downloadWillBegin', onDownloadBegin))
+      bag.add(session.on('Page.downloadProgress', onDownloadProgress))
       bag.add(session.on('Page.frameNavigated', onNavigated))
       bag.add(session.on('Page.domContentEventFired', onDomContent))
       bag.add(session.on('Page.loadEventFired', onLoad))
@@ -145,7 +202,18 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
       bag.add(() => {
         existing.clear()
         reported.clear()
+        crashed.clear()
       })
+      bag.add(
+        browser.on('Target.targetCrashed', ({ targetId, status, errorCode }) => {
+          const data = crashed.get(targetId)
+          if (!data) return // not a page or frame this collector watched
+          crashed.delete(targetId)
+          data.status = status
+          data.error_code = errorCode
+          emit({ type: 'page_crashed', data, source: { kind: 'cdp', event: 'Target.targetCrashed' } })
+        }),
+      )
       bag.add(
         browser.on('Target.targetCreated', ({ targetInfo }) => {
           if (buffered) buffered.push(targetInfo)

@@ -327,6 +327,22 @@ export class Redactor {
       const st = this.stackTrace(data.stack_trace as StackLike)
       if (st !== data.stack_trace) (out ??= { ...data }).stack_trace = st
     }
+    // WebSocket handshakes carry two header sets; frames and EventSource messages are bodies.
+    for (const k of SOCKET_HEADER_FIELDS) {
+      const v = data[k] as Record<string, string> | undefined
+      if (v && typeof v === 'object') {
+        const m = this.headers(v)
+        if (m !== v) (out ??= { ...data })[k] = m
+      }
+    }
+    const payload = event.type === 'network_eventsource_message' ? data.data : data.payload
+    if (
+      typeof payload === 'string' &&
+      (event.type === 'network_websocket_frame' || event.type === 'network_eventsource_message')
+    ) {
+      const m = this.body(payload)
+      if (m !== payload) (out ??= { ...data })[event.type === 'network_websocket_frame' ? 'payload' : 'data'] = m
+    }
     // CDP command parameters and results (JSON text): secret-named fields and every URL.
     for (const k of COMMAND_JSON_FIELDS) {
       const v = data[k]
@@ -384,6 +400,8 @@ const LOG_SECRET_KEY = /token|secret|passw|authorization|cookie|api_?key|credent
 
 type StackLike = { callFrames?: { url?: string }[]; parent?: StackLike }
 
+/** network_websocket_handshake's header sets. */
+const SOCKET_HEADER_FIELDS = ['request_headers', 'response_headers'] as const
 /** cdp_command fields holding CDP JSON text. */
 const COMMAND_JSON_FIELDS = ['params', 'result'] as const
 

@@ -105,6 +105,53 @@ export const EVENT_DEFS = {
     }),
   ),
   network_idle: def('network_idle', 'network', withContext({})),
+  // WebSocket and EventSource traffic of a page (Network domain), joined by request_id; `url` is the
+  // socket's (or stream's) URL, as a request's is on network_request.
+  network_websocket_created: def(
+    'network_websocket_created',
+    'network',
+    withContext({ request_id: Str(), initiator_type: OptStr() }),
+  ),
+  network_websocket_handshake: def(
+    'network_websocket_handshake',
+    'network',
+    withContext({
+      request_id: Str(),
+      status: Int(),
+      status_text: OptStr(),
+      request_headers: HeadersSchema,
+      response_headers: HeadersSchema,
+    }),
+  ),
+  network_websocket_frame: def(
+    'network_websocket_frame',
+    'network',
+    withContext({
+      request_id: Str(),
+      direction: Type.Union([Type.Literal('sent'), Type.Literal('received')]),
+      opcode: Int({ description: '1 text, 2 binary, 8 close, 9 ping, 10 pong' }),
+      payload: Str({ description: 'Text cut to the body cap; binary frames as "[binary, N bytes]"' }),
+      payload_bytes: Int({ minimum: 0, description: 'Size of the whole payload' }),
+      truncated: Type.Optional(Type.Boolean({ description: 'The payload was cut to the body cap' })),
+    }),
+  ),
+  network_websocket_closed: def('network_websocket_closed', 'network', withContext({ request_id: Str() })),
+  network_websocket_error: def(
+    'network_websocket_error',
+    'network',
+    withContext({ request_id: Str(), error_message: Str() }),
+  ),
+  network_eventsource_message: def(
+    'network_eventsource_message',
+    'network',
+    withContext({
+      request_id: Str(),
+      event_name: Str(),
+      event_id: OptStr(),
+      data: Str({ description: 'Cut to the body cap' }),
+      truncated: Type.Optional(Type.Boolean()),
+    }),
+  ),
   // page
   page_navigation: def('page_navigation', 'page', plain({ ...NavigationContextProps, parent_frame_id: OptStr() })),
   page_dom_content_loaded: def('page_dom_content_loaded', 'page', withContext({ cdp_timestamp: Num() })),
@@ -144,6 +191,45 @@ export const EVENT_DEFS = {
         url: OptStr(),
         node_id: Type.Optional(Int()),
       }),
+    }),
+  ),
+  // The renderer of a watched page or frame crashed (Page.crash, out of memory, a kill): its context
+  // as it was, and Chromium's termination status and code when the browser reports them.
+  page_crashed: def(
+    'page_crashed',
+    'page',
+    withContext({
+      status: Type.Optional(Str({ description: 'Chromium termination status, e.g. crashed, oom, killed' })),
+      error_code: Type.Optional(Int({ description: 'Chromium termination code' })),
+    }),
+  ),
+  // Dialogs and downloads are only observed: the daemon never answers a dialog or moves a download.
+  // A dialog's `url` is its frame's; a download's is the downloaded resource's.
+  page_dialog_opened: def(
+    'page_dialog_opened',
+    'page',
+    withContext({
+      dialog_type: Type.Union(['alert', 'confirm', 'prompt', 'beforeunload'].map(v => Type.Literal(v))),
+      message: Str({ description: 'Cut to 4 KiB' }),
+      has_browser_handler: Type.Boolean(),
+    }),
+  ),
+  page_dialog_closed: def(
+    'page_dialog_closed',
+    'page',
+    withContext({
+      result: Type.Boolean({ description: 'true when accepted (OK), false when dismissed' }),
+      user_input: Type.Optional(Str({ description: 'What was typed into a prompt, always masked' })),
+    }),
+  ),
+  page_download_started: def('page_download_started', 'page', withContext({ guid: Str(), suggested_filename: Str() })),
+  page_download_finished: def(
+    'page_download_finished',
+    'page',
+    withContext({
+      guid: Str(),
+      state: Type.Union(['completed', 'canceled'].map(v => Type.Literal(v))),
+      total_bytes: Int({ minimum: 0 }),
     }),
   ),
   page_layout_settled: def('page_layout_settled', 'page', withContext({})),
