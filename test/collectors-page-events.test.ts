@@ -13,6 +13,8 @@ import { createPageCollector } from '../collectors/page.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { DIALOG_MESSAGE_MAX_BYTES } from '../collectors/page.js'
 import type { EventData } from '../src/events/index.js'
+import { toHar } from '../src/har/index.js'
+import harValidator from 'har-validator'
 
 const BODY_CAP = 64 * 1024
 
@@ -181,6 +183,17 @@ t.test('crash, dialogs, downloads, sockets', async t => {
     }
     const stored = JSON.stringify(storedEnvelopes)
     for (const s of ['ws-Sekret', 'frame-Sekret']) t.notOk(stored.includes(s), `${s} stored nowhere`)
+    // HAR: the handshake entry carries the messages, as Chrome DevTools exports them.
+    const har = toHar(storedEnvelopes)
+    const entry = har.log.entries.find(e => e._resourceType === 'websocket' && e._requestId === id)!
+    t.equal(entry.response.status, 101)
+    t.match(entry.request.url, /^ws:\/\/127\.0\.0\.1:\d+\/chat\?token=\[redacted:\d+\]$/)
+    t.same(
+      entry._webSocketMessages!.map(m => [m.type, m.opcode]),
+      frames.map(f => [f.direction === 'sent' ? 'send' : 'receive', f.opcode]),
+      'every frame, in order',
+    )
+    t.ok(await harValidator.har(har), 'valid HAR 1.2')
   })
 
   await t.test('EventSource: every message with its name and id', async t => {

@@ -4,6 +4,7 @@
 import type { Envelope, TelemetryEvent } from '../events/index.js'
 import { headerValue } from '../util/headers.js'
 import { ExchangeJoin, firstOf, type Exchange } from './exchanges.js'
+import { SocketJoin, socketEntry, type SocketExchange } from './websockets.js'
 import type { Har, HarEntry, HarNameValue, HarPage, HarTimings } from './types.js'
 
 export interface ToHarOptions {
@@ -22,6 +23,8 @@ const DEFAULT_CREATOR = { name: 'browser-telemetry', version: '0.1.0' }
 export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): Har {
   const sorted = [...envelopes].sort((a, b) => a.seq - b.seq)
   const join = new ExchangeJoin()
+  const sockets = new SocketJoin()
+  const pageOfSocket = new Map<SocketExchange, PageState>()
   const pages: PageState[] = []
   const pageByLoader = new Map<string, PageState>()
   const pageByNav = new Map<string, PageState>()
@@ -92,12 +95,23 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
         if (begun && p) pageOfExchange.set(begun, p)
         break
       }
+      case 'network_websocket_created':
+      case 'network_websocket_handshake':
+      case 'network_websocket_frame':
+      case 'network_websocket_closed':
+      case 'network_websocket_error': {
+        const begun = sockets.add(envelope)
+        const p = begun ? pageFor(begun.ctx) : undefined
+        if (begun && p) pageOfSocket.set(begun, p)
+        break
+      }
       default:
         break
     }
   }
 
   const entries = join.exchanges.map(ex => toEntry(ex, pageOfExchange.get(ex)?.page.id))
+  for (const s of sockets.sockets) entries.push(socketEntry(s, pageOfSocket.get(s)?.page.id, { headerList, isoOfUs }))
   entries.sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime) || a._seq[0]! - b._seq[0]!)
   return {
     log: {

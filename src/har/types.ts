@@ -68,6 +68,16 @@ export interface HarEntry {
   _requestId: string
   _sessionId?: string
   _seq: number[]
+  /** A WebSocket's messages on its handshake entry, as Chrome DevTools exports them. */
+  _webSocketMessages?: HarWebSocketMessage[]
+}
+
+export interface HarWebSocketMessage {
+  type: 'send' | 'receive'
+  /** Seconds since the epoch. */
+  time: number
+  opcode: number
+  data: string
 }
 
 export interface HarPage {
