@@ -19,6 +19,7 @@ import { VIEWER_CSP } from '../src/api/routes/viewer.js'
 import { startBrowser } from './helpers/browser.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { createServer } from 'node:net'
+import { WebSocket, WebSocketServer } from 'ws'
 import { tempDir } from './helpers/store.js'
 
 const repo = join(import.meta.dirname, '..')
@@ -141,6 +142,7 @@ t.test('session viewer against a recorded session', async t => {
   const dir = await tempDir(t, 'bt-viewer-')
   // A fixed port, so the daemon restarted below is where the open viewer reconnects to.
   const port = await freePort()
+  const proxyPort = await freePort()
   const daemonArgs = [
     '--cdp-url',
     browser.httpUrl,
@@ -149,7 +151,7 @@ t.test('session viewer against a recorded session', async t => {
     '--listen',
     `127.0.0.1:${port}`,
     '--proxy-listen',
-    'off',
+    `127.0.0.1:${proxyPort}`,
     '--token',
     TOKEN,
     '--kmsg-path',
@@ -202,9 +204,36 @@ t.test('session viewer against a recorded session', async t => {
   // A frame after the click (the page turned yellow), so the click has a nearest frame that shows it.
   const clickSeq = (await allEvents(daemon.url, browserId)).find(e => e.event.type === 'interaction_click')!.seq
   await has(e => e.event.type === 'monitor_screenshot' && e.seq > clickSeq, 'a screenshot after the click')
-  // Page two.
+  // Page two: a dialog this client answers, and a WebSocket to a local echo server.
   await cdp.Page.navigate({ url: `${site.url}two` })
   await has(e => e.event.type === 'page_navigation_settled', 'page two settled', 2)
+  const dialog = cdp.Page.javascriptDialogOpening().then(() => cdp.Page.handleJavaScriptDialog({ accept: true }))
+  await cdp.Runtime.evaluate({ expression: 'alert("are you there?")' })
+  await dialog
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  wss.on('connection', ws => ws.on('message', data => ws.send(String(data))))
+  t.teardown(() => new Promise<void>(r => wss.close(() => r())))
+  await new Promise<void>(r => wss.once('listening', () => r()))
+  await cdp.Runtime.evaluate({
+    awaitPromise: true,
+    expression: `new Promise(r => { const ws = new WebSocket('ws://127.0.0.1:${(wss.address() as { port: number }).port}/live');
+      ws.onopen = () => ws.send('ping'); ws.onmessage = () => ws.close(); ws.onclose = () => r(1) })`,
+  })
+  await has(e => e.event.type === 'network_websocket_closed', 'the socket closed')
+  // The agent: commands through the CDP proxy, one of them refused by Chromium.
+  const agent = new WebSocket(`ws://127.0.0.1:${proxyPort}${new URL(browser.wsUrl).pathname}`)
+  await new Promise((resolve, reject) => agent.once('open', resolve).once('error', reject))
+  for (const [id, method, params] of [
+    [1, 'Browser.getVersion', {}],
+    [2, 'Target.attachToTarget', { targetId: 'NO-SUCH-TARGET', flatten: true }],
+    [3, 'Target.getTargets', {}],
+  ] as const) {
+    const answered = new Promise(r => agent.once('message', r))
+    agent.send(JSON.stringify({ id, method, params }))
+    await answered
+  }
+  agent.close()
+  await has(e => e.event.type === 'cdp_disconnect', 'the agent left')
 
   // The viewer, in a second Chromium. Every request is intercepted: none may leave 127.0.0.1.
   const viewerBrowser = await chromium.launch({
@@ -339,15 +368,17 @@ t.test('session viewer against a recorded session', async t => {
     const lane = new Set(['monitor', 'connection', 'control', 'system', 'captcha'])
     const expected: Record<string, number> = {
       console: cnt(e => e.event.category === 'console'),
-      network: cnt(e => e.event.type === 'network_request'),
+      network: cnt(e => e.event.type === 'network_request' || e.event.type === 'network_websocket_created'),
       interactions: cnt(e => e.event.category === 'interaction'),
       filmstrip: cnt(e => e.event.type === 'monitor_screenshot'),
-      lane: cnt(e => lane.has(e.event.category)),
+      agent: cnt(e => e.event.type === 'cdp_command'),
+      lane: cnt(e => lane.has(e.event.category) && e.event.type !== 'cdp_command'),
       all: now.length,
     }
     t.ok(
       expected.console! >= 6 &&
-        expected.network! >= 5 &&
+        expected.network! >= 6 &&
+        expected.agent === 3 &&
         expected.interactions! >= 3 &&
         expected.filmstrip! >= 2 &&
         expected.lane! >= 1,
@@ -412,7 +443,11 @@ t.test('session viewer against a recorded session', async t => {
     await page.selectOption('#filter-type', '')
     await page.selectOption('#filter-target', pageTarget.id)
     await expectCount(
-      cnt(e => e.event.type === 'network_request' && e.event.data.target_id === pageTarget.id),
+      cnt(
+        e =>
+          (e.event.type === 'network_request' || e.event.type === 'network_websocket_created') &&
+          e.event.data.target_id === pageTarget.id,
+      ),
       'target filter',
     )
     // Deep link: the filters are in the fragment and survive a reload (token from sessionStorage only).
@@ -449,6 +484,39 @@ t.test('session viewer against a recorded session', async t => {
     await shot('network-detail')
     await page.fill('#filter-q', '')
   })
+
+  await t.test('Agent lane: the commands in order, the refused one marked, its detail on click', async t => {
+    await showPanel('agent')
+    await expectCount(3, 'three commands')
+    t.same(
+      await page.locator('#list-agent .vrow .c-text').evaluateAll(els => els.map(e => e.textContent!.split(' · ')[0])),
+      ['Browser.getVersion', 'Target.attachToTarget', 'Target.getTargets'],
+    )
+    t.equal(await page.locator('#list-agent .cmd-failed').count(), 1, 'one failure marked')
+    await page.locator('#list-agent .cmd-failed').click()
+    const detail = page.locator('aside.detail')
+    await detail.locator('th', { hasText: 'outcome' }).waitFor()
+    t.match(await detail.textContent(), /error.*-32602 No target with given id found/s, "Chromium's code and message")
+    await shot('agent')
+  })
+
+  await t.test(
+    'timeline: the dialog marked on its navigation; the socket and its frames in the network panel',
+    async t => {
+      await showPanel('timeline')
+      const two = page.locator('#list-timeline .nav', { hasText: `${site.url}two` }).first()
+      t.match(await two.textContent(), /alert: are you there\?/, 'the dialog in the summary')
+      t.equal(await two.locator('.m-dialog').count(), 1, 'and as a marker')
+      await showPanel('network')
+      await page.fill('#filter-q', '/live')
+      await expectCount(1, 'the socket row')
+      await page.click('#list-network .vrow')
+      const detail = page.locator('aside.detail')
+      await detail.locator('text=Frames (2)').waitFor()
+      t.match(await detail.textContent(), /sent.*ping.*received.*ping/s, 'both frames')
+      await page.fill('#filter-q', '')
+    },
+  )
 
   await t.test('a click marker is drawn on the nearest frame', async t => {
     await showPanel('filmstrip')
@@ -506,8 +574,8 @@ t.test('session viewer against a recorded session', async t => {
     await t.resolves(harValidator.har(doc), 'valid HAR 1.2')
     t.equal(
       doc.log.entries.length,
-      cnt(e => e.event.type === 'network_request'),
-      'one entry per request of the session',
+      cnt(e => e.event.type === 'network_request' || e.event.type === 'network_websocket_created'),
+      'one entry per request and per WebSocket of the session',
     )
     t.ok(
       doc.log.entries.some(
@@ -544,8 +612,8 @@ t.test('session viewer against a recorded session', async t => {
       doc2.log.entries
         .map((e: { request: { url: string } }) => e.request.url)
         .filter((u: string) => !u.endsWith('favicon.ico')),
-      [`${site.url}two`],
-      'navigation HAR: page two only',
+      [`${site.url}two`, `ws://127.0.0.1:${(wss.address() as { port: number }).port}/live`],
+      'navigation HAR: page two only (its document and its socket)',
     )
     await page.selectOption('#filter-nav', '')
   })

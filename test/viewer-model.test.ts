@@ -4,6 +4,7 @@ import t from 'tap'
 import {
   buildFrames,
   buildNavigations,
+  commandSummary,
   hasRedaction,
   isRedacted,
   decodeView,
@@ -17,6 +18,7 @@ import {
   pngSize,
   rowIndexAtSeq,
   type Envelope,
+  type SocketRow,
   type ViewState,
 } from '../src/viewer/model.js'
 
@@ -297,4 +299,73 @@ t.test('redactions are recognised whole or inside a value', async t => {
     [true, true, true, false, false, false],
   )
   t.same(['a=1&token=[redacted:8]', 'plain', '{"password":"[redacted:16]"}'].map(hasRedaction), [true, false, true])
+})
+
+t.test('agent commands, incidents on their navigation, sockets as network rows', async t => {
+  const cmd = (seq: number, method: string, outcome: string, duration_ms: number, extra = {}) =>
+    env(seq, 'cdp_command', 'control', {
+      connection_id: 'c',
+      id: seq,
+      method,
+      outcome,
+      duration_ms,
+      request_bytes: 10,
+      ...extra,
+    })
+  const events = [
+    env(1, 'page_navigation', 'page', { ...ctx(1), url: 'http://a/', frame_id: 'F', loader_id: 'L' }),
+    env(2, 'page_load', 'page', { ...ctx(1), cdp_timestamp: 1 }),
+    cmd(3, 'Page.navigate', 'ok', 12),
+    cmd(4, 'Target.attachToTarget', 'error', 1, { error_code: -32602, error_message: 'No target' }),
+    cmd(5, 'Runtime.awaitPromise', 'no_answer', 2500),
+    env(6, 'page_dialog_opened', 'page', { ...ctx(1), dialog_type: 'alert', message: 'hi', has_browser_handler: true }),
+    env(7, 'network_websocket_created', 'network', { ...ctx(1), request_id: 'W', url: 'ws://a/s' }),
+    env(8, 'network_websocket_frame', 'network', {
+      ...ctx(1),
+      request_id: 'W',
+      url: 'ws://a/s',
+      direction: 'sent',
+      opcode: 1,
+      payload: 'ping',
+      payload_bytes: 4,
+    }),
+    env(9, 'network_websocket_closed', 'network', { ...ctx(1), request_id: 'W', url: 'ws://a/s' }),
+    env(10, 'page_crashed', 'page', { ...ctx(1), status: 'crashed', error_code: 5 }),
+  ]
+  const d = derive(events)
+  const agent = panelRows('agent', events, { q: '', type: '', target: '' }, d)
+  t.same(
+    agent.map(r => r.seq),
+    [3, 4, 5],
+    'the agent panel holds the commands',
+  )
+  t.same(
+    agent.map(r => {
+      const s = commandSummary((r as { env: Envelope }).env)!
+      return [s.failed, s.slow, s.error]
+    }),
+    [
+      [false, false, undefined],
+      [true, false, '-32602 No target'],
+      [true, true, undefined],
+    ],
+  )
+  t.same(
+    d.navs[0]!.incidents.map(i => [i.kind, i.seq, i.label]),
+    [
+      ['dialog', 6, 'alert: hi'],
+      ['crash', 10, 'renderer crashed (crashed)'],
+    ],
+  )
+  const net = panelRows('network', events, { q: '', type: '', target: '' }, d)
+  t.same(
+    net.map(r => [r.kind, r.seq]),
+    [['socket', 7]],
+  )
+  const sock = net[0] as SocketRow
+  t.same(
+    sock.envelopes.map(e => e.seq),
+    [7, 8, 9],
+  )
+  t.same(sock.socket.messages, [{ type: 'send', time: events[7]!.event.ts / 1e6, opcode: 1, data: 'ping' }])
 })

@@ -26,8 +26,11 @@ export interface SocketExchange {
 export class SocketJoin {
   readonly sockets: SocketExchange[] = []
   private readonly open = new Map<string, SocketExchange>()
+  /** The socket the last add() began or extended (undefined when the envelope matched none). */
+  touched: SocketExchange | undefined
 
   add(e: Envelope): SocketExchange | undefined {
+    this.touched = undefined
     const ev = e.event
     switch (ev.type) {
       case 'network_websocket_created': {
@@ -44,6 +47,7 @@ export class SocketJoin {
         }
         this.sockets.push(s)
         this.open.set(s.key, s)
+        this.touched = s
         return s
       }
       case 'network_websocket_handshake': {
@@ -54,6 +58,7 @@ export class SocketJoin {
         s.requestHeaders = ev.data.request_headers
         s.responseHeaders = ev.data.response_headers
         s.seqs.push(e.seq)
+        this.touched = s
         return undefined
       }
       case 'network_websocket_frame': {
@@ -66,6 +71,7 @@ export class SocketJoin {
           data: ev.data.payload,
         })
         s.seqs.push(e.seq)
+        this.touched = s
         return undefined
       }
       case 'network_websocket_error':
@@ -74,6 +80,7 @@ export class SocketJoin {
         const s = this.open.get(key)
         if (!s) return undefined
         s.seqs.push(e.seq)
+        this.touched = s
         if (ev.type === 'network_websocket_error') s.error = ev.data.error_message
         else {
           s.endUs = ev.ts

@@ -9,6 +9,7 @@ import {
   PANEL_TITLES,
   MARKERS,
   MARKER_LABEL,
+  commandSummary,
   dataOf,
   decodeView,
   derive,
@@ -38,6 +39,7 @@ const ROW_HEIGHT: Record<Panel, number> = {
   network: 28,
   console: 28,
   interactions: 28,
+  agent: 28,
   lane: 28,
   all: 28,
 }
@@ -544,6 +546,14 @@ function RowView({
             {activeNav === n.key ? <span class="pill">filtering all panels</span> : null}
           </div>
           <div class="markers" aria-hidden="true">
+            {n.incidents.map(i => (
+              <span
+                key={`i${i.seq}`}
+                class={`marker m-${i.kind}`}
+                style={{ left: `${Math.min(100, (Math.max(0, i.atMs) / span) * 100)}%` }}
+                title={`${i.label} (${i.atMs.toFixed(0)} ms)`}
+              />
+            ))}
             {MARKERS.map(m =>
               n.markers[m] !== undefined ? (
                 <span
@@ -559,6 +569,12 @@ function RowView({
             {fmtTime(n.ts)} · {n.requests} requests · <span class={n.failures ? 'err' : ''}>{n.failures} failed</span> ·{' '}
             <span class={n.consoleErrors ? 'err' : ''}>{n.consoleErrors} console errors</span> · CLS {n.cls.toFixed(3)}{' '}
             · LCP {n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}
+            {n.incidents.map(i => (
+              <span key={`t${i.seq}`} class={`incident i-${i.kind}`}>
+                {' '}
+                · {i.label}
+              </span>
+            ))}
             {MARKERS.map(m =>
               n.markers[m] !== undefined ? (
                 <span key={m} class="mk-text">
@@ -629,9 +645,45 @@ function RowView({
         </div>
       )
     }
+    case 'socket': {
+      const sk = row.socket
+      const sent = sk.messages.filter(m => m.type === 'send').length
+      return (
+        <div class={`cols net socket ${sk.error !== undefined ? 'bad' : ''}`}>
+          <span class="c-time">{fmtTime(row.ts)}</span>
+          <span class="c-method">WS</span>
+          <span class="c-status">{sk.status ?? '…'}</span>
+          <span class="c-url" title={sk.url}>
+            {sk.url}
+          </span>
+          <span class="c-mime">
+            {sent} sent · {sk.messages.length - sent} received
+          </span>
+          <span class="c-size" />
+          <span class="c-dur">
+            {sk.endUs !== undefined ? `${((sk.endUs - sk.startUs) / 1000).toFixed(0)} ms` : 'open'}
+          </span>
+          <span class="c-bar" aria-hidden="true" />
+        </div>
+      )
+    }
     case 'event': {
       const e = row.env
       const d = dataOf(e)
+      const cmd = commandSummary(e)
+      if (cmd) {
+        return (
+          <div class={`cols ev cat-control cmd ${cmd.failed ? 'cmd-failed' : ''} ${cmd.slow ? 'cmd-slow' : ''}`}>
+            <span class="c-time">{fmtTime(e.event.ts)}</span>
+            <span class="c-seq">{e.seq}</span>
+            <span class="c-type">{cmd.outcome}</span>
+            <span class="c-text" title={cmd.error ?? cmd.method}>
+              {cmd.method} · {cmd.durationMs.toFixed(0)} ms{cmd.slow ? ' · slow' : ''}
+              {cmd.error ? ` · ${cmd.error}` : ''}
+            </span>
+          </div>
+        )
+      }
       const cat = e.event.category
       const level = cat === 'console' ? levelOf(e) : ''
       const text =

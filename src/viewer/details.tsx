@@ -3,6 +3,7 @@
 import type { ComponentChildren } from 'preact'
 import type { StackTrace } from '../events/index.js'
 import {
+  commandSummary,
   dataOf,
   fmtBytes,
   fmtTime,
@@ -289,9 +290,93 @@ export function Details({
         </div>
       )
     }
+    case 'socket': {
+      const sk = row.socket
+      return (
+        <div>
+          <h2>
+            WebSocket {sk.status ?? 'pending'}
+            {sk.error !== undefined ? <span class="err"> · {sk.error}</span> : null}
+          </h2>
+          <p class="url">
+            <Value v={sk.url} />
+          </p>
+          <Headers title="Handshake request headers" headers={sk.requestHeaders} />
+          <Headers title="Handshake response headers" headers={sk.responseHeaders} />
+          <section>
+            <h3>Frames ({sk.messages.length})</h3>
+            {sk.messages.length === 0 ? (
+              <p class="muted">none captured</p>
+            ) : (
+              <table class="kv frames">
+                <tbody>
+                  {sk.messages.map((m, i) => (
+                    <tr key={i} class={`frame-${m.type}`}>
+                      <th scope="row">
+                        {m.type === 'send' ? '↑ sent' : '↓ received'} {fmtTime(m.time * 1e6)}
+                      </th>
+                      <td>
+                        <code>
+                          <Value v={m.data.length > 500 ? `${m.data.slice(0, 500)}…` : m.data} />
+                        </code>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </section>
+          <Raw envs={row.envelopes} />
+        </div>
+      )
+    }
     case 'event': {
       const e = row.env
       const d = dataOf(e)
+      const cmd = commandSummary(e)
+      if (cmd) {
+        return (
+          <div>
+            <h2>
+              {cmd.method}{' '}
+              <span class="muted">
+                seq {e.seq} · {fmtTime(e.event.ts)}
+              </span>
+            </h2>
+            <table class="kv">
+              <tbody>
+                <tr>
+                  <th scope="row">outcome</th>
+                  <td class={cmd.failed ? 'err' : ''}>{cmd.outcome}</td>
+                </tr>
+                <tr>
+                  <th scope="row">duration</th>
+                  <td>
+                    {cmd.durationMs.toFixed(1)} ms{cmd.slow ? ' (slow)' : ''}
+                  </td>
+                </tr>
+                {cmd.error ? (
+                  <tr>
+                    <th scope="row">error</th>
+                    <td class="err">{cmd.error}</td>
+                  </tr>
+                ) : null}
+                {(['connection_id', 'session_id', 'target_id', 'request_bytes', 'response_bytes'] as const).map(k =>
+                  d[k] !== undefined ? (
+                    <tr key={k}>
+                      <th scope="row">{k.replace('_', ' ')}</th>
+                      <td>{String(d[k])}</td>
+                    </tr>
+                  ) : null,
+                )}
+              </tbody>
+            </table>
+            <Block title="Parameters" text={d.params} truncated={d.params_truncated === true} />
+            <Block title="Result" text={d.result} truncated={d.result_truncated === true} />
+            <Raw envs={[e]} />
+          </div>
+        )
+      }
       return (
         <div>
           <h2>

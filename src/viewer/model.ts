@@ -2,11 +2,12 @@
 // filters and the deep-link state. No DOM, no fetch: unit-tested in Node (test/viewer-model.test.ts).
 import type { Envelope, TelemetryEvent } from '../events/index.js'
 import { firstOf, joinExchanges, utf8ByteLength, type EnvelopeOf } from '../har/index.js'
+import { SocketJoin, type SocketExchange } from '../har/websockets.js'
 import { headerValue } from '../util/headers.js'
 
 export type { Envelope, TelemetryEvent }
 
-export const PANELS = ['timeline', 'filmstrip', 'network', 'console', 'interactions', 'lane', 'all'] as const
+export const PANELS = ['timeline', 'filmstrip', 'network', 'console', 'interactions', 'agent', 'lane', 'all'] as const
 export type Panel = (typeof PANELS)[number]
 export const PANEL_TITLES: Record<Panel, string> = {
   timeline: 'Navigations',
@@ -14,6 +15,7 @@ export const PANEL_TITLES: Record<Panel, string> = {
   network: 'Network',
   console: 'Console',
   interactions: 'Interactions',
+  agent: 'Agent',
   lane: 'Monitor & system',
   all: 'All events',
 }
@@ -28,6 +30,7 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
 
 /** Which panel an event belongs to (page events only feed the navigation timeline). */
 export function panelOf(e: Envelope): Panel | undefined {
+  if (e.event.type === 'cdp_command') return 'agent'
   const c = e.event.category
   if (c === 'console') return 'console'
   if (c === 'network') return e.event.type === 'network_idle' ? undefined : 'network'
@@ -118,6 +121,57 @@ export function netSummary(r: NetRow): NetSummary {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Agent: the commands automation clients sent through the CDP proxy.
+
+/** A command answered after this long is marked slow. */
+export const SLOW_COMMAND_MS = 1000
+
+export interface CommandSummary {
+  method: string
+  outcome: string
+  durationMs: number
+  failed: boolean
+  slow: boolean
+  error?: string
+}
+
+export function commandSummary(e: Envelope): CommandSummary | undefined {
+  if (e.event.type !== 'cdp_command') return undefined
+  const d = e.event.data
+  return {
+    method: d.method,
+    outcome: d.outcome,
+    durationMs: d.duration_ms,
+    failed: d.outcome !== 'ok',
+    slow: d.duration_ms >= SLOW_COMMAND_MS,
+    ...(d.error_message !== undefined ? { error: `${d.error_code ?? ''} ${d.error_message}`.trim() } : {}),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// WebSockets: one row per socket (the HAR export's join), its frames in the detail pane.
+
+export interface SocketRow {
+  kind: 'socket'
+  seq: number
+  ts: number
+  socket: SocketExchange
+  envelopes: Envelope[]
+}
+
+export function joinSockets(events: readonly Envelope[]): SocketRow[] {
+  const join = new SocketJoin()
+  const rows = new Map<SocketExchange, SocketRow>()
+  for (const e of events) {
+    if (!e.event.type.startsWith('network_websocket_')) continue
+    const begun = join.add(e)
+    if (begun) rows.set(begun, { kind: 'socket', seq: e.seq, ts: e.event.ts, socket: begun, envelopes: [e] })
+    else if (join.touched) rows.get(join.touched)?.envelopes.push(e)
+  }
+  return [...rows.values()]
+}
+
 /** True for a value the daemon masked before storing it (`[redacted:<length class>]`, older logs `[REDACTED]`). */
 export const isRedacted = (v: unknown): boolean => typeof v === 'string' && /^\[redacted(:\d+)?\]$/i.test(v)
 /** True when a value contains masked parts (a URL with a masked parameter, a form body). */
@@ -143,6 +197,14 @@ export interface Navigation {
   consoleErrors: number
   cls: number
   lcpMs?: number
+  /** Crashes, dialogs and downloads, in order, with their offset from the navigation's start. */
+  incidents: Incident[]
+}
+export interface Incident {
+  kind: 'crash' | 'dialog' | 'download'
+  seq: number
+  atMs: number
+  label: string
 }
 export const MARKERS = ['dcl', 'load', 'idle', 'layout', 'settled'] as const
 export type MarkerName = (typeof MARKERS)[number]
@@ -193,6 +255,7 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
       failures: 0,
       consoleErrors: 0,
       cls: 0,
+      incidents: [],
     }
     navs.push(nav)
     byKey.set(nav.key, nav)
@@ -251,6 +314,30 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
         if (ls && !ls.had_recent_input && typeof ls.value === 'number') nav.cls += ls.value
         break
       }
+      case 'page_crashed':
+        nav.incidents.push({
+          kind: 'crash',
+          seq: e.seq,
+          atMs: (event.ts - nav.ts) / 1000,
+          label: `renderer crashed${event.data.status ? ` (${event.data.status})` : ''}`,
+        })
+        break
+      case 'page_dialog_opened':
+        nav.incidents.push({
+          kind: 'dialog',
+          seq: e.seq,
+          atMs: (event.ts - nav.ts) / 1000,
+          label: `${event.data.dialog_type}: ${event.data.message.slice(0, 80)}`,
+        })
+        break
+      case 'page_download_started':
+        nav.incidents.push({
+          kind: 'download',
+          seq: e.seq,
+          atMs: (event.ts - nav.ts) / 1000,
+          label: `download ${event.data.suggested_filename}`,
+        })
+        break
       case 'page_lcp': {
         // render/load times are epoch milliseconds; ts is Unix µs.
         const l = event.data.lcp_details
@@ -435,7 +522,7 @@ export interface GapRow {
   seq: number
   gap: Gap
 }
-export type Row = EventRow | NetRow | FrameRow | NavRow | GapRow
+export type Row = EventRow | NetRow | SocketRow | FrameRow | NavRow | GapRow
 
 export interface Filter {
   q: string
@@ -467,6 +554,16 @@ function netMatches(r: NetRow, f: Filter): boolean {
   return true
 }
 
+function socketMatches(r: SocketRow, f: Filter): boolean {
+  const first = r.envelopes[0]!
+  if (f.type === 'failed') return r.socket.error !== undefined
+  if (f.type && !r.envelopes.some(e => e.event.type === f.type)) return false
+  if (f.target && dataOf(first).target_id !== f.target) return false
+  if (f.nav && !inNavigation(first, f.nav)) return false
+  if (f.q && !r.envelopes.some(e => searchText(e).includes(f.q.toLowerCase()))) return false
+  return true
+}
+
 /** Rows of one panel for the loaded window, with gap rows where seqs are missing. */
 export function panelRows(panel: Panel, events: readonly Envelope[], f: Filter, derived: Derived): Row[] {
   let rows: Row[]
@@ -481,9 +578,12 @@ export function panelRows(panel: Panel, events: readonly Envelope[], f: Filter, 
         )
         .map((nav): NavRow => ({ kind: 'nav', seq: nav.seq, ts: nav.ts, nav }))
       break
-    case 'network':
-      rows = derived.net.filter(r => netMatches(r, f))
+    case 'network': {
+      const net: (NetRow | SocketRow)[] = derived.net.filter(r => netMatches(r, f))
+      const sockets = derived.sockets.filter(r => socketMatches(r, f))
+      rows = sockets.length === 0 ? net : [...net, ...sockets].sort((a, b) => a.seq - b.seq)
       break
+    }
     case 'filmstrip': {
       const frameSeqs = new Set(
         events
@@ -527,6 +627,7 @@ export function withGaps(rows: Row[], gaps: readonly Gap[]): Row[] {
 export interface Derived {
   gaps: Gap[]
   net: NetRow[]
+  sockets: SocketRow[]
   navs: Navigation[]
   frames: Frame[]
   targets: { id: string; type: string; url: string }[]
@@ -550,6 +651,7 @@ export function derive(events: readonly Envelope[]): Derived {
   return {
     gaps: findGaps(events),
     net: joinNetwork(events),
+    sockets: joinSockets(events),
     navs: buildNavigations(events),
     frames: buildFrames(screens, clicks),
     targets: [...targets.values()],
