@@ -3,36 +3,73 @@
 // the daemon: the client is another program), so client and proxy do not share an event loop.
 // Two modes: sequential (one command in flight: latency-bound) and pipelined (100 in flight:
 // throughput-bound). Prints the median of 7 runs per side and the ratio proxy/direct; also checks
-// that every proxied connection's cdp_disconnect.message_count is exactly 20,000.
+// that every proxied connection's cdp_disconnect.message_count is exactly 20,000. The proxy records
+// every command as the daemon does (a cdp_command through the real pipeline into a LevelDB log in
+// a temp dir; COMMANDS=off drops them at the category gate instead) and the proxy process's CPU per
+// relayed command is printed.
 //
-//   npx tsx bench/proxy-roundtrip.ts
+//   npx tsx bench/proxy-roundtrip.ts            COMMANDS=off npx tsx bench/proxy-roundtrip.ts
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { WebSocket } from 'ws'
 import { launchChromium } from '../src/monitor/launch.js'
 import { CdpProxy } from '../src/proxy/cdp-proxy.js'
-import type { EventInput } from '../src/pipeline.js'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Pipeline, type EventInput } from '../src/pipeline.js'
+import { EventLog } from '../src/store/event-log.js'
+import { CONFIGURABLE_CATEGORIES } from '../src/events/index.js'
 
 const ROUND_TRIPS = 10_000
 const RUNS = 7
 const WINDOW = 100
 
-type FromChild = { port: number } | { disconnect: { message_count: number; reason: string } }
+const COMMANDS = process.env.COMMANDS !== 'off'
+
+type FromChild =
+  | { port: number }
+  | { disconnect: { message_count: number; reason: string } }
+  | { cpuUs: number; commands: number; dropped: number }
 
 if (process.argv[2] === '--serve') {
-  // Child: the proxy, with an emit that reports cdp_disconnect to the parent.
+  // Child: the proxy, its events through a real pipeline into a log, cdp_disconnect also to the parent.
   const browserWsUrl = process.argv[3]!
+  const dir = await mkdtemp(join(tmpdir(), 'bt-bench-proxy-'))
+  const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
+  const pipeline = new Pipeline({
+    log,
+    categories: COMMANDS ? CONFIGURABLE_CATEGORIES : CONFIGURABLE_CATEGORIES.filter(c => c !== 'control'),
+  })
+  let commands = 0
+  let dropped = 0
   const proxy = new CdpProxy({
     listen: { host: '127.0.0.1', port: 0 },
     upstream: () => browserWsUrl,
     emit: (e: EventInput) => {
       if (e.type === 'cdp_disconnect') process.send!({ disconnect: e.data } satisfies FromChild)
-      return { dropped: 'category_disabled' } // nothing is stored in this bench
+      const r = pipeline.emit(e)
+      if (e.type === 'cdp_command') {
+        if (r.accepted !== undefined) commands++
+        else dropped++
+      }
+      return r
     },
   })
   const { port } = await proxy.start()
   process.send!({ port } satisfies FromChild)
-  process.on('message', () => void proxy.close().then(() => process.exit(0)))
+  process.on('message', (m: string) => {
+    if (m === 'cpu') {
+      const u = process.cpuUsage()
+      process.send!({ cpuUs: u.user + u.system, commands, dropped } satisfies FromChild)
+      return
+    }
+    void proxy
+      .close()
+      .then(() => log.close())
+      .then(() => rm(dir, { recursive: true, force: true }))
+      .then(() => process.exit(0))
+  })
 } else {
   await main()
 }
@@ -49,12 +86,19 @@ async function main(): Promise<void> {
     const page = list.find(x => x.type === 'page')!
     child = fork(fileURLToPath(import.meta.url), ['--serve', browser.wsUrl], { execArgv: process.execArgv })
     const disconnects: { message_count: number; reason: string }[] = []
+    let cpuWaiter: ((m: { cpuUs: number; commands: number; dropped: number }) => void) | undefined
     const port = await new Promise<number>(resolve => {
       child!.on('message', (m: FromChild) => {
         if ('port' in m) resolve(m.port)
+        else if ('cpuUs' in m) cpuWaiter?.(m)
         else disconnects.push(m.disconnect)
       })
     })
+    const childCpu = () =>
+      new Promise<{ cpuUs: number; commands: number; dropped: number }>(resolve => {
+        cpuWaiter = resolve
+        child!.send('cpu')
+      })
     const direct = page.webSocketDebuggerUrl
     const proxied = `ws://127.0.0.1:${port}/devtools/page/${page.id}`
 
@@ -74,13 +118,23 @@ async function main(): Promise<void> {
     ] as const) {
       const d: number[] = []
       const p: number[] = []
+      const cpuPerCommand: number[] = []
       for (let i = 0; i < RUNS; i++) {
         // Alternate so drift (thermal, other load) hits both sides alike.
         d.push(await timed(direct, window, ROUND_TRIPS))
+        const before = await childCpu()
         p.push(await timed(proxied, window, ROUND_TRIPS))
+        const after = await childCpu()
+        cpuPerCommand.push((after.cpuUs - before.cpuUs) / ROUND_TRIPS)
       }
       const md = median(d)
       const mp = median(p)
+      const recorded = await childCpu()
+      console.log(
+        `${mode.padEnd(10)} proxy CPU per relayed command ${median(cpuPerCommand).toFixed(1)} µs (median of ${RUNS} runs); ` +
+          `cdp_command events stored so far ${recorded.commands}, dropped ${recorded.dropped}` +
+          `${COMMANDS ? '' : ' (COMMANDS=off: control category off)'}`,
+      )
       const ratio = md / mp // throughput ratio = time direct / time proxied
       console.log(
         `${mode.padEnd(10)} (window ${String(window).padStart(3)}): direct ${fmt(md)} (${rate(md)}/s)  proxy ${fmt(mp)} (${rate(mp)}/s)  proxy/direct ` +
