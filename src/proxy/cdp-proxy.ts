@@ -1,25 +1,30 @@
 // CDP WebSocket proxy: relays external CDP clients (Playwright connectOverCDP, Puppeteer connect,
-// raw WebSocket) to the current browser and reports each connection as cdp_connect/cdp_disconnect.
-// Frames are passed through as Buffers (text stays text, binary stays binary); nothing on the hot
-// path parses JSON.
+// raw WebSocket) to the current browser and reports each connection as cdp_connect/cdp_disconnect
+// and each command as cdp_command (command-log.ts). Frames are passed through as Buffers (text
+// stays text, binary stays binary). Who may connect is admission.ts; /json/* is discovery-route.ts.
 import { randomUUID } from 'node:crypto'
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { request as httpsRequest } from 'node:https'
-import { isIP, type AddressInfo } from 'node:net'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer, type RawData } from 'ws'
 import type { Emit } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
-import { bearerChallenge, parseBearer } from '../util/bearer.js'
+import {
+  authorize,
+  refuseBrowserRequest,
+  rejectUpgrade,
+  requestUrl,
+  sendError,
+  type CdpProxyAuth,
+  type HttpError,
+} from './admission.js'
 import { CommandLog } from './command-log.js'
-import { httpBaseOf, rewriteDiscovery, saneHost, upstreamPathFor } from './discovery.js'
+import { answerDiscovery } from './discovery-route.js'
+import { upstreamPathFor } from './discovery.js'
+
+export { proxyAuthRequired, type CdpProxyAuth } from './admission.js'
 
 export type CdpDisconnectReason = 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled'
-
-export interface CdpProxyAuth {
-  /** Scopes of a presented token, undefined when unknown (the daemon passes TokenSet.lookup). */
-  verify(token: string): ReadonlySet<string> | undefined
-}
 
 export interface CdpProxyOptions {
   listen: { host: string; port: number }
@@ -45,16 +50,6 @@ export interface CdpProxyOptions {
   maxConnections?: number
   /** Store each command's parameters and result (JSON text cut to maxBytes, then redacted); off by default. */
   captureCommandParams?: { maxBytes: number }
-}
-
-/**
- * Whether the proxy must require a token: when asked (--proxy-auth), and always when it listens
- * beyond loopback (a CDP client can do anything the browser can, files and cookies included).
- */
-export function proxyAuthRequired(listenHost: string, requested: boolean): boolean {
-  if (requested) return true
-  const h = listenHost.replace(/^\[|\]$/g, '').toLowerCase()
-  return !(h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h))
 }
 
 /** Above this many unsent bytes towards one side, the other side is paused until they drain. */
@@ -183,7 +178,7 @@ export class CdpProxy {
     }
     const url = requestUrl(req)
     if (!url) return rejectUpgrade(socket, 400, 'bad_request', 'malformed request target')
-    const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
+    const denied = this.admit(req, url)
     if (denied) return rejectUpgrade(socket, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
     if (!browserUrl)
@@ -362,53 +357,25 @@ export class CdpProxy {
         `no such endpoint ${url.pathname}: the CDP proxy serves /json/version, /json/list and WebSocket upgrades`,
       )
     }
-    const denied = this.refuseBrowserRequest(req) ?? this.authorize(req, url)
+    const denied = this.admit(req, url)
     if (denied) return sendError(res, denied.status, denied.code, denied.message, denied.headers)
     const browserUrl = this.opts.upstream()
     if (!browserUrl)
       return sendError(res, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
-    const queryToken = url.searchParams.get('token') ?? undefined
-    url.searchParams.delete('token')
-    const upstreamUrl = new URL(url.pathname + url.search, httpBaseOf(browserUrl))
-    let answer: { status: number; contentType: string | undefined; body: Buffer }
-    try {
-      answer = await fetchUpstream(upstreamUrl, req.method ?? 'GET')
-    } catch (err) {
-      this.logger.warn({ err }, 'CDP proxy discovery request to the browser failed')
-      return sendError(
-        res,
-        503,
-        'browser_unavailable',
-        'the browser did not answer the discovery request; retry shortly',
-      )
-    }
-    const proxyHost = saneHost(req.headers.host) ?? this.listenHost()
-    if (answer.status === 200 && answer.contentType?.includes('json')) {
-      let parsed: unknown
-      try {
-        parsed = JSON.parse(answer.body.toString('utf8'))
-      } catch {
-        parsed = undefined
-      }
-      if (parsed !== undefined) {
-        const body = JSON.stringify(
-          rewriteDiscovery(parsed, proxyHost, this.opts.auth ? queryToken : undefined),
-          null,
-          2,
-        )
-        res.writeHead(200, {
-          'content-type': 'application/json; charset=UTF-8',
-          'content-length': Buffer.byteLength(body),
-        })
-        res.end(body)
-        return
-      }
-    }
-    res.writeHead(answer.status, {
-      'content-type': answer.contentType ?? 'text/plain',
-      'content-length': answer.body.length,
+    await answerDiscovery(req, res, url, {
+      browserUrl,
+      listenHost: this.listenHost(),
+      carryToken: this.opts.auth !== undefined,
+      logger: this.logger,
     })
-    res.end(answer.body)
+  }
+
+  /** undefined when the request may go on; otherwise the refusal to answer. */
+  private admit(req: IncomingMessage, url: URL): HttpError | undefined {
+    return (
+      refuseBrowserRequest(req, this.opts.allowOrigins ?? [], this.opts.auth !== undefined) ??
+      authorize(req, url, this.opts.auth)
+    )
   }
 
   private failHttp(res: ServerResponse, err: unknown): void {
@@ -422,167 +389,6 @@ export class CdpProxy {
     const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address
     return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`
   }
-
-  /**
-   * Web pages must not reach the browser through the proxy (the browser being automated visits
-   * arbitrary sites, and the proxy listens on the same machine). Chromium itself refuses WebSocket
-   * upgrades carrying an Origin (since 111, unless --remote-allow-origins) and discovery requests
-   * whose Host is a DNS name (DNS rebinding); the proxy must not undo that by dialling on their
-   * behalf. CDP libraries send no Origin. The Host rule applies only without auth: with a token
-   * required, a rebinding page has nothing to present, and remote clients may use DNS names.
-   */
-  private refuseBrowserRequest(req: IncomingMessage): HttpError | undefined {
-    const origin = req.headers.origin
-    if (origin !== undefined && !this.allowOrigin(origin)) {
-      return {
-        status: 403,
-        code: 'forbidden',
-        message: `requests from web pages (Origin ${JSON.stringify(origin)}) are refused; CDP clients send no Origin header`,
-      }
-    }
-    if (!this.opts.auth) {
-      const host = (req.headers.host ?? '').replace(/:\d+$/, '').replace(/^\[|\]$/g, '')
-      if (host !== '' && host !== 'localhost' && !isIP(host)) {
-        return {
-          status: 403,
-          code: 'forbidden',
-          message:
-            'Host must be an IP address or localhost (DNS-rebinding protection; enable --proxy-auth to use host names)',
-        }
-      }
-    }
-    return undefined
-  }
-
-  private allowOrigin(origin: string): boolean {
-    const allowed = this.opts.allowOrigins ?? []
-    return allowed.includes('*') || allowed.includes(origin)
-  }
-
-  /** undefined when allowed; otherwise the error to answer. */
-  private authorize(req: IncomingMessage, url: URL): HttpError | undefined {
-    const auth = this.opts.auth
-    if (!auth) return undefined
-    const bearer = parseBearer(req.headers.authorization)
-    let token: string | undefined
-    if (bearer.kind === 'malformed')
-      return {
-        status: 401,
-        code: 'unauthorized',
-        message: 'malformed Authorization header: expected "Bearer <token>"',
-        headers: challenge('invalid_request'),
-      }
-    if (bearer.kind === 'token') {
-      token = bearer.token
-    } else {
-      token = url.searchParams.get('token') ?? undefined
-    }
-    if (!token)
-      return {
-        status: 401,
-        code: 'unauthorized',
-        message: 'missing bearer token: send "Authorization: Bearer <token>" or ?token=<token>',
-        headers: challenge(),
-      }
-    const scopes = auth.verify(token)
-    if (!scopes)
-      return { status: 401, code: 'unauthorized', message: 'unknown bearer token', headers: challenge('invalid_token') }
-    if (!scopes.has('cdp'))
-      return { status: 403, code: 'forbidden', message: 'this token lacks the "cdp" scope needed for the CDP proxy' }
-    return undefined
-  }
-}
-
-interface HttpError {
-  status: number
-  code: string
-  message: string
-  headers?: Record<string, string>
-}
-
-const challenge = (error?: 'invalid_request' | 'invalid_token'): Record<string, string> => ({
-  'WWW-Authenticate': bearerChallenge(error),
-})
-
-function sendError(
-  res: ServerResponse,
-  status: number,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-): void {
-  const body = JSON.stringify({ code, message })
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) })
-  res.end(body)
-}
-
-/** The request target as a URL; undefined when it is not one (a 400, not a 500). Absolute-form targets keep only path and query. */
-function requestUrl(req: IncomingMessage): URL | undefined {
-  const target = req.url ?? '/'
-  if (!target.startsWith('/') || target.startsWith('//')) return undefined
-  try {
-    return new URL(target, 'http://proxy')
-  } catch {
-    return undefined
-  }
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  503: 'Service Unavailable',
-}
-
-/** Answers an upgrade request with a plain HTTP error (the socket is not a WebSocket yet). */
-function rejectUpgrade(
-  socket: Duplex,
-  status: number,
-  code: string,
-  message: string,
-  headers: Record<string, string> = {},
-): void {
-  const body = JSON.stringify({ code, message })
-  const lines = [
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}`,
-    'Connection: close',
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-  ]
-  socket.end(lines.join('\r\n') + '\r\n\r\n' + body)
-}
-
-function fetchUpstream(
-  url: URL,
-  method: string,
-): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, timeout: 10_000 }, res => {
-      const chunks: Buffer[] = []
-      let size = 0
-      res.on('data', (c: Buffer) => {
-        size += c.length
-        if (size > 16 * 1024 * 1024) {
-          res.destroy(new Error('discovery answer too large'))
-          return
-        }
-        chunks.push(c)
-      })
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 502,
-          contentType: res.headers['content-type'],
-          body: Buffer.concat(chunks),
-        }),
-      )
-      res.on('error', reject)
-    })
-    req.on('timeout', () => req.destroy(new Error('discovery request timed out')))
-    req.on('error', reject)
-    req.end()
-  })
 }
 
 /** Close codes a peer may send (RFC 6455 7.4: 1005/1006/1015 are never sent on the wire). */
