@@ -199,13 +199,25 @@ t.test('modes: files & 0755, directories 0755 whatever the archive says', async 
 const enospc = () =>
   Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
 
+/**
+ * extractZip with Node's fs replaced in every module of the extraction that touches the disk (each
+ * is mocked by itself: the mocks of one import do not reach the modules it loads).
+ */
+async function extractWithMocks(t: Test, mocks: Record<string, unknown>): Promise<typeof extractZip> {
+  const checks = await t.mockImport('../src/uploads/destination-checks.js', mocks)
+  const data = await t.mockImport('../src/uploads/entry-data.js', mocks)
+  const mod = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>('../src/uploads/extract-zip.js', {
+    ...mocks,
+    '../src/uploads/destination-checks.js': checks,
+    '../src/uploads/entry-data.js': data,
+  })
+  return mod.extractZip
+}
+
 t.test('free space: 507 before anything is written when statfs says it cannot fit', async t => {
-  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>(
-    '../src/uploads/extract-zip.js',
-    {
-      'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 10 }) },
-    },
-  )
+  const extract = await extractWithMocks(t, {
+    'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 10 }) },
+  })
   await refused(
     t,
     rawZip([
@@ -221,18 +233,15 @@ t.test('free space: 507 before anything is written when statfs says it cannot fi
 
 t.test('ENOSPC mid-extraction (injected): 507, the destination untouched', async t => {
   let writes = 0
-  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>(
-    '../src/uploads/extract-zip.js',
-    {
-      'node:fs': {
-        ...fs,
-        writeSync: (...args: Parameters<typeof fs.writeSync>) => {
-          if (++writes > 3) throw enospc()
-          return (fs.writeSync as (...a: unknown[]) => number)(...args)
-        },
+  const extract = await extractWithMocks(t, {
+    'node:fs': {
+      ...fs,
+      writeSync: (...args: Parameters<typeof fs.writeSync>) => {
+        if (++writes > 3) throw enospc()
+        return (fs.writeSync as (...a: unknown[]) => number)(...args)
       },
     },
-  )
+  })
   const entries = Array.from({ length: 10 }, (_, i) => ({
     name: i % 2 ? `sub/n${i}.txt` : `top${i}.txt`,
     data: `content ${i}`,
@@ -282,12 +291,9 @@ t.test('a real full filesystem (tmpfs, 256 KiB): 507 from statfs, and from ENOSP
   t.match(first.message, /needs \d+ bytes/)
   t.same(await snapshot(mnt), before, 'nothing written')
   // statfs fooled into reporting room: the kernel's ENOSPC mid-extraction is a 507 too, and nothing changed
-  const { extractZip: extract } = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>(
-    '../src/uploads/extract-zip.js',
-    {
-      'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 1 << 30 }) },
-    },
-  )
+  const extract = await extractWithMocks(t, {
+    'node:fs/promises': { ...fsp, statfs: async (p: string) => ({ ...(await fsp.statfs(p)), bavail: 1 << 30 }) },
+  })
   const second = (await extract(archive, dest, LIMITS).catch((e: unknown) => e)) as UploadError
   t.equal(second.status, 507)
   t.equal(second.code, 'insufficient_storage')
