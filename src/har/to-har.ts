@@ -45,6 +45,15 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
     )
   }
 
+  const belongs = <K>(
+    pages: Map<K, PageState>,
+    begun: K | undefined,
+    ctx: Parameters<typeof pageFor>[0] | undefined,
+  ) => {
+    const p = begun !== undefined && ctx ? pageFor(ctx) : undefined
+    if (begun !== undefined && p) pages.set(begun, p)
+  }
+
   for (const envelope of sorted) {
     const { event } = envelope
     switch (event.type) {
@@ -86,23 +95,19 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
         if (state.page.pageTimings[field] === -1 && ms >= 0) state.page.pageTimings[field] = ms
         break
       }
+      // An exchange or a socket belongs to the page current when it began.
       case 'network_request':
       case 'network_response':
-      case 'network_loading_failed': {
-        // An exchange belongs to the page current when it began.
-        const begun = join.add(envelope)
-        const p = begun ? pageFor(event.data) : undefined
-        if (begun && p) pageOfExchange.set(begun, p)
+      case 'network_loading_failed':
+        belongs(pageOfExchange, join.add(envelope), event.data)
         break
-      }
       case 'network_websocket_created':
       case 'network_websocket_handshake':
       case 'network_websocket_frame':
       case 'network_websocket_closed':
       case 'network_websocket_error': {
         const begun = sockets.add(envelope)
-        const p = begun ? pageFor(begun.ctx) : undefined
-        if (begun && p) pageOfSocket.set(begun, p)
+        belongs(pageOfSocket, begun, begun?.ctx)
         break
       }
       default:

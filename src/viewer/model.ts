@@ -206,6 +206,9 @@ export interface Incident {
   atMs: number
   label: string
 }
+function addIncident(nav: Navigation, kind: Incident['kind'], e: Envelope, label: string): void {
+  nav.incidents.push({ kind, seq: e.seq, atMs: (e.event.ts - nav.ts) / 1000, label })
+}
 export const MARKERS = ['dcl', 'load', 'idle', 'layout', 'settled'] as const
 export type MarkerName = (typeof MARKERS)[number]
 export const MARKER_LABEL: Record<MarkerName, string> = {
@@ -315,28 +318,13 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
         break
       }
       case 'page_crashed':
-        nav.incidents.push({
-          kind: 'crash',
-          seq: e.seq,
-          atMs: (event.ts - nav.ts) / 1000,
-          label: `renderer crashed${event.data.status ? ` (${event.data.status})` : ''}`,
-        })
+        addIncident(nav, 'crash', e, `renderer crashed${event.data.status ? ` (${event.data.status})` : ''}`)
         break
       case 'page_dialog_opened':
-        nav.incidents.push({
-          kind: 'dialog',
-          seq: e.seq,
-          atMs: (event.ts - nav.ts) / 1000,
-          label: `${event.data.dialog_type}: ${event.data.message.slice(0, 80)}`,
-        })
+        addIncident(nav, 'dialog', e, `${event.data.dialog_type}: ${event.data.message.slice(0, 80)}`)
         break
       case 'page_download_started':
-        nav.incidents.push({
-          kind: 'download',
-          seq: e.seq,
-          atMs: (event.ts - nav.ts) / 1000,
-          label: `download ${event.data.suggested_filename}`,
-        })
+        addIncident(nav, 'download', e, `download ${event.data.suggested_filename}`)
         break
       case 'page_lcp': {
         // render/load times are epoch milliseconds; ts is Unix µs.
