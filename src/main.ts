@@ -25,8 +25,9 @@ import { registerViewerRoutes } from './api/routes/viewer.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { Monitor, capturePlan, chromiumUserFor, type CaptureSource } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
-import { ExtensionStore, type ExtensionRecord } from './uploads/extension-store.js'
+import { ExtensionStore } from './uploads/extension-store.js'
 import { ExtensionMetaStore } from './uploads/extension-meta.js'
+import { moveLegacyExtensionMeta } from './uploads/legacy-extension-meta.js'
 import { prepareUploadRoots } from './uploads/upload-roots.js'
 import { sweepSpool } from './uploads/multipart-spool.js'
 import { UploadSlots } from './uploads/upload-slots.js'
@@ -148,8 +149,11 @@ async function resolveIdentity(d: Daemon): Promise<StopStep> {
 }
 
 async function openStore(d: Daemon): Promise<StopStep> {
+  const path = join(d.config.dataDir, 'events')
+  // Before the log opens: the move needs the log's LevelDB to itself.
+  await moveLegacyExtensionMeta(path, join(d.config.dataDir, 'extensions-meta'))
   const log = await EventLog.open({
-    path: join(d.config.dataDir, 'events'),
+    path,
     logger: d.logger.child({ module: 'store' }),
     maxBytes: d.config.retentionBytes,
     maxAgeMs: d.config.retentionAgeMs,
@@ -297,9 +301,7 @@ async function prepareUploads(d: Daemon): Promise<StopStep> {
     maxRatio: config.zipMaxRatio,
   }
   // Extension metadata has its own database, so nothing done to the telemetry log can touch it.
-  const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'), into =>
-    d.log.moveOutLegacySublevel<ExtensionRecord>('extensions', into),
-  )
+  const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'))
   let extensions: ExtensionStore
   try {
     extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: meta })
