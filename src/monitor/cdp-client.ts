@@ -10,6 +10,7 @@
 // Console arguments over the envelope cap are cut in the raw frame first (console-frame-cut.ts).
 import WebSocket from 'ws'
 import { bounds } from '../bounds.js'
+import { Queue } from '../util/queue.js'
 import { cutConsoleFrame, isConsoleEventFrame } from './console-frame-cut.js'
 
 /** One CDP message as received (events have method, answers have id). */
@@ -58,8 +59,7 @@ interface Pending {
 export class CdpClient {
   private nextId = 1
   private readonly pending = new Map<number, Pending>()
-  private readonly queue: (Buffer | undefined)[] = [] // handled slots are cleared so their buffers can be collected
-  private head = 0
+  private readonly queue = new Queue<Buffer>()
   private queuedBytes = 0
   private scheduled = false
   /** performance.now() before which no slice starts (set after a slice that overran). */
@@ -160,7 +160,7 @@ export class CdpClient {
     const until = start + SLICE_MS
     // The clock is read after every 16 small messages (they take microseconds; reading it costs
     // one) and after every large one.
-    for (let n = 1; this.head < this.queue.length; n++) {
+    for (let n = 1; this.queue.length > 0; n++) {
       const bytes = this.handleNext()
       if (((n & 15) === 0 || bytes > 16 * 1024) && performance.now() >= until) break
     }
@@ -171,19 +171,17 @@ export class CdpClient {
     // or three of them. Half the loop for the browser, half for the rest, while messages are huge.
     const over = now - start - SLICE_MS
     if (over > SLICE_MS) this.restUntil = now + Math.min(over, MAX_REST_MS)
-    this.compact()
     if (this.paused && this.queuedBytes <= QUEUE_LOW_BYTES && !this.closed) {
       this.paused = false
       this.ws.resume()
     }
-    if (this.head < this.queue.length) this.schedule()
+    if (this.queue.length > 0) this.schedule()
     else this.scheduled = false
   }
 
   /** Handles the oldest queued message; returns its size in bytes. */
   private handleNext(): number {
-    const data = this.queue[this.head]!
-    this.queue[this.head++] = undefined
+    const data = this.queue.shift()!
     this.queuedBytes -= data.length
     if (this.unread && this.isUnread(data, this.unread)) return data.length
     let message: CdpMessage
@@ -217,21 +215,10 @@ export class CdpClient {
     )
   }
 
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      this.queue.length = 0
-      this.head = 0
-    } else if (this.head > 1024) {
-      this.queue.splice(0, this.head)
-      this.head = 0
-    }
-  }
-
   private onClose(): void {
     if (this.closed) return
     // What arrived before the close is still delivered, in order, before the disconnect.
-    while (this.head < this.queue.length) this.handleNext()
-    this.compact()
+    while (this.queue.length > 0) this.handleNext()
     this.closed = true
     const err = new Error('WebSocket connection closed')
     for (const p of this.pending.values()) p.reject(err)
