@@ -11,6 +11,7 @@ import { parseSize } from './util/size.js'
 import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from './util/options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
+import type { NatsConfig } from './ship/index.js'
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -79,21 +80,6 @@ export interface ServeConfig {
   warnings: string[]
   /** Fleet shipping to NATS JetStream; undefined when --nats-url is not set (shipping off). */
   nats?: NatsConfig
-}
-
-export interface NatsConfig {
-  servers: string[]
-  credsFile?: string
-  tokenFile?: string
-  tlsCa?: string
-  stream: string
-  subjectPrefix: string
-  /** Used only when the daemon creates the stream. */
-  duplicateWindowMs: number
-  maxAgeMs: number
-  maxBytes: number
-  replicas: number
-  maxInFlight: number
 }
 
 /** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */

@@ -5,7 +5,7 @@
 import t, { type Test } from 'tap'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
-import { CdpClient, CdpCommandError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
+import { CdpClient, CdpCommandError, ConnectionClosedError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
@@ -145,6 +145,10 @@ t.test('close: what arrived first is delivered, then pending commands fail and d
   t.equal(disconnectedAfter, 5, 'disconnect after the last event')
   t.equal(await pending, 'WebSocket connection closed')
   t.equal(await client.send('After.close').catch((e: Error) => e.message), 'WebSocket connection closed')
+  t.ok(
+    await client.send('After.close').catch((e: unknown) => e instanceof ConnectionClosedError),
+    'rejected with the typed ConnectionClosedError',
+  )
 })
 
 t.test('nothing listening: connect rejects', async t => {

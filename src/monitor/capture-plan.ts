@@ -22,6 +22,7 @@
 // - Auto-attach: OOPIFs only when a category reports from them (console, network, page,
 //   interaction); dedicated/shared/service workers only for console or network.
 import type { Category, TargetType } from '../events/index.js'
+import { DOCUMENT_TYPES, FRAME_TYPES, WORKER_TYPES } from './target-types.js'
 
 /** Categories whose capture needs CDP work on targets. */
 export const CAPTURE_CATEGORIES = ['console', 'network', 'page', 'interaction', 'screenshot'] as const
@@ -36,11 +37,6 @@ export const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
 
 /** The network collector's default body cap. */
 export const DEFAULT_BODY_MAX_BYTES = 64 * 1024
-
-const FRAME_TYPES: ReadonlySet<TargetType> = new Set(['page', 'iframe', 'background_page'])
-/** Targets that render documents the page and interaction collectors read. */
-const DOCUMENT_TYPES: ReadonlySet<TargetType> = new Set(['page', 'iframe'])
-const WORKER_TYPES: ReadonlySet<TargetType> = new Set(['worker', 'shared_worker', 'service_worker'])
 
 export interface TargetPlan {
   /** Domains enabled on the target, in PLAN_DOMAINS order. */

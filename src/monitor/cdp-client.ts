@@ -50,6 +50,14 @@ export class CdpCommandError extends Error {
   }
 }
 
+/** The WebSocket to the browser is closed: every command in flight, and every one sent after, fails with this. */
+export class ConnectionClosedError extends Error {
+  constructor() {
+    super('WebSocket connection closed')
+    this.name = 'ConnectionClosedError'
+  }
+}
+
 interface Pending {
   resolve: (r: unknown) => void
   reject: (e: Error) => void
@@ -113,7 +121,7 @@ export class CdpClient {
   }
 
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
-    if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
+    if (this.closed) return Promise.reject(new ConnectionClosedError())
     const id = this.nextId++
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, method })
@@ -220,7 +228,7 @@ export class CdpClient {
     // What arrived before the close is still delivered, in order, before the disconnect.
     while (this.queue.length > 0) this.handleNext()
     this.closed = true
-    const err = new Error('WebSocket connection closed')
+    const err = new ConnectionClosedError()
     for (const p of this.pending.values()) p.reject(err)
     this.pending.clear()
     this.disconnectHandler()

@@ -4,14 +4,15 @@ import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
 import { withTimeout } from '../util/with-timeout.js'
-import { autoAttachParams, IGNORED_TYPES, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
+import { autoAttachParams, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
 import { ListenedEvents } from './handlers.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
-import { AttachedTarget, targetTypeOf, type TargetInfo } from './target-session.js'
+import { AttachedTarget } from './target-session.js'
+import { IGNORED_CDP_TYPES, PARENT_TYPES, TOP_LEVEL_TYPES, targetTypeOf, type TargetInfo } from './target-types.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
 /** Narrows a raw message to one event, typing its params from the protocol mapping. */
@@ -53,11 +54,6 @@ export class ConnectError extends Error {
 function droppableUnheard(method: string): boolean {
   return method.startsWith('Runtime.') || method.startsWith('Network.') || method.startsWith('PerformanceTimeline.')
 }
-
-/** Targets that exist on their own (not children of a page); attached explicitly if auto-attach missed them. */
-const TOP_LEVEL_TYPES = new Set(['page', 'background_page', 'service_worker', 'shared_worker'])
-/** Targets whose children (OOPIFs, dedicated workers) we auto-attach through their own session. */
-const PARENT_TYPES = new Set(['page', 'iframe', 'background_page', 'worker', 'shared_worker', 'service_worker'])
 
 export interface ConnectionOptions {
   wsUrl: string
@@ -244,7 +240,7 @@ export class BrowserConnection {
       targetInfos
         .filter(
           i =>
-            TOP_LEVEL_TYPES.has(i.type) &&
+            TOP_LEVEL_TYPES.has(targetTypeOf(i.type)) &&
             planAttaches(this.plan, targetTypeOf(i.type)) &&
             !this.sessionByTarget.has(i.targetId),
         )
@@ -281,7 +277,7 @@ export class BrowserConnection {
     const { sessionId, targetInfo } = ev
     if (
       this.sessionByTarget.has(targetInfo.targetId) ||
-      IGNORED_TYPES.has(targetInfo.type) ||
+      IGNORED_CDP_TYPES.has(targetInfo.type) ||
       !planAttaches(this.plan, targetTypeOf(targetInfo.type))
     ) {
       // Already tracked through another session (explicit attach racing auto-attach), not a
@@ -382,7 +378,8 @@ export class BrowserConnection {
         }),
       )
     }
-    if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', autoAttachParams(plan)))
+    if (PARENT_TYPES.has(targetTypeOf(cdpType)))
+      own.push(target.sendMayFail('Target.setAutoAttach', autoAttachParams(plan)))
     return { own: Promise.all(own), collectors: capture.attachCollectors(plan) }
   }
 
@@ -395,7 +392,7 @@ export class BrowserConnection {
       const params = autoAttachParams(plan)
       void this.sendMayFail('Target.setAutoAttach', params, undefined)
       for (const t of this.sessions.values())
-        if (PARENT_TYPES.has(t.targetInfo.type)) void t.sendMayFail('Target.setAutoAttach', params)
+        if (PARENT_TYPES.has(t.targetType)) void t.sendMayFail('Target.setAutoAttach', params)
     }
     for (const capture of this.captures.values()) void capture.apply(plan)
   }

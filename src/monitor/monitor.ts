@@ -11,7 +11,7 @@ import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './lau
 import type { ChromiumUser } from './chromium-user.js'
 import { ProtocolErrorLog } from './protocol-error.js'
 import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
-import type { TargetInfo } from './target-session.js'
+import type { TargetInfo } from './target-types.js'
 import type { Collector } from './types.js'
 import { fixedCapture, type CaptureSource } from './capture.js'
 

@@ -8,38 +8,11 @@ import type { Logger } from '../log.js'
 import { CdpSessionCore, type RawSend } from './cdp-session.js'
 import type { ListenedEvents } from './handlers.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
+import { FRAME_TYPES, targetTypeOf, type TargetInfo } from './target-types.js'
 import type { TargetSession } from './types.js'
 
 /** Events held per target until its frame tree was read (see AttachedTarget.held). */
 const HELD_MAX = 1000
-
-/** CDP TargetInfo.type -> the spec's target_type. */
-export function targetTypeOf(cdpType: string): TargetType {
-  switch (cdpType) {
-    case 'page':
-      return 'page'
-    case 'iframe':
-      return 'iframe'
-    case 'worker':
-      return 'worker'
-    case 'service_worker':
-      return 'service_worker'
-    case 'shared_worker':
-      return 'shared_worker'
-    case 'background_page':
-      return 'background_page'
-    default:
-      return 'other'
-  }
-}
-
-/** What monitor.targets() and the target-attached/detached events report. */
-export interface TargetInfo {
-  sessionId: string
-  targetId: string
-  targetType: TargetType
-  context: Context
-}
 
 export class AttachedTarget extends CdpSessionCore implements TargetSession {
   readonly sessionId: string
@@ -101,7 +74,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
   }
 
   get hasFrames(): boolean {
-    return this.targetType === 'page' || this.targetType === 'iframe' || this.targetType === 'background_page'
+    return FRAME_TYPES.has(this.targetType)
   }
 
   context(): Context {
