@@ -4,7 +4,7 @@
 // a bounded number of Network.getResponseBody calls in total.
 import { STATUS_CODES } from 'node:http'
 import type { Protocol } from 'devtools-protocol'
-import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import { DEFAULT_BODY_MAX_BYTES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { Context, EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
@@ -13,7 +13,7 @@ import { RequestTable } from './network-requests.js'
 import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
-import { bounds, capHeaders, capUrl, countEviction } from '../src/bounds.js'
+import { Bounds } from '../src/bounds.js'
 
 export interface NetworkCollectorOptions {
   /** Cap of a response body in UTF-8 bytes (default 64 KiB); longer bodies are cut and flagged truncated. */
@@ -34,6 +34,8 @@ export interface NetworkCollectorOptions {
   isEnabled?: () => boolean
   /** Timers (idle, body timeout) and the request table's TTL clock (injectable for tests). */
   clock?: Clock
+  /** URL, header and request-table bounds and their eviction counters (default: the collector's own, at the default bounds). */
+  bounds?: Bounds
 }
 
 interface ResponseRecord {
@@ -79,20 +81,22 @@ interface NetworkSettings {
   idleQuietMs: number
   isEnabled?: () => boolean
   clock: Clock
+  bounds: Bounds
 }
 
 export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
   const settings: NetworkSettings = {
-    bodyMaxBytes: opts.bodyMaxBytes ?? 64 * 1024,
+    bodyMaxBytes: opts.bodyMaxBytes ?? DEFAULT_BODY_MAX_BYTES,
     bodyTimeoutMs: opts.bodyTimeoutMs ?? 10_000,
     requestTtlMs: opts.requestTtlMs ?? 5 * 60_000,
     maxTrackedRequests: opts.maxTrackedRequests ?? 2000,
     idleQuietMs: opts.idleQuietMs ?? NETWORK_QUIET_MS,
     isEnabled: opts.isEnabled,
     clock: opts.clock ?? systemClock,
+    bounds: opts.bounds ?? new Bounds(),
   }
   // One queue for all sessions: the CDP connection sees a bounded number of body fetches in total.
-  const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
+  const bodies = new BodyFetchQueue(settings.bounds, opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
   // The navigation each page last reported network_idle for, across attaches: the category switched
   // off and on again within one navigation must not report that navigation idle twice.
   const idleReported = new WeakMap<TargetSession, number>()
@@ -140,11 +144,11 @@ class SessionRequests {
     this.requests = new RequestTable<TrackedRequest>({
       ttlMs: settings.requestTtlMs,
       maxSize: settings.maxTrackedRequests,
-      maxBytes: bounds.maxRequestTableBytes,
+      maxBytes: settings.bounds.limits.maxRequestTableBytes,
       sizeOf: entryBytes,
       now: settings.clock.now,
       onEvict: id => {
-        countEviction('network_requests')
+        settings.bounds.countEviction('network_requests')
         this.idle?.done(id)
       },
     })
@@ -185,7 +189,7 @@ class SessionRequests {
       cut = true
     }
     const req: TrackedRequest = {
-      url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut),
+      url: this.settings.bounds.capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut),
       method: p.request.method,
     }
     if (p.frameId) req.frameId = p.frameId
@@ -193,7 +197,7 @@ class SessionRequests {
     if (p.type) req.resourceType = p.type
     this.requests.set(p.requestId, req)
     this.idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
-    const data = requestData(this.session.context(), p, req, previous, onCut)
+    const data = requestData(this.settings.bounds, this.session.context(), p, req, previous, onCut)
     // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
     const inline =
       p.request.postData !== undefined && this.settings.bodyMaxBytes > 0
@@ -238,7 +242,7 @@ class SessionRequests {
     let req = this.requests.get(p.requestId)
     if (!req) {
       // Started before we attached: we missed requestWillBeSent, but the response tells enough.
-      req = { url: capUrl(p.response.url) }
+      req = { url: this.settings.bounds.capUrl(p.response.url) }
       if (p.frameId) req.frameId = p.frameId
       if (p.loaderId) req.loaderId = p.loaderId
       this.requests.set(p.requestId, req)
@@ -249,10 +253,10 @@ class SessionRequests {
       cut = true
     }
     req.response = {
-      url: capUrl(p.response.url, onCut),
+      url: this.settings.bounds.capUrl(p.response.url, onCut),
       status: p.response.status,
       statusText: p.response.statusText,
-      headers: capHeaders(p.response.headers, onCut),
+      headers: this.settings.bounds.capHeaders(p.response.headers, onCut),
       mimeType: p.response.mimeType,
       cut: false,
     }
@@ -405,6 +409,7 @@ class SessionRequests {
  * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
  */
 function requestData(
+  bounds: Bounds,
   ctx: Context,
   p: Protocol.Network.RequestWillBeSentEvent,
   req: TrackedRequest,
@@ -415,15 +420,15 @@ function requestData(
   const data: EventData<'network_request'> = Object.assign(withRequest(ctx, req), {
     request_id: p.requestId,
     method: p.request.method,
-    headers: capHeaders(p.request.headers, onCut),
+    headers: bounds.capHeaders(p.request.headers, onCut),
   })
-  if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
+  if (p.documentURL) data.document_url = bounds.capUrl(p.documentURL, onCut)
   if (p.type) data.resource_type = p.type
   if (p.initiator?.type) data.initiator_type = p.initiator.type
   if (p.redirectResponse) {
     data.is_redirect = true
     const from = p.redirectResponse.url || previous?.url
-    if (from) data.redirect_url = capUrl(from, onCut)
+    if (from) data.redirect_url = bounds.capUrl(from, onCut)
   }
   return data
 }

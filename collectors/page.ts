@@ -2,8 +2,14 @@
 // frame-bearing session (page, iframe), page_tab_opened at browser level, and the computed
 // page_layout_settled / page_navigation_settled for page targets.
 import type { Protocol } from 'devtools-protocol'
-import { capUrl } from '../src/bounds.js'
-import type { BrowserScope, Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import { Bounds } from '../src/bounds.js'
+import {
+  DOCUMENT_TYPES,
+  type BrowserScope,
+  type Collector,
+  type Detach,
+  type TargetSession,
+} from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
 import { Disposer } from '../src/util/disposer.js'
@@ -15,17 +21,20 @@ export interface PageCollectorOptions {
   layoutStableMs?: number
   /** The settle timer's clock (injectable for tests). */
   clock?: Clock
+  /** URL bound and its cut counter (default: the collector's own, at the default bounds). */
+  bounds?: Bounds
 }
 
 export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
   const timers = opts.clock ?? systemClock
+  const bounds = opts.bounds ?? new Bounds()
   return {
     name: 'page',
     // Page and PerformanceTimeline are enabled by the monitor's capture plan.
     category: 'page',
     attach(session: TargetSession, emit: Emit): Detach {
       // Workers have no Page domain; only pages and out-of-process iframes render frames.
-      if (session.targetType !== 'page' && session.targetType !== 'iframe') return () => {}
+      if (!DOCUMENT_TYPES.has(session.targetType)) return () => {}
       let detached = false
       const live = () => !detached && !session.signal.aborted
       const navSeqNow = () => session.context().nav_seq ?? 0
@@ -53,7 +62,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         // page_navigation describes the navigated frame, not the page; it carries no nav_seq.
         const data: EventData<'page_navigation'> = {
           ...ids,
-          url: capUrl(f.url + (f.urlFragment ?? '')),
+          url: bounds.capUrl(f.url + (f.urlFragment ?? '')),
           frame_id: f.id,
           loader_id: f.loaderId,
         }
@@ -106,7 +115,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
             size: l.size,
           }
           if (l.elementId) lcp.element_id = l.elementId
-          if (l.url) lcp.url = capUrl(l.url)
+          if (l.url) lcp.url = bounds.capUrl(l.url)
           if (l.nodeId !== undefined) lcp.node_id = l.nodeId
           const data: EventData<'page_lcp'> = Object.assign(ctx, { time: ev.time * 1000, lcp_details: lcp })
           if (ev.frameId) data.source_frame_id = ev.frameId
@@ -136,7 +145,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         if (t.type !== 'page' || existing.has(t.targetId) || reported.has(t.targetId)) return
         reported.add(t.targetId)
         const data: EventData<'page_tab_opened'> = { target_id: t.targetId, target_type: 'page' }
-        if (t.url) data.url = capUrl(t.url)
+        if (t.url) data.url = bounds.capUrl(t.url)
         if (t.title) data.title = t.title
         if (t.openerId) data.opener_id = t.openerId
         emit({ type: 'page_tab_opened', data, source: { kind: 'cdp', event: 'Target.targetCreated' } })

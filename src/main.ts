@@ -10,7 +10,7 @@ import { createLogger, type Logger } from './log.js'
 import { Redactor } from './redact.js'
 import { DiskGuard } from './disk-guard.js'
 import { Pipeline } from './pipeline.js'
-import { configureBounds } from './bounds.js'
+import { Bounds } from './bounds.js'
 import { EventLog } from './store/event-log.js'
 import { createApiApp, type ApiApp } from './api/app.js'
 import { loadTokens, type LoadedTokens } from './api/auth.js'
@@ -109,6 +109,7 @@ export class Daemon {
   /** store */ log!: EventLog
   /** pipeline */ pipeline!: Pipeline
   /** pipeline */ metrics!: Metrics
+  /** pipeline: byte bounds of per-target state and their eviction counters */ bounds!: Bounds
   /** ship (undefined unless --nats-url) */ shipper?: Shipper
   /** monitor (undefined without a browser) */ monitor?: Monitor
   /** monitor: its interaction collector (binding actions for /metrics) */ interaction?: InteractionCollector
@@ -170,8 +171,8 @@ function redactorOf(config: ServeConfig): Redactor {
 }
 
 function buildPipeline(d: Daemon): void {
-  // Per-target byte bounds (URLs, header sets, request tables) read by the monitor and collectors.
-  configureBounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
+  // Per-target byte bounds (URLs, header sets, request tables) for the monitor and collectors.
+  d.bounds = new Bounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
   d.pipeline = new Pipeline({
     log: d.log,
     logger: d.logger.child({ module: 'pipeline' }),
@@ -224,12 +225,13 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
     emit: pipeline.emit,
     capture: captureSource(d),
     collectors: [
-      createConsoleCollector(),
+      createConsoleCollector({ bounds: d.bounds }),
       createNetworkCollector({
         bodyMaxBytes: config.networkBodyMaxBytes,
+        bounds: d.bounds,
         isEnabled: () => pipeline.isEnabled('network'),
       }),
-      createPageCollector(),
+      createPageCollector({ bounds: d.bounds }),
       d.interaction,
       createScreenshotCollector({
         intervalMs: config.screenshotIntervalMs,
@@ -246,6 +248,7 @@ async function startMonitor(d: Daemon): Promise<StopStep | void> {
       maxBackoffMs: config.reconnectMaxBackoffMs,
     },
     maxTargets: config.maxTargets,
+    bounds: d.bounds,
   })
   d.monitor = monitor
   const stop = () => monitor.stop()
@@ -391,6 +394,7 @@ function attachMetrics(d: Daemon): StopStep {
     ship: d.shipper,
     refusedConnections: () => ({ sse: d.api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
     sseLagDisconnects: () => d.api.streams.stats.slowDisconnects,
+    evictions: () => d.bounds.evictions,
     interactionBinding: (): Record<string, number> => {
       const s = d.interaction?.stats
       return s ? { paused: s.paused, resumed: s.resumed, terminated: s.terminated, invalid: s.invalid } : {}

@@ -9,7 +9,6 @@
 // after such a slice the loop gets as long again for other I/O before the next one (see drain).
 // Console arguments over the envelope cap are cut in the raw frame first (console-frame-cut.ts).
 import WebSocket from 'ws'
-import { bounds } from '../bounds.js'
 import { Queue } from '../util/queue.js'
 import { cutConsoleFrame, isConsoleEventFrame } from './console-frame-cut.js'
 
@@ -78,14 +77,20 @@ export class CdpClient {
   private unread: ((method: string) => boolean) | undefined
   private disconnectHandler: () => void = () => undefined
 
-  private constructor(private readonly ws: WebSocket) {
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly maxEnvelopeBytes: number,
+  ) {
     ws.on('message', (data: Buffer) => this.receive(data))
     ws.on('close', () => this.onClose())
     ws.on('error', () => undefined) // 'close' follows
   }
 
-  /** Opens the WebSocket; rejects when it cannot be opened. */
-  static connect(url: string): Promise<CdpClient> {
+  /**
+   * Opens the WebSocket; rejects when it cannot be opened. `maxEnvelopeBytes` is the envelope cap
+   * console arguments are cut to in the raw frame.
+   */
+  static connect(url: string, maxEnvelopeBytes: number): Promise<CdpClient> {
     return new Promise((resolve, reject) => {
       // The browser's own JSON: its UTF-8 is not validated twice (ws would scan every byte before JSON.parse does).
       const ws = new WebSocket(url, { maxPayload: MAX_PAYLOAD, perMessageDeflate: false, skipUTF8Validation: true })
@@ -99,7 +104,7 @@ export class CdpClient {
       ws.once('unexpected-response', (_req, res) => fail(new Error(`unexpected server response: ${res.statusCode}`)))
       ws.once('open', () => {
         ws.removeListener('error', fail)
-        resolve(new CdpClient(ws))
+        resolve(new CdpClient(ws, maxEnvelopeBytes))
       })
     })
   }
@@ -144,8 +149,8 @@ export class CdpClient {
   private receive(data: Buffer): void {
     // A console argument longer than the envelope cap is cut in the raw frame, as it arrives: the
     // huge frame is released at once instead of waiting in the queue and being parsed whole.
-    if (data.length > bounds.maxEnvelopeBytes && isConsoleEventFrame(data))
-      data = cutConsoleFrame(data, bounds.maxEnvelopeBytes) ?? data
+    if (data.length > this.maxEnvelopeBytes && isConsoleEventFrame(data))
+      data = cutConsoleFrame(data, this.maxEnvelopeBytes) ?? data
     this.queue.push(data)
     this.queuedBytes += data.length
     if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) {

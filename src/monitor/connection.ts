@@ -3,6 +3,7 @@
 import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
+import type { Bounds } from '../bounds.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { autoAttachParams, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'
@@ -75,6 +76,8 @@ export interface ConnectionOptions {
   connectTimeoutMs?: number
   /** Attached targets at most; beyond it a target is resumed and detached (a page opening tabs in a loop). */
   maxTargets?: number
+  /** Byte bounds (URLs in target context, the console cut in raw frames) and their eviction counters. */
+  bounds: Bounds
   onTargetRefused?: (info: EventParams<'Target.attachedToTarget'>['targetInfo']) => void
 }
 
@@ -132,7 +135,7 @@ export class BrowserConnection {
 
   /** Connects and runs the domain setup; on failure closes what it opened and throws ConnectError or InitStepError. */
   static async open(opts: ConnectionOptions): Promise<BrowserConnection> {
-    const client = await connectClient(opts.wsUrl, opts.connectTimeoutMs ?? 10000)
+    const client = await connectClient(opts.wsUrl, opts.connectTimeoutMs ?? 10000, opts.bounds.maxEnvelopeBytes)
     const conn = new BrowserConnection(client, opts)
     try {
       await conn.init()
@@ -309,6 +312,7 @@ export class BrowserConnection {
       this.raw,
       this.opts.errors,
       this.opts.logger,
+      this.opts.bounds,
       targetInfo,
       sessionId,
       parent?.sessionId,
@@ -438,8 +442,8 @@ export class BrowserConnection {
   }
 }
 
-async function connectClient(wsUrl: string, timeoutMs: number): Promise<CdpClient> {
-  const connecting = CdpClient.connect(wsUrl)
+async function connectClient(wsUrl: string, timeoutMs: number, maxEnvelopeBytes: number): Promise<CdpClient> {
+  const connecting = CdpClient.connect(wsUrl, maxEnvelopeBytes)
   try {
     return await withTimeout(connecting, timeoutMs, { message: `no answer within ${timeoutMs} ms` })
   } catch (err) {

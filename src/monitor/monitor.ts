@@ -3,6 +3,7 @@
 import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
+import { Bounds } from '../bounds.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { BrowserConnection, DEFAULT_MAX_TARGETS } from './connection.js'
@@ -55,6 +56,8 @@ export interface MonitorOptions {
   maxTargets?: number
   /** Bound on the monitor's own setup commands to a paused target, which wait for its renderer to start (default attachTimeoutMs). */
   pausedMaxMs?: number
+  /** Byte bounds and their eviction counters, shared with the collectors (default: this monitor's own, at the default bounds). */
+  bounds?: Bounds
 }
 
 export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
@@ -67,6 +70,7 @@ export class Monitor implements MonitorView {
   private readonly logger: Logger
   /** Failed best-effort CDP commands by method, over every connection of this monitor. */
   private readonly errors: ProtocolErrorLog
+  private readonly bounds: Bounds
   private currentState: MonitorState = 'starting'
   /** Attempt number of the reconnect in progress (0 = none). */
   private reconnectAttempt = 0
@@ -91,6 +95,7 @@ export class Monitor implements MonitorView {
     this.errors = new ProtocolErrorLog({ logger: this.logger })
     this.launchPort = opts.launch?.port
     this.capture = opts.capture ?? fixedCapture()
+    this.bounds = opts.bounds ?? new Bounds()
     // main.ts, /healthz, metrics and collectors may all listen; the default cap of 10 would warn.
     this.events.setMaxListeners(50)
   }
@@ -275,6 +280,7 @@ export class Monitor implements MonitorView {
         this.refusedTargets++
       },
       pausedMaxMs: this.opts.pausedMaxMs,
+      bounds: this.bounds,
       events: this.events,
       errors: this.errors,
       onLost: c => this.onConnectionLost(c),

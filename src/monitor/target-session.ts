@@ -1,7 +1,7 @@
 // One attached target (a flattened CDP session): its context bookkeeping and its collectors' listeners.
 // The connection routes every message carrying this sessionId to dispatch(); the monitor's own
 // bookkeeping (track) runs before any collector handler of the same event.
-import { capUrl } from '../bounds.js'
+import type { Bounds } from '../bounds.js'
 import type { Protocol } from 'devtools-protocol'
 import type { Context, TargetType } from '../events/index.js'
 import type { Logger } from '../log.js'
@@ -52,6 +52,8 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     raw: RawSend,
     errors: ProtocolErrorLog,
     logger: Logger,
+    /** Cuts URLs of the context to their bound. */
+    private readonly bounds: Bounds,
     readonly targetInfo: Protocol.Target.TargetInfo,
     sessionId: string,
     parentSessionId: string | undefined,
@@ -62,7 +64,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.targetId = targetInfo.targetId
     this.targetType = targetTypeOf(targetInfo.type)
     this.parentSessionId = parentSessionId
-    this.url = targetInfo.url ? capUrl(targetInfo.url) : undefined
+    this.url = targetInfo.url ? this.bounds.capUrl(targetInfo.url) : undefined
     // A page's and an OOPIF's root frame id equals its target id.
     if (this.hasFrames) {
       this.frameId = targetInfo.targetId
@@ -171,7 +173,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
 
   /** Keeps the url of frameless targets (workers) current from Target.targetInfoChanged. */
   updateInfo(info: Protocol.Target.TargetInfo): void {
-    if (!this.hasFrames && info.url) this.url = capUrl(info.url)
+    if (!this.hasFrames && info.url) this.url = this.bounds.capUrl(info.url)
   }
 
   private isRootFrame(frame: Protocol.Page.Frame): boolean {
@@ -182,7 +184,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.frameId = frame.id
     this.loaderId = frame.loaderId || undefined
     // An uncommitted initial document reports url ""; keep the target's pending URL then.
-    this.url = capUrl((frame.url ?? '') + (frame.urlFragment ?? '')) || this.url
+    this.url = this.bounds.capUrl((frame.url ?? '') + (frame.urlFragment ?? '')) || this.url
   }
 
   /** Context bookkeeping for one event; false when the event repeats one already announced (not dispatched). */
@@ -201,7 +203,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
       if (this.targetType === 'page' && !frame.parentId) this.navSeq++
     } else if (method === 'Page.navigatedWithinDocument') {
       const p = params as Protocol.Page.NavigatedWithinDocumentEvent
-      if (p.frameId === this.frameId && p.url) this.url = capUrl(p.url)
+      if (p.frameId === this.frameId && p.url) this.url = this.bounds.capUrl(p.url)
     } else if (method === 'Page.domContentEventFired') {
       if (this.domContentSeen) return false
       this.domContentSeen = true

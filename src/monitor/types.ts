@@ -16,6 +16,8 @@ export type { CaptureCategory, CapturePlan, PlanDomain, TargetPlan } from './cap
 export type { BrowserExit, MonitorEventSource, MonitorState, MonitorStatus, MonitorView } from './status.js'
 // Target types collectors decide by (the monitor's own sets, one leaf).
 export { DOCUMENT_TYPES } from './target-types.js'
+// The body cap's default, for the network collector.
+export { DEFAULT_BODY_MAX_BYTES } from './capture-plan.js'
 
 /** Removes what attach() set up: listeners, timers, per-target state. Must be idempotent. */
 export type Detach = () => void
