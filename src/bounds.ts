@@ -2,6 +2,7 @@
 // tables) and the counters of what was cut or evicted to stay within them. One `Bounds` per daemon
 // (main.ts builds it from the config) is handed to the connection and the collectors through their
 // options and read by /metrics; tests build their own.
+import { DEFAULT_SETTINGS } from './default-settings.js'
 import { withDefaults } from './util/defaults.js'
 
 export interface StateBounds {
@@ -20,10 +21,10 @@ export interface StateBounds {
 }
 
 export const DEFAULT_BOUNDS: Readonly<StateBounds> = Object.freeze({
-  maxUrlBytes: 8 * 1024,
-  maxHeaderBytes: 32 * 1024,
-  maxRequestTableBytes: 4 * 1024 * 1024,
-  maxEnvelopeBytes: 1024 * 1024,
+  maxUrlBytes: DEFAULT_SETTINGS.maxUrlBytes,
+  maxHeaderBytes: DEFAULT_SETTINGS.maxHeaderBytes,
+  maxRequestTableBytes: DEFAULT_SETTINGS.requestTableBytes,
+  maxEnvelopeBytes: DEFAULT_SETTINGS.maxEnvelopeBytes,
 })
 
 /** The bounds in force and the evictions and cuts made to keep them. */

@@ -6,8 +6,9 @@ import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
 import { DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
 import type { StateBounds } from './bounds.js'
-import { parseDuration } from './util/duration.js'
-import { parseSize } from './util/size.js'
+import { DEFAULT_SETTINGS as D } from './default-settings.js'
+import { formatDuration, parseDuration } from './util/duration.js'
+import { formatSize, parseSize } from './util/size.js'
 import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from './util/options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
@@ -128,87 +129,95 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     multiple: true,
     help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)',
   },
-  'reconnect-attempts': { type: 'string', default: '10', help: 'Reconnect attempts before giving up' },
+  'reconnect-attempts': {
+    type: 'string',
+    default: String(D.reconnectAttempts),
+    help: 'Reconnect attempts before giving up',
+  },
   'reconnect-initial-backoff': {
     type: 'string',
-    default: '250ms',
+    default: formatDuration(D.reconnectInitialBackoffMs),
     help: 'First reconnect delay (doubles each attempt)',
   },
   'reconnect-max-backoff': {
     type: 'string',
-    default: '2s',
+    default: formatDuration(D.reconnectMaxBackoffMs),
     help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)',
   },
-  'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
+  'stream-keepalive': {
+    type: 'string',
+    default: formatDuration(D.streamKeepaliveMs),
+    help: 'SSE keepalive comment interval',
+  },
   'stream-buffer-events': {
     type: 'string',
-    default: '10000',
+    default: String(D.streamBufferEvents),
     help: 'Per-SSE-client buffer before a slow client is disconnected',
   },
   'stream-buffer-bytes': {
     type: 'string',
-    default: '8MiB',
+    default: formatSize(D.streamBufferBytes),
     help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID',
   },
   'stream-ring-bytes': {
     type: 'string',
-    default: '16MiB',
+    default: formatSize(D.streamRingBytes),
     help: 'SSE frames of the most recent events kept in memory (shared by all streams); a stream resuming (Last-Event-ID) within them is served without reading the store (0 = off)',
   },
   'max-stream-clients': {
     type: 'string',
-    default: '64',
+    default: String(D.maxStreamClients),
     help: 'Open SSE streams at most (429 too_many_streams beyond)',
   },
   'proxy-max-connections': {
     type: 'string',
-    default: '32',
+    default: String(D.proxyMaxConnections),
     help: 'Open CDP proxy connections at most (503 too_many_connections beyond)',
   },
   'max-targets': {
     type: 'string',
-    default: '500',
+    default: String(D.maxTargets),
     help: 'Attached CDP targets at most; more are left unwatched, counted and logged',
   },
   'max-url-bytes': {
     type: 'string',
-    default: '8KiB',
+    default: formatSize(D.maxUrlBytes),
     help: 'URLs in events and per-target state are cut to this (event marked truncated)',
   },
   'max-header-bytes': {
     type: 'string',
-    default: '32KiB',
+    default: formatSize(D.maxHeaderBytes),
     help: 'One header set in an event (names + values); further headers are dropped (event marked truncated)',
   },
   'request-table-bytes': {
     type: 'string',
-    default: '4MiB',
+    default: formatSize(D.requestTableBytes),
     help: 'Per-target table of in-flight requests; oldest evicted first (counted)',
   },
   'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
   'max-envelope-bytes': {
     type: 'string',
-    default: '1MiB',
+    default: formatSize(D.maxEnvelopeBytes),
     help: 'Envelope size cap; larger events are cut and marked truncated',
   },
   'budget-events-per-sec': {
     type: 'string',
-    default: '200',
+    default: String(D.budgetEventsPerSec),
     help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted',
   },
   'budget-events-burst': {
     type: 'string',
-    default: '2000',
+    default: String(D.budgetEventsBurst),
     help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies',
   },
   'budget-bytes-per-sec': {
     type: 'string',
-    default: '4MiB',
+    default: formatSize(D.budgetBytesPerSec),
     help: 'Per-page budget: sustained envelope bytes per second per target and category',
   },
   'budget-bytes-burst': {
     type: 'string',
-    default: '32MiB',
+    default: formatSize(D.budgetBytesBurst),
     help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)',
   },
   'redact-headers': {
@@ -221,46 +230,58 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   },
   'disk-reserve': {
     type: 'string',
-    default: '8MiB',
+    default: formatSize(D.diskReserveBytes),
     help: 'Space held in <data-dir>/.disk-reserve; when the disk fills it is released so the daemon stays up read-only (reads work, writes get 507) until space returns (0 disables the reserve)',
   },
-  'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
-  'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
+  'retention-bytes': {
+    type: 'string',
+    default: formatSize(D.retentionBytes),
+    help: 'Keep at most this many bytes of events',
+  },
+  'retention-age': { type: 'string', default: formatDuration(D.retentionAgeMs), help: 'Drop events older than this' },
   'network-body-max-bytes': {
     type: 'string',
-    default: '64KiB',
+    default: formatSize(D.networkBodyMaxBytes),
     help: 'Cap on captured text response bodies and request post data (0 = no bodies: none fetched, none inlined)',
   },
-  'screenshot-interval': { type: 'string', default: '5s', help: 'Periodic screenshot cadence (screenshot category)' },
-  'upload-max-bytes': { type: 'string', default: '1GiB', help: 'Largest accepted upload (413 above)' },
+  'screenshot-interval': {
+    type: 'string',
+    default: formatDuration(D.screenshotIntervalMs),
+    help: 'Periodic screenshot cadence (screenshot category)',
+  },
+  'upload-max-bytes': {
+    type: 'string',
+    default: formatSize(D.uploadMaxBytes),
+    help: 'Largest accepted upload (413 above)',
+  },
   'zip-max-entries': {
     type: 'string',
-    default: '100000',
+    default: String(D.zipMaxEntries),
     help: 'Most paths an uploaded zip may create (entries plus the directories they imply)',
   },
   'zip-max-total-bytes': {
     type: 'string',
-    default: '4GiB',
+    default: formatSize(D.zipMaxTotalBytes),
     help: 'Largest total uncompressed size of an uploaded zip',
   },
   'zip-max-ratio': {
     type: 'string',
-    default: '200',
+    default: String(D.zipMaxRatio),
     help: 'Largest compression ratio of any zip entry and of the whole archive (zip-bomb guard)',
   },
   'upload-max-concurrent': {
     type: 'string',
-    default: '4',
+    default: String(D.uploadMaxConcurrent),
     help: 'Uploads (upload_zip, extensions) in progress at once; 429 above',
   },
   'drain-max-bytes': {
     type: 'string',
-    default: '64MiB',
+    default: formatSize(D.drainMaxBytes),
     help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond',
   },
   'drain-timeout': {
     type: 'string',
-    default: '10s',
+    default: formatDuration(D.drainTimeoutMs),
     help: 'How long a refused request body is drained before the connection is closed',
   },
   'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
@@ -284,17 +305,29 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   },
   'nats-duplicate-window': {
     type: 'string',
-    default: '2m',
+    default: formatDuration(D.natsDuplicateWindowMs),
     help: 'Duplicate window of a stream the daemon creates (at least 2m)',
   },
-  'nats-max-age': { type: 'string', default: '7d', help: 'Max age of a stream the daemon creates (0 = unlimited)' },
-  'nats-max-bytes': { type: 'string', default: '0', help: 'Max bytes of a stream the daemon creates (0 = unlimited)' },
+  'nats-max-age': {
+    type: 'string',
+    default: formatDuration(D.natsMaxAgeMs),
+    help: 'Max age of a stream the daemon creates (0 = unlimited)',
+  },
+  'nats-max-bytes': {
+    type: 'string',
+    default: formatSize(D.natsMaxBytes),
+    help: 'Max bytes of a stream the daemon creates (0 = unlimited)',
+  },
   'nats-replicas': {
     type: 'string',
-    default: '1',
+    default: String(D.natsReplicas),
     help: 'Replicas of a stream the daemon creates (3 on a 3-node cluster)',
   },
-  'nats-max-in-flight': { type: 'string', default: '256', help: 'Unacknowledged publishes at most' },
+  'nats-max-in-flight': {
+    type: 'string',
+    default: String(D.natsMaxInFlight),
+    help: 'Unacknowledged publishes at most',
+  },
 }
 
 export function envName(flag: string): string {

@@ -22,6 +22,8 @@ import type { ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { withDefaults } from '../util/defaults.js'
 import { FrameRing, type FrameBatch } from './frame-ring.js'
 
 export type StreamStart =
@@ -29,30 +31,35 @@ export type StreamStart =
   | { kind: 'oldest' } // replay=all: from the oldest retained event
   | { kind: 'after'; seq: number } // Last-Event-ID: events with seq > this
 
-export interface TelemetryStreamsOptions {
+/** Every option's default, set once here (the daemon's come from its configuration). */
+const STREAM_DEFAULTS = {
   /** Interval of `: keepalive` comments while no event was written. */
-  keepaliveMs: number
+  keepaliveMs: DEFAULT_SETTINGS.streamKeepaliveMs,
   /** Queued events per client (socket not draining) before it is disconnected. */
-  bufferEvents: number
-  /** Queued bytes per client (undrained write + queue) before it is disconnected (default 8 MiB). */
-  bufferBytes?: number
-  /** Open streams at most; the route answers 429 beyond (default 64). */
-  maxClients?: number
-  /** How long a lagging client's final comment may take to drain before the socket is destroyed (default 5 s). */
-  lagCloseGraceMs?: number
+  bufferEvents: DEFAULT_SETTINGS.streamBufferEvents,
+  /** Queued bytes per client (undrained write + queue) before it is disconnected. */
+  bufferBytes: DEFAULT_SETTINGS.streamBufferBytes,
+  /** Open streams at most; the route answers 429 beyond. */
+  maxClients: DEFAULT_SETTINGS.maxStreamClients,
+  /** How long a lagging client's final comment may take to drain before the socket is destroyed. */
+  lagCloseGraceMs: 5000,
   /** Backlog page size. */
-  pageSize?: number
+  pageSize: 500,
   /**
-   * Live writes to a client at most this often (default 20 ms): commits arriving sooner are
-   * coalesced into the next write. A commit after a quiet spell is written at once; under a flood
-   * each client gets one larger write per interval instead of one per commit (0 = every commit).
+   * Live writes to a client at most this often: commits arriving sooner are coalesced into the
+   * next write. A commit after a quiet spell is written at once; under a flood each client gets
+   * one larger write per interval instead of one per commit (0 = every commit).
    */
-  coalesceMs?: number
+  coalesceMs: 20,
   /**
-   * Frame bytes of the most recent write batches kept for resumes (default 16 MiB, 0 = none): a
-   * stream resuming after a seq the ring covers is served from memory, older resumes read the store.
+   * Frame bytes of the most recent write batches kept for resumes (0 = none): a stream resuming
+   * after a seq the ring covers is served from memory, older resumes read the store.
    */
-  ringBytes?: number
+  ringBytes: DEFAULT_SETTINGS.streamRingBytes,
+}
+export type StreamTuning = typeof STREAM_DEFAULTS
+
+export interface TelemetryStreamsOptions extends Partial<StreamTuning> {
   logger?: Logger
 }
 
@@ -64,11 +71,6 @@ export interface StreamStats {
   ringResumes: number
   storeResumes: number
 }
-
-export const DEFAULT_STREAM_BUFFER_BYTES = 8 * 1024 * 1024
-export const DEFAULT_MAX_STREAM_CLIENTS = 64
-export const DEFAULT_STREAM_COALESCE_MS = 20
-export const DEFAULT_STREAM_RING_BYTES = 16 * 1024 * 1024
 
 /**
  * SSE frames of records, encoded once (the same bytes go to every live client), with where each
@@ -129,11 +131,18 @@ export class TelemetryStreams {
   readonly ring: FrameRing
   readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0, ringResumes: 0, storeResumes: 0 }
 
+  /** The options in force, every default applied. */
+  readonly opts: StreamTuning
+  readonly logger: Logger
+
   constructor(
     readonly log: EventLog,
-    readonly opts: TelemetryStreamsOptions,
+    opts: TelemetryStreamsOptions,
   ) {
-    this.ring = new FrameRing(opts.ringBytes ?? DEFAULT_STREAM_RING_BYTES)
+    const { logger, ...tuning } = opts
+    this.opts = withDefaults(STREAM_DEFAULTS, tuning)
+    this.logger = logger ?? silentLogger
+    this.ring = new FrameRing(this.opts.ringBytes)
     this.unsubscribe = log.onCommit(this.onCommit)
   }
 
@@ -141,9 +150,9 @@ export class TelemetryStreams {
     return this.sessions.size
   }
 
-  /** True when another stream would exceed maxClients (the route answers 429 and counts it). */
-  full(): boolean {
-    if (this.sessions.size < (this.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS)) return false
+  /** True when another stream would exceed maxClients: the refusal is counted (the route answers 429). */
+  refuseIfFull(): boolean {
+    if (this.sessions.size < this.opts.maxClients) return false
     this.stats.refused++
     return true
   }
@@ -157,7 +166,7 @@ export class TelemetryStreams {
     const session = new StreamSession(this, res, start)
     this.sessions.add(session)
     this.stats.open = this.sessions.size
-    session.done.finally(() => {
+    void session.done.finally(() => {
       this.sessions.delete(session)
       this.stats.open = this.sessions.size
     })
@@ -184,7 +193,7 @@ export class TelemetryStreams {
     for (const s of this.sessions) if (s.mode === 'backlog') s.hold(records)
     for (const r of records) this.pending.push(r)
     if (this.flushTimer) return
-    const coalesceMs = this.opts.coalesceMs ?? DEFAULT_STREAM_COALESCE_MS
+    const coalesceMs = this.opts.coalesceMs
     const wait = this.lastFlush + coalesceMs - performance.now()
     if (wait <= 0) this.flush()
     else this.flushTimer = setTimeout(this.flush, wait)
@@ -248,7 +257,7 @@ class StreamSession {
     private readonly res: ServerResponse,
     private readonly start: StreamStart,
   ) {
-    this.logger = hub.opts.logger ?? silentLogger
+    this.logger = hub.logger
   }
 
   begin(): void {
@@ -288,7 +297,7 @@ class StreamSession {
   }
 
   private async replay(): Promise<void> {
-    const pageSize = this.hub.opts.pageSize ?? 500
+    const pageSize = this.hub.opts.pageSize
     for (;;) {
       this.heldOverflowed = false
       const page = await this.hub.log.read({ order: 'asc', limit: pageSize, cursor: this.lastSent + 1 })
@@ -363,7 +372,7 @@ class StreamSession {
     for (const r of records) bytes += r.envelopeBytes?.byteLength ?? r.json.length
     if (
       this.held.length + records.length > this.hub.opts.bufferEvents ||
-      this.heldBytes + bytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)
+      this.heldBytes + bytes > this.hub.opts.bufferBytes
     ) {
       this.held = []
       this.heldBytes = 0
@@ -395,7 +404,7 @@ class StreamSession {
       this.queuedBytes += chunk.length
       if (
         this.undrained + this.queuedEvents > this.hub.opts.bufferEvents ||
-        this.undrainedBytes + this.queuedBytes > (this.hub.opts.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES)
+        this.undrainedBytes + this.queuedBytes > this.hub.opts.bufferBytes
       ) {
         this.lagClose()
       }
@@ -427,7 +436,7 @@ class StreamSession {
     if (!res.writableEnded && !res.destroyed) {
       res.end(LAGGING)
       // A client that does not read at all never drains the comment: the socket goes after a grace period.
-      const t = setTimeout(() => res.destroy(), this.hub.opts.lagCloseGraceMs ?? 5000)
+      const t = setTimeout(() => res.destroy(), this.hub.opts.lagCloseGraceMs)
       t.unref()
       res.once('close', () => clearTimeout(t))
     }

@@ -22,6 +22,7 @@
 // - Auto-attach: OOPIFs only when a category reports from them (console, network, page,
 //   interaction); dedicated/shared/service workers only for console or network.
 import type { Category, TargetType } from '../events/index.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { DOCUMENT_TYPES, FRAME_TYPES, WORKER_TYPES } from './target-types.js'
 
 /** Categories whose capture needs CDP work on targets. */
@@ -36,7 +37,7 @@ export type PlanDomain = (typeof PLAN_DOMAINS)[number]
 export const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
 
 /** The network collector's default body cap. */
-export const DEFAULT_BODY_MAX_BYTES = 64 * 1024
+export const DEFAULT_BODY_MAX_BYTES = DEFAULT_SETTINGS.networkBodyMaxBytes
 
 export interface TargetPlan {
   /** Domains enabled on the target, in PLAN_DOMAINS order. */

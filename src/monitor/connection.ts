@@ -75,13 +75,11 @@ export interface ConnectionOptions {
   onLost: (conn: BrowserConnection) => void
   connectTimeoutMs?: number
   /** Attached targets at most; beyond it a target is resumed and detached (a page opening tabs in a loop). */
-  maxTargets?: number
+  maxTargets: number
   /** Byte bounds (URLs in target context, the console cut in raw frames) and their eviction counters. */
   bounds: Bounds
   onTargetRefused?: (info: EventParams<'Target.attachedToTarget'>['targetInfo']) => void
 }
-
-export const DEFAULT_MAX_TARGETS = 500
 
 export class BrowserConnection {
   readonly wsUrl: string
@@ -289,7 +287,7 @@ export class BrowserConnection {
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
       return
     }
-    if (this.sessions.size >= (this.opts.maxTargets ?? DEFAULT_MAX_TARGETS)) {
+    if (this.sessions.size >= this.opts.maxTargets) {
       // Every attached target costs per-target state and CDP traffic: past the cap, leave it unwatched.
       void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)

@@ -4,9 +4,10 @@ import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import { Bounds } from '../bounds.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
-import { BrowserConnection, DEFAULT_MAX_TARGETS } from './connection.js'
+import { BrowserConnection } from './connection.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
 import type { ChromiumUser } from './chromium-user.js'
@@ -60,7 +61,11 @@ export interface MonitorOptions {
   bounds?: Bounds
 }
 
-export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
+export const DEFAULT_RECONNECT: ReconnectOptions = {
+  attempts: DEFAULT_SETTINGS.reconnectAttempts,
+  initialBackoffMs: DEFAULT_SETTINGS.reconnectInitialBackoffMs,
+  maxBackoffMs: DEFAULT_SETTINGS.reconnectMaxBackoffMs,
+}
 
 export class Monitor implements MonitorView {
   /** Typed by MonitorEventMap: state, upstream, target-attached/-detached, browser-exit. */
@@ -275,7 +280,7 @@ export class Monitor implements MonitorView {
       emit: this.opts.emit,
       logger: this.logger,
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
-      maxTargets: this.opts.maxTargets ?? DEFAULT_MAX_TARGETS,
+      maxTargets: this.opts.maxTargets ?? DEFAULT_SETTINGS.maxTargets,
       onTargetRefused: () => {
         this.refusedTargets++
       },

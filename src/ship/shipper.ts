@@ -15,6 +15,7 @@
 //   otherwise turn re-sends into duplicates. The stream is the truth for what it holds.
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { Backoff } from '../util/backoff.js'
 import { withDefaults } from '../util/defaults.js'
 import type { NatsAuth } from './connect.js'
@@ -56,7 +57,7 @@ const TRANSITIONS: Record<Phase, readonly Phase[]> = {
 /** Tuning defaults; the daemon passes `maxInFlight` from its configuration. */
 export const SHIPPER_DEFAULTS = {
   /** Unacknowledged publishes at most (1,024 was no faster than 256). */
-  maxInFlight: 256,
+  maxInFlight: DEFAULT_SETTINGS.natsMaxInFlight,
   /** An unacknowledged publish older than this restarts sending from the watermark. */
   ackTimeoutMs: 5000,
   /** Retry delays after failures: doubling from initial to max. */

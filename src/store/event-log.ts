@@ -4,6 +4,7 @@
 import { ClassicLevel } from 'classic-level'
 import type { TelemetryEvent } from '../events/index.js'
 import { silentLogger } from '../log.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import type { Logger } from '../log.js'
 import { LogWriter, WRITE_MERGE_EVENTS, type Appended, type CommitListener, type WriterHealth } from './log-writer.js'
 import { LogReader, type ReadQuery, type ReadResult } from './log-reader.js'
@@ -104,8 +105,8 @@ export class EventLog {
         },
       },
       {
-        maxBytes: opts.maxBytes ?? 512 * 1024 * 1024,
-        maxAgeMs: opts.maxAgeMs ?? 7 * 24 * 3600 * 1000,
+        maxBytes: opts.maxBytes ?? DEFAULT_SETTINGS.retentionBytes,
+        maxAgeMs: opts.maxAgeMs ?? DEFAULT_SETTINGS.retentionAgeMs,
         retentionIntervalMs: opts.retentionIntervalMs ?? 60_000,
       },
       logger,
