@@ -1,5 +1,5 @@
 // Network collector: network_request / network_response / network_loading_failed per target session,
-// plus the computed network_idle for page targets. Per-session state lives in a SessionRequests and
+// plus the computed network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
 import { STATUS_CODES } from 'node:http'
@@ -106,7 +106,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
     // are enabled by the monitor's capture plan.
     category: 'network',
     attach(session: TargetSession, emit: Emit): Detach {
-      const tracker = new SessionRequests(session, emit, settings, bodies, idleReported)
+      const tracker = new TargetRequests(session, emit, settings, bodies, idleReported)
       const listeners = new Disposer()
       listeners.add(() => tracker.dispose())
       listeners.add(session.on('Network.requestWillBeSent', p => tracker.onRequest(p)))
@@ -124,7 +124,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
  * translation of the four Network events into network_request / network_response /
  * network_loading_failed. Dropped as a whole by dispose().
  */
-class SessionRequests {
+class TargetRequests {
   readonly isPage: boolean
   private readonly requests: RequestTable<TrackedRequest>
   private readonly idle: NetworkIdleRule | undefined

@@ -120,7 +120,7 @@ const LAGGING = Buffer.from(': lagging: client too slow, closing; reconnect with
 
 /** Every open stream of the daemon; one commit listener fans each batch out to all of them. */
 export class TelemetryStreams {
-  private readonly sessions = new Set<StreamSession>()
+  private readonly clients = new Set<StreamClient>()
   private readonly unsubscribe: () => void
   private closing = false
   /** Committed records not yet written to the clients (coalescing), and when the last write went out. */
@@ -147,31 +147,31 @@ export class TelemetryStreams {
   }
 
   get size(): number {
-    return this.sessions.size
+    return this.clients.size
   }
 
   /** True when another stream would exceed maxClients: the refusal is counted (the route answers 429). */
   refuseIfFull(): boolean {
-    if (this.sessions.size < this.opts.maxClients) return false
+    if (this.clients.size < this.opts.maxClients) return false
     this.stats.refused++
     return true
   }
 
-  /** Takes over `res` (headers, body, end) and streams from `start`. Returns the session's end. */
+  /** Takes over `res` (headers, body, end) and streams from `start`. Returns the stream's end. */
   open(res: ServerResponse, start: StreamStart): Promise<void> {
     if (this.closing) {
       res.writeHead(503).end()
       return Promise.resolve()
     }
-    const session = new StreamSession(this, res, start)
-    this.sessions.add(session)
-    this.stats.open = this.sessions.size
-    void session.done.finally(() => {
-      this.sessions.delete(session)
-      this.stats.open = this.sessions.size
+    const client = new StreamClient(this, res, start)
+    this.clients.add(client)
+    this.stats.open = this.clients.size
+    void client.done.finally(() => {
+      this.clients.delete(client)
+      this.stats.open = this.clients.size
     })
-    session.begin()
-    return session.done
+    client.begin()
+    return client.done
   }
 
   /** Ends every stream cleanly (stalled sockets are destroyed after `graceMs`) and stops listening. */
@@ -180,17 +180,17 @@ export class TelemetryStreams {
     this.unsubscribe()
     this.flush() // what was committed reaches the live clients before their streams end
     this.ring.clear()
-    await Promise.all([...this.sessions].map(s => s.end(graceMs)))
+    await Promise.all([...this.clients].map(s => s.end(graceMs)))
   }
 
   private readonly onCommit = (records: readonly StoredRecord[]): void => {
-    if (this.sessions.size === 0) {
+    if (this.clients.size === 0) {
       // Nobody listens: no framing work. The ring would miss these records, so it forgets everything.
       if (this.ring.coveredAfter !== undefined) this.ring.clear()
       this.pending = []
       return
     }
-    for (const s of this.sessions) if (s.mode === 'backlog') s.hold(records)
+    for (const s of this.clients) if (s.mode === 'backlog') s.hold(records)
     for (const r of records) this.pending.push(r)
     if (this.flushTimer) return
     const coalesceMs = this.opts.coalesceMs
@@ -201,7 +201,7 @@ export class TelemetryStreams {
 
   /**
    * One write of every pending record to each live client, framed once for all, and into the
-   * ring. A session that went live after some of them were committed held those and sent them
+   * ring. A client that went live after some of them were committed held those and sent them
    * itself: deliver() skips what is at or below its last sent seq. Sessions catching up from the
    * ring take the new batch from there.
    */
@@ -216,14 +216,14 @@ export class TelemetryStreams {
     this.pending = []
     const batch = frames(records)
     this.ring.append(batch)
-    for (const s of this.sessions) {
+    for (const s of this.clients) {
       if (s.mode === 'live') s.deliver(batch)
       else if (s.mode === 'ring') s.pump()
     }
   }
 }
 
-class StreamSession {
+class StreamClient {
   /** backlog: paging the store; ring: writing ring batches as the socket drains; live: written at each flush. */
   mode: 'backlog' | 'ring' | 'live' | 'closed' = 'backlog'
   /** Highest seq handed to the socket. */
@@ -329,7 +329,7 @@ class StreamSession {
   /** Pages the store from the last sent seq; a failed read closes the stream (the client resumes). */
   private startReplay(): void {
     void this.replay().catch(err => {
-      this.logger.warn({ err: (err as Error).message }, 'telemetry stream backlog read failed; closing the stream')
+      this.logger.warn({ err }, 'telemetry stream backlog read failed; closing the stream')
       this.close()
     })
   }
