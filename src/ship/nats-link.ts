@@ -25,6 +25,13 @@ export interface ShipTransport {
   publish(rec: StoredRecord): void
 }
 
+/** A transport's whole life as the shipper drives it: started once, stopped once. */
+export interface ShipLink extends ShipTransport {
+  /** Starts connecting in the background; LinkEvents tell how it goes. */
+  start(): void
+  stop(): Promise<void>
+}
+
 /** A destination's answer that refuses one record. */
 export interface Refusal {
   kind: PublishErrorKind
@@ -52,7 +59,7 @@ export interface NatsLinkOptions {
   limits: StreamLimits
 }
 
-export class NatsLink implements ShipTransport {
+export class NatsLink implements ShipLink {
   private running = false
   private nc: NatsConnection | undefined
   private jsm: JetStreamManager | undefined

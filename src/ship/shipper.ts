@@ -26,7 +26,7 @@ import {
   type LinkEvents,
   type PublishErrorKind,
   type Refusal,
-  type ShipTransport,
+  type ShipLink,
 } from './nats-link.js'
 import { PublishWindow } from './publish-window.js'
 import { StoredWatermark } from './watermark.js'
@@ -96,8 +96,8 @@ export class Shipper {
   private readonly logger: Logger
   private readonly watermark: StoredWatermark
   private phase: Phase = 'stopped'
-  private readonly link: NatsLink
-  private readonly transport: ShipTransport
+  /** The destination; the only NATS-specific object (constructed below, used through ShipLink). */
+  private readonly link: ShipLink
   private readonly window = new PublishWindow()
   private readonly backoff: Backoff
   /** Bumped on every rewind so a stale async step (read, resync) drops its result. */
@@ -133,7 +133,6 @@ export class Shipper {
     this.watermark = new StoredWatermark(opts.log, opts.stream, opts.subjectPrefix, this.logger)
     this.backoff = new Backoff(this.tuning.retryInitialMs, this.tuning.retryMaxMs)
     this.link = new NatsLink(opts, this.linkEvents, this.backoff, this.logger)
-    this.transport = this.link
   }
 
   /** The one place the phase changes. Losing the connection, or a failed publish, drops the window. */
@@ -293,7 +292,7 @@ export class Shipper {
     if (this.phase !== 'resyncing' || gen !== this.generation) return
     let held: number
     try {
-      held = await this.transport.resync()
+      held = await this.link.resync()
     } catch (err) {
       this.noteError('setup', (err as Error).message)
       if (gen === this.generation) this.scheduleResync(this.backoff.next())
@@ -398,7 +397,7 @@ export class Shipper {
 
   private publish(rec: StoredRecord): void {
     try {
-      this.transport.publish(rec)
+      this.link.publish(rec)
     } catch (err) {
       this.failAndRetry('publish', `publish failed: ${(err as Error).message}`)
       return
