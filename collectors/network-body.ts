@@ -20,7 +20,7 @@ const TEXT_MIME_TYPES = new Set([
 ])
 
 /**
- * True for the spec's text MIME types: JSON, XML, HTML, plain text, CSV, form-urlencoded, GraphQL
+ * True for the text MIME types whose bodies are kept: JSON, XML, HTML, plain text, CSV, form-urlencoded, GraphQL
  * and the structured-syntax suffixes +json / +xml. Scripts, stylesheets and binaries get no body.
  */
 export function isTextMime(mime: string | undefined): boolean {

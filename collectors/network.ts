@@ -28,7 +28,7 @@ export interface NetworkCollectorOptions {
   requestTtlMs?: number
   /** Tracked requests per session at most (default 2000; oldest evicted first). */
   maxTrackedRequests?: number
-  /** network_idle quiet period (default 500 ms, the spec's value). */
+  /** network_idle quiet period (default 500 ms). */
   idleQuietMs?: number
   /** When given and false, responses skip the body fetch (the category is off: emit would drop them anyway). */
   isEnabled?: () => boolean

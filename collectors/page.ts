@@ -17,7 +17,7 @@ import { NavigationSettleRule, LAYOUT_STABLE_MS } from './page-settle.js'
 import { systemClock, type Clock } from '../src/util/clock.js'
 
 export interface PageCollectorOptions {
-  /** page_layout_settled stable period (default 1 s, the spec's value). */
+  /** page_layout_settled stable period (default 1 s). */
   layoutStableMs?: number
   /** The settle timer's clock (injectable for tests). */
   clock?: Clock
@@ -94,7 +94,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         const ctx = session.context()
         const navSeq = ctx.nav_seq ?? 0
         const source = { kind: 'cdp' as const, event: 'PerformanceTimeline.timelineEventAdded' }
-        // CDP times are seconds since the epoch; the spec's fields are milliseconds.
+        // CDP times are seconds since the epoch; the event fields are milliseconds.
         if (ev.type === 'layout-shift' && ev.layoutShiftDetails) {
           const data: EventData<'page_layout_shift'> = Object.assign(ctx, {
             time: ev.time * 1000,

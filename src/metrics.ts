@@ -391,7 +391,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   })
 
   // The event-loop delay histogram samples on a libuv timer: prom-client's default 10 ms wakes an
-  // idle daemon 100 times a second (~8 ms CPU/s measured); 100 ms keeps it near 1 ms/s (issue 14).
+  // idle daemon 100 times a second (~8 ms CPU/s measured); 100 ms keeps it near 1 ms/s.
   if (opts.processMetrics !== false)
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
 

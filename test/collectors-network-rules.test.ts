@@ -7,7 +7,7 @@ import { NetworkIdleRule } from '../collectors/network-idle.js'
 import { RequestTable } from '../collectors/network-requests.js'
 import { Bounds } from '../src/bounds.js'
 
-t.test('isTextMime keeps the spec text types and nothing else', async t => {
+t.test('isTextMime keeps the text types and nothing else', async t => {
   for (const m of [
     'application/json',
     'application/json; charset=utf-8',

@@ -1,9 +1,9 @@
-// The capture plan (issue 14): from the enabled categories, exactly which CDP domains each kind of
+// The capture plan: from the enabled categories, exactly which CDP domains each kind of
 // target gets, which collectors run on it (and so which scripts, bindings and body fetches), and
 // which targets are auto-attached at all. Pure; the monitor applies it (capture.ts), at attach and
 // live whenever the categories change. One place, so the README's cost table and the tests read it.
 //
-// What each category truly needs (derived from the collectors and the spec):
+// What each category truly needs (derived from the collectors and the event model):
 // - Page on every frame-bearing target (page, iframe, background_page) whatever is on: the monitor's
 //   own context (url, frame_id, loader_id, nav_seq) comes from Page.frameNavigated and the frame
 //   tree, and every context-bearing event carries it; the screenshot collector's active page and

@@ -1,5 +1,5 @@
 // The monitor: finds or launches the browser, owns the one CDP connection (BrowserConnection) and
-// runs the reconnect state machine of the spec (collecting -> disconnected -> collecting | failed).
+// runs the reconnect state machine (collecting -> disconnected -> collecting | failed).
 import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
