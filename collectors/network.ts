@@ -2,11 +2,10 @@
 // plus the computed network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
-import { STATUS_CODES } from 'node:http'
 import type { Protocol } from 'devtools-protocol'
 import { DEFAULT_BODY_MAX_BYTES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
-import type { Context, EventData } from '../src/events/index.js'
+import type { EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
@@ -14,6 +13,15 @@ import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
 import { Bounds } from '../src/bounds.js'
+import {
+  entryBytes,
+  headerValue,
+  requestData,
+  responseData,
+  withRequest,
+  type ResponseRecord,
+  type TrackedRequest,
+} from './network-events.js'
 
 export interface NetworkCollectorOptions {
   /** Cap of a response body in UTF-8 bytes (default 64 KiB); longer bodies are cut and flagged truncated. */
@@ -36,40 +44,6 @@ export interface NetworkCollectorOptions {
   clock?: Clock
   /** URL, header and request-table bounds and their eviction counters (default: the collector's own, at the default bounds). */
   bounds?: Bounds
-}
-
-interface ResponseRecord {
-  url: string
-  status: number
-  statusText: string
-  headers: Record<string, string>
-  mimeType: string
-  cut: boolean
-}
-
-interface TrackedRequest {
-  url: string
-  method?: string
-  frameId?: string
-  loaderId?: string
-  resourceType?: string
-  /** Only what the response event needs (a full Protocol Response carries certificates, timings, ...). */
-  response?: ResponseRecord
-  /** The URL or header set was cut to its bound: the events of this request are flagged truncated. */
-  cut?: boolean
-  /** Set while this request's network_request waits for its body (Network.getRequestPostData). */
-  emitted?: Promise<void>
-}
-
-/** Estimated bytes of one table entry (strings dominate; 200 for the object and small fields). */
-function entryBytes(r: TrackedRequest): number {
-  let n = 200 + r.url.length + (r.method?.length ?? 0) + (r.frameId?.length ?? 0) + (r.loaderId?.length ?? 0)
-  if (r.response) {
-    n += r.response.url.length + r.response.statusText.length + r.response.mimeType.length
-    const h = r.response.headers
-    for (const k in h) n += k.length + h[k]!.length // (no entries array per response)
-  }
-  return n
 }
 
 /** Options with their defaults applied, shared by every session of one collector. */
@@ -402,74 +376,4 @@ class TargetRequests {
       run: () => withTimeout(fetch(), bodyTimeoutMs, { timers: clock }).then(respond, () => respond(undefined)),
     })
   }
-}
-
-/**
- * network_request data: the request's own url/frame/loader over the session context; a redirect
- * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
- */
-function requestData(
-  bounds: Bounds,
-  ctx: Context,
-  p: Protocol.Network.RequestWillBeSentEvent,
-  req: TrackedRequest,
-  previous: TrackedRequest | undefined,
-  onCut: () => void,
-): EventData<'network_request'> {
-  // Object.assign onto the fresh object, not a spread (see TargetSession.context).
-  const data: EventData<'network_request'> = Object.assign(withRequest(ctx, req), {
-    request_id: p.requestId,
-    method: p.request.method,
-    headers: bounds.capHeaders(p.request.headers, onCut),
-  })
-  if (p.documentURL) data.document_url = bounds.capUrl(p.documentURL, onCut)
-  if (p.type) data.resource_type = p.type
-  if (p.initiator?.type) data.initiator_type = p.initiator.type
-  if (p.redirectResponse) {
-    data.is_redirect = true
-    const from = p.redirectResponse.url || previous?.url
-    if (from) data.redirect_url = bounds.capUrl(from, onCut)
-  }
-  return data
-}
-
-function responseData(
-  ctx: Context,
-  requestId: string,
-  req: TrackedRequest,
-  response: ResponseRecord,
-  body: CutBody | undefined,
-): EventData<'network_response'> {
-  // ctx is the caller's own copy (withRequest): extended in place, not spread.
-  const data: EventData<'network_response'> = Object.assign(ctx, {
-    request_id: requestId,
-    status: Math.trunc(response.status),
-    status_text: response.statusText || STATUS_CODES[response.status] || '',
-    headers: response.headers,
-    mime_type: response.mimeType,
-  })
-  if (req.method) data.method = req.method
-  if (req.resourceType) data.resource_type = req.resourceType
-  if (body) data.body = body.body
-  return data
-}
-
-/** Session context with url/frame/loader of the request; all three absent when the request is unknown. */
-function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
-  // Field by field in the context's own order (a rest pattern with excluded keys is a slow runtime path).
-  const out: Context = {}
-  if (ctx.session_id !== undefined) out.session_id = ctx.session_id
-  if (ctx.target_id !== undefined) out.target_id = ctx.target_id
-  if (ctx.target_type !== undefined) out.target_type = ctx.target_type
-  if (ctx.nav_seq !== undefined) out.nav_seq = ctx.nav_seq
-  if (req?.url) out.url = req.url
-  if (req?.frameId) out.frame_id = req.frameId
-  if (req?.loaderId) out.loader_id = req.loaderId
-  return out
-}
-
-/** A request header's value, whatever the case of its name. */
-function headerValue(h: Protocol.Network.Headers, name: string): string | undefined {
-  for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === name) return typeof v === 'string' ? v : String(v)
-  return undefined
 }
