@@ -227,7 +227,7 @@ export class UnitWatcher {
   private schedule(): void {
     if (this.stopped) return
     this.timer = setTimeout(() => {
-      this.poll().finally(() => this.schedule())
+      void this.poll().finally(() => this.schedule())
     }, this.opts.intervalMs ?? 2000)
     this.timer.unref()
   }
@@ -239,8 +239,7 @@ export class UnitWatcher {
       text = await this.run(['show', '-p', UNIT_PROPERTIES.join(','), '--', ...units])
     } catch (err) {
       // Said once per outage (systemd absent, D-Bus down); polling goes on.
-      if (!this.failing)
-        this.logger.warn({ err: (err as Error).message, units }, 'cannot query systemd for --watch-unit units')
+      if (!this.failing) this.logger.warn({ err, units }, 'cannot query systemd for --watch-unit units')
       this.failing = true
       return
     }

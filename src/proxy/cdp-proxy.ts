@@ -11,6 +11,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws'
 import type { Emit } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import { bearerChallenge, parseBearer } from '../util/bearer.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { httpBaseOf, rewriteDiscovery, saneHost, upstreamPathFor } from './discovery.js'
 
 export type CdpDisconnectReason = 'client_close' | 'upstream_changed' | 'upstream_error' | 'context_cancelled'
@@ -60,7 +61,7 @@ const SOURCE = { kind: 'local_process' } as const
 
 type ConnState = 'dialing' | 'open' | 'lost' | 'ended'
 
-export const DEFAULT_MAX_PROXY_CONNECTIONS = 32
+export const DEFAULT_MAX_PROXY_CONNECTIONS = DEFAULT_SETTINGS.proxyMaxConnections
 
 /** One client connection and its upstream twin. */
 interface Relay {
@@ -225,7 +226,7 @@ export class CdpProxy {
       }
       this.forward(r, client, upstream, data, isBinary)
     })
-    client.on('error', err => this.logger.debug({ err: err.message }, 'CDP proxy client error'))
+    client.on('error', err => this.logger.debug({ err }, 'CDP proxy client error'))
     client.on('close', () => {
       if (r.state !== 'dialing' && r.state !== 'open') return
       this.end(r, 'client_close')
@@ -244,7 +245,7 @@ export class CdpProxy {
     upstream.on('message', (data, isBinary) => this.forward(r, upstream, client, data, isBinary))
     upstream.on('error', err => {
       this.logger.warn(
-        { err: err.message, target },
+        { err, target },
         r.state === 'dialing' ? 'CDP proxy could not dial the browser' : 'CDP proxy upstream error',
       )
     })
@@ -354,7 +355,7 @@ export class CdpProxy {
     try {
       answer = await fetchUpstream(upstreamUrl, req.method ?? 'GET')
     } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'CDP proxy discovery request to the browser failed')
+      this.logger.warn({ err }, 'CDP proxy discovery request to the browser failed')
       return sendError(
         res,
         503,
@@ -392,7 +393,7 @@ export class CdpProxy {
   }
 
   private failHttp(res: ServerResponse, err: unknown): void {
-    this.logger.error({ err: (err as Error).message }, 'CDP proxy request failed')
+    this.logger.error({ err }, 'CDP proxy request failed')
     if (!res.headersSent) sendError(res, 500, 'internal', 'internal error in the CDP proxy')
     else res.destroy()
   }
