@@ -5,26 +5,37 @@ import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import { Disposer } from '../src/util/disposer.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
-import { bounds } from '../src/bounds.js'
+import { Bounds } from '../src/bounds.js'
 import { cutChars, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 
-export function createConsoleCollector(): Collector {
+export interface ConsoleCollectorOptions {
+  /** The envelope cap arguments are cut to (default: the default bounds). */
+  bounds?: Bounds
+}
+
+export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Collector {
+  const { maxEnvelopeBytes } = opts.bounds ?? new Bounds()
   return {
     name: 'console',
     // Runtime is enabled by the monitor's capture plan.
     category: 'console',
     attach(session: TargetSession, emit: Emit): Detach {
       const listeners = new Disposer()
-      listeners.add(session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, emit, p)))
-      listeners.add(session.on('Runtime.exceptionThrown', p => onException(session, emit, p)))
+      listeners.add(session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, emit, p, maxEnvelopeBytes)))
+      listeners.add(session.on('Runtime.exceptionThrown', p => onException(session, emit, p, maxEnvelopeBytes)))
       return () => listeners.dispose()
     },
   }
 }
 
-function onConsoleCall(session: TargetSession, emit: Emit, p: Protocol.Runtime.ConsoleAPICalledEvent): void {
+function onConsoleCall(
+  session: TargetSession,
+  emit: Emit,
+  p: Protocol.Runtime.ConsoleAPICalledEvent,
+  maxEnvelopeBytes: number,
+): void {
   const ctx = session.context()
-  const { args, cut } = renderArgs(p.args, bounds.maxEnvelopeBytes)
+  const { args, cut } = renderArgs(p.args, maxEnvelopeBytes)
   const text = args[0] ?? ''
   const stack = stackTraceOf(p.stackTrace)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
@@ -41,11 +52,16 @@ function onConsoleCall(session: TargetSession, emit: Emit, p: Protocol.Runtime.C
   }
 }
 
-function onException(session: TargetSession, emit: Emit, p: Protocol.Runtime.ExceptionThrownEvent): void {
+function onException(
+  session: TargetSession,
+  emit: Emit,
+  p: Protocol.Runtime.ExceptionThrownEvent,
+  maxEnvelopeBytes: number,
+): void {
   const d = p.exceptionDetails
   const text = exceptionText(d)
   const data: EventData<'console_error'> = Object.assign(session.context(), {
-    text: cutChars(text, bounds.maxEnvelopeBytes),
+    text: cutChars(text, maxEnvelopeBytes),
     line: d.lineNumber,
     column: d.columnNumber,
   })

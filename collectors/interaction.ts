@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { validateData, type Context } from '../src/events/index.js'
 import type { Emit, EventInput } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
-import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import { DOCUMENT_TYPES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
 import { buildInteractionScript } from './interaction-script.js'
 import { INTERACTION_BUDGET } from '../src/budget.js'
 
@@ -94,7 +94,7 @@ export function parseInteractionPayload(payload: unknown, context: Context): Eve
 
 /** Targets with a DOM: the script only makes sense there (workers have no Page domain). */
 function hasDocuments(session: TargetSession): boolean {
-  return session.targetType === 'page' || session.targetType === 'iframe'
+  return DOCUMENT_TYPES.has(session.targetType)
 }
 
 export function createInteractionCollector(opts: InteractionCollectorOptions = {}): InteractionCollector {

@@ -1,6 +1,6 @@
 // Response bodies: which MIME types get one, how it is cut to the cap, and a bounded queue for
 // Network.getResponseBody so body fetches never pile up on the CDP connection.
-import { countEviction } from '../src/bounds.js'
+import type { Bounds } from '../src/bounds.js'
 
 /** Exact text types whose bodies are kept (besides any `+json` / `+xml` suffix type). */
 const TEXT_MIME_TYPES = new Set([
@@ -83,6 +83,8 @@ export class BodyFetchQueue {
   private active = 0
   private readonly queue: BodyJob[] = []
   constructor(
+    /** Where a dropped fetch is counted. */
+    private readonly bounds: Bounds,
     private readonly concurrency = 4,
     private readonly maxQueued = 256,
   ) {}
@@ -98,7 +100,7 @@ export class BodyFetchQueue {
     if (this.active < this.concurrency) this.start(job)
     else if (this.queue.length < this.maxQueued) this.queue.push(job)
     else {
-      countEviction('body_fetch_dropped')
+      this.bounds.countEviction('body_fetch_dropped')
       job.cancel()
     }
   }

@@ -7,7 +7,7 @@ import type { Protocol } from 'devtools-protocol'
 import type { TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { Context, EventData } from '../src/events/index.js'
-import { capHeaders, capUrl } from '../src/bounds.js'
+import type { Bounds } from '../src/bounds.js'
 import { Disposer } from '../src/util/disposer.js'
 import { cutBody } from './network-body.js'
 
@@ -35,7 +35,12 @@ export function framePayload(
     : { payload: cut.body, payload_bytes: whole }
 }
 
-export function attachSocketEvents(session: TargetSession, emit: Emit, bodyMaxBytes: number): () => void {
+export function attachSocketEvents(
+  session: TargetSession,
+  emit: Emit,
+  bodyMaxBytes: number,
+  bounds: Bounds,
+): () => void {
   const urls = new Map<string, string>()
   const remember = (requestId: string, url: string) => {
     if (urls.size >= MAX_SOCKETS) urls.delete(urls.keys().next().value!)
@@ -52,7 +57,7 @@ export function attachSocketEvents(session: TargetSession, emit: Emit, bodyMaxBy
   const source = (event: string) => ({ kind: 'cdp' as const, event })
 
   const onCreated = (p: Protocol.Network.WebSocketCreatedEvent) => {
-    remember(p.requestId, capUrl(p.url))
+    remember(p.requestId, bounds.capUrl(p.url))
     const data: EventData<'network_websocket_created'> = ctx(p.requestId)
     if (p.initiator?.type) data.initiator_type = p.initiator.type
     emit({ type: 'network_websocket_created', data, source: source('Network.webSocketCreated') })
@@ -61,17 +66,17 @@ export function attachSocketEvents(session: TargetSession, emit: Emit, bodyMaxBy
   const handshakeRequests = new Map<string, Record<string, string>>()
   const onHandshakeRequest = (p: Protocol.Network.WebSocketWillSendHandshakeRequestEvent) => {
     if (handshakeRequests.size >= MAX_SOCKETS) handshakeRequests.delete(handshakeRequests.keys().next().value!)
-    handshakeRequests.set(p.requestId, capHeaders(p.request.headers as Record<string, string>))
+    handshakeRequests.set(p.requestId, bounds.capHeaders(p.request.headers as Record<string, string>))
   }
   const onHandshakeResponse = (p: Protocol.Network.WebSocketHandshakeResponseReceivedEvent) => {
     const requestHeaders =
       handshakeRequests.get(p.requestId) ??
-      (p.response.requestHeaders ? capHeaders(p.response.requestHeaders as Record<string, string>) : {})
+      (p.response.requestHeaders ? bounds.capHeaders(p.response.requestHeaders as Record<string, string>) : {})
     handshakeRequests.delete(p.requestId)
     const data: EventData<'network_websocket_handshake'> = Object.assign(ctx(p.requestId), {
       status: p.response.status,
       request_headers: requestHeaders,
-      response_headers: capHeaders(p.response.headers as Record<string, string>),
+      response_headers: bounds.capHeaders(p.response.headers as Record<string, string>),
     })
     if (p.response.statusText) data.status_text = p.response.statusText
     emit({ type: 'network_websocket_handshake', data, source: source('Network.webSocketHandshakeResponseReceived') })
@@ -113,7 +118,7 @@ export function attachSocketEvents(session: TargetSession, emit: Emit, bodyMaxBy
   }
   // An EventSource is an ordinary request first: its URL comes from requestWillBeSent.
   const onRequest = (p: Protocol.Network.RequestWillBeSentEvent) => {
-    if (p.type === 'EventSource') remember(p.requestId, capUrl(p.request.url))
+    if (p.type === 'EventSource') remember(p.requestId, bounds.capUrl(p.request.url))
   }
 
   const bag = new Disposer()

@@ -1,12 +1,11 @@
 // Network collector: network_request / network_response / network_loading_failed per target session,
-// plus the computed network_idle for page targets. Per-session state lives in a SessionRequests and
+// plus the computed network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
-import { STATUS_CODES } from 'node:http'
 import type { Protocol } from 'devtools-protocol'
-import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import { DEFAULT_BODY_MAX_BYTES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
-import type { Context, EventData } from '../src/events/index.js'
+import type { EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
@@ -14,8 +13,16 @@ import { attachSocketEvents } from './network-sockets.js'
 import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
-import { headerValue } from '../src/util/headers.js'
-import { bounds, capHeaders, capUrl, countEviction } from '../src/bounds.js'
+import { Bounds } from '../src/bounds.js'
+import {
+  entryBytes,
+  headerText,
+  requestData,
+  responseData,
+  withRequest,
+  type ResponseRecord,
+  type TrackedRequest,
+} from './network-events.js'
 
 export interface NetworkCollectorOptions {
   /** Cap of a response body in UTF-8 bytes (default 64 KiB); longer bodies are cut and flagged truncated. */
@@ -36,40 +43,8 @@ export interface NetworkCollectorOptions {
   isEnabled?: () => boolean
   /** Timers (idle, body timeout) and the request table's TTL clock (injectable for tests). */
   clock?: Clock
-}
-
-interface ResponseRecord {
-  url: string
-  status: number
-  statusText: string
-  headers: Record<string, string>
-  mimeType: string
-  cut: boolean
-}
-
-interface TrackedRequest {
-  url: string
-  method?: string
-  frameId?: string
-  loaderId?: string
-  resourceType?: string
-  /** Only what the response event needs (a full Protocol Response carries certificates, timings, ...). */
-  response?: ResponseRecord
-  /** The URL or header set was cut to its bound: the events of this request are flagged truncated. */
-  cut?: boolean
-  /** Set while this request's network_request waits for its body (Network.getRequestPostData). */
-  emitted?: Promise<void>
-}
-
-/** Estimated bytes of one table entry (strings dominate; 200 for the object and small fields). */
-function entryBytes(r: TrackedRequest): number {
-  let n = 200 + r.url.length + (r.method?.length ?? 0) + (r.frameId?.length ?? 0) + (r.loaderId?.length ?? 0)
-  if (r.response) {
-    n += r.response.url.length + r.response.statusText.length + r.response.mimeType.length
-    const h = r.response.headers
-    for (const k in h) n += k.length + h[k]!.length // (no entries array per response)
-  }
-  return n
+  /** URL, header and request-table bounds and their eviction counters (default: the collector's own, at the default bounds). */
+  bounds?: Bounds
 }
 
 /** Options with their defaults applied, shared by every session of one collector. */
@@ -81,20 +56,22 @@ interface NetworkSettings {
   idleQuietMs: number
   isEnabled?: () => boolean
   clock: Clock
+  bounds: Bounds
 }
 
 export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
   const settings: NetworkSettings = {
-    bodyMaxBytes: opts.bodyMaxBytes ?? 64 * 1024,
+    bodyMaxBytes: opts.bodyMaxBytes ?? DEFAULT_BODY_MAX_BYTES,
     bodyTimeoutMs: opts.bodyTimeoutMs ?? 10_000,
     requestTtlMs: opts.requestTtlMs ?? 5 * 60_000,
     maxTrackedRequests: opts.maxTrackedRequests ?? 2000,
     idleQuietMs: opts.idleQuietMs ?? NETWORK_QUIET_MS,
     isEnabled: opts.isEnabled,
     clock: opts.clock ?? systemClock,
+    bounds: opts.bounds ?? new Bounds(),
   }
   // One queue for all sessions: the CDP connection sees a bounded number of body fetches in total.
-  const bodies = new BodyFetchQueue(opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
+  const bodies = new BodyFetchQueue(settings.bounds, opts.bodyConcurrency ?? 4, opts.bodyQueueMax ?? 256)
   // The navigation each page last reported network_idle for, across attaches: the category switched
   // off and on again within one navigation must not report that navigation idle twice.
   const idleReported = new WeakMap<TargetSession, number>()
@@ -104,7 +81,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
     // are enabled by the monitor's capture plan.
     category: 'network',
     attach(session: TargetSession, emit: Emit): Detach {
-      const tracker = new SessionRequests(session, emit, settings, bodies, idleReported)
+      const tracker = new TargetRequests(session, emit, settings, bodies, idleReported)
       const listeners = new Disposer()
       listeners.add(() => tracker.dispose())
       listeners.add(session.on('Network.requestWillBeSent', p => tracker.onRequest(p)))
@@ -112,7 +89,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
       listeners.add(session.on('Network.loadingFinished', p => tracker.onFinished(p)))
       listeners.add(session.on('Network.loadingFailed', p => tracker.onFailed(p)))
       if (tracker.isPage) listeners.add(session.on('Page.frameNavigated', p => tracker.onFrameNavigated(p)))
-      listeners.add(attachSocketEvents(session, emit, settings.bodyMaxBytes))
+      listeners.add(attachSocketEvents(session, emit, settings.bodyMaxBytes, settings.bounds))
       return () => listeners.dispose()
     },
   }
@@ -123,7 +100,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
  * translation of the four Network events into network_request / network_response /
  * network_loading_failed. Dropped as a whole by dispose().
  */
-class SessionRequests {
+class TargetRequests {
   readonly isPage: boolean
   private readonly requests: RequestTable<TrackedRequest>
   private readonly idle: NetworkIdleRule | undefined
@@ -143,11 +120,11 @@ class SessionRequests {
     this.requests = new RequestTable<TrackedRequest>({
       ttlMs: settings.requestTtlMs,
       maxSize: settings.maxTrackedRequests,
-      maxBytes: bounds.maxRequestTableBytes,
+      maxBytes: settings.bounds.limits.maxRequestTableBytes,
       sizeOf: entryBytes,
       now: settings.clock.now,
       onEvict: id => {
-        countEviction('network_requests')
+        settings.bounds.countEviction('network_requests')
         this.idle?.done(id)
       },
     })
@@ -188,7 +165,7 @@ class SessionRequests {
       cut = true
     }
     const req: TrackedRequest = {
-      url: capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut),
+      url: this.settings.bounds.capUrl(p.request.url + (p.request.urlFragment ?? ''), onCut),
       method: p.request.method,
     }
     if (p.frameId) req.frameId = p.frameId
@@ -196,7 +173,7 @@ class SessionRequests {
     if (p.type) req.resourceType = p.type
     this.requests.set(p.requestId, req)
     this.idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
-    const data = requestData(this.session.context(), p, req, previous, onCut)
+    const data = requestData(this.settings.bounds, this.session.context(), p, req, previous, onCut)
     // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
     const inline =
       p.request.postData !== undefined && this.settings.bodyMaxBytes > 0
@@ -241,7 +218,7 @@ class SessionRequests {
     let req = this.requests.get(p.requestId)
     if (!req) {
       // Started before we attached: we missed requestWillBeSent, but the response tells enough.
-      req = { url: capUrl(p.response.url) }
+      req = { url: this.settings.bounds.capUrl(p.response.url) }
       if (p.frameId) req.frameId = p.frameId
       if (p.loaderId) req.loaderId = p.loaderId
       this.requests.set(p.requestId, req)
@@ -252,10 +229,10 @@ class SessionRequests {
       cut = true
     }
     req.response = {
-      url: capUrl(p.response.url, onCut),
+      url: this.settings.bounds.capUrl(p.response.url, onCut),
       status: p.response.status,
       statusText: p.response.statusText,
-      headers: capHeaders(p.response.headers, onCut),
+      headers: this.settings.bounds.capHeaders(p.response.headers, onCut),
       mimeType: p.response.mimeType,
       cut: false,
     }
@@ -401,73 +378,4 @@ class SessionRequests {
       run: () => withTimeout(fetch(), bodyTimeoutMs, { timers: clock }).then(respond, () => respond(undefined)),
     })
   }
-}
-
-/**
- * network_request data: the request's own url/frame/loader over the session context; a redirect
- * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
- */
-function requestData(
-  ctx: Context,
-  p: Protocol.Network.RequestWillBeSentEvent,
-  req: TrackedRequest,
-  previous: TrackedRequest | undefined,
-  onCut: () => void,
-): EventData<'network_request'> {
-  // Object.assign onto the fresh object, not a spread (see TargetSession.context).
-  const data: EventData<'network_request'> = Object.assign(withRequest(ctx, req), {
-    request_id: p.requestId,
-    method: p.request.method,
-    headers: capHeaders(p.request.headers, onCut),
-  })
-  if (p.documentURL) data.document_url = capUrl(p.documentURL, onCut)
-  if (p.type) data.resource_type = p.type
-  if (p.initiator?.type) data.initiator_type = p.initiator.type
-  if (p.redirectResponse) {
-    data.is_redirect = true
-    const from = p.redirectResponse.url || previous?.url
-    if (from) data.redirect_url = capUrl(from, onCut)
-  }
-  return data
-}
-
-function responseData(
-  ctx: Context,
-  requestId: string,
-  req: TrackedRequest,
-  response: ResponseRecord,
-  body: CutBody | undefined,
-): EventData<'network_response'> {
-  // ctx is the caller's own copy (withRequest): extended in place, not spread.
-  const data: EventData<'network_response'> = Object.assign(ctx, {
-    request_id: requestId,
-    status: Math.trunc(response.status),
-    status_text: response.statusText || STATUS_CODES[response.status] || '',
-    headers: response.headers,
-    mime_type: response.mimeType,
-  })
-  if (req.method) data.method = req.method
-  if (req.resourceType) data.resource_type = req.resourceType
-  if (body) data.body = body.body
-  return data
-}
-
-/** Session context with url/frame/loader of the request; all three absent when the request is unknown. */
-function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
-  // Field by field in the context's own order (a rest pattern with excluded keys is a slow runtime path).
-  const out: Context = {}
-  if (ctx.session_id !== undefined) out.session_id = ctx.session_id
-  if (ctx.target_id !== undefined) out.target_id = ctx.target_id
-  if (ctx.target_type !== undefined) out.target_type = ctx.target_type
-  if (ctx.nav_seq !== undefined) out.nav_seq = ctx.nav_seq
-  if (req?.url) out.url = req.url
-  if (req?.frameId) out.frame_id = req.frameId
-  if (req?.loaderId) out.loader_id = req.loaderId
-  return out
-}
-
-/** A request header's value as text, whatever the case of its name. */
-function headerText(h: Protocol.Network.Headers, name: string): string | undefined {
-  const v = headerValue(h as Record<string, unknown>, name)
-  return v === undefined || typeof v === 'string' ? v : String(v)
 }

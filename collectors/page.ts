@@ -4,9 +4,15 @@
 // Dialogs and downloads are only observed: nothing here answers a dialog or changes where a
 // download goes (the events come from the Page domain the capture plan enables anyway).
 import type { Protocol } from 'devtools-protocol'
-import { capUrl, cutUtf8 } from '../src/bounds.js'
+import { Bounds, cutUtf8 } from '../src/bounds.js'
 import { maskValue } from '../src/redact.js'
-import type { BrowserScope, Collector, Detach, TargetSession } from '../src/monitor/types.js'
+import {
+  DOCUMENT_TYPES,
+  type BrowserScope,
+  type Collector,
+  type Detach,
+  type TargetSession,
+} from '../src/monitor/types.js'
 import type { Emit } from '../src/pipeline.js'
 import type { EventData } from '../src/events/index.js'
 import { Disposer } from '../src/util/disposer.js'
@@ -18,6 +24,8 @@ export interface PageCollectorOptions {
   layoutStableMs?: number
   /** The settle timer's clock (injectable for tests). */
   clock?: Clock
+  /** URL bound and its cut counter (default: the collector's own, at the default bounds). */
+  bounds?: Bounds
 }
 
 /** A dialog's message is page text of any length: kept up to this many bytes. */
@@ -29,6 +37,7 @@ const MAX_CRASHED = 64
 
 export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
   const timers = opts.clock ?? systemClock
+  const bounds = opts.bounds ?? new Bounds()
   // The session hears of a crash first (Inspector.targetCrashed, context still known), the browser
   // right after (Target.targetCrashed, with status and code): page_crashed joins the two.
   const crashed = new Map<string, EventData<'page_crashed'>>()
@@ -38,7 +47,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
     category: 'page',
     attach(session: TargetSession, emit: Emit): Detach {
       // Workers have no Page domain; only pages and out-of-process iframes render frames.
-      if (session.targetType !== 'page' && session.targetType !== 'iframe') return () => {}
+      if (!DOCUMENT_TYPES.has(session.targetType)) return () => {}
       let detached = false
       const live = () => !detached && !session.signal.aborted
       const navSeqNow = () => session.context().nav_seq ?? 0
@@ -66,7 +75,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         // page_navigation describes the navigated frame, not the page; it carries no nav_seq.
         const data: EventData<'page_navigation'> = {
           ...ids,
-          url: capUrl(f.url + (f.urlFragment ?? '')),
+          url: bounds.capUrl(f.url + (f.urlFragment ?? '')),
           frame_id: f.id,
           loader_id: f.loaderId,
         }
@@ -119,7 +128,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
             size: l.size,
           }
           if (l.elementId) lcp.element_id = l.elementId
-          if (l.url) lcp.url = capUrl(l.url)
+          if (l.url) lcp.url = bounds.capUrl(l.url)
           if (l.nodeId !== undefined) lcp.node_id = l.nodeId
           const data: EventData<'page_lcp'> = Object.assign(ctx, { time: ev.time * 1000, lcp_details: lcp })
           if (ev.frameId) data.source_frame_id = ev.frameId
@@ -137,7 +146,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
           message: cutUtf8(p.message, DIALOG_MESSAGE_MAX_BYTES),
           has_browser_handler: p.hasBrowserHandler,
         })
-        if (p.url) data.url = capUrl(p.url)
+        if (p.url) data.url = bounds.capUrl(p.url)
         emit({ type: 'page_dialog_opened', data, source: { kind: 'cdp', event: 'Page.javascriptDialogOpening' } })
       }
       const onDialogClosed = (p: Protocol.Page.JavascriptDialogClosedEvent) => {
@@ -153,7 +162,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
           guid: p.guid,
           suggested_filename: p.suggestedFilename,
         })
-        data.url = capUrl(p.url)
+        data.url = bounds.capUrl(p.url)
         emit({ type: 'page_download_started', data, source: { kind: 'cdp', event: 'Page.downloadWillBegin' } })
       }
       const onDownloadProgress = (p: Protocol.Page.DownloadProgressEvent) => {
@@ -193,7 +202,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
         if (t.type !== 'page' || existing.has(t.targetId) || reported.has(t.targetId)) return
         reported.add(t.targetId)
         const data: EventData<'page_tab_opened'> = { target_id: t.targetId, target_type: 'page' }
-        if (t.url) data.url = capUrl(t.url)
+        if (t.url) data.url = bounds.capUrl(t.url)
         if (t.title) data.title = t.title
         if (t.openerId) data.opener_id = t.openerId
         emit({ type: 'page_tab_opened', data, source: { kind: 'cdp', event: 'Target.targetCreated' } })

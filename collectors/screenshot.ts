@@ -16,6 +16,7 @@ import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import { systemClock, type Clock, type TimerHandle } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
+import { DEFAULT_SETTINGS } from '../src/default-settings.js'
 
 export interface ScreenshotCollectorOptions {
   /** Whether the `screenshot` category is enabled now (e.g. () => pipeline.isEnabled('screenshot')). */
@@ -131,7 +132,7 @@ class Screenshots {
   constructor(private readonly opts: ScreenshotCollectorOptions) {
     this.clock = opts.clock ?? systemClock
     this.logger = opts.logger ?? silentLogger
-    this.intervalMs = opts.intervalMs ?? 5000
+    this.intervalMs = opts.intervalMs ?? DEFAULT_SETTINGS.screenshotIntervalMs
     this.minIntervalMs = opts.minIntervalMs ?? Math.min(1000, this.intervalMs)
     this.budget = (opts.maxBytes ?? DEFAULT_MAX_ENVELOPE_BYTES) - ENVELOPE_OVERHEAD
     this.captureTimeoutMs = opts.captureTimeoutMs ?? 10_000

@@ -1,6 +1,9 @@
 // Byte bounds on what a page can make the daemon hold per target (URLs, header sets, request
-// tables) and the counters of what was cut or evicted to stay within them. Read by collectors and
-// the monitor (imports nothing), set once at startup from the config, reported by /metrics.
+// tables) and the counters of what was cut or evicted to stay within them. One `Bounds` per daemon
+// (main.ts builds it from the config) is handed to the connection and the collectors through their
+// options and read by /metrics; tests build their own.
+import { DEFAULT_SETTINGS } from './default-settings.js'
+import { withDefaults } from './util/defaults.js'
 
 export interface StateBounds {
   /** URLs kept in events and per-target state, UTF-8 bytes. */
@@ -17,25 +20,87 @@ export interface StateBounds {
   maxEnvelopeBytes: number
 }
 
-export const DEFAULT_BOUNDS: StateBounds = {
-  maxUrlBytes: 8 * 1024,
-  maxHeaderBytes: 32 * 1024,
-  maxRequestTableBytes: 4 * 1024 * 1024,
-  maxEnvelopeBytes: 1024 * 1024,
-}
+export const DEFAULT_BOUNDS: Readonly<StateBounds> = Object.freeze({
+  maxUrlBytes: DEFAULT_SETTINGS.maxUrlBytes,
+  maxHeaderBytes: DEFAULT_SETTINGS.maxHeaderBytes,
+  maxRequestTableBytes: DEFAULT_SETTINGS.requestTableBytes,
+  maxEnvelopeBytes: DEFAULT_SETTINGS.maxEnvelopeBytes,
+})
 
-export const bounds: StateBounds = { ...DEFAULT_BOUNDS }
+/** The bounds in force and the evictions and cuts made to keep them. */
+export class Bounds {
+  readonly limits: Readonly<StateBounds>
+  /** Counted evictions and cuts by table/field, for browser_telemetry_state_evictions_total. */
+  readonly evictions = new Map<string, number>()
 
-/** Called once at startup (and by tests, which restore DEFAULT_BOUNDS). */
-export function configureBounds(b: Partial<StateBounds>): void {
-  Object.assign(bounds, b)
-}
+  constructor(limits: Partial<StateBounds> = {}) {
+    this.limits = withDefaults<StateBounds>(DEFAULT_BOUNDS, limits)
+  }
 
-/** Counted evictions and cuts by table/field, for browser_telemetry_state_evictions_total. */
-export const evictions = new Map<string, number>()
+  get maxEnvelopeBytes(): number {
+    return this.limits.maxEnvelopeBytes
+  }
 
-export function countEviction(table: string, n = 1): void {
-  evictions.set(table, (evictions.get(table) ?? 0) + n)
+  countEviction(table: string, n = 1): void {
+    this.evictions.set(table, (this.evictions.get(table) ?? 0) + n)
+  }
+
+  /** A URL within maxUrlBytes; `onCut` hears about a cut (the event is then flagged truncated). */
+  capUrl(url: string, onCut?: () => void): string {
+    const max = this.limits.maxUrlBytes
+    if (url.length <= max / 3) return url
+    const cut = cutUtf8(url, max)
+    if (cut !== url) {
+      this.countEviction('url_cut')
+      onCut?.()
+    }
+    return cut
+  }
+
+  /**
+   * A header map within maxHeaderBytes: values cut, then further headers dropped. A map of strings
+   * that fits even at 3 bytes per UTF-16 unit (nearly every one) is returned as it is, not copied:
+   * callers own the CDP payload it comes from, and the redactor copies on write.
+   */
+  capHeaders(h: Record<string, unknown> | undefined, onCut?: () => void): Record<string, string> {
+    if (!h) return {}
+    const max = this.limits.maxHeaderBytes
+    let units = 0
+    let strings = true
+    for (const k of Object.keys(h)) {
+      const v = h[k]
+      if (typeof v !== 'string') {
+        strings = false
+        break
+      }
+      units += k.length + v.length
+    }
+    if (strings && units * 3 <= max) return h as Record<string, string>
+    const out: Record<string, string> = {}
+    let left = max
+    let cut = false
+    for (const [k, raw] of Object.entries(h)) {
+      const v = typeof raw === 'string' ? raw : String(raw)
+      const need = Buffer.byteLength(k) + Buffer.byteLength(v)
+      if (need <= left) {
+        out[k] = v
+        left -= need
+        continue
+      }
+      cut = true
+      const keyBytes = Buffer.byteLength(k)
+      if (keyBytes < left) {
+        out[k] = cutUtf8(v, left - keyBytes)
+        left = 0
+      }
+      break
+    }
+    if (cut) {
+      this.countEviction('headers_cut')
+      onCut?.()
+    }
+    return out
+  }
 }
 
 /** s cut to at most `bytes` UTF-8 bytes on a character boundary (undefined stays undefined). */
@@ -46,59 +111,4 @@ export function cutUtf8(s: string, bytes: number): string {
   let end = bytes
   while (end > 0 && (buf[end]! & 0xc0) === 0x80) end-- // never split a multi-byte character
   return buf.toString('utf8', 0, end)
-}
-
-/** A URL within maxUrlBytes; `onCut` hears about a cut (the event is then flagged truncated). */
-export function capUrl(url: string, onCut?: () => void): string {
-  if (url.length <= bounds.maxUrlBytes / 3) return url
-  const cut = cutUtf8(url, bounds.maxUrlBytes)
-  if (cut !== url) {
-    countEviction('url_cut')
-    onCut?.()
-  }
-  return cut
-}
-
-/**
- * A header map within maxHeaderBytes: values cut, then further headers dropped. A map of strings
- * that fits even at 3 bytes per UTF-16 unit (nearly every one) is returned as it is, not copied:
- * callers own the CDP payload it comes from, and the redactor copies on write.
- */
-export function capHeaders(h: Record<string, unknown> | undefined, onCut?: () => void): Record<string, string> {
-  if (!h) return {}
-  let units = 0
-  let strings = true
-  for (const k of Object.keys(h)) {
-    const v = h[k]
-    if (typeof v !== 'string') {
-      strings = false
-      break
-    }
-    units += k.length + v.length
-  }
-  if (strings && units * 3 <= bounds.maxHeaderBytes) return h as Record<string, string>
-  const out: Record<string, string> = {}
-  let left = bounds.maxHeaderBytes
-  let cut = false
-  for (const [k, raw] of Object.entries(h)) {
-    const v = typeof raw === 'string' ? raw : String(raw)
-    const need = Buffer.byteLength(k) + Buffer.byteLength(v)
-    if (need <= left) {
-      out[k] = v
-      left -= need
-      continue
-    }
-    cut = true
-    const keyBytes = Buffer.byteLength(k)
-    if (keyBytes < left) {
-      out[k] = cutUtf8(v, left - keyBytes)
-      left = 0
-    }
-    break
-  }
-  if (cut) {
-    countEviction('headers_cut')
-    onCut?.()
-  }
-  return out
 }

@@ -2,6 +2,7 @@
 // flooding page cannot fill the log (and push other pages' history out through retention) faster
 // than its budget. Pure and clock-injectable; the pipeline decides what a refusal means (a drop that
 // still consumes its seq).
+import { DEFAULT_SETTINGS } from './default-settings.js'
 
 export interface BudgetOptions {
   /** Sustained events per second per target and category. */
@@ -31,10 +32,10 @@ export interface CategoryEventBudget {
 export const INTERACTION_BUDGET: CategoryEventBudget = { eventsPerSec: 50, eventsBurst: 100 }
 
 export const DEFAULT_BUDGET: BudgetOptions = {
-  eventsPerSec: 200,
-  eventsBurst: 2000,
-  bytesPerSec: 4 * 1024 * 1024,
-  bytesBurst: 32 * 1024 * 1024,
+  eventsPerSec: DEFAULT_SETTINGS.budgetEventsPerSec,
+  eventsBurst: DEFAULT_SETTINGS.budgetEventsBurst,
+  bytesPerSec: DEFAULT_SETTINGS.budgetBytesPerSec,
+  bytesBurst: DEFAULT_SETTINGS.budgetBytesBurst,
   categoryEvents: { interaction: INTERACTION_BUDGET },
 }
 

@@ -1,16 +1,20 @@
-// The configuration surface of `browser-telemetry serve`: flags, each with a BROWSER_TELEMETRY_<NAME>
-// env twin, defaults, validated once. Pure: parseServeConfig(argv, env) throws ConfigError.
+// The configuration of `browser-telemetry serve`: the flags of serve-options.ts (each with a
+// BROWSER_TELEMETRY_<NAME> env twin) parsed and validated once into a ServeConfig. Pure:
+// parseServeConfig(argv, env) throws ConfigError.
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
-import { DEFAULT_CATEGORIES, type ConfigurableCategory } from './pipeline.js'
-import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
+import type { ConfigurableCategory } from './pipeline.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
 import { DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
 import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
-import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from './util/options.js'
+import { OptionsError, parseOptions, type OptionValue } from './util/options.js'
+import { SERVE_OPTIONS, envName } from './serve-options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
+import type { NatsConfig } from './ship/index.js'
+
+export { SERVE_OPTIONS, envName } from './serve-options.js'
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -83,243 +87,8 @@ export interface ServeConfig {
   nats?: NatsConfig
 }
 
-export interface NatsConfig {
-  servers: string[]
-  credsFile?: string
-  tokenFile?: string
-  tlsCa?: string
-  stream: string
-  subjectPrefix: string
-  /** Used only when the daemon creates the stream. */
-  duplicateWindowMs: number
-  maxAgeMs: number
-  maxBytes: number
-  replicas: number
-  maxInFlight: number
-}
-
 /** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */
 export const MIN_NATS_DUPLICATE_WINDOW_MS = 120_000
-
-/** Every serve flag. The README's configuration table and the env example are written from this. */
-export const SERVE_OPTIONS: Record<string, OptionSpec> = {
-  listen: { type: 'string', default: '127.0.0.1:10222', help: 'API listen address host:port' },
-  'data-dir': { type: 'string', default: './data', help: 'Where the event log, token, browser id and extensions live' },
-  'browser-id': {
-    type: 'string',
-    help: 'Browser session id served under /browsers/{id} (default: generated once, kept in the data dir)',
-  },
-  'cdp-url': { type: 'string', help: 'Attach to a running browser: http://host:port or a ws:// DevTools URL' },
-  launch: { type: 'boolean', help: 'Launch a local headless Chromium (default when --cdp-url is not given)' },
-  'no-browser': { type: 'boolean', help: 'Run without any browser (API and store only)' },
-  'chromium-path': { type: 'string', default: '/usr/bin/chromium', help: 'Chromium binary for --launch' },
-  'chromium-arg': { type: 'string', multiple: true, help: 'Extra Chromium flag for --launch (repeatable)' },
-  'chromium-user': {
-    type: 'string',
-    default: 'nobody',
-    help: 'When the daemon runs as root, the launched Chromium runs as this user (name or uid; must exist in /etc/passwd, nobody falls back to 65534), sandboxed where the kernel allows',
-  },
-  open: { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
-  token: { type: 'string', help: 'API bearer token with every scope' },
-  'token-file': {
-    type: 'string',
-    help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)',
-  },
-  categories: {
-    type: 'string',
-    default: DEFAULT_CATEGORIES.join(','),
-    help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)',
-  },
-  'proxy-listen': {
-    type: 'string',
-    default: '127.0.0.1:9222',
-    help: 'CDP WebSocket proxy listen address ("off" disables)',
-  },
-  'proxy-auth': {
-    type: 'boolean',
-    help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)',
-  },
-  'capture-command-params': {
-    type: 'boolean',
-    help: 'Store the parameters and results of CDP proxy commands in cdp_command events (redacted, 4 KiB each; typed text, cookie and header values always masked)',
-  },
-  'upload-root': {
-    type: 'string',
-    multiple: true,
-    help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)',
-  },
-  'reconnect-attempts': { type: 'string', default: '10', help: 'Reconnect attempts before giving up' },
-  'reconnect-initial-backoff': {
-    type: 'string',
-    default: '250ms',
-    help: 'First reconnect delay (doubles each attempt)',
-  },
-  'reconnect-max-backoff': {
-    type: 'string',
-    default: '2s',
-    help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)',
-  },
-  'stream-keepalive': { type: 'string', default: '15s', help: 'SSE keepalive comment interval' },
-  'stream-buffer-events': {
-    type: 'string',
-    default: '10000',
-    help: 'Per-SSE-client buffer before a slow client is disconnected',
-  },
-  'stream-buffer-bytes': {
-    type: 'string',
-    default: '8MiB',
-    help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID',
-  },
-  'stream-ring-bytes': {
-    type: 'string',
-    default: '16MiB',
-    help: 'SSE frames of the most recent events kept in memory (shared by all streams); a stream resuming (Last-Event-ID) within them is served without reading the store (0 = off)',
-  },
-  'max-stream-clients': {
-    type: 'string',
-    default: '64',
-    help: 'Open SSE streams at most (429 too_many_streams beyond)',
-  },
-  'proxy-max-connections': {
-    type: 'string',
-    default: '32',
-    help: 'Open CDP proxy connections at most (503 too_many_connections beyond)',
-  },
-  'max-targets': {
-    type: 'string',
-    default: '500',
-    help: 'Attached CDP targets at most; more are left unwatched, counted and logged',
-  },
-  'max-url-bytes': {
-    type: 'string',
-    default: '8KiB',
-    help: 'URLs in events and per-target state are cut to this (event marked truncated)',
-  },
-  'max-header-bytes': {
-    type: 'string',
-    default: '32KiB',
-    help: 'One header set in an event (names + values); further headers are dropped (event marked truncated)',
-  },
-  'request-table-bytes': {
-    type: 'string',
-    default: '4MiB',
-    help: 'Per-target table of in-flight requests; oldest evicted first (counted)',
-  },
-  'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
-  'max-envelope-bytes': {
-    type: 'string',
-    default: '1MiB',
-    help: 'Envelope size cap; larger events are cut and marked truncated',
-  },
-  'budget-events-per-sec': {
-    type: 'string',
-    default: '200',
-    help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted',
-  },
-  'budget-events-burst': {
-    type: 'string',
-    default: '2000',
-    help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies',
-  },
-  'budget-bytes-per-sec': {
-    type: 'string',
-    default: '4MiB',
-    help: 'Per-page budget: sustained envelope bytes per second per target and category',
-  },
-  'budget-bytes-burst': {
-    type: 'string',
-    default: '32MiB',
-    help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)',
-  },
-  'redact-headers': {
-    type: 'string',
-    help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})`,
-  },
-  'redact-params': {
-    type: 'string',
-    help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter(p => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter(p => p.length < 5).join(', ')})`,
-  },
-  'disk-reserve': {
-    type: 'string',
-    default: '8MiB',
-    help: 'Space held in <data-dir>/.disk-reserve; when the disk fills it is released so the daemon stays up read-only (reads work, writes get 507) until space returns (0 disables the reserve)',
-  },
-  'retention-bytes': { type: 'string', default: '512MiB', help: 'Keep at most this many bytes of events' },
-  'retention-age': { type: 'string', default: '7d', help: 'Drop events older than this' },
-  'network-body-max-bytes': {
-    type: 'string',
-    default: '64KiB',
-    help: 'Cap on captured text response bodies and request post data (0 = no bodies: none fetched, none inlined)',
-  },
-  'screenshot-interval': { type: 'string', default: '5s', help: 'Periodic screenshot cadence (screenshot category)' },
-  'upload-max-bytes': { type: 'string', default: '1GiB', help: 'Largest accepted upload (413 above)' },
-  'zip-max-entries': {
-    type: 'string',
-    default: '100000',
-    help: 'Most paths an uploaded zip may create (entries plus the directories they imply)',
-  },
-  'zip-max-total-bytes': {
-    type: 'string',
-    default: '4GiB',
-    help: 'Largest total uncompressed size of an uploaded zip',
-  },
-  'zip-max-ratio': {
-    type: 'string',
-    default: '200',
-    help: 'Largest compression ratio of any zip entry and of the whole archive (zip-bomb guard)',
-  },
-  'upload-max-concurrent': {
-    type: 'string',
-    default: '4',
-    help: 'Uploads (upload_zip, extensions) in progress at once; 429 above',
-  },
-  'drain-max-bytes': {
-    type: 'string',
-    default: '64MiB',
-    help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond',
-  },
-  'drain-timeout': {
-    type: 'string',
-    default: '10s',
-    help: 'How long a refused request body is drained before the connection is closed',
-  },
-  'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
-  'kmsg-path': { type: 'string', default: '/dev/kmsg', help: 'Kernel log to read OOM-kill reports from' },
-  'nats-url': {
-    type: 'string',
-    help: 'Ship every committed event to NATS JetStream: nats://host:port, comma-separated for a cluster (shipping is off when unset)',
-  },
-  'nats-creds-file': { type: 'string', help: 'NATS credentials file (user JWT + NKey seed, .creds)' },
-  'nats-token-file': { type: 'string', help: 'File holding a NATS auth token' },
-  'nats-tls-ca': { type: 'string', help: 'CA bundle that signs the NATS server certificate (turns TLS on)' },
-  'nats-stream': {
-    type: 'string',
-    default: 'BROWSER_TELEMETRY',
-    help: 'JetStream stream to publish to (created when missing; an existing one is used as is)',
-  },
-  'nats-subject-prefix': {
-    type: 'string',
-    default: 'telemetry',
-    help: 'Subjects are <prefix>.<browser_id>.<category>',
-  },
-  'nats-duplicate-window': {
-    type: 'string',
-    default: '2m',
-    help: 'Duplicate window of a stream the daemon creates (at least 2m)',
-  },
-  'nats-max-age': { type: 'string', default: '7d', help: 'Max age of a stream the daemon creates (0 = unlimited)' },
-  'nats-max-bytes': { type: 'string', default: '0', help: 'Max bytes of a stream the daemon creates (0 = unlimited)' },
-  'nats-replicas': {
-    type: 'string',
-    default: '1',
-    help: 'Replicas of a stream the daemon creates (3 on a 3-node cluster)',
-  },
-  'nats-max-in-flight': { type: 'string', default: '256', help: 'Unacknowledged publishes at most' },
-}
-
-export function envName(flag: string): string {
-  return 'BROWSER_TELEMETRY_' + flag.toUpperCase().replace(/-/g, '_')
-}
 
 export function parseHostPort(text: string, what: string): HostPort {
   const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim())

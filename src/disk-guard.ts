@@ -41,12 +41,12 @@ export class DiskGuard {
   private timer: NodeJS.Timeout | undefined
   private checking: Promise<void> | undefined
   private readonly reservePath: string
-  private readonly log: Logger
+  private readonly logger: Logger
   private readonly freeBytes: (dir: string) => Promise<number>
 
   private constructor(private readonly opts: DiskGuardOptions) {
     this.reservePath = join(opts.dir, RESERVE_NAME)
-    this.log = opts.logger ?? silentLogger
+    this.logger = opts.logger ?? silentLogger
     this.freeBytes = opts.freeBytes ?? realFreeBytes
   }
 
@@ -86,7 +86,7 @@ export class DiskGuard {
     try {
       free = await this.freeBytes(this.opts.dir)
     } catch (err) {
-      this.log.warn({ err }, 'cannot read free disk space')
+      this.logger.warn({ err }, 'cannot read free disk space')
       return
     }
     const hasReserve = (await this.reserveSize()) >= this.opts.reserveBytes
@@ -100,7 +100,7 @@ export class DiskGuard {
         throw err
       }
       this.state = { readOnly: false }
-      this.log.warn({ freeBytes: free }, 'disk space is back: writes resumed')
+      this.logger.warn({ freeBytes: free }, 'disk space is back: writes resumed')
       return
     }
     if (hasReserve && free > CHUNK) return
@@ -119,7 +119,7 @@ export class DiskGuard {
     this.state = { readOnly: true, reason }
     // Freed room lets LevelDB open/recover and the daemon keep serving reads.
     await unlink(this.reservePath).catch(() => undefined)
-    this.log.error({ reason }, 'data disk full: read-only (writes get 507)')
+    this.logger.error({ reason }, 'data disk full: read-only (writes get 507)')
   }
 
   private async reserveSize(): Promise<number> {

@@ -6,7 +6,6 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { EmitObservation, Pipeline } from './pipeline.js'
 import type { EventLog } from './store/event-log.js'
 import type { MonitorStatus } from './monitor/index.js'
-import { evictions } from './bounds.js'
 
 export type { Registry }
 
@@ -43,6 +42,8 @@ export interface MetricsDeps {
   sseLagDisconnects?: () => number
   /** Interaction binding actions against flooding targets (paused, resumed, terminated) and invalid payloads. */
   interactionBinding?: () => Record<string, number>
+  /** Per-target state cut or evicted to stay within its byte bound, by table (the daemon's Bounds). */
+  evictions?: () => ReadonlyMap<string, number>
 }
 
 /** Monitor states (src/monitor MonitorState) plus none (no browser). */
@@ -371,7 +372,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     registers,
     collect() {
       this.reset()
-      for (const [table, n] of evictions) this.inc({ table }, n)
+      for (const [table, n] of deps?.evictions?.() ?? []) this.inc({ table }, n)
     },
   })
 
@@ -390,7 +391,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   })
 
   // The event-loop delay histogram samples on a libuv timer: prom-client's default 10 ms wakes an
-  // idle daemon 100 times a second (~8 ms CPU/s measured); 100 ms keeps it near 1 ms/s (issue 14).
+  // idle daemon 100 times a second (~8 ms CPU/s measured); 100 ms keeps it near 1 ms/s.
   if (opts.processMetrics !== false)
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
 

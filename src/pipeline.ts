@@ -21,6 +21,7 @@ import { silentLogger, type Logger } from './log.js'
 import { fitEvent, ENVELOPE_OVERHEAD } from './envelope-fit.js'
 import { PageBudgets, DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
 import { Redactor } from './redact.js'
+import { DEFAULT_SETTINGS } from './default-settings.js'
 
 export type ConfigurableCategory = Exclude<Category, 'monitor'>
 
@@ -58,7 +59,7 @@ export type EmitResult = EmitAccepted | EmitDropped
 export type Emit = (input: EventInput) => EmitResult
 
 export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter(c => c !== 'screenshot')
-export const DEFAULT_MAX_ENVELOPE_BYTES = 1024 * 1024
+export const DEFAULT_MAX_ENVELOPE_BYTES = DEFAULT_SETTINGS.maxEnvelopeBytes
 
 export interface PipelineOptions {
   log: EventLog

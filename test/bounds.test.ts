@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { get as httpGet } from 'node:http'
 import { WebSocketServer, WebSocket } from 'ws'
 import { createParser } from 'eventsource-parser'
-import { bounds, capHeaders, capUrl, configureBounds, cutUtf8, evictions, DEFAULT_BOUNDS } from '../src/bounds.js'
+import { Bounds, cutUtf8 } from '../src/bounds.js'
 import { RequestTable } from '../collectors/network-requests.js'
 import { CdpProxy } from '../src/proxy/cdp-proxy.js'
 import { Monitor } from '../src/monitor/index.js'
@@ -18,36 +18,35 @@ import { dechunk } from './helpers/sse.js'
 import { startBrowser } from './helpers/browser.js'
 import { openStore } from './helpers/store.js'
 
-t.afterEach(() => configureBounds(DEFAULT_BOUNDS))
-
 t.test('cutUtf8 / capUrl / capHeaders: exact byte bounds, character boundaries, counted', async t => {
   t.equal(cutUtf8('ééé', 5), 'éé')
   t.equal(cutUtf8('a😀b', 4), 'a')
   t.equal(cutUtf8('abc', 10), 'abc')
-  configureBounds({ maxUrlBytes: 1000, maxHeaderBytes: 2000 })
-  const before = evictions.get('url_cut') ?? 0
+  const bounds = new Bounds({ maxUrlBytes: 1000, maxHeaderBytes: 2000 })
   let flagged = 0
   const long = 'http://a/' + 'é'.repeat(100_000)
-  const url = capUrl(long, () => flagged++)
+  const url = bounds.capUrl(long, () => flagged++)
   t.ok(Buffer.byteLength(url) <= 1000 && Buffer.byteLength(url) >= 999, `${Buffer.byteLength(url)} bytes`)
   t.ok(long.startsWith(url))
   t.equal(flagged, 1)
-  t.equal(evictions.get('url_cut'), before + 1)
+  t.equal(bounds.evictions.get('url_cut'), 1)
   t.equal(
-    capUrl('http://short/', () => flagged++),
+    bounds.capUrl('http://short/', () => flagged++),
     'http://short/',
   )
   t.equal(flagged, 1, 'short URLs untouched, not flagged')
   const headers: Record<string, string> = {}
   for (let i = 0; i < 100; i++) headers[`x-h${i}`] = 'v'.repeat(50)
   let hcut = 0
-  const capped = capHeaders(headers, () => hcut++)
+  const capped = bounds.capHeaders(headers, () => hcut++)
   const bytes = Object.entries(capped).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0)
   t.ok(bytes <= 2000 && bytes > 1900, `header set ${bytes} bytes`)
   t.equal(hcut, 1)
   t.same(Object.keys(capped).slice(0, 3), ['x-h0', 'x-h1', 'x-h2'], 'first headers kept in order')
-  t.same(capHeaders({ a: 'b' }), { a: 'b' })
-  t.equal(bounds.maxUrlBytes, 1000)
+  t.same(bounds.capHeaders({ a: 'b' }), { a: 'b' })
+  t.equal(bounds.limits.maxUrlBytes, 1000)
+  t.same(bounds.evictions.get('headers_cut'), 1, 'header cut counted on this Bounds only')
+  t.equal(new Bounds().evictions.size, 0, 'another Bounds starts at zero')
 })
 
 t.test('RequestTable: byte bound evicts oldest first, counted; byte accounting exact on replace/delete', async t => {

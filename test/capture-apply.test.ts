@@ -2,6 +2,7 @@
 // commands of attach and of each live change, their order against collectors' attach/detach, and
 // a change racing an attach. Chromium itself: test/capture-live.test.ts.
 import t from 'tap'
+import { Bounds } from '../src/bounds.js'
 import { AttachedTarget } from '../src/monitor/target-session.js'
 import { ProtocolErrorLog } from '../src/monitor/protocol-error.js'
 import { TargetCapture } from '../src/monitor/capture.js'
@@ -31,6 +32,7 @@ function harness(type = 'page') {
     raw,
     new ProtocolErrorLog({ logger: silentLogger }),
     silentLogger,
+    new Bounds(),
     { targetId: 'T1', type, title: '', url: 'about:blank', attached: true, canAccessOpener: false },
     'S1',
     undefined,

@@ -5,7 +5,7 @@ import { FakeTimers } from './helpers/fake-timers.js'
 import { BodyFetchQueue, cutBody, cutUtf8, isTextMime, postDataText } from '../collectors/network-body.js'
 import { NetworkIdleRule } from '../collectors/network-idle.js'
 import { RequestTable } from '../collectors/network-requests.js'
-import { evictions } from '../src/bounds.js'
+import { Bounds } from '../src/bounds.js'
 
 t.test('isTextMime keeps the documented text types and nothing else', async t => {
   for (const m of [
@@ -63,7 +63,8 @@ t.test('cutBody: under the cap untouched, over it cut on a character boundary wi
 })
 
 t.test("BodyFetchQueue bounds concurrency, cancels overflow and a detached owner's queued jobs", async t => {
-  const q = new BodyFetchQueue(2, 2)
+  const bounds = new Bounds()
+  const q = new BodyFetchQueue(bounds, 2, 2)
   const log: string[] = []
   const releases: (() => void)[] = []
   const job = (name: string, owner: object) => ({
@@ -76,10 +77,9 @@ t.test("BodyFetchQueue bounds concurrency, cancels overflow and a detached owner
   })
   const a = {},
     b = {}
-  const dropped0 = evictions.get('body_fetch_dropped') ?? 0
   for (const n of ['1', '2', '3', '4', '5']) q.submit(job(n, n === '4' ? b : a))
   t.same(log, ['run 1', 'run 2', 'cancel 5'])
-  t.equal((evictions.get('body_fetch_dropped') ?? 0) - dropped0, 1, 'the overflow is counted')
+  t.equal(bounds.evictions.get('body_fetch_dropped'), 1, 'the overflow is counted')
   t.equal(q.running, 2)
   t.equal(q.pending, 2)
   q.cancelOwner(b)

@@ -5,8 +5,9 @@
 import t, { type Test } from 'tap'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
-import { CdpClient, CdpCommandError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
 import { waitFor } from './helpers/http.js'
+import { DEFAULT_BOUNDS } from '../src/bounds.js'
+import { CdpClient, CdpCommandError, ConnectionClosedError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
@@ -24,7 +25,7 @@ async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSoc
 
 t.test('commands: result, error with the browser message and code, session id on the wire', async t => {
   const { url, peer } = await fakeBrowser(t)
-  const client = await CdpClient.connect(url)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
   t.teardown(() => client.close())
   const ws = await peer
   const seen: unknown[] = []
@@ -48,7 +49,7 @@ t.test('commands: result, error with the browser message and code, session id on
 
 t.test('a burst is handled in order, in slices that let other work run in between', async t => {
   const { url, peer } = await fakeBrowser(t)
-  const client = await CdpClient.connect(url)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
   t.teardown(() => client.close())
   const ws = await peer
   const N = 40
@@ -83,7 +84,7 @@ t.test('a burst is handled in order, in slices that let other work run in betwee
 
 t.test('a message that outlasts a slice by itself is followed by a rest as long as its overrun', async t => {
   const { url, peer } = await fakeBrowser(t)
-  const client = await CdpClient.connect(url)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
   t.teardown(() => client.close())
   const ws = await peer
   // Each event costs 4 slices (a console call with thousands of long arguments): the loop then gets
@@ -121,7 +122,7 @@ t.test('a message that outlasts a slice by itself is followed by a rest as long 
 
 t.test('close: what arrived first is delivered, then pending commands fail and disconnect fires', async t => {
   const { url, peer } = await fakeBrowser(t)
-  const client = await CdpClient.connect(url)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
   const ws = await peer
   const got: number[] = []
   let disconnectedAfter = -1
@@ -140,18 +141,22 @@ t.test('close: what arrived first is delivered, then pending commands fail and d
   t.equal(disconnectedAfter, 5, 'disconnect after the last event')
   t.equal(await pending, 'WebSocket connection closed')
   t.equal(await client.send('After.close').catch((e: Error) => e.message), 'WebSocket connection closed')
+  t.ok(
+    await client.send('After.close').catch((e: unknown) => e instanceof ConnectionClosedError),
+    'rejected with the typed ConnectionClosedError',
+  )
 })
 
 t.test('nothing listening: connect rejects', async t => {
   const { url } = await fakeBrowser(t)
-  await t.rejects(CdpClient.connect(url.replace(/:\d+\//, ':1/')))
+  await t.rejects(CdpClient.connect(url.replace(/:\d+\//, ':1/'), DEFAULT_BOUNDS.maxEnvelopeBytes))
 })
 
 t.test(
   'ignored events are dropped unparsed; other events, answers and differently laid out messages still arrive',
   async t => {
     const { url, peer } = await fakeBrowser(t)
-    const client = await CdpClient.connect(url)
+    const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
     t.teardown(() => client.close())
     client.ignoreEvents(method => method === 'Network.dataReceived')
     const ws = await peer
@@ -174,7 +179,7 @@ t.test(
 
 t.test("ignoreEvents is asked at each message's turn: a name it stops naming is delivered again", async t => {
   const { url, peer } = await fakeBrowser(t)
-  const client = await CdpClient.connect(url)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
   t.teardown(() => client.close())
   const asked: string[] = []
   let heard = false

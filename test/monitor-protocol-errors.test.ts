@@ -12,6 +12,7 @@ import {
   classifyProtocolError,
   toProtocolError,
 } from '../src/monitor/protocol-error.js'
+import { ConnectionClosedError } from '../src/monitor/cdp-client.js'
 import { startBrowser } from './helpers/browser.js'
 import { waitFor } from './helpers/http.js'
 import { fakeAccepted } from './helpers/store.js'
@@ -41,7 +42,7 @@ t.test('classifier: gone session/target/document is closed, everything else is a
     ['Cannot find context with specified id', 'closed'],
     ['Execution context was destroyed.', 'closed'],
     ['Inspected target navigated or closed', 'closed'],
-    ['WebSocket connection closed', 'closed'],
+    ['WebSocket connection closed', 'error'],
     ['Width and height values must be positive, not greater than 10000000', 'error'],
     ['Invalid parameters (Failed to deserialize params.url - BINDINGS: string value expected at position 12)', 'error'],
     ["'Nope.nope' wasn't found", 'error'],
@@ -49,6 +50,7 @@ t.test('classifier: gone session/target/document is closed, everything else is a
   ]
   for (const [message, kind] of cases) t.equal(classifyProtocolError(new Error(message)), kind, message)
   t.equal(classifyProtocolError('a string'), 'error')
+  t.equal(classifyProtocolError(new ConnectionClosedError()), 'closed', 'the browser connection went away (typed)')
   t.equal(
     classifyProtocolError(new ProtocolError('closed', 'X.y', 'whatever')),
     'closed',

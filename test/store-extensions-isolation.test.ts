@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { EventLog } from '../src/store/event-log.js'
 import { Pipeline } from '../src/pipeline.js'
 import { ExtensionMetaStore } from '../src/uploads/extension-meta.js'
+import { moveLegacyExtensionMeta } from '../src/uploads/legacy-extension-meta.js'
 import type { ExtensionRecord } from '../src/uploads/extension-store.js'
 import { tempDir } from './helpers/store.js'
 
@@ -57,22 +58,14 @@ t.test('records kept in the log database by an older version are moved out once,
     await legacy.put('c'.repeat(24), record('c'.repeat(24), 'old'))
     await raw.close()
   }
+  const metaPath = join(dataDir, 'extensions-meta')
+  t.equal(await moveLegacyExtensionMeta(eventsPath, metaPath), 1)
+  t.equal(await moveLegacyExtensionMeta(eventsPath, metaPath), 0, 'the old records are gone from the log')
+  const meta = await ExtensionMetaStore.open(metaPath)
+  t.teardown(() => meta.close())
+  t.same(await all(meta), ['c'.repeat(24)])
   const log = await EventLog.open({ path: eventsPath, retentionIntervalMs: 0 })
   t.teardown(() => log.close())
-  let moved = -1
-  const meta = await ExtensionMetaStore.open(join(dataDir, 'extensions-meta'), async into => {
-    moved = await log.moveOutLegacySublevel<ExtensionRecord>('extensions', into)
-  })
-  t.teardown(() => meta.close())
-  t.equal(moved, 1)
-  t.same(await all(meta), ['c'.repeat(24)])
-  t.equal(
-    await log.moveOutLegacySublevel('extensions', async () => {
-      t.fail('nothing left to move')
-    }),
-    0,
-    'the old records are gone from the log',
-  )
   t.same(
     (await log.read({ order: 'asc', limit: 10, cursor: 1 })).records.map(r => r.seq),
     [1, 2, 3],

@@ -69,8 +69,8 @@ export interface ApiApp {
 export function createApiApp(deps: ApiDeps): ApiApp {
   const logger = deps.logger ?? silentLogger
   const streams = new TelemetryStreams(deps.log, {
-    keepaliveMs: deps.streamKeepaliveMs ?? 15_000,
-    bufferEvents: deps.streamBufferEvents ?? 10_000,
+    keepaliveMs: deps.streamKeepaliveMs,
+    bufferEvents: deps.streamBufferEvents,
     bufferBytes: deps.streamBufferBytes,
     ringBytes: deps.streamRingBytes,
     maxClients: deps.maxStreamClients,

@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Middleware } from 'koa'
 import type { ApiState } from './operation.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 
 export interface DrainLimits {
   /** Most body bytes read and discarded after a refusal before the connection is destroyed. */
@@ -16,7 +17,10 @@ export interface DrainLimits {
   maxMs: number
 }
 
-export const DEFAULT_DRAIN_LIMITS: DrainLimits = { maxBytes: 64 * 1024 * 1024, maxMs: 10_000 }
+export const DEFAULT_DRAIN_LIMITS: DrainLimits = {
+  maxBytes: DEFAULT_SETTINGS.drainMaxBytes,
+  maxMs: DEFAULT_SETTINGS.drainTimeoutMs,
+}
 
 const draining = new WeakSet<IncomingMessage>()
 

@@ -1,9 +1,9 @@
-// The capture plan (issue 14): from the enabled categories, exactly which CDP domains each kind of
+// The capture plan: from the enabled categories, exactly which CDP domains each kind of
 // target gets, which collectors run on it (and so which scripts, bindings and body fetches), and
 // which targets are auto-attached at all. Pure; the monitor applies it (capture.ts), at attach and
 // live whenever the categories change. One place, so the README's cost table and the tests read it.
 //
-// What each category truly needs (derived from the collectors and the spec):
+// What each category truly needs (derived from the collectors and the event model):
 // - Page on every frame-bearing target (page, iframe, background_page) whatever is on: the monitor's
 //   own context (url, frame_id, loader_id, nav_seq) comes from Page.frameNavigated and the frame
 //   tree, and every context-bearing event carries it; the screenshot collector's active page and
@@ -22,6 +22,8 @@
 // - Auto-attach: OOPIFs only when a category reports from them (console, network, page,
 //   interaction); dedicated/shared/service workers only for console or network.
 import type { Category, TargetType } from '../events/index.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DOCUMENT_TYPES, FRAME_TYPES, WORKER_TYPES } from './target-types.js'
 
 /** Categories whose capture needs CDP work on targets. */
 export const CAPTURE_CATEGORIES = ['console', 'network', 'page', 'interaction', 'screenshot'] as const
@@ -35,12 +37,7 @@ export type PlanDomain = (typeof PLAN_DOMAINS)[number]
 export const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
 
 /** The network collector's default body cap. */
-export const DEFAULT_BODY_MAX_BYTES = 64 * 1024
-
-const FRAME_TYPES: ReadonlySet<TargetType> = new Set(['page', 'iframe', 'background_page'])
-/** Targets that render documents the page and interaction collectors read. */
-const DOCUMENT_TYPES: ReadonlySet<TargetType> = new Set(['page', 'iframe'])
-const WORKER_TYPES: ReadonlySet<TargetType> = new Set(['worker', 'shared_worker', 'service_worker'])
+export const DEFAULT_BODY_MAX_BYTES = DEFAULT_SETTINGS.networkBodyMaxBytes
 
 export interface TargetPlan {
   /** Domains enabled on the target, in PLAN_DOMAINS order. */

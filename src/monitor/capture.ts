@@ -13,6 +13,7 @@ import {
   type PlanDomain,
 } from './capture-plan.js'
 import type { AttachedTarget } from './target-session.js'
+import { IGNORED_CDP_TYPES, WORKER_TYPES } from './target-types.js'
 import type { Collector, Detach } from './types.js'
 
 /** Where the monitor reads the plan and hears about changes (main.ts: from the pipeline's categories). */
@@ -27,15 +28,11 @@ export function fixedCapture(plan: CapturePlan = capturePlan(CAPTURE_CATEGORIES)
   return { current: () => plan, onChange: () => () => undefined }
 }
 
-/** Chromium's own UI (omnibox popups, tab strip) and the tab/browser wrappers are not browsing targets. */
-export const IGNORED_TYPES: ReadonlySet<string> = new Set(['browser', 'tab', 'browser_ui'])
-const WORKER_CDP_TYPES = ['worker', 'shared_worker', 'service_worker']
-
 /** Target.setAutoAttach parameters of a plan: paused until set up, flattened, filtered to what the plan watches. */
 export function autoAttachParams(plan: CapturePlan): Protocol.Target.SetAutoAttachRequest {
-  const excluded = [...IGNORED_TYPES]
+  const excluded: string[] = [...IGNORED_CDP_TYPES]
   if (!plan.attachIframes) excluded.push('iframe')
-  if (!plan.attachWorkers) excluded.push(...WORKER_CDP_TYPES)
+  if (!plan.attachWorkers) excluded.push(...WORKER_TYPES)
   return {
     autoAttach: true,
     waitForDebuggerOnStart: true,

@@ -9,7 +9,7 @@
 // after such a slice the loop gets as long again for other I/O before the next one (see drain).
 // Console arguments over the envelope cap are cut in the raw frame first (console-frame-cut.ts).
 import WebSocket from 'ws'
-import { bounds } from '../bounds.js'
+import { Queue } from '../util/queue.js'
 import { cutConsoleFrame, isConsoleEventFrame } from './console-frame-cut.js'
 
 /** One CDP message as received (events have method, answers have id). */
@@ -49,6 +49,14 @@ export class CdpCommandError extends Error {
   }
 }
 
+/** The WebSocket to the browser is closed: every command in flight, and every one sent after, fails with this. */
+export class ConnectionClosedError extends Error {
+  constructor() {
+    super('WebSocket connection closed')
+    this.name = 'ConnectionClosedError'
+  }
+}
+
 interface Pending {
   resolve: (r: unknown) => void
   reject: (e: Error) => void
@@ -58,8 +66,7 @@ interface Pending {
 export class CdpClient {
   private nextId = 1
   private readonly pending = new Map<number, Pending>()
-  private readonly queue: (Buffer | undefined)[] = [] // handled slots are cleared so their buffers can be collected
-  private head = 0
+  private readonly queue = new Queue<Buffer>()
   private queuedBytes = 0
   private scheduled = false
   /** performance.now() before which no slice starts (set after a slice that overran). */
@@ -70,14 +77,20 @@ export class CdpClient {
   private unread: ((method: string) => boolean) | undefined
   private disconnectHandler: () => void = () => undefined
 
-  private constructor(private readonly ws: WebSocket) {
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly maxEnvelopeBytes: number,
+  ) {
     ws.on('message', (data: Buffer) => this.receive(data))
     ws.on('close', () => this.onClose())
     ws.on('error', () => undefined) // 'close' follows
   }
 
-  /** Opens the WebSocket; rejects when it cannot be opened. */
-  static connect(url: string): Promise<CdpClient> {
+  /**
+   * Opens the WebSocket; rejects when it cannot be opened. `maxEnvelopeBytes` is the envelope cap
+   * console arguments are cut to in the raw frame.
+   */
+  static connect(url: string, maxEnvelopeBytes: number): Promise<CdpClient> {
     return new Promise((resolve, reject) => {
       // The browser's own JSON: its UTF-8 is not validated twice (ws would scan every byte before JSON.parse does).
       const ws = new WebSocket(url, { maxPayload: MAX_PAYLOAD, perMessageDeflate: false, skipUTF8Validation: true })
@@ -91,7 +104,7 @@ export class CdpClient {
       ws.once('unexpected-response', (_req, res) => fail(new Error(`unexpected server response: ${res.statusCode}`)))
       ws.once('open', () => {
         ws.removeListener('error', fail)
-        resolve(new CdpClient(ws))
+        resolve(new CdpClient(ws, maxEnvelopeBytes))
       })
     })
   }
@@ -113,7 +126,7 @@ export class CdpClient {
   }
 
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
-    if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
+    if (this.closed) return Promise.reject(new ConnectionClosedError())
     const id = this.nextId++
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, method })
@@ -136,8 +149,8 @@ export class CdpClient {
   private receive(data: Buffer): void {
     // A console argument longer than the envelope cap is cut in the raw frame, as it arrives: the
     // huge frame is released at once instead of waiting in the queue and being parsed whole.
-    if (data.length > bounds.maxEnvelopeBytes && isConsoleEventFrame(data))
-      data = cutConsoleFrame(data, bounds.maxEnvelopeBytes) ?? data
+    if (data.length > this.maxEnvelopeBytes && isConsoleEventFrame(data))
+      data = cutConsoleFrame(data, this.maxEnvelopeBytes) ?? data
     this.queue.push(data)
     this.queuedBytes += data.length
     if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) {
@@ -160,7 +173,7 @@ export class CdpClient {
     const until = start + SLICE_MS
     // The clock is read after every 16 small messages (they take microseconds; reading it costs
     // one) and after every large one.
-    for (let n = 1; this.head < this.queue.length; n++) {
+    for (let n = 1; this.queue.length > 0; n++) {
       const bytes = this.handleNext()
       if (((n & 15) === 0 || bytes > 16 * 1024) && performance.now() >= until) break
     }
@@ -171,19 +184,17 @@ export class CdpClient {
     // or three of them. Half the loop for the browser, half for the rest, while messages are huge.
     const over = now - start - SLICE_MS
     if (over > SLICE_MS) this.restUntil = now + Math.min(over, MAX_REST_MS)
-    this.compact()
     if (this.paused && this.queuedBytes <= QUEUE_LOW_BYTES && !this.closed) {
       this.paused = false
       this.ws.resume()
     }
-    if (this.head < this.queue.length) this.schedule()
+    if (this.queue.length > 0) this.schedule()
     else this.scheduled = false
   }
 
   /** Handles the oldest queued message; returns its size in bytes. */
   private handleNext(): number {
-    const data = this.queue[this.head]!
-    this.queue[this.head++] = undefined
+    const data = this.queue.shift()!
     this.queuedBytes -= data.length
     if (this.unread && this.isUnread(data, this.unread)) return data.length
     let message: CdpMessage
@@ -217,23 +228,12 @@ export class CdpClient {
     )
   }
 
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      this.queue.length = 0
-      this.head = 0
-    } else if (this.head > 1024) {
-      this.queue.splice(0, this.head)
-      this.head = 0
-    }
-  }
-
   private onClose(): void {
     if (this.closed) return
     // What arrived before the close is still delivered, in order, before the disconnect.
-    while (this.head < this.queue.length) this.handleNext()
-    this.compact()
+    while (this.queue.length > 0) this.handleNext()
     this.closed = true
-    const err = new Error('WebSocket connection closed')
+    const err = new ConnectionClosedError()
     for (const p of this.pending.values()) p.reject(err)
     this.pending.clear()
     this.disconnectHandler()

@@ -3,15 +3,17 @@
 import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
 import type { Logger } from '../log.js'
+import type { Bounds } from '../bounds.js'
 import { withTimeout } from '../util/with-timeout.js'
-import { autoAttachParams, IGNORED_TYPES, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
+import { autoAttachParams, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
 import { ListenedEvents } from './handlers.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
-import { AttachedTarget, targetTypeOf, type TargetInfo } from './target-session.js'
+import { AttachedTarget } from './target-session.js'
+import { IGNORED_CDP_TYPES, PARENT_TYPES, TOP_LEVEL_TYPES, targetTypeOf, type TargetInfo } from './target-types.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
 /** Narrows a raw message to one event, typing its params from the protocol mapping. */
@@ -54,11 +56,6 @@ function droppableUnheard(method: string): boolean {
   return method.startsWith('Runtime.') || method.startsWith('Network.') || method.startsWith('PerformanceTimeline.')
 }
 
-/** Targets that exist on their own (not children of a page); attached explicitly if auto-attach missed them. */
-const TOP_LEVEL_TYPES = new Set(['page', 'background_page', 'service_worker', 'shared_worker'])
-/** Targets whose children (OOPIFs, dedicated workers) we auto-attach through their own session. */
-const PARENT_TYPES = new Set(['page', 'iframe', 'background_page', 'worker', 'shared_worker', 'service_worker'])
-
 export interface ConnectionOptions {
   wsUrl: string
   collectors: readonly Collector[]
@@ -78,11 +75,11 @@ export interface ConnectionOptions {
   onLost: (conn: BrowserConnection) => void
   connectTimeoutMs?: number
   /** Attached targets at most; beyond it a target is resumed and detached (a page opening tabs in a loop). */
-  maxTargets?: number
+  maxTargets: number
+  /** Byte bounds (URLs in target context, the console cut in raw frames) and their eviction counters. */
+  bounds: Bounds
   onTargetRefused?: (info: EventParams<'Target.attachedToTarget'>['targetInfo']) => void
 }
-
-export const DEFAULT_MAX_TARGETS = 500
 
 export class BrowserConnection {
   readonly wsUrl: string
@@ -136,7 +133,7 @@ export class BrowserConnection {
 
   /** Connects and runs the domain setup; on failure closes what it opened and throws ConnectError or InitStepError. */
   static async open(opts: ConnectionOptions): Promise<BrowserConnection> {
-    const client = await connectClient(opts.wsUrl, opts.connectTimeoutMs ?? 10000)
+    const client = await connectClient(opts.wsUrl, opts.connectTimeoutMs ?? 10000, opts.bounds.maxEnvelopeBytes)
     const conn = new BrowserConnection(client, opts)
     try {
       await conn.init()
@@ -244,7 +241,7 @@ export class BrowserConnection {
       targetInfos
         .filter(
           i =>
-            TOP_LEVEL_TYPES.has(i.type) &&
+            TOP_LEVEL_TYPES.has(targetTypeOf(i.type)) &&
             planAttaches(this.plan, targetTypeOf(i.type)) &&
             !this.sessionByTarget.has(i.targetId),
         )
@@ -281,7 +278,7 @@ export class BrowserConnection {
     const { sessionId, targetInfo } = ev
     if (
       this.sessionByTarget.has(targetInfo.targetId) ||
-      IGNORED_TYPES.has(targetInfo.type) ||
+      IGNORED_CDP_TYPES.has(targetInfo.type) ||
       !planAttaches(this.plan, targetTypeOf(targetInfo.type))
     ) {
       // Already tracked through another session (explicit attach racing auto-attach), not a
@@ -290,7 +287,7 @@ export class BrowserConnection {
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
       return
     }
-    if (this.sessions.size >= (this.opts.maxTargets ?? DEFAULT_MAX_TARGETS)) {
+    if (this.sessions.size >= this.opts.maxTargets) {
       // Every attached target costs per-target state and CDP traffic: past the cap, leave it unwatched.
       void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
       void this.sendMayFail('Target.detachFromTarget', { sessionId }, parentSessionId)
@@ -313,6 +310,7 @@ export class BrowserConnection {
       this.raw,
       this.opts.errors,
       this.opts.logger,
+      this.opts.bounds,
       targetInfo,
       sessionId,
       parent?.sessionId,
@@ -382,7 +380,8 @@ export class BrowserConnection {
         }),
       )
     }
-    if (PARENT_TYPES.has(cdpType)) own.push(target.sendMayFail('Target.setAutoAttach', autoAttachParams(plan)))
+    if (PARENT_TYPES.has(targetTypeOf(cdpType)))
+      own.push(target.sendMayFail('Target.setAutoAttach', autoAttachParams(plan)))
     return { own: Promise.all(own), collectors: capture.attachCollectors(plan) }
   }
 
@@ -395,7 +394,7 @@ export class BrowserConnection {
       const params = autoAttachParams(plan)
       void this.sendMayFail('Target.setAutoAttach', params, undefined)
       for (const t of this.sessions.values())
-        if (PARENT_TYPES.has(t.targetInfo.type)) void t.sendMayFail('Target.setAutoAttach', params)
+        if (PARENT_TYPES.has(t.targetType)) void t.sendMayFail('Target.setAutoAttach', params)
     }
     for (const capture of this.captures.values()) void capture.apply(plan)
   }
@@ -441,8 +440,8 @@ export class BrowserConnection {
   }
 }
 
-async function connectClient(wsUrl: string, timeoutMs: number): Promise<CdpClient> {
-  const connecting = CdpClient.connect(wsUrl)
+async function connectClient(wsUrl: string, timeoutMs: number, maxEnvelopeBytes: number): Promise<CdpClient> {
+  const connecting = CdpClient.connect(wsUrl, maxEnvelopeBytes)
   try {
     return await withTimeout(connecting, timeoutMs, { message: `no answer within ${timeoutMs} ms` })
   } catch (err) {

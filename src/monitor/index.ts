@@ -10,8 +10,8 @@ export type {
   MonitorStatus,
   MonitorView,
 } from './status.js'
-export type { TargetInfo } from './target-session.js'
-export { targetTypeOf } from './target-session.js'
+export type { TargetInfo } from './target-types.js'
+export { targetTypeOf } from './target-types.js'
 export {
   capturePlan,
   CAPTURE_CATEGORIES,
@@ -24,13 +24,8 @@ export type { CapturePlanOptions } from './capture-plan.js'
 export { autoAttachParams, fixedCapture } from './capture.js'
 export type { CaptureSource } from './capture.js'
 export { InitStepError, ConnectError } from './connection.js'
-export {
-  ProtocolError,
-  ProtocolErrorLog,
-  classifyProtocolError,
-  isSessionClosedError,
-  toProtocolError,
-} from './protocol-error.js'
+export { ConnectionClosedError } from './cdp-client.js'
+export { ProtocolError, ProtocolErrorLog, classifyProtocolError, toProtocolError } from './protocol-error.js'
 export type { ProtocolErrorKind } from './protocol-error.js'
 export { backoffDelay, resolveBrowserWsUrl, fetchBrowserWsUrl } from './discover.js'
 export { launchChromium, ChromiumNotFoundError, ChromiumExitedError, CHROMIUM_FLAGS } from './launch.js'

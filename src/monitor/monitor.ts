@@ -1,17 +1,19 @@
 // The monitor: finds or launches the browser, owns the one CDP connection (BrowserConnection) and
-// runs the reconnect state machine of the spec (collecting -> disconnected -> collecting | failed).
+// runs the reconnect state machine (collecting -> disconnected -> collecting | failed).
 import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
+import { Bounds } from '../bounds.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
-import { BrowserConnection, DEFAULT_MAX_TARGETS } from './connection.js'
+import { BrowserConnection } from './connection.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
 import type { ChromiumUser } from './chromium-user.js'
 import { ProtocolErrorLog } from './protocol-error.js'
 import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
-import type { TargetInfo } from './target-session.js'
+import type { TargetInfo } from './target-types.js'
 import type { Collector } from './types.js'
 import { fixedCapture, type CaptureSource } from './capture.js'
 
@@ -55,9 +57,15 @@ export interface MonitorOptions {
   maxTargets?: number
   /** Bound on the monitor's own setup commands to a paused target, which wait for its renderer to start (default attachTimeoutMs). */
   pausedMaxMs?: number
+  /** Byte bounds and their eviction counters, shared with the collectors (default: this monitor's own, at the default bounds). */
+  bounds?: Bounds
 }
 
-export const DEFAULT_RECONNECT: ReconnectOptions = { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 }
+export const DEFAULT_RECONNECT: ReconnectOptions = {
+  attempts: DEFAULT_SETTINGS.reconnectAttempts,
+  initialBackoffMs: DEFAULT_SETTINGS.reconnectInitialBackoffMs,
+  maxBackoffMs: DEFAULT_SETTINGS.reconnectMaxBackoffMs,
+}
 
 export class Monitor implements MonitorView {
   /** Typed by MonitorEventMap: state, upstream, target-attached/-detached, browser-exit. */
@@ -67,6 +75,7 @@ export class Monitor implements MonitorView {
   private readonly logger: Logger
   /** Failed best-effort CDP commands by method, over every connection of this monitor. */
   private readonly errors: ProtocolErrorLog
+  private readonly bounds: Bounds
   private currentState: MonitorState = 'starting'
   /** Attempt number of the reconnect in progress (0 = none). */
   private reconnectAttempt = 0
@@ -91,6 +100,7 @@ export class Monitor implements MonitorView {
     this.errors = new ProtocolErrorLog({ logger: this.logger })
     this.launchPort = opts.launch?.port
     this.capture = opts.capture ?? fixedCapture()
+    this.bounds = opts.bounds ?? new Bounds()
     // main.ts, /healthz, metrics and collectors may all listen; the default cap of 10 would warn.
     this.events.setMaxListeners(50)
   }
@@ -270,11 +280,12 @@ export class Monitor implements MonitorView {
       emit: this.opts.emit,
       logger: this.logger,
       attachTimeoutMs: this.opts.attachTimeoutMs ?? 5000,
-      maxTargets: this.opts.maxTargets ?? DEFAULT_MAX_TARGETS,
+      maxTargets: this.opts.maxTargets ?? DEFAULT_SETTINGS.maxTargets,
       onTargetRefused: () => {
         this.refusedTargets++
       },
       pausedMaxMs: this.opts.pausedMaxMs,
+      bounds: this.bounds,
       events: this.events,
       errors: this.errors,
       onLost: c => this.onConnectionLost(c),

@@ -3,6 +3,7 @@
 // quietly) versus 'error' (anything else: a real failure, counted by method and logged at warn at
 // most once per method per minute so a failing command in a hot path cannot flood the log).
 import type { Logger } from '../log.js'
+import { ConnectionClosedError } from './cdp-client.js'
 
 export type ProtocolErrorKind = 'closed' | 'error'
 
@@ -20,8 +21,8 @@ export class ProtocolError extends Error {
 }
 
 /**
- * Chromium's answers (and chrome-remote-interface's) for a command whose session, target or
- * document is gone. A tab closing races every command in flight on it, and a navigation destroys
+ * Chromium's answers for a command whose session, target or document is gone (matched by text:
+ * they come as JSON-RPC error messages). A tab closing races every command in flight on it, and a navigation destroys
  * the execution contexts and frames a command named, so these are expected, not failures.
  */
 const GONE_MESSAGES = [
@@ -34,12 +35,12 @@ const GONE_MESSAGES = [
   'Cannot find context with specified id',
   'No frame for given id found', // Page.createIsolatedWorld on a frame that detached
   'Not attached to an active page',
-  'WebSocket connection closed', // the browser connection itself went away
 ]
 
 /** Classifies any rejection of a CDP command; already classified errors keep their kind. */
 export function classifyProtocolError(err: unknown): ProtocolErrorKind {
   if (err instanceof ProtocolError) return err.kind
+  if (err instanceof ConnectionClosedError) return 'closed' // the browser connection itself went away
   const message = err instanceof Error ? err.message : String(err)
   return GONE_MESSAGES.some(m => message.includes(m)) ? 'closed' : 'error'
 }
@@ -50,10 +51,6 @@ export function toProtocolError(method: string, err: unknown): ProtocolError {
   const message = err instanceof Error ? err.message : String(err)
   const code = (err as { response?: { code?: unknown } } | null)?.response?.code
   return new ProtocolError(classifyProtocolError(err), method, message, typeof code === 'number' ? code : undefined)
-}
-
-export function isSessionClosedError(err: unknown): boolean {
-  return classifyProtocolError(err) === 'closed'
 }
 
 export interface ProtocolErrorLogOptions {

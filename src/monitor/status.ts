@@ -3,7 +3,7 @@
 // from monitor_* telemetry events.
 import type { EventEmitter } from 'node:events'
 import type { TargetType } from '../events/index.js'
-import type { TargetInfo } from './target-session.js'
+import type { TargetInfo } from './target-types.js'
 
 export type MonitorState = 'starting' | 'collecting' | 'disconnected' | 'failed' | 'stopped'
 

@@ -1,45 +1,18 @@
 // One attached target (a flattened CDP session): its context bookkeeping and its collectors' listeners.
 // The connection routes every message carrying this sessionId to dispatch(); the monitor's own
 // bookkeeping (track) runs before any collector handler of the same event.
-import { capUrl } from '../bounds.js'
+import type { Bounds } from '../bounds.js'
 import type { Protocol } from 'devtools-protocol'
 import type { Context, TargetType } from '../events/index.js'
 import type { Logger } from '../log.js'
 import { CdpSessionCore, type RawSend } from './cdp-session.js'
 import type { ListenedEvents } from './handlers.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
+import { FRAME_TYPES, targetTypeOf, type TargetInfo } from './target-types.js'
 import type { TargetSession } from './types.js'
 
 /** Events held per target until its frame tree was read (see AttachedTarget.held). */
 const HELD_MAX = 1000
-
-/** CDP TargetInfo.type -> the spec's target_type. */
-export function targetTypeOf(cdpType: string): TargetType {
-  switch (cdpType) {
-    case 'page':
-      return 'page'
-    case 'iframe':
-      return 'iframe'
-    case 'worker':
-      return 'worker'
-    case 'service_worker':
-      return 'service_worker'
-    case 'shared_worker':
-      return 'shared_worker'
-    case 'background_page':
-      return 'background_page'
-    default:
-      return 'other'
-  }
-}
-
-/** What monitor.targets() and the target-attached/detached events report. */
-export interface TargetInfo {
-  sessionId: string
-  targetId: string
-  targetType: TargetType
-  context: Context
-}
 
 export class AttachedTarget extends CdpSessionCore implements TargetSession {
   readonly sessionId: string
@@ -79,6 +52,8 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     raw: RawSend,
     errors: ProtocolErrorLog,
     logger: Logger,
+    /** Cuts URLs of the context to their bound. */
+    private readonly bounds: Bounds,
     readonly targetInfo: Protocol.Target.TargetInfo,
     sessionId: string,
     parentSessionId: string | undefined,
@@ -89,7 +64,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.targetId = targetInfo.targetId
     this.targetType = targetTypeOf(targetInfo.type)
     this.parentSessionId = parentSessionId
-    this.url = targetInfo.url ? capUrl(targetInfo.url) : undefined
+    this.url = targetInfo.url ? this.bounds.capUrl(targetInfo.url) : undefined
     // A page's and an OOPIF's root frame id equals its target id.
     if (this.hasFrames) {
       this.frameId = targetInfo.targetId
@@ -101,7 +76,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
   }
 
   get hasFrames(): boolean {
-    return this.targetType === 'page' || this.targetType === 'iframe' || this.targetType === 'background_page'
+    return FRAME_TYPES.has(this.targetType)
   }
 
   context(): Context {
@@ -198,7 +173,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
 
   /** Keeps the url of frameless targets (workers) current from Target.targetInfoChanged. */
   updateInfo(info: Protocol.Target.TargetInfo): void {
-    if (!this.hasFrames && info.url) this.url = capUrl(info.url)
+    if (!this.hasFrames && info.url) this.url = this.bounds.capUrl(info.url)
   }
 
   private isRootFrame(frame: Protocol.Page.Frame): boolean {
@@ -209,7 +184,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
     this.frameId = frame.id
     this.loaderId = frame.loaderId || undefined
     // An uncommitted initial document reports url ""; keep the target's pending URL then.
-    this.url = capUrl((frame.url ?? '') + (frame.urlFragment ?? '')) || this.url
+    this.url = this.bounds.capUrl((frame.url ?? '') + (frame.urlFragment ?? '')) || this.url
   }
 
   /** Context bookkeeping for one event; false when the event repeats one already announced (not dispatched). */
@@ -228,7 +203,7 @@ export class AttachedTarget extends CdpSessionCore implements TargetSession {
       if (this.targetType === 'page' && !frame.parentId) this.navSeq++
     } else if (method === 'Page.navigatedWithinDocument') {
       const p = params as Protocol.Page.NavigatedWithinDocumentEvent
-      if (p.frameId === this.frameId && p.url) this.url = capUrl(p.url)
+      if (p.frameId === this.frameId && p.url) this.url = this.bounds.capUrl(p.url)
     } else if (method === 'Page.domContentEventFired') {
       if (this.domContentSeen) return false
       this.domContentSeen = true

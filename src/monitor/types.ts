@@ -14,6 +14,10 @@ export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
 // What non-CDP collectors (collectors/system.ts) read of the monitor.
 export type { CaptureCategory, CapturePlan, PlanDomain, TargetPlan } from './capture-plan.js'
 export type { BrowserExit, MonitorEventSource, MonitorState, MonitorStatus, MonitorView } from './status.js'
+// Target types collectors decide by (the monitor's own sets, one leaf).
+export { DOCUMENT_TYPES } from './target-types.js'
+// The body cap's default, for the network collector.
+export { DEFAULT_BODY_MAX_BYTES } from './capture-plan.js'
 
 /** Removes what attach() set up: listeners, timers, per-target state. Must be idempotent. */
 export type Detach = () => void
@@ -70,8 +74,10 @@ export interface Collector {
    */
   readonly category?: CaptureCategory
   /**
-   * Called for every attached target while it is still paused (waitForDebuggerOnStart): enable
-   * domains here; the monitor resumes the target once every collector's attach settled (or timed out).
+   * Called for every attached target while it is still paused (waitForDebuggerOnStart), right after
+   * the monitor sent the plan's domain enables: subscribe and set up the collector's own extras
+   * (scripts, bindings), never enable domains. The monitor resumes the target once every
+   * collector's attach settled (or timed out).
    */
   attach?(session: TargetSession, emit: Emit): Detach | Promise<Detach>
   /** Called once per browser connection (and again after each reconnect). */

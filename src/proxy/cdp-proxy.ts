@@ -21,6 +21,7 @@ import {
 import { CommandLog } from './command-log.js'
 import { answerDiscovery } from './discovery-route.js'
 import { upstreamPathFor } from './discovery.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 
 export { proxyAuthRequired, type CdpProxyAuth } from './admission.js'
 
@@ -58,7 +59,7 @@ const SOURCE = { kind: 'local_process' } as const
 
 type ConnState = 'dialing' | 'open' | 'lost' | 'ended'
 
-export const DEFAULT_MAX_PROXY_CONNECTIONS = 32
+export const DEFAULT_MAX_PROXY_CONNECTIONS = DEFAULT_SETTINGS.proxyMaxConnections
 
 /** One client connection and its upstream twin. */
 interface Relay {

@@ -1,10 +1,25 @@
-// Fleet shipping (issue 18): committed envelopes -> NATS JetStream. main.ts calls startShipping once.
-import type { NatsConfig } from '../config.js'
+// Fleet shipping: committed envelopes -> NATS JetStream. main.ts calls startShipping once.
 import type { Logger } from '../log.js'
 import type { EventLog } from '../store/event-log.js'
 import { Shipper } from './shipper.js'
 
 export { Shipper, type ShipHealth, type ShipState } from './shipper.js'
+
+/** The --nats-* flags as the daemon parsed them (config.ts). */
+export interface NatsConfig {
+  servers: string[]
+  credsFile?: string
+  tokenFile?: string
+  tlsCa?: string
+  stream: string
+  subjectPrefix: string
+  /** Used only when the daemon creates the stream. */
+  duplicateWindowMs: number
+  maxAgeMs: number
+  maxBytes: number
+  replicas: number
+  maxInFlight: number
+}
 
 /** Starts the shipper when --nats-url is set (undefined otherwise). Never waits for NATS to be reachable. */
 export async function startShipping(

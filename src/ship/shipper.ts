@@ -1,5 +1,7 @@
 // The fleet shipper: a subscriber of committed envelopes (like SSE) that publishes each one to NATS
-// JetStream, exactly once in effect, and never blocks capture, the API or the log.
+// JetStream, exactly once in effect, and never blocks capture, the API or the log. This file is the
+// transport-free core (the state machine, the watermark, reading ahead, acks); the NATS side is
+// nats-link.ts, the send queue and in-flight window publish-window.ts.
 //
 // How "exactly once in effect" holds:
 // - Publishes go out in seq order on one connection, at most `maxInFlight` unacknowledged. Each carries
@@ -11,81 +13,72 @@
 //   acked + 1. Before that, after every (re)connect, we ask the stream for the last message of each
 //   `<prefix>.<browser>.<category>` subject: an outage longer than the duplicate window would
 //   otherwise turn re-sends into duplicates. The stream is the truth for what it holds.
-//
-// Why nc.publish with a reply subject instead of js.publish: the client builds a request (with a
-// stack trace) per js.publish; one ack subscription + one timeout sweep was ~4x faster here (bench/ship.ts).
-import {
-  connect,
-  createInbox,
-  headers,
-  type Msg,
-  type NatsConnection,
-  type Subscription,
-} from '@nats-io/transport-node'
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
-import type { Category } from '../events/index.js'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
-import { connectionOptions, type NatsAuth } from './connect.js'
-import { ensureStream, highestStoredSeq, type StreamLimits } from './stream.js'
-import { HEADER_BROWSER_ID, HEADER_MSG_ID, HEADER_SEQ, msgIdOf, subjectOf } from './subject.js'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { Backoff } from '../util/backoff.js'
+import { withDefaults } from '../util/defaults.js'
+import type { NatsAuth } from './connect.js'
+import type { StreamLimits } from './stream.js'
+import {
+  NatsLink,
+  PUBLISH_ERROR_KINDS,
+  type LinkEvents,
+  type PublishErrorKind,
+  type Refusal,
+  type ShipLink,
+} from './nats-link.js'
+import { PublishWindow } from './publish-window.js'
+import { StoredWatermark } from './watermark.js'
 
-export type ShipState = 'off' | 'connected' | 'reconnecting' | 'behind'
-export const SHIP_STATES: readonly ShipState[] = ['off', 'connected', 'reconnecting', 'behind']
-export const PUBLISH_ERROR_KINDS = ['connect', 'setup', 'timeout', 'no_responders', 'stream', 'publish'] as const
-export type PublishErrorKind = (typeof PUBLISH_ERROR_KINDS)[number]
+import type { ShipHealth, ShipState, ShipStats } from './ship-health.js'
 
-export interface ShipperOptions {
+export { PUBLISH_ERROR_KINDS, redactUrl, type PublishErrorKind } from './nats-link.js'
+export { watermarkName } from './watermark.js'
+export { SHIP_STATES, type ShipHealth, type ShipState, type ShipStats } from './ship-health.js'
+
+/**
+ * The shipper's life, one value, changed only by `enter()`:
+ *   stopped    -> connecting   start()
+ *   connecting -> resyncing    the link is up; nothing is sent until the stream says what it holds
+ *   resyncing  -> publishing   it said
+ *   publishing -> resyncing    a publish failed (ack timeout, refusal): the window is dropped, ask again after a backoff
+ *   any        -> connecting   the connection is lost: the window is dropped
+ *   any        -> stopped      stop()
+ */
+type Phase = 'stopped' | 'connecting' | 'resyncing' | 'publishing'
+const TRANSITIONS: Record<Phase, readonly Phase[]> = {
+  stopped: ['connecting'],
+  connecting: ['connecting', 'resyncing', 'stopped'],
+  resyncing: ['connecting', 'publishing', 'stopped'],
+  publishing: ['connecting', 'resyncing', 'stopped'],
+}
+
+/** Tuning defaults; the daemon passes `maxInFlight` from its configuration. */
+export const SHIPPER_DEFAULTS = {
+  /** Unacknowledged publishes at most (1,024 was no faster than 256). */
+  maxInFlight: DEFAULT_SETTINGS.natsMaxInFlight,
+  /** An unacknowledged publish older than this restarts sending from the watermark. */
+  ackTimeoutMs: 5000,
+  /** Retry delays after failures: doubling from initial to max. */
+  retryInitialMs: 250,
+  retryMaxMs: 10_000,
+  /** Reported as `behind` when the oldest unshipped event is older than this. */
+  behindAfterMs: 5000,
+  /** How often the watermark is written to the log's metadata. */
+  persistIntervalMs: 1000,
+}
+type ShipperTuning = typeof SHIPPER_DEFAULTS
+
+export interface ShipperOptions extends Partial<ShipperTuning> {
   log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq'>
   browserId: string
   nats: NatsAuth
   stream: string
   subjectPrefix: string
   limits: StreamLimits
-  /** Unacknowledged publishes at most (default 256; 1,024 was no faster). */
-  maxInFlight?: number
-  /** An unacknowledged publish older than this restarts sending from the watermark (default 5 s). */
-  ackTimeoutMs?: number
-  /** Retry delays after failures: doubling from initial to max (defaults 250 ms, 10 s). */
-  retryInitialMs?: number
-  retryMaxMs?: number
-  /** Reported as `behind` when the oldest unshipped event is older than this (default 5 s). */
-  behindAfterMs?: number
-  /** How often the watermark is written to the log's metadata (default 1 s). */
-  persistIntervalMs?: number
   logger?: Logger
 }
-
-export interface ShipHealth {
-  state: ShipState
-  stream: string
-  subject_prefix: string
-  acked_seq: number
-  lag_events: number
-  lag_seconds: number
-  in_flight: number
-  last_error?: string
-  last_error_at?: string
-  retention_dropped_events: number
-}
-
-export interface ShipStats {
-  shippedEvents: number
-  shippedBytes: number
-  errors: Record<PublishErrorKind, number>
-  retentionDroppedEvents: number
-}
-
-interface InFlight {
-  seq: number
-  ts: number
-  bytes: number
-  sentAt: number
-  acked: boolean
-}
-
-/** Metadata name of the watermark: tied to the destination stream and prefix, not to a server URL. */
-export const watermarkName = (stream: string, prefix: string) => `ship:${stream}:${prefix}`
 
 const READ_PAGE = 512
 /** Records queued for sending at most (read ahead of the in-flight window). */
@@ -98,89 +91,84 @@ export class Shipper {
     retentionDroppedEvents: 0,
     errors: Object.fromEntries(PUBLISH_ERROR_KINDS.map(k => [k, 0])) as Record<PublishErrorKind, number>,
   }
-  private readonly opts: Required<Omit<ShipperOptions, 'logger'>>
+  private readonly opts: ShipperOptions
+  private readonly tuning: ShipperTuning
   private readonly logger: Logger
-  private readonly metaName: string
-  private running = false
-  private nc: NatsConnection | undefined
-  private jsm: JetStreamManager | undefined
-  private ackSub: Subscription | undefined
-  private inbox = ''
-  private connected = false
-  /** Connected and resynchronised with the stream: publishing allowed. */
-  private ready = false
+  private readonly watermark: StoredWatermark
+  private phase: Phase = 'stopped'
+  /** The destination; the only NATS-specific object (constructed below, used through ShipLink). */
+  private readonly link: ShipLink
+  private readonly window = new PublishWindow()
+  private readonly backoff: Backoff
   /** Bumped on every rewind so a stale async step (read, resync) drops its result. */
   private generation = 0
   private acked = 0
-  private persisted = 0
-  private persisting: Promise<void> | undefined
-  /** Next log position to queue, and the records queued (in seq order) but not yet published. */
+  /** Next log position to queue. */
   private next = 1
-  private queue: StoredRecord[] = []
-  private queueHead = 0
+  /** A read-ahead is under way (at most one). */
   private reading = false
   private lastCommitSeen = 0
-  private readonly inflight = new Map<number, InFlight>()
-  private order: InFlight[] = []
-  private orderHead = 0
-  private pumping = false
-  private retryMs: number
-  private retryTimer: NodeJS.Timeout | undefined
+  private resyncTimer: NodeJS.Timeout | undefined
   private sweepTimer: NodeJS.Timeout | undefined
   private persistTimer: NodeJS.Timeout | undefined
   private unsubscribe: (() => void) | undefined
-  private connectLoop: Promise<void> | undefined
-  private wakeConnectLoop: (() => void) | undefined
   private lastError: { message: string; at: number } | undefined
   /** Commit time (ts, Unix µs) of the oldest event not yet acknowledged, when known. */
   private pendingSinceTs: number | undefined
-  private readonly subjects = new Map<Category, string>()
-  private readonly headers = headers()
   private readonly ackListeners = new Set<(seq: number, ts: number) => void>()
   private readonly changeListeners = new Set<() => void>()
   private stopWaiters: (() => void)[] = []
 
   constructor(opts: ShipperOptions) {
-    this.opts = {
-      maxInFlight: 256,
-      ackTimeoutMs: 5000,
-      retryInitialMs: 250,
-      retryMaxMs: 10_000,
-      behindAfterMs: 5000,
-      persistIntervalMs: 1000,
-      ...opts,
-    } as Required<Omit<ShipperOptions, 'logger'>>
+    this.opts = opts
+    this.tuning = withDefaults(SHIPPER_DEFAULTS, {
+      maxInFlight: opts.maxInFlight,
+      ackTimeoutMs: opts.ackTimeoutMs,
+      retryInitialMs: opts.retryInitialMs,
+      retryMaxMs: opts.retryMaxMs,
+      behindAfterMs: opts.behindAfterMs,
+      persistIntervalMs: opts.persistIntervalMs,
+    })
     this.logger = opts.logger ?? silentLogger
-    this.metaName = watermarkName(opts.stream, opts.subjectPrefix)
-    this.retryMs = this.opts.retryInitialMs
-    this.headers.set(HEADER_BROWSER_ID, opts.browserId)
+    this.watermark = new StoredWatermark(opts.log, opts.stream, opts.subjectPrefix, this.logger)
+    this.backoff = new Backoff(this.tuning.retryInitialMs, this.tuning.retryMaxMs)
+    this.link = new NatsLink(opts, this.linkEvents, this.backoff, this.logger)
+  }
+
+  /** The one place the phase changes. Losing the connection, or a failed publish, drops the window. */
+  private enter(to: Phase): void {
+    const from = this.phase
+    if (!TRANSITIONS[from].includes(to)) {
+      this.logger.error({ from, to }, 'shipper: transition refused')
+      return
+    }
+    this.phase = to
+    if ((to === 'connecting' && from !== 'stopped') || (from === 'publishing' && to === 'resyncing')) this.rewind()
   }
 
   /** Loads the watermark and starts connecting in the background; never waits for NATS. */
   async start(): Promise<void> {
-    if (this.running) return
-    const stored = await this.opts.log.readMeta(this.metaName)
-    this.acked = stored && stored.length >= 8 ? Number(stored.readBigUInt64BE(0)) : 0
-    this.persisted = this.acked
+    if (this.phase !== 'stopped') return
+    this.acked = await this.watermark.load()
     this.next = this.acked + 1
     this.lastCommitSeen = this.opts.log.lastSeq
-    this.running = true
+    this.enter('connecting')
     this.unsubscribe = this.opts.log.onCommit(this.onCommit)
     this.sweepTimer = setInterval(this.sweep, 250).unref()
     this.persistTimer = setInterval(() => {
-      void this.persist()
-    }, this.opts.persistIntervalMs).unref()
+      void this.watermark.persist(this.acked)
+    }, this.tuning.persistIntervalMs).unref()
     this.logger.info(
       { stream: this.opts.stream, subjectPrefix: this.opts.subjectPrefix, ackedSeq: this.acked },
       'fleet shipping on; connecting to NATS',
     )
-    this.connectLoop = this.runConnectLoop()
+    this.link.start()
   }
 
   /** Waits briefly for in-flight acks, persists the watermark, closes the connection. Idempotent. */
   async stop(graceMs = 1000): Promise<void> {
-    if (!this.running) return
-    if (this.ready && this.order.length > this.orderHead) {
+    if (this.phase === 'stopped') return
+    if (this.phase === 'publishing' && this.window.inFlight > 0) {
       await new Promise<void>(resolve => {
         const t = setTimeout(resolve, graceMs)
         this.stopWaiters.push(() => {
@@ -189,19 +177,13 @@ export class Shipper {
         })
       })
     }
-    this.running = false
-    this.ready = false
+    this.enter('stopped')
     this.unsubscribe?.()
     clearInterval(this.sweepTimer)
     clearInterval(this.persistTimer)
-    clearTimeout(this.retryTimer)
-    this.wakeConnectLoop?.()
-    const nc = this.nc
-    this.nc = undefined
-    if (nc) await nc.close().catch(() => undefined)
-    // A connect attempt in progress may take its full timeout; it closes itself once it sees we stopped.
-    await Promise.race([this.connectLoop?.catch(() => undefined), new Promise(r => setTimeout(r, 500).unref())])
-    await this.persist()
+    clearTimeout(this.resyncTimer)
+    await this.link.stop()
+    await this.watermark.persist(this.acked)
     this.logger.info({ ackedSeq: this.acked }, 'fleet shipping stopped')
   }
 
@@ -230,10 +212,16 @@ export class Shipper {
   }
 
   state(): ShipState {
-    if (!this.running) return 'off'
-    if (!this.connected) return 'reconnecting'
-    if (!this.ready || this.lagSeconds() * 1000 > this.opts.behindAfterMs) return 'behind'
-    return 'connected'
+    switch (this.phase) {
+      case 'stopped':
+        return 'off'
+      case 'connecting':
+        return 'reconnecting'
+      case 'resyncing':
+        return 'behind'
+      case 'publishing':
+        return this.lagSeconds() * 1000 > this.tuning.behindAfterMs ? 'behind' : 'connected'
+    }
   }
 
   lagEvents(): number {
@@ -242,8 +230,7 @@ export class Shipper {
 
   lagSeconds(): number {
     if (this.acked >= this.opts.log.lastSeq) return 0
-    const head = this.order[this.orderHead]
-    const since = head?.ts ?? this.queue[this.queueHead]?.ts ?? this.pendingSinceTs
+    const since = this.window.oldest()?.ts ?? this.window.queue.peek()?.ts ?? this.pendingSinceTs
     return since === undefined ? 0 : Math.max(0, (Date.now() * 1000 - since) / 1e6)
   }
 
@@ -255,7 +242,7 @@ export class Shipper {
       acked_seq: this.acked,
       lag_events: this.lagEvents(),
       lag_seconds: Math.round(this.lagSeconds() * 1000) / 1000,
-      in_flight: this.inflight.size,
+      in_flight: this.window.inFlight,
       ...(this.lastError
         ? { last_error: this.lastError.message, last_error_at: new Date(this.lastError.at).toISOString() }
         : {}),
@@ -263,127 +250,68 @@ export class Shipper {
     }
   }
 
-  // ------------------------------------------------------------ connection
+  // ------------------------------------------------------------ what the link tells us
 
-  private async runConnectLoop(): Promise<void> {
-    while (this.running) {
-      let nc: NatsConnection | undefined
-      try {
-        const options = await connectionOptions(this.opts.nats, {
-          name: `browser-telemetry ${this.opts.browserId}`,
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 1000,
-          timeout: 5000,
-          noAsyncTraces: true,
-          pingInterval: 10_000,
-          maxPingOut: 3,
-        })
-        nc = await connect(options)
-        if (!this.running) {
-          await nc.close()
-          return
-        }
-        this.nc = nc
-        this.connected = true
-        this.logger.info({ server: redactUrl(nc.getServer()) }, 'connected to NATS')
-        this.changed()
-        void this.watchStatus(nc)
-        this.inbox = createInbox() + '.'
-        this.ackSub = nc.subscribe(this.inbox + '*', { callback: (_err, msg) => this.onAck(msg) })
-        this.jsm = await jetstreamManager(nc, { timeout: 5000 })
-        this.scheduleResync(0)
-        const closedWith = await nc.closed()
-        if (!this.running) return
-        this.noteError('connect', `NATS connection closed${closedWith ? `: ${closedWith.message}` : ''}`)
-      } catch (err) {
-        if (!this.running) return
-        this.noteError(
-          'connect',
-          `cannot connect to NATS (${this.opts.nats.servers.map(redactUrl).join(', ')}): ${(err as Error).message}`,
-        )
-        await nc?.close().catch(() => undefined)
-      }
-      this.connected = false
-      this.rewind()
+  private readonly linkEvents: LinkEvents = {
+    up: () => {
+      if (this.phase !== 'connecting') return
+      this.enter('resyncing')
       this.changed()
-      this.nc = undefined
-      this.jsm = undefined
-      this.ackSub = undefined
-      const wait = this.nextRetryDelay()
-      await new Promise<void>(r => {
-        this.wakeConnectLoop = r
-        this.retryTimer = setTimeout(r, wait)
-      })
-      this.wakeConnectLoop = undefined
-    }
-  }
-
-  private async watchStatus(nc: NatsConnection): Promise<void> {
-    for await (const s of nc.status()) {
-      if (nc !== this.nc) return
-      if (s.type === 'disconnect') {
-        this.connected = false
-        this.rewind()
-        this.logger.warn({ server: redactUrl(s.server) }, 'NATS disconnected; shipping paused, the client reconnects')
-        this.changed()
-      } else if (s.type === 'reconnect') {
-        this.connected = true
-        this.logger.info({ server: redactUrl(s.server) }, 'NATS reconnected; resynchronising with the stream')
-        this.scheduleResync(0)
-        this.changed()
-      } else if (s.type === 'error') {
-        this.noteError('connect', `NATS: ${s.error.message}`)
+    },
+    ready: () => {
+      if (this.phase === 'resyncing') this.scheduleResync(0)
+    },
+    down: () => {
+      if (this.phase === 'stopped') return
+      this.enter('connecting')
+      this.changed()
+    },
+    ack: (seq: number, refusal?: Refusal) => {
+      const entry = this.window.get(seq)
+      if (!entry) return // an ack from before a rewind: that copy is stored; the re-send will be a duplicate
+      if (refusal) {
+        this.failAndRetry(refusal.kind, refusal.message)
+        return
       }
-    }
+      entry.acked = true
+      this.advance()
+    },
+    error: (kind: PublishErrorKind, message: string) => this.noteError(kind, message),
   }
 
-  /** Ensure the stream, learn what it holds of us, then (re)start publishing from there. */
+  /** Ask the stream what it holds of us, then (re)start publishing from there. */
   private scheduleResync(delayMs: number): void {
-    clearTimeout(this.retryTimer)
+    clearTimeout(this.resyncTimer)
     const gen = this.generation
-    this.retryTimer = setTimeout(() => {
+    this.resyncTimer = setTimeout(() => {
       void this.resync(gen)
     }, delayMs)
   }
 
   private async resync(gen: number): Promise<void> {
-    const jsm = this.jsm
-    if (!this.running || !this.connected || !jsm || gen !== this.generation) return
+    if (this.phase !== 'resyncing' || gen !== this.generation) return
+    let held: number
     try {
-      const probe = subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')
-      const ensured = await ensureStream(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.limits, probe)
-      if (ensured.created)
-        this.logger.info(
-          { stream: this.opts.stream, subjects: ensured.info.config.subjects },
-          'created JetStream stream',
-        )
-      if (ensured.warning) this.logger.warn(ensured.warning)
-      const held = await highestStoredSeq(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.browserId)
-      if (gen !== this.generation || !this.connected) return
-      if (held > this.acked) {
-        this.logger.info(
-          { ackedSeq: this.acked, streamHolds: held },
-          'the stream already holds events past our watermark; resuming after them',
-        )
-        this.acked = held
-        this.next = held + 1
-        this.queue = []
-        this.queueHead = 0
-      }
-      this.ready = true
-      if (this.lastError) this.logger.info({ ackedSeq: this.acked }, 'fleet shipping resumed')
-      this.changed()
-      this.pump()
+      held = await this.link.resync()
     } catch (err) {
-      this.noteError('setup', `JetStream stream ${this.opts.stream}: ${(err as Error).message}`)
-      this.scheduleResync(this.nextRetryDelay())
+      this.noteError('setup', (err as Error).message)
+      if (gen === this.generation) this.scheduleResync(this.backoff.next())
+      return
     }
-  }
-
-  private nextRetryDelay(): number {
-    const d = this.retryMs
-    this.retryMs = Math.min(this.retryMs * 2, this.opts.retryMaxMs)
-    return d
+    if (gen !== this.generation || this.phase !== 'resyncing') return
+    if (held > this.acked) {
+      this.logger.info(
+        { ackedSeq: this.acked, streamHolds: held },
+        'the stream already holds events past our watermark; resuming after them',
+      )
+      this.acked = held
+      this.next = held + 1
+      this.window.queue.clear()
+    }
+    this.enter('publishing')
+    if (this.lastError) this.logger.info({ ackedSeq: this.acked }, 'fleet shipping resumed')
+    this.changed()
+    this.pump()
   }
 
   private noteError(kind: PublishErrorKind, message: string): void {
@@ -396,25 +324,19 @@ export class Shipper {
 
   // ------------------------------------------------------------ sending
 
-  /** Drops everything unacknowledged; sending restarts at acked + 1 once ready again. */
+  /** Drops everything unacknowledged; sending restarts at acked + 1 once publishing again. */
   private rewind(): void {
     this.generation++
-    this.ready = false
-    const head = this.order[this.orderHead]
-    if (head) this.pendingSinceTs = head.ts
-    this.inflight.clear()
-    this.order = []
-    this.orderHead = 0
-    this.queue = []
-    this.queueHead = 0
+    const oldest = this.window.clear()
+    if (oldest !== undefined) this.pendingSinceTs = oldest
     this.next = this.acked + 1
   }
 
   private failAndRetry(kind: PublishErrorKind, message: string): void {
     this.noteError(kind, message)
-    if (!this.ready) return
-    this.rewind()
-    this.scheduleResync(this.nextRetryDelay())
+    if (this.phase !== 'publishing') return
+    this.enter('resyncing')
+    this.scheduleResync(this.backoff.next())
   }
 
   private readonly onCommit = (records: readonly StoredRecord[]): void => {
@@ -422,35 +344,26 @@ export class Shipper {
     this.lastCommitSeen = records[records.length - 1]!.seq
     if (this.pendingSinceTs === undefined && this.acked < records[0]!.seq) this.pendingSinceTs = records[0]!.ts
     // Live path: when we hold everything up to the previous commit, take these without a read.
-    if (this.ready && !this.reading && this.next === prev + 1 && this.queued() + records.length <= QUEUE_CAP) {
-      for (const r of records) this.queue.push(r)
+    const queue = this.window.queue
+    if (
+      this.phase === 'publishing' &&
+      !this.reading &&
+      this.next === prev + 1 &&
+      queue.length + records.length <= QUEUE_CAP
+    ) {
+      for (const r of records) queue.push(r)
       this.next = this.lastCommitSeen + 1
     }
     this.pump()
   }
 
   private pump(): void {
-    if (this.pumping || !this.ready) return
-    this.pumping = true
-    try {
-      const nc = this.nc
-      while (this.ready && nc && this.inflight.size < this.opts.maxInFlight && this.queueHead < this.queue.length) {
-        this.publish(nc, this.queue[this.queueHead++]!)
-      }
-      if (this.queueHead === this.queue.length) {
-        this.queue = []
-        this.queueHead = 0
-      }
-      // Read ahead while the window drains, so the next page is there when it empties.
-      if (this.ready && !this.reading && this.queued() < READ_PAGE && this.next <= this.opts.log.lastSeq)
-        void this.readAhead()
-    } finally {
-      this.pumping = false
-    }
-  }
-
-  private queued(): number {
-    return this.queue.length - this.queueHead
+    const queue = this.window.queue
+    while (this.phase === 'publishing' && this.window.inFlight < this.tuning.maxInFlight && queue.length > 0)
+      this.publish(queue.shift()!)
+    // Read ahead while the window drains, so the next page is there when it empties.
+    if (this.phase === 'publishing' && !this.reading && queue.length < READ_PAGE && this.next <= this.opts.log.lastSeq)
+      void this.readAhead()
   }
 
   private async readAhead(): Promise<void> {
@@ -470,90 +383,40 @@ export class Shipper {
       }
       const page = await this.opts.log.read({ order: 'asc', cursor: this.next, limit: READ_PAGE })
       if (gen !== this.generation) return
-      for (const r of page.records) this.queue.push(r)
+      for (const r of page.records) this.window.queue.push(r)
       const last = page.records[page.records.length - 1]
       this.next = last ? last.seq + 1 : Math.max(this.next, this.opts.log.lastSeq + 1)
       if (!last) this.settleGap()
     } catch (err) {
-      this.logger.error({ err: (err as Error).message }, 'shipper could not read the event log')
+      this.logger.error({ err }, 'shipper could not read the event log')
     } finally {
       this.reading = false
     }
     if (gen === this.generation) this.pump()
   }
 
-  private publish(nc: NatsConnection, rec: StoredRecord): void {
-    // One header set, rewritten per message: publish() encodes it synchronously.
-    const h = this.headers
-    h.set(HEADER_MSG_ID, msgIdOf(this.opts.browserId, rec.seq))
-    h.set(HEADER_SEQ, String(rec.seq))
-    let subject = this.subjects.get(rec.category)
-    if (!subject)
-      this.subjects.set(rec.category, (subject = subjectOf(this.opts.subjectPrefix, this.opts.browserId, rec.category)))
+  private publish(rec: StoredRecord): void {
     try {
-      nc.publish(subject, rec.json, { headers: h, reply: this.inbox + rec.seq })
+      this.link.publish(rec)
     } catch (err) {
       this.failAndRetry('publish', `publish failed: ${(err as Error).message}`)
       return
     }
-    const entry: InFlight = { seq: rec.seq, ts: rec.ts, bytes: rec.json.length, sentAt: Date.now(), acked: false }
-    this.inflight.set(rec.seq, entry)
-    this.order.push(entry)
-  }
-
-  private onAck(msg: Msg): void {
-    const seq = Number(msg.subject.slice(this.inbox.length))
-    const entry = this.inflight.get(seq)
-    if (!entry) return // an ack from before a rewind: that copy is stored; the re-send will be a duplicate
-    if (msg.headers?.code === 503) {
-      this.failAndRetry(
-        'no_responders',
-        `no JetStream stream answers on ${subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')} (stream ${this.opts.stream} missing or not ` +
-          `covering ${this.opts.subjectPrefix}.>)`,
-      )
-      return
-    }
-    // A PubAck is {"stream":..,"seq":..[,"duplicate":true]}; only anything else (an error) is worth parsing.
-    const text = msg.string()
-    if (!text.startsWith('{"stream"') || text.includes('"error"')) {
-      let body: { error?: { code?: number; err_code?: number; description?: string } }
-      try {
-        body = JSON.parse(text) as typeof body
-      } catch {
-        body = {}
-      }
-      body.error ??= { description: `unexpected ack: ${text.slice(0, 100)}` }
-      this.failAndRetry(
-        'stream',
-        `JetStream refused seq ${seq}: ${body.error.description ?? 'error'} (${body.error.err_code ?? body.error.code ?? '?'})`,
-      )
-      return
-    }
-    entry.acked = true
-    this.advance()
+    this.window.sent(rec, Date.now())
   }
 
   private advance(): void {
-    let moved = false
-    let head = this.order[this.orderHead]
-    while (head && head.acked) {
-      this.inflight.delete(head.seq)
-      this.acked = head.seq
+    const moved = this.window.takeAckedRun(entry => {
+      this.acked = entry.seq
       this.stats.shippedEvents++
-      this.stats.shippedBytes += head.bytes
-      for (const l of this.ackListeners) l(head.seq, head.ts)
-      moved = true
-      head = this.order[++this.orderHead]
-    }
+      this.stats.shippedBytes += entry.bytes
+      for (const l of this.ackListeners) l(entry.seq, entry.ts)
+    })
     if (!moved) return
     this.settleGap()
-    if (this.orderHead > 1024) {
-      this.order = this.order.slice(this.orderHead)
-      this.orderHead = 0
-    }
     this.pendingSinceTs = undefined
-    if (this.retryMs !== this.opts.retryInitialMs) this.retryMs = this.opts.retryInitialMs
-    if (this.inflight.size === 0) for (const w of this.stopWaiters.splice(0)) w()
+    this.backoff.reset()
+    if (this.window.inFlight === 0) for (const w of this.stopWaiters.splice(0)) w()
     this.pump()
   }
 
@@ -562,46 +425,19 @@ export class Shipper {
    * ack: once everything sent is acknowledged, the watermark covers them too.
    */
   private settleGap(): void {
-    if (this.order.length === this.orderHead && this.queued() === 0 && this.next - 1 > this.acked) {
+    if (this.window.empty && this.next - 1 > this.acked) {
       this.acked = this.next - 1
       for (const l of this.ackListeners) l(this.acked, 0)
     }
   }
 
   private readonly sweep = (): void => {
-    const head = this.order[this.orderHead]
-    if (this.ready && head && Date.now() - head.sentAt > this.opts.ackTimeoutMs) {
+    const oldest = this.window.oldest()
+    if (this.phase === 'publishing' && oldest && Date.now() - oldest.sentAt > this.tuning.ackTimeoutMs) {
       this.failAndRetry(
         'timeout',
-        `no JetStream ack for seq ${head.seq} within ${this.opts.ackTimeoutMs} ms; re-sending from seq ${this.acked + 1}`,
+        `no JetStream ack for seq ${oldest.seq} within ${this.tuning.ackTimeoutMs} ms; re-sending from seq ${this.acked + 1}`,
       )
     }
   }
-
-  private async persist(): Promise<void> {
-    if (this.persisting) return this.persisting
-    if (this.acked === this.persisted) return
-    const value = Buffer.alloc(8)
-    const seq = this.acked
-    value.writeBigUInt64BE(BigInt(seq))
-    this.persisting = this.opts.log
-      .writeMeta(this.metaName, value)
-      .then(
-        () => {
-          this.persisted = seq
-        },
-        (err: Error) => {
-          this.logger.error({ err: err.message }, 'could not persist the shipped watermark')
-        },
-      )
-      .finally(() => {
-        this.persisting = undefined
-      })
-    return this.persisting
-  }
-}
-
-/** nats://user:pass@host -> nats://***@host: credentials never reach logs or /healthz. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@')
 }

@@ -5,7 +5,7 @@
 //                                       index to one key per category per write, not one per event)
 //   'm' + name                       -> metadata (next seq, clean-shutdown marker)
 // Older versions kept extension metadata in a '!extensions!' sublevel here (sorts before all of
-// these); EventLog.moveOutLegacySublevel moves it to its own database at startup.
+// these); src/uploads/legacy-extension-meta.ts moves it to its own database at startup.
 import { CATEGORIES, type Category } from '../events/index.js'
 
 export const PREFIX_EVENT = 0x65 // 'e'

@@ -6,6 +6,7 @@ import { promisify } from 'node:util'
 import { Readable } from 'node:stream'
 import { crc32 } from 'node:zlib'
 import yauzl from 'yauzl'
+import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { invalidZip, unsafeEntry, UploadError } from './errors.js'
 
 export interface ZipLimits {
@@ -17,7 +18,11 @@ export interface ZipLimits {
   maxRatio: number
 }
 
-export const DEFAULT_ZIP_LIMITS: ZipLimits = { maxEntries: 100_000, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 200 }
+export const DEFAULT_ZIP_LIMITS: ZipLimits = {
+  maxEntries: DEFAULT_SETTINGS.zipMaxEntries,
+  maxTotalBytes: DEFAULT_SETTINGS.zipMaxTotalBytes,
+  maxRatio: DEFAULT_SETTINGS.zipMaxRatio,
+}
 
 /** Longest entry name in bytes (PATH_MAX). */
 export const MAX_NAME_BYTES = 4096

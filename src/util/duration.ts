@@ -20,7 +20,9 @@ export function parseDuration(text: string): number | undefined {
   return Number.isFinite(total) ? total : undefined
 }
 
+/** The shortest way to write ms in the largest whole unit: 7d, 2m, 15s, 250ms. */
 export function formatDuration(ms: number): string {
+  if (ms % 86_400_000 === 0 && ms > 0) return `${ms / 86_400_000}d`
   if (ms % 3_600_000 === 0 && ms > 0) return `${ms / 3_600_000}h`
   if (ms % 60_000 === 0 && ms > 0) return `${ms / 60_000}m`
   if (ms % 1000 === 0 && ms > 0) return `${ms / 1000}s`

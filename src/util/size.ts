@@ -19,3 +19,14 @@ export function parseSize(text: string): number | undefined {
   if (unit === undefined) return undefined
   return Math.floor(Number(m[1]) * unit)
 }
+
+/** A byte size in the largest binary unit that holds it whole: 4GiB, 64KiB, 300 (as parseSize reads it back). */
+export function formatSize(bytes: number): string {
+  for (const [unit, n] of [
+    ['GiB', 1024 ** 3],
+    ['MiB', 1024 ** 2],
+    ['KiB', 1024],
+  ] as const)
+    if (bytes > 0 && bytes % n === 0) return `${bytes / n}${unit}`
+  return String(bytes)
+}

@@ -30,7 +30,7 @@ import {
   type Row,
   type ViewState,
 } from './model.js'
-import { AuthError, Session, forgetToken, readToken, saveToken, takeTokenFromFragment } from './session.js'
+import { AuthError, EventFeed, forgetToken, readToken, saveToken, takeTokenFromFragment } from './event-feed.js'
 import { VirtualList } from './virtual-list.js'
 
 const ROW_HEIGHT: Record<Panel, number> = {
@@ -139,7 +139,7 @@ function Viewer({
   browserHint?: string
   onAuthError(msg: string): void
 }) {
-  const [session, setSession] = useState<Session>()
+  const [feed, setFeed] = useState<EventFeed>()
   const [fatal, setFatal] = useState('')
   const [view, setView] = useState<ViewState>(() => decodeView(location.hash))
   const [version, setVersion] = useState(0)
@@ -162,12 +162,12 @@ function Viewer({
   }
 
   useEffect(() => {
-    let s: Session | undefined
+    let s: EventFeed | undefined
     resolveBrowserId(browserHint)
       .then(id => {
-        s = new Session('', id, token)
+        s = new EventFeed('', id, token)
         s.subscribe(() => setVersion(s!.version))
-        setSession(s)
+        setFeed(s)
         const start = view.seq > 0 ? s.loadAroundSeq(view.seq) : s.loadLatest()
         return start.then(() => {
           if (view.seq === 0) s!.startLive(authFail)
@@ -183,7 +183,7 @@ function Viewer({
     history.replaceState(null, '', `${location.pathname}${location.search}#${encodeView(view)}`)
   }, [view])
 
-  const events: readonly Envelope[] = session?.events ?? []
+  const events: readonly Envelope[] = feed?.events ?? []
   const derived = useMemo(() => derive(events), [events])
   const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
   const rows: Row[] = useMemo(
@@ -206,11 +206,11 @@ function Viewer({
   }, [view.panel, view.nav])
   useEffect(() => {
     const seq = pendingJump.current
-    if (seq > 0 && rows.length > 0 && !session?.loading) {
+    if (seq > 0 && rows.length > 0 && !feed?.loading) {
       pendingJump.current = 0
       setScrollTo({ index: rowIndexAtSeq(rows, seq), align: 'center', nonce: Date.now() })
     }
-  }, [rows, session?.loading])
+  }, [rows, feed?.loading])
   // After older rows were prepended, shift the scroll offset by their height: what is on screen stays put, mid-scroll too.
   useLayoutEffect(() => {
     const a = anchor.current
@@ -230,7 +230,7 @@ function Viewer({
         </p>
       </main>
     )
-  if (!session)
+  if (!feed)
     return (
       <main class="login">
         <p>Connecting…</p>
@@ -240,22 +240,22 @@ function Viewer({
   const update = (patch: Partial<ViewState>) => setView(v => ({ ...v, ...patch }))
   const onRange = (first: number, last: number) => {
     // Page older history in well before the top is reached (a page is 100 rows), so scrolling never waits at the edge.
-    if (first <= 150 && session.hasOlder && !session.loading && !follow) {
+    if (first <= 150 && feed.hasOlder && !feed.loading && !follow) {
       anchor.current = rows[first] ? { seq: rows[first]!.seq, index: first } : undefined
-      session.loadOlder().catch(authFail)
+      feed.loadOlder().catch(authFail)
     }
-    if (last >= rows.length - 150 && session.hasNewer && !session.loading) session.loadNewer().catch(authFail)
+    if (last >= rows.length - 150 && feed.hasNewer && !feed.loading) feed.loadNewer().catch(authFail)
   }
   const toggleFollow = () => {
     if (follow) {
       setFollow(false)
-      session.stopLive()
+      feed.stopLive()
       return
     }
     setFollow(true)
     update({ seq: 0 })
-    if (session.hasNewer) session.loadLatest().then(() => session.startLive(authFail), authFail)
-    else session.startLive(authFail)
+    if (feed.hasNewer) feed.loadLatest().then(() => feed.startLive(authFail), authFail)
+    else feed.startLive(authFail)
   }
   const doJump = async (e: Event) => {
     e.preventDefault()
@@ -263,10 +263,10 @@ function Viewer({
     if (!text) return
     setJumpError('')
     setFollow(false)
-    session.stopLive()
+    feed.stopLive()
     if (/^\d+$/.test(text)) {
       const seq = Number(text)
-      if (!(seq >= session.firstSeq && seq <= session.lastSeq)) await session.loadAroundSeq(seq).catch(authFail)
+      if (!(seq >= feed.firstSeq && seq <= feed.lastSeq)) await feed.loadAroundSeq(seq).catch(authFail)
       pendingJump.current = seq
       update({ seq })
       setScrollTo({ index: rowIndexAtSeq(rows, seq), align: 'center', nonce: Date.now() })
@@ -276,7 +276,7 @@ function Viewer({
         setJumpError(`Cannot read ${JSON.stringify(text)}: give a seq, an RFC-3339 time or HH:MM:SS (UTC).`)
         return
       }
-      const seq = await session.loadAroundTime(new Date(ms).toISOString()).catch((err: unknown) => {
+      const seq = await feed.loadAroundTime(new Date(ms).toISOString()).catch((err: unknown) => {
         authFail(err)
         return 0
       })
@@ -288,17 +288,17 @@ function Viewer({
   const exportHar = () => {
     const envs = windowEvents()
     const har = toHar(envs, {
-      comment: `browser ${session.browserId}, ${nav ? `navigation ${nav.key} ${nav.url}` : `seq ${session.firstSeq}-${session.lastSeq}`}, exported by the browser-telemetry viewer`,
+      comment: `browser ${feed.browserId}, ${nav ? `navigation ${nav.key} ${nav.url}` : `seq ${feed.firstSeq}-${feed.lastSeq}`}, exported by the browser-telemetry viewer`,
     })
     download(
-      `${session.browserId}${nav ? `-nav-${nav.nav_seq}` : ''}.har`,
+      `${feed.browserId}${nav ? `-nav-${nav.nav_seq}` : ''}.har`,
       'application/json',
       JSON.stringify(har, null, 2),
     )
   }
   const exportJsonl = () => {
     download(
-      `${session.browserId}${nav ? `-nav-${nav.nav_seq}` : ''}.jsonl`,
+      `${feed.browserId}${nav ? `-nav-${nav.nav_seq}` : ''}.jsonl`,
       'application/x-ndjson',
       windowEvents()
         .map(e => JSON.stringify(e))
@@ -310,7 +310,7 @@ function Viewer({
     if (!r) return
     if (follow) {
       setFollow(false)
-      session.stopLive()
+      feed.stopLive()
     }
     update({ seq: r.seq })
   }
@@ -319,14 +319,14 @@ function Viewer({
     <div class="app">
       <header class="bar">
         <h1>
-          Session <span class="mono">{session.browserId}</span>
+          Session <span class="mono">{feed.browserId}</span>
         </h1>
         <button type="button" class={follow ? 'on' : ''} aria-pressed={follow} onClick={toggleFollow} id="follow">
           {follow ? 'Pause' : 'Follow live'}
         </button>
-        <span class={`status status-${session.live}`} id="live-status" role="status">
-          {session.live === 'live' ? 'live' : session.live === 'off' ? 'paused' : session.live}
-          {session.loading ? ' · loading' : ''}
+        <span class={`status status-${feed.live}`} id="live-status" role="status">
+          {feed.live === 'live' ? 'live' : feed.live === 'off' ? 'paused' : feed.live}
+          {feed.loading ? ' · loading' : ''}
         </span>
         <form class="jump" onSubmit={e => void doJump(e)}>
           <label for="jump">Jump to</label>
@@ -413,8 +413,7 @@ function Viewer({
           </select>
         </label>
         <span class="muted" id="window-info">
-          {events.length} events loaded (seq {session.firstSeq}–{session.lastSeq})
-          {session.hasOlder ? ', older available' : ''}
+          {events.length} events loaded (seq {feed.firstSeq}–{feed.lastSeq}){feed.hasOlder ? ', older available' : ''}
           {derived.gaps.length > 0 ? `, ${derived.gaps.length} gap${derived.gaps.length === 1 ? '' : 's'}` : ''}
         </span>
       </div>
@@ -449,9 +448,9 @@ function Viewer({
           ))}
         </div>
 
-        {session.error || jumpError ? (
+        {feed.error || jumpError ? (
           <p role="alert" class="err banner">
-            {jumpError || session.error}
+            {jumpError || feed.error}
           </p>
         ) : null}
 
@@ -468,13 +467,13 @@ function Viewer({
                       ? 'request'
                       : 'event') + (dataRows === 1 ? '' : 's')}
               </span>
-              {session.hasOlder ? (
+              {feed.hasOlder ? (
                 <button
                   type="button"
                   id="load-older"
                   onClick={() => {
                     anchor.current = rows[0] ? { seq: rows[0].seq, index: 0 } : undefined
-                    session.loadOlder().catch(authFail)
+                    feed.loadOlder().catch(authFail)
                   }}
                 >
                   Load older

@@ -10,7 +10,7 @@ import type { ApiMiddleware, ApiRouter } from '../route-table.js'
 import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
 import type { QueryValues } from '../query-params.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
-import { DEFAULT_MAX_STREAM_CLIENTS, type StreamStart, type TelemetryStreams } from '../telemetry-stream.js'
+import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
 
 export interface TelemetryRouteDeps {
   log: EventLog
@@ -91,11 +91,11 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     },
     handler: async ctx => {
       const start = streamStart(ctx.get('last-event-id'), ctx.state.query!.replay)
-      if (deps.streams.full()) {
+      if (deps.streams.refuseIfFull()) {
         throw new ApiError(
           429,
           'too_many_streams',
-          `at most ${deps.streams.opts.maxClients ?? DEFAULT_MAX_STREAM_CLIENTS} telemetry streams may be open at once; retry later`,
+          `at most ${deps.streams.opts.maxClients} telemetry streams may be open at once; retry later`,
           undefined,
           { 'Retry-After': '5' },
         )

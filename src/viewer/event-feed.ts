@@ -46,7 +46,8 @@ export function takeTokenFromFragment(): { browser?: string } {
 
 export type LiveState = 'off' | 'connecting' | 'live' | 'retrying'
 
-export class Session {
+/** The viewer's window of envelopes: history pages, live follow, and who is told of changes. */
+export class EventFeed {
   events: Envelope[] = []
   hasOlder = false
   hasNewer = false

@@ -1,0 +1,112 @@
+// The network collector's pure side: what it keeps per request, and the network_request /
+// network_response data built from CDP payloads (no session, no timers: tested without a browser).
+import { STATUS_CODES } from 'node:http'
+import type { Protocol } from 'devtools-protocol'
+import type { Context, EventData } from '../src/events/index.js'
+import type { Bounds } from '../src/bounds.js'
+import type { CutBody } from './network-body.js'
+import { headerValue } from '../src/util/headers.js'
+
+export interface ResponseRecord {
+  url: string
+  status: number
+  statusText: string
+  headers: Record<string, string>
+  mimeType: string
+  cut: boolean
+}
+
+export interface TrackedRequest {
+  url: string
+  method?: string
+  frameId?: string
+  loaderId?: string
+  resourceType?: string
+  /** Only what the response event needs (a full Protocol Response carries certificates, timings, ...). */
+  response?: ResponseRecord
+  /** The URL or header set was cut to its bound: the events of this request are flagged truncated. */
+  cut?: boolean
+  /** Set while this request's network_request waits for its body (Network.getRequestPostData). */
+  emitted?: Promise<void>
+}
+
+/** Estimated bytes of one table entry (strings dominate; 200 for the object and small fields). */
+export function entryBytes(r: TrackedRequest): number {
+  let n = 200 + r.url.length + (r.method?.length ?? 0) + (r.frameId?.length ?? 0) + (r.loaderId?.length ?? 0)
+  if (r.response) {
+    n += r.response.url.length + r.response.statusText.length + r.response.mimeType.length
+    const h = r.response.headers
+    for (const k in h) n += k.length + h[k]!.length // (no entries array per response)
+  }
+  return n
+}
+
+/**
+ * network_request data: the request's own url/frame/loader over the session context; a redirect
+ * names the URL that redirected. URLs and headers are cut to their bounds (onCut is told).
+ */
+export function requestData(
+  bounds: Bounds,
+  ctx: Context,
+  p: Protocol.Network.RequestWillBeSentEvent,
+  req: TrackedRequest,
+  previous: TrackedRequest | undefined,
+  onCut: () => void,
+): EventData<'network_request'> {
+  // Object.assign onto the fresh object, not a spread (see TargetSession.context).
+  const data: EventData<'network_request'> = Object.assign(withRequest(ctx, req), {
+    request_id: p.requestId,
+    method: p.request.method,
+    headers: bounds.capHeaders(p.request.headers, onCut),
+  })
+  if (p.documentURL) data.document_url = bounds.capUrl(p.documentURL, onCut)
+  if (p.type) data.resource_type = p.type
+  if (p.initiator?.type) data.initiator_type = p.initiator.type
+  if (p.redirectResponse) {
+    data.is_redirect = true
+    const from = p.redirectResponse.url || previous?.url
+    if (from) data.redirect_url = bounds.capUrl(from, onCut)
+  }
+  return data
+}
+
+export function responseData(
+  ctx: Context,
+  requestId: string,
+  req: TrackedRequest,
+  response: ResponseRecord,
+  body: CutBody | undefined,
+): EventData<'network_response'> {
+  // ctx is the caller's own copy (withRequest): extended in place, not spread.
+  const data: EventData<'network_response'> = Object.assign(ctx, {
+    request_id: requestId,
+    status: Math.trunc(response.status),
+    status_text: response.statusText || STATUS_CODES[response.status] || '',
+    headers: response.headers,
+    mime_type: response.mimeType,
+  })
+  if (req.method) data.method = req.method
+  if (req.resourceType) data.resource_type = req.resourceType
+  if (body) data.body = body.body
+  return data
+}
+
+/** Session context with url/frame/loader of the request; all three absent when the request is unknown. */
+export function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
+  // Field by field in the context's own order (a rest pattern with excluded keys is a slow runtime path).
+  const out: Context = {}
+  if (ctx.session_id !== undefined) out.session_id = ctx.session_id
+  if (ctx.target_id !== undefined) out.target_id = ctx.target_id
+  if (ctx.target_type !== undefined) out.target_type = ctx.target_type
+  if (ctx.nav_seq !== undefined) out.nav_seq = ctx.nav_seq
+  if (req?.url) out.url = req.url
+  if (req?.frameId) out.frame_id = req.frameId
+  if (req?.loaderId) out.loader_id = req.loaderId
+  return out
+}
+
+/** A request header's value as text, whatever the case of its name. */
+export function headerText(h: Protocol.Network.Headers, name: string): string | undefined {
+  const v = headerValue(h as Record<string, unknown>, name)
+  return v === undefined || typeof v === 'string' ? v : String(v)
+}

@@ -1,0 +1,48 @@
+// Every numeric default of the daemon, once, as numbers. config.ts formats them for --help, the
+// README's configuration table and the env example; the modules that also run without the config
+// (tests, tools, the bench) read the same values. Imports nothing.
+
+const KiB = 1024
+const MiB = 1024 * KiB
+const GiB = 1024 * MiB
+const SECOND = 1000
+const DAY = 86_400 * SECOND
+
+export const DEFAULT_SETTINGS = {
+  reconnectAttempts: 10,
+  reconnectInitialBackoffMs: 250,
+  reconnectMaxBackoffMs: 2 * SECOND,
+  streamKeepaliveMs: 15 * SECOND,
+  streamBufferEvents: 10_000,
+  streamBufferBytes: 8 * MiB,
+  streamRingBytes: 16 * MiB,
+  maxStreamClients: 64,
+  proxyMaxConnections: 32,
+  maxTargets: 500,
+  maxUrlBytes: 8 * KiB,
+  maxHeaderBytes: 32 * KiB,
+  requestTableBytes: 4 * MiB,
+  maxEnvelopeBytes: 1 * MiB,
+  budgetEventsPerSec: 200,
+  budgetEventsBurst: 2000,
+  budgetBytesPerSec: 4 * MiB,
+  budgetBytesBurst: 32 * MiB,
+  diskReserveBytes: 8 * MiB,
+  retentionBytes: 512 * MiB,
+  retentionAgeMs: 7 * DAY,
+  networkBodyMaxBytes: 64 * KiB,
+  screenshotIntervalMs: 5 * SECOND,
+  uploadMaxBytes: 1 * GiB,
+  zipMaxEntries: 100_000,
+  zipMaxTotalBytes: 4 * GiB,
+  zipMaxRatio: 200,
+  uploadMaxConcurrent: 4,
+  drainMaxBytes: 64 * MiB,
+  drainTimeoutMs: 10 * SECOND,
+  natsDuplicateWindowMs: 120 * SECOND,
+  natsMaxAgeMs: 7 * DAY,
+  /** 0 = unlimited. */
+  natsMaxBytes: 0,
+  natsReplicas: 1,
+  natsMaxInFlight: 256,
+}

@@ -1,0 +1,261 @@
+// Every `browser-telemetry serve` flag: type, default and help, each with a BROWSER_TELEMETRY_<NAME>
+// env twin. Numeric defaults are formatted from DEFAULT_SETTINGS, so --help, the README's
+// configuration table and the env example state the values the modules use. config.ts parses them.
+import { DEFAULT_CATEGORIES } from './pipeline.js'
+import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
+import { DEFAULT_SETTINGS as D } from './default-settings.js'
+import { formatDuration } from './util/duration.js'
+import { formatSize } from './util/size.js'
+import type { OptionSpec } from './util/options.js'
+
+/** Every serve flag. The README's configuration table and the env example are written from this. */
+export const SERVE_OPTIONS: Record<string, OptionSpec> = {
+  listen: { type: 'string', default: '127.0.0.1:10222', help: 'API listen address host:port' },
+  'data-dir': { type: 'string', default: './data', help: 'Where the event log, token, browser id and extensions live' },
+  'browser-id': {
+    type: 'string',
+    help: 'Browser session id served under /browsers/{id} (default: generated once, kept in the data dir)',
+  },
+  'cdp-url': { type: 'string', help: 'Attach to a running browser: http://host:port or a ws:// DevTools URL' },
+  launch: { type: 'boolean', help: 'Launch a local headless Chromium (default when --cdp-url is not given)' },
+  'no-browser': { type: 'boolean', help: 'Run without any browser (API and store only)' },
+  'chromium-path': { type: 'string', default: '/usr/bin/chromium', help: 'Chromium binary for --launch' },
+  'chromium-arg': { type: 'string', multiple: true, help: 'Extra Chromium flag for --launch (repeatable)' },
+  'chromium-user': {
+    type: 'string',
+    default: 'nobody',
+    help: 'When the daemon runs as root, the launched Chromium runs as this user (name or uid; must exist in /etc/passwd, nobody falls back to 65534), sandboxed where the kernel allows',
+  },
+  open: { type: 'string', help: 'Demo: navigate the launched browser to this URL at startup' },
+  token: { type: 'string', help: 'API bearer token with every scope' },
+  'token-file': {
+    type: 'string',
+    help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)',
+  },
+  categories: {
+    type: 'string',
+    default: DEFAULT_CATEGORIES.join(','),
+    help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)',
+  },
+  'proxy-listen': {
+    type: 'string',
+    default: '127.0.0.1:9222',
+    help: 'CDP WebSocket proxy listen address ("off" disables)',
+  },
+  'proxy-auth': {
+    type: 'boolean',
+    help: 'Require a bearer token with scope cdp on the CDP proxy (always on when not bound to loopback)',
+  },
+  'capture-command-params': {
+    type: 'boolean',
+    help: 'Store the parameters and results of CDP proxy commands in cdp_command events (redacted, 4 KiB each; typed text, cookie and header values always masked)',
+  },
+  'upload-root': {
+    type: 'string',
+    multiple: true,
+    help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)',
+  },
+  'reconnect-attempts': {
+    type: 'string',
+    default: String(D.reconnectAttempts),
+    help: 'Reconnect attempts before giving up',
+  },
+  'reconnect-initial-backoff': {
+    type: 'string',
+    default: formatDuration(D.reconnectInitialBackoffMs),
+    help: 'First reconnect delay (doubles each attempt)',
+  },
+  'reconnect-max-backoff': {
+    type: 'string',
+    default: formatDuration(D.reconnectMaxBackoffMs),
+    help: 'Reconnect delay cap (below the initial backoff it lowers that too, with a warning)',
+  },
+  'stream-keepalive': {
+    type: 'string',
+    default: formatDuration(D.streamKeepaliveMs),
+    help: 'SSE keepalive comment interval',
+  },
+  'stream-buffer-events': {
+    type: 'string',
+    default: String(D.streamBufferEvents),
+    help: 'Per-SSE-client buffer before a slow client is disconnected',
+  },
+  'stream-buffer-bytes': {
+    type: 'string',
+    default: formatSize(D.streamBufferBytes),
+    help: 'Per-SSE-client buffer in bytes; a client further behind gets a final ": lagging" comment, is closed, and resumes with Last-Event-ID',
+  },
+  'stream-ring-bytes': {
+    type: 'string',
+    default: formatSize(D.streamRingBytes),
+    help: 'SSE frames of the most recent events kept in memory (shared by all streams); a stream resuming (Last-Event-ID) within them is served without reading the store (0 = off)',
+  },
+  'max-stream-clients': {
+    type: 'string',
+    default: String(D.maxStreamClients),
+    help: 'Open SSE streams at most (429 too_many_streams beyond)',
+  },
+  'proxy-max-connections': {
+    type: 'string',
+    default: String(D.proxyMaxConnections),
+    help: 'Open CDP proxy connections at most (503 too_many_connections beyond)',
+  },
+  'max-targets': {
+    type: 'string',
+    default: String(D.maxTargets),
+    help: 'Attached CDP targets at most; more are left unwatched, counted and logged',
+  },
+  'max-url-bytes': {
+    type: 'string',
+    default: formatSize(D.maxUrlBytes),
+    help: 'URLs in events and per-target state are cut to this (event marked truncated)',
+  },
+  'max-header-bytes': {
+    type: 'string',
+    default: formatSize(D.maxHeaderBytes),
+    help: 'One header set in an event (names + values); further headers are dropped (event marked truncated)',
+  },
+  'request-table-bytes': {
+    type: 'string',
+    default: formatSize(D.requestTableBytes),
+    help: 'Per-target table of in-flight requests; oldest evicted first (counted)',
+  },
+  'log-level': { type: 'string', default: 'info', help: 'trace, debug, info, warn, error, fatal, silent' },
+  'max-envelope-bytes': {
+    type: 'string',
+    default: formatSize(D.maxEnvelopeBytes),
+    help: 'Envelope size cap; larger events are cut and marked truncated',
+  },
+  'budget-events-per-sec': {
+    type: 'string',
+    default: String(D.budgetEventsPerSec),
+    help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted',
+  },
+  'budget-events-burst': {
+    type: 'string',
+    default: String(D.budgetEventsBurst),
+    help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies',
+  },
+  'budget-bytes-per-sec': {
+    type: 'string',
+    default: formatSize(D.budgetBytesPerSec),
+    help: 'Per-page budget: sustained envelope bytes per second per target and category',
+  },
+  'budget-bytes-burst': {
+    type: 'string',
+    default: formatSize(D.budgetBytesBurst),
+    help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)',
+  },
+  'redact-headers': {
+    type: 'string',
+    help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})`,
+  },
+  'redact-params': {
+    type: 'string',
+    help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter(p => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter(p => p.length < 5).join(', ')})`,
+  },
+  'disk-reserve': {
+    type: 'string',
+    default: formatSize(D.diskReserveBytes),
+    help: 'Space held in <data-dir>/.disk-reserve; when the disk fills it is released so the daemon stays up read-only (reads work, writes get 507) until space returns (0 disables the reserve)',
+  },
+  'retention-bytes': {
+    type: 'string',
+    default: formatSize(D.retentionBytes),
+    help: 'Keep at most this many bytes of events',
+  },
+  'retention-age': { type: 'string', default: formatDuration(D.retentionAgeMs), help: 'Drop events older than this' },
+  'network-body-max-bytes': {
+    type: 'string',
+    default: formatSize(D.networkBodyMaxBytes),
+    help: 'Cap on captured text response bodies and request post data (0 = no bodies: none fetched, none inlined)',
+  },
+  'screenshot-interval': {
+    type: 'string',
+    default: formatDuration(D.screenshotIntervalMs),
+    help: 'Periodic screenshot cadence (screenshot category)',
+  },
+  'upload-max-bytes': {
+    type: 'string',
+    default: formatSize(D.uploadMaxBytes),
+    help: 'Largest accepted upload (413 above)',
+  },
+  'zip-max-entries': {
+    type: 'string',
+    default: String(D.zipMaxEntries),
+    help: 'Most paths an uploaded zip may create (entries plus the directories they imply)',
+  },
+  'zip-max-total-bytes': {
+    type: 'string',
+    default: formatSize(D.zipMaxTotalBytes),
+    help: 'Largest total uncompressed size of an uploaded zip',
+  },
+  'zip-max-ratio': {
+    type: 'string',
+    default: String(D.zipMaxRatio),
+    help: 'Largest compression ratio of any zip entry and of the whole archive (zip-bomb guard)',
+  },
+  'upload-max-concurrent': {
+    type: 'string',
+    default: String(D.uploadMaxConcurrent),
+    help: 'Uploads (upload_zip, extensions) in progress at once; 429 above',
+  },
+  'drain-max-bytes': {
+    type: 'string',
+    default: formatSize(D.drainMaxBytes),
+    help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond',
+  },
+  'drain-timeout': {
+    type: 'string',
+    default: formatDuration(D.drainTimeoutMs),
+    help: 'How long a refused request body is drained before the connection is closed',
+  },
+  'watch-unit': { type: 'string', multiple: true, help: 'systemd unit to watch for service_crashed (repeatable)' },
+  'kmsg-path': { type: 'string', default: '/dev/kmsg', help: 'Kernel log to read OOM-kill reports from' },
+  'nats-url': {
+    type: 'string',
+    help: 'Ship every committed event to NATS JetStream: nats://host:port, comma-separated for a cluster (shipping is off when unset)',
+  },
+  'nats-creds-file': { type: 'string', help: 'NATS credentials file (user JWT + NKey seed, .creds)' },
+  'nats-token-file': { type: 'string', help: 'File holding a NATS auth token' },
+  'nats-tls-ca': { type: 'string', help: 'CA bundle that signs the NATS server certificate (turns TLS on)' },
+  'nats-stream': {
+    type: 'string',
+    default: 'BROWSER_TELEMETRY',
+    help: 'JetStream stream to publish to (created when missing; an existing one is used as is)',
+  },
+  'nats-subject-prefix': {
+    type: 'string',
+    default: 'telemetry',
+    help: 'Subjects are <prefix>.<browser_id>.<category>',
+  },
+  'nats-duplicate-window': {
+    type: 'string',
+    default: formatDuration(D.natsDuplicateWindowMs),
+    help: 'Duplicate window of a stream the daemon creates (at least 2m)',
+  },
+  'nats-max-age': {
+    type: 'string',
+    default: formatDuration(D.natsMaxAgeMs),
+    help: 'Max age of a stream the daemon creates (0 = unlimited)',
+  },
+  'nats-max-bytes': {
+    type: 'string',
+    default: formatSize(D.natsMaxBytes),
+    help: 'Max bytes of a stream the daemon creates (0 = unlimited)',
+  },
+  'nats-replicas': {
+    type: 'string',
+    default: String(D.natsReplicas),
+    help: 'Replicas of a stream the daemon creates (3 on a 3-node cluster)',
+  },
+  'nats-max-in-flight': {
+    type: 'string',
+    default: String(D.natsMaxInFlight),
+    help: 'Unacknowledged publishes at most',
+  },
+}
+
+export function envName(flag: string): string {
+  return 'BROWSER_TELEMETRY_' + flag.toUpperCase().replace(/-/g, '_')
+}
