@@ -27,7 +27,7 @@ import { createConsoleCollector } from ${dist('collectors/console.js')}
 const [wsUrl, dir, n] = process.argv.slice(-3)
 const N = Number(n)
 const log = await EventLog.open({ path: dir, retentionIntervalMs: 0 })
-const pipeline = new Pipeline({ log, budget: false }) // one page logging 50,000 lines at full speed: this measures the capture path, not the per-page budget that would cut such a flood
+const pipeline = new Pipeline({ log, shedding: false }) // one page logging 50,000 lines at full speed: this measures the capture path, not the load shedding
 const monitor = new Monitor({ cdpUrl: wsUrl, emit: pipeline.emit, collectors: [createConsoleCollector()] })
 await monitor.start()
 let peak = process.memoryUsage().rss

@@ -12,7 +12,7 @@ import type { Emit, EventInput } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import { buildInteractionScript } from './interaction-script.js'
-import { INTERACTION_BUDGET } from '../src/budget.js'
+import { INTERACTION_BUDGET } from '../src/shedding.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */
@@ -171,7 +171,7 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
         if (!paused) pause()
       } else if (r.dropped === undefined) stats.accepted++
     })
-    let scriptId: string | undefined
+    const scriptId = await inject(session, bindingName, worldName, source)
     const detach: Detach = () => {
       if (detached) return
       detached = true
@@ -182,7 +182,6 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
       if (scriptId) void session.sendMayFail('Page.removeScriptToEvaluateOnNewDocument', { identifier: scriptId })
       void session.sendMayFail('Runtime.removeBinding', { name: bindingName })
     }
-    scriptId = await inject(session, bindingName, worldName, source)
     return detach
   }
 

@@ -4,7 +4,7 @@ import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { DEFAULT_CATEGORIES, type ConfigurableCategory } from './pipeline.js'
 import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
-import { DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
+import { defaultShedding, type ShedOptions } from './shedding.js'
 import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
@@ -56,7 +56,7 @@ export interface ServeConfig {
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
   logLevel: string
   maxEnvelopeBytes: number
-  budget: BudgetOptions
+  shedding: ShedOptions
   /** Extra header names to mask (the built-in list is always on). */
   redactHeaders: string[]
   /** Extra secret-looking parameter / body field names (the built-in list is always on). */
@@ -205,25 +205,10 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: '1MiB',
     help: 'Envelope size cap; larger events are cut and marked truncated',
   },
-  'budget-events-per-sec': {
+  'shed-backlog-bytes': {
     type: 'string',
-    default: '200',
-    help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted',
-  },
-  'budget-events-burst': {
-    type: 'string',
-    default: '2000',
-    help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies',
-  },
-  'budget-bytes-per-sec': {
-    type: 'string',
-    default: '4MiB',
-    help: 'Per-page budget: sustained envelope bytes per second per target and category',
-  },
-  'budget-bytes-burst': {
-    type: 'string',
-    default: '32MiB',
-    help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)',
+    default: '16MiB',
+    help: 'Load shedding: store backlog (bytes not yet committed) above which the loudest page and category are shed (their seqs skipped: a gap) and counted; every event is kept below it',
   },
   'redact-headers': {
     type: 'string',
@@ -367,20 +352,12 @@ export function parseCategories(text: string, what = '--categories'): Configurab
   return out
 }
 
-function budgetConfig(get: (flag: string) => string | undefined): BudgetOptions {
-  const budget: BudgetOptions = {
-    eventsPerSec: int('budget-events-per-sec', get('budget-events-per-sec')!, 1),
-    eventsBurst: int('budget-events-burst', get('budget-events-burst')!, 1),
-    bytesPerSec: size('budget-bytes-per-sec', get('budget-bytes-per-sec')!),
-    bytesBurst: size('budget-bytes-burst', get('budget-bytes-burst')!),
-    // Interaction keeps its own (human) rate: the flags are for the machine-made categories.
-    categoryEvents: DEFAULT_BUDGET.categoryEvents,
+function sheddingConfig(get: (flag: string) => string | undefined): ShedOptions {
+  // The page cap follows the retention: a share of it (src/shedding.ts, README "Limits").
+  return {
+    ...defaultShedding(size('retention-bytes', get('retention-bytes')!)),
+    backlogBytes: minSize('shed-backlog-bytes', get('shed-backlog-bytes')!, 1024 * 1024),
   }
-  const envelope = parseSize(get('max-envelope-bytes')!) ?? 0
-  // A burst below one envelope would refuse the largest events forever.
-  if (budget.bytesBurst < envelope)
-    throw new ConfigError(`--budget-bytes-burst: at least --max-envelope-bytes (${envelope})`)
-  return budget
 }
 
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
@@ -468,7 +445,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     },
     logLevel,
     maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
-    budget: budgetConfig(get),
+    shedding: sheddingConfig(get),
     redactHeaders: (get('redact-headers') ?? '')
       .split(',')
       .map(s => s.trim())

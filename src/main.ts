@@ -173,7 +173,7 @@ function buildPipeline(d: Daemon): void {
     logger: d.logger.child({ module: 'pipeline' }),
     categories: d.config.categories,
     maxEnvelopeBytes: d.config.maxEnvelopeBytes,
-    budget: d.config.budget,
+    shedding: d.config.shedding,
     redactor: redactorOf(d.config),
   })
   d.metrics = createMetrics()

@@ -100,6 +100,8 @@ export type CommitListener = (records: readonly StoredRecord[]) => void
 
 interface Batch {
   records: EncodedRecord[]
+  /** Encoded bytes of records. */
+  bytes: number
   resolve: (ok: boolean) => void
   promise: Promise<boolean>
 }
@@ -109,7 +111,7 @@ function newBatch(): Batch {
   const promise = new Promise<boolean>(r => {
     resolve = r
   })
-  return { records: [], resolve, promise }
+  return { records: [], bytes: 0, resolve, promise }
 }
 
 export class DataDirLockedError extends Error {
@@ -172,6 +174,8 @@ export class EventLog {
   private current: Batch = newBatch()
   private queue: Batch[] = []
   private writing = false
+  /** Encoded bytes appended and not yet committed or dropped (the pipeline's pressure signal). */
+  private pendingBytes_ = 0
   private flushTimer: NodeJS.Timeout | undefined
   private retryTimer: NodeJS.Timeout | undefined
   private retryDelayMs = 0
@@ -273,6 +277,11 @@ export class EventLog {
     return log
   }
 
+  /** Bytes of encoded events appended and not yet committed (a plain field read: asked once per event). */
+  get pendingBytes(): number {
+    return this.pendingBytes_
+  }
+
   /** Highest ts ever stored: the pipeline keeps ts non-decreasing from here across restarts. */
   get lastStoredTs(): number {
     return this.lastTs
@@ -303,14 +312,10 @@ export class EventLog {
     // A write's seq span is bounded (category index offsets are uint16), skipped seqs included.
     if (this.current.records.length > 0 && seq - this.current.records[0]!.seq >= WRITE_MAX_SPAN) this.sealCurrent()
     const batch = this.current
-    batch.records.push(
-      new EncodedRecord(
-        seq,
-        event.ts,
-        event.category,
-        encodeRecord(event.category, event.ts, seq, eventJson, eventBytes),
-      ),
-    )
+    const value = encodeRecord(event.category, event.ts, seq, eventJson, eventBytes)
+    batch.records.push(new EncodedRecord(seq, event.ts, event.category, value))
+    batch.bytes += value.length
+    this.pendingBytes_ += value.length
     if (batch.records.length >= this.opts.commitMaxEvents) {
       this.sealCurrent()
     } else if (batch.records.length === 1 && !this.flushTimer) {
@@ -392,6 +397,7 @@ export class EventLog {
     while (pending > this.opts.maxPendingEvents && this.queue.length > 1) {
       const dropped = this.queue.splice(1, 1)[0]!
       pending -= dropped.records.length
+      this.pendingBytes_ -= dropped.bytes
       this.dropped(dropped.records)
       dropped.resolve(false)
     }
@@ -483,7 +489,10 @@ export class EventLog {
       this.committedSeq = last.seq
       if (newReserved !== undefined) this.reservedSeq = newReserved
       if (sync) this.health_.syncedWrites++
-      for (const b of batches) b.resolve(true)
+      for (const b of batches) {
+        this.pendingBytes_ -= b.bytes
+        b.resolve(true)
+      }
       for (const l of this.listeners) {
         try {
           l(records)
@@ -517,6 +526,7 @@ export class EventLog {
 
   private failAllPending(): void {
     for (const b of this.queue) {
+      this.pendingBytes_ -= b.bytes
       this.dropped(b.records)
       b.resolve(false)
     }
