@@ -25,7 +25,8 @@ export interface ShedOptions {
   /**
    * Store backlog (encoded bytes appended, not yet committed) above which the loudest sources are
    * shed. The share of the loudest source's rate at which shedding starts falls as the backlog
-   * grows: 1/2 of it up to 2x this, 1/8 up to 3x, 1/64 up to 4x; from 4x every event with a target.
+   * grows: 1/2 of it up to 2x this, 1/8 up to 3x, 1/64 up to 4x; from 4x every source louder than
+   * QUIET_EVENTS_PER_SEC. A quieter source is never shed.
    */
   backlogBytes: number
   /** Envelope bytes one target may store at once (the page cap's bucket). */
@@ -55,6 +56,12 @@ export function defaultShedding(retentionBytes: number): ShedOptions {
 
 /** Loudness is counted in events per window of this length (this one and the one before). */
 const WINDOW_MS = 1000
+/**
+ * Sources at or below this many events per second are never shed: a page loading (a few hundred
+ * events per load) or logging now and then keeps everything however loud its neighbours are.
+ * Bounded in sum by the attached-target cap.
+ */
+export const QUIET_EVENTS_PER_SEC = 100
 
 interface Source {
   /** Window index of `cur`. */
@@ -124,8 +131,9 @@ export class LoadShedder {
     }
     const level = this.backlog() / this.opts.backlogBytes
     if (level <= 1) return 'ok'
-    if (level >= 4) return 'shed'
     const loud = n > s.prev ? n : s.prev
+    if (loud <= QUIET_EVENTS_PER_SEC) return 'ok'
+    if (level >= 4) return 'shed'
     const max = this.curMax > this.prevMax ? this.curMax : this.prevMax
     const share = level < 2 ? 1 / 2 : level < 3 ? 1 / 8 : 1 / 64
     return loud >= max * share ? 'shed' : 'ok'

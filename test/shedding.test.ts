@@ -6,7 +6,13 @@
 import t from 'tap'
 import { pino } from 'pino'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { LoadShedder, INTERACTION_BUDGET, defaultShedding, type ShedOptions } from '../src/shedding.js'
+import {
+  LoadShedder,
+  INTERACTION_BUDGET,
+  QUIET_EVENTS_PER_SEC,
+  defaultShedding,
+  type ShedOptions,
+} from '../src/shedding.js'
 import { EventLog } from '../src/store/event-log.js'
 import { Pipeline, type EventInput } from '../src/pipeline.js'
 import { createMetrics } from '../src/metrics.js'
@@ -63,15 +69,20 @@ t.test(
     backlog = 3 * 16 * MiB + 1
     t.equal(s.admit('LOW', 'console'), 'shed')
     t.equal(s.admit('QUIET', 'console'), 'ok')
-    // 4x: every source with a target.
+    // 4x: every source above QUIET_EVENTS_PER_SEC; the quiet one never.
     backlog = 4 * 16 * MiB
-    t.equal(s.admit('QUIET', 'console'), 'shed')
+    for (let i = 0; i < QUIET_EVENTS_PER_SEC; i++) s.admit('FEW', 'console')
+    t.equal(s.admit('FEW', 'console'), 'shed', `${QUIET_EVENTS_PER_SEC + 1} events in a second: shed`)
+    t.equal(s.admit('QUIET', 'console'), 'ok', 'the quiet source: still kept')
+    backlog = 1e15
+    t.equal(s.admit('QUIET', 'console'), 'ok', 'at any backlog')
     backlog = 0
     t.equal(s.admit('LOUD', 'console'), 'ok', 'pressure gone: admitted again')
     // Windows long past: loudness forgotten.
     now = 60_000
     backlog = 16 * MiB + 1
-    t.equal(s.admit('QUIET', 'console'), 'shed', 'alone in its window, the quiet source is the loudest')
+    for (let i = 0; i < QUIET_EVENTS_PER_SEC; i++) t.equal(s.admit('LOUD', 'console'), 'ok')
+    t.equal(s.admit('LOUD', 'console'), 'shed', 'loud again once past the quiet rate')
   },
 )
 
@@ -163,9 +174,10 @@ t.test(
 
 t.test('events without a target (api, system, ingest) are never shed; shedding: false disables', async t => {
   const { pipeline } = await openStore(t, {}, { backlog: () => 1e12, sheddingClock: () => 0 })
-  for (let i = 0; i < 50; i++)
+  for (let i = 0; i < 500; i++)
     t.equal(pipeline.emit({ type: 'cdp_connect', data: {} }).dropped, undefined, `cdp_connect ${i}`)
-  t.equal(pipeline.emit(log('T')).dropped, 'shed', 'an event with a target is, at that backlog')
+  for (let i = 0; i < QUIET_EVENTS_PER_SEC; i++) pipeline.emit(log('T'))
+  t.equal(pipeline.emit(log('T')).dropped, 'shed', 'a loud source with a target is, at that backlog')
   const { pipeline: off } = await openStore(t, {}, { shedding: false, backlog: () => 1e12 })
   for (let i = 0; i < 5000; i++) off.emit(log('T'))
   t.equal(off.stats.accepted, 5000)
@@ -193,19 +205,19 @@ t.test('skipped seqs survive a clean restart and are never handed out again', as
   const { dir, log: first } = await openStore(t)
   let backlog = 0
   const p1 = new Pipeline({ log: first, backlog: () => backlog, sheddingClock: () => 0 })
-  for (let i = 0; i < 10; i++) {
-    if (i === 2) backlog = 1e12
-    p1.emit(log('T')) // seqs 1,2 stored; 3..10 shed
+  for (let i = 0; i < 200; i++) {
+    if (i === 150) backlog = 1e12
+    p1.emit(log('T')) // seqs 1..150 stored; 151..200 shed (a loud source by then)
   }
   await first.close()
   const again = await EventLog.open({ path: dir, retentionIntervalMs: 0 })
   t.teardown(() => again.close())
   const p2 = new Pipeline({ log: again, shedding: false })
-  t.equal(p2.emit(log('T')).accepted, 11, 'continues after the skipped seqs')
+  t.equal(p2.emit(log('T')).accepted, 201, 'continues after the skipped seqs')
   await again.flush()
   t.same(
-    (await again.read({ order: 'asc', limit: 10 })).records.map(r => r.seq),
-    [1, 2, 11],
+    (await again.read({ order: 'desc', limit: 3 })).records.map(r => r.seq),
+    [201, 150, 149],
   )
 })
 

@@ -125,6 +125,15 @@ export class CdpClient {
     })
   }
 
+  /**
+   * Handles every message received and not yet handled, now, in one go (a clean stop: what the
+   * daemon received becomes events, stored or counted, before the store closes).
+   */
+  handleQueued(): void {
+    while (this.head < this.queue.length) this.handleNext()
+    this.compact()
+  }
+
   async close(): Promise<void> {
     if (this.ws.readyState === WebSocket.CLOSED) return
     await new Promise<void>(resolve => {
@@ -230,8 +239,7 @@ export class CdpClient {
   private onClose(): void {
     if (this.closed) return
     // What arrived before the close is still delivered, in order, before the disconnect.
-    while (this.head < this.queue.length) this.handleNext()
-    this.compact()
+    this.handleQueued()
     this.closed = true
     const err = new Error('WebSocket connection closed')
     for (const p of this.pending.values()) p.reject(err)

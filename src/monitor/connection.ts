@@ -193,8 +193,12 @@ export class BrowserConnection {
     }
   }
 
-  /** Drops every target and collector hook and closes the WebSocket. Idempotent. */
+  /**
+   * Handles what was received and not yet handled (every CDP message the daemon received becomes
+   * its events), then drops every target and collector hook and closes the WebSocket. Idempotent.
+   */
   async close(): Promise<void> {
+    if (!this.closed) this.client.handleQueued()
     this.dispose()
     await this.client.close().catch(() => undefined)
   }
