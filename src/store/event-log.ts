@@ -126,10 +126,12 @@ export class DataDirLockedError extends Error {
 
 const SEQ_META = metaKey('seq')
 /**
- * Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). Large,
- * so a backlog (a flood outran the disk, or a synced write stalled it) is caught up in a few writes.
+ * Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS): a
+ * backlog (a flood outran the disk, or a synced write stalled it) is caught up in a few writes, and
+ * filling one write (a put per event on the main thread, ~1.5 us each) stays a few ms long. At
+ * 16,384 it took 8-29 ms in one turn of the event loop, which a flood kept doing back to back.
  */
-const WRITE_MERGE_EVENTS = 16384
+const WRITE_MERGE_EVENTS = 4096
 /** Seq span of one write (skipped seqs included): a category block's uint16 offsets must reach its last seq. */
 const WRITE_MAX_SPAN = MAX_WRITE_EVENTS - 1
 const CLEAN_META = metaKey('clean')
@@ -329,7 +331,7 @@ export class EventLog {
 
   /**
    * Consumes the next seq without storing anything: readers see the gap, as for any dropped event
-   * (the pipeline's over-budget drops). Survives restarts: the seq meta records it.
+   * (the pipeline's shed and capped drops). Survives restarts: the seq meta records it.
    */
   skipSeq(): number {
     const seq = this.nextSeq++
