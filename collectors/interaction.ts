@@ -213,8 +213,9 @@ async function inject(
     session.sendMayFail('Page.addScriptToEvaluateOnNewDocument', { source, worldName, runImmediately: true }),
   ])
   if (!binding || !added) return added?.identifier
-  // Awaited: a tab created with a URL commits its first document while still paused, often before
-  // the new-document script was registered; it must run there before the tab resumes.
+  // A tab created with a URL may have committed its first document before the new-document script
+  // was registered. runImmediately (sent before the monitor resumes the tab: a session's commands
+  // run in order) covers it; this covers browsers without it.
   await injectCurrentDocuments(session, worldName, source)
   return added.identifier
 }
