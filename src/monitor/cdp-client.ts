@@ -125,6 +125,11 @@ export class CdpClient {
     })
   }
 
+  /** Messages received and not yet handled. */
+  get queuedMessages(): number {
+    return this.queue.length - this.head
+  }
+
   /**
    * Handles every message received and not yet handled, now, in one go (a clean stop: what the
    * daemon received becomes events, stored or counted, before the store closes).
