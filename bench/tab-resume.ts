@@ -8,7 +8,8 @@
 // as Playwright does) and the compiled daemon (--cdp-url, its runtime flags). Prints medians and
 // p99s, and the daemon/observer ratio of the click -> load median (goal <= 1.05) and the daemon's
 // pause p99 (goal <= 50 ms).
-// Knobs: ROUNDS (default 5), CLICKS (per round and observer, default 10).
+// Knobs: ROUNDS (default 5), CLICKS (per round and observer, default 10), FLOOD=1 (another tab logs
+// 2,000 console lines every 10 ms meanwhile: does a new tab wait behind a flood's backlog?).
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
@@ -41,6 +42,10 @@ const server = createServer((req, res) => {
     res.end(
       `<!doctype html><title>new</title><p>new</p><script>addEventListener('load', () => fetch('/loaded?id=${id}'))</script>`,
     )
+  } else if (url.pathname === '/flood') {
+    res.end(
+      `<!doctype html><script>let i = 0; setInterval(() => { for (let k = 0; k < 2000; k++) console.log('flood', i++) }, 10)</script>`,
+    )
   } else if (url.pathname === '/loaded') {
     loaded.set(id, performance.now())
     res.end('ok')
@@ -62,6 +67,8 @@ own.Target.on('targetCreated', ({ targetInfo }) => {
 })
 const { targetId: openerId } = await own.Target.createTarget({ url: `${origin}/opener` })
 const opener = await CDP({ target: `ws://127.0.0.1:${browser.port}/devtools/page/${openerId}` })
+// In a window of its own: a background tab's timers would be throttled.
+if (process.env.FLOOD) await own.Target.createTarget({ url: `${origin}/flood`, newWindow: true })
 await new Promise(r => setTimeout(r, 500))
 
 interface Sample {

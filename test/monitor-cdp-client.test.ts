@@ -235,3 +235,30 @@ t.test('handleQueued: everything received and not yet handled is handled at once
     'in order',
   )
 })
+
+t.test('handleAtOnce: an urgent event is handled as it arrives, ahead of a queued backlog', async t => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url)
+  t.teardown(() => client.close())
+  const ws = await peer
+  const N = 2000
+  const seen: string[] = []
+  client.handleAtOnce(method => method === 'Target.attachedToTarget')
+  client.on('event', m => {
+    seen.push(m.method === 'Flood.line' ? 'line' : m.method)
+    const until = performance.now() + 1
+    while (performance.now() < until);
+  })
+  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Flood.line', params: { i } }))
+  ws.send(JSON.stringify({ method: 'Target.attachedToTarget', params: { sessionId: 'S' } }))
+  ws.send(JSON.stringify({ method: 'Flood.after', params: {} }))
+  await new Promise<void>(resolve => {
+    const check = () => (seen.includes('Target.attachedToTarget') ? resolve() : setImmediate(check))
+    check()
+  })
+  const at = seen.indexOf('Target.attachedToTarget')
+  t.ok(at < N / 2, `handled after ${at} of the ${N} lines queued before it`)
+  client.handleQueued()
+  t.equal(seen.length, N + 2, 'nothing lost')
+  t.equal(seen[seen.length - 1], 'Flood.after', 'what came after it still comes after the backlog')
+})

@@ -68,6 +68,7 @@ export class CdpClient {
   private closed = false
   private eventHandler: (m: CdpMessage) => void = () => undefined
   private unread: ((method: string) => boolean) | undefined
+  private urgent: ((method: string) => boolean) | undefined
   private disconnectHandler: () => void = () => undefined
 
   private constructor(private readonly ws: WebSocket) {
@@ -112,6 +113,15 @@ export class CdpClient {
     this.unread = unread
   }
 
+  /**
+   * Events handled as they arrive, ahead of the queue: a new target is paused until the daemon
+   * resumes it, and behind a flood's backlog (up to QUEUE_HIGH_BYTES) its attach would wait seconds.
+   * Only for events whose handling needs nothing queued before them.
+   */
+  handleAtOnce(urgent: (method: string) => boolean): void {
+    this.urgent = urgent
+  }
+
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error('WebSocket connection closed'))
     const id = this.nextId++
@@ -152,6 +162,10 @@ export class CdpClient {
     // huge frame is released at once instead of waiting in the queue and being parsed whole.
     if (data.length > bounds.maxEnvelopeBytes && isConsoleEventFrame(data))
       data = cutConsoleFrame(data, bounds.maxEnvelopeBytes) ?? data
+    if (this.urgent && this.head < this.queue.length && this.isNamed(data, this.urgent)) {
+      this.handle(data)
+      return
+    }
     this.queue.push(data)
     this.queuedBytes += data.length
     if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) {
@@ -199,7 +213,12 @@ export class CdpClient {
     const data = this.queue[this.head]!
     this.queue[this.head++] = undefined
     this.queuedBytes -= data.length
-    if (this.unread && this.isUnread(data, this.unread)) return data.length
+    return this.handle(data)
+  }
+
+  /** Parses and dispatches one message; returns its size in bytes. */
+  private handle(data: Buffer): number {
+    if (this.unread && this.isNamed(data, this.unread)) return data.length
     let message: CdpMessage
     // toString() without arguments is Buffer's direct UTF-8 path (with an encoding name it looks the codec up first).
     try {
@@ -218,8 +237,8 @@ export class CdpClient {
     return data.length
   }
 
-  /** True for an event `unread` names (a message laid out otherwise is parsed as usual). */
-  private isUnread(data: Buffer, unread: (method: string) => boolean): boolean {
+  /** True for an event `named` names (a message laid out otherwise is parsed as usual). */
+  private isNamed(data: Buffer, named: (method: string) => boolean): boolean {
     if (data.length <= EVENT_PREFIX.length) return false
     // Byte by byte: Buffer#compare with offsets is a native call with argument checks, dearer than these 11 reads.
     for (let i = 0; i < EVENT_PREFIX.length; i++) if (data[i] !== EVENT_PREFIX[i]) return false
@@ -227,7 +246,7 @@ export class CdpClient {
     return (
       end > 0 &&
       end - EVENT_PREFIX.length <= 64 &&
-      unread((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
+      named((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
     )
   }
 

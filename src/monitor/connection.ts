@@ -132,6 +132,9 @@ export class BrowserConnection {
     this.unsubscribePlan = opts.capture.onChange(plan => this.applyPlan(plan))
     client.on('event', m => this.onMessage(m))
     client.ignoreEvents(method => UNREAD_EVENTS.has(method) || (droppableUnheard(method) && !this.listened.has(method)))
+    // A new target waits paused for its setup: never behind a flood's backlog of other targets'
+    // events. Its own events come after its attach anyway; nothing else queued is needed first.
+    client.handleAtOnce(method => method === 'Target.attachedToTarget')
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()
