@@ -41,7 +41,7 @@ async function daemon(dir: string): Promise<void> {
   const { Pipeline } = await import('../src/pipeline.js')
   const { EventLog } = await import('../src/store/event-log.js')
   const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3 })
-  const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, budget: false }) // seeding floods one page: no budget gaps
+  const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, shedding: false }) // seeding floods one page: no shedding gaps
   const t0 = performance.now()
   for (let i = 0; i < N; i++) {
     pipeline.emit(realisticEvent(i))

@@ -438,7 +438,7 @@ const [dir, template] = process.argv.slice(-2)
 const mono = ${mono.toString()}
 const cpuS = ${cpuS.toString()}
 const log = await EventLog.open({ path: dir, retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3 })
-const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, budget: false }) // synthetic floods: no budget gaps
+const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, shedding: false }) // synthetic floods: no shedding gaps
 const tokens = new TokenSet()
 tokens.add(${JSON.stringify(TOKEN)}, ALL_SCOPES)
 const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens, maxStreamClients: ${CLIENTS}, streamCoalesceMs: ${COALESCE_MS}, streamBufferBytes: ${BUFFER_BYTES}, streamRingBytes: ${RING_BYTES} }) // the default cap (64) would refuse the 100 clients

@@ -3,7 +3,8 @@
 // daemon code with its runtime settings; committed, then read back from the log) vs events received by
 // a bare chrome-remote-interface client attached to the same page in the same run. Prints % captured,
 // the rate ratio daemon/bare (goal >= 0.9) and the daemon process's peak RSS (goal <= 150 MB), with the
-// same child's RSS after attaching and before any burst as its baseline.
+// same child's RSS after attaching and before any burst as its baseline. The pipeline has the daemon's
+// default load shedding, which must keep the whole burst.
 // Knobs: N (events per burst), RUNS, DAEMON_NODE_FLAGS (extra node flags of the daemon child, e.g.
 // "--max-old-space-size=96" to trade a little rate for a lower RSS).
 import CDP from 'chrome-remote-interface'
@@ -27,7 +28,7 @@ import { createConsoleCollector } from ${dist('collectors/console.js')}
 const [wsUrl, dir, n] = process.argv.slice(-3)
 const N = Number(n)
 const log = await EventLog.open({ path: dir, retentionIntervalMs: 0 })
-const pipeline = new Pipeline({ log, budget: false }) // one page logging 50,000 lines at full speed: this measures the capture path, not the per-page budget that would cut such a flood
+const pipeline = new Pipeline({ log }) // the default load shedding: it must keep the whole burst
 const monitor = new Monitor({ cdpUrl: wsUrl, emit: pipeline.emit, collectors: [createConsoleCollector()] })
 await monitor.start()
 let peak = process.memoryUsage().rss
@@ -49,19 +50,34 @@ process.on('message', async (m) => {
       if (!page.hasMore) break
       cursor = page.nextCursor
     }
-    process.send({ kind: 'read', readable, committed: count, readPeakMb: peak / 1048576 })
+    process.send({ kind: 'read', readable, committed: count, readPeakMb: peak / 1048576, shed: pipeline.stats.shed, overBudget: pipeline.stats.overBudget })
   } else if (m.kind === 'stop') { await monitor.stop(); await log.close(); process.exit(0) }
 })
 process.send({ kind: 'ready', rssMb: process.memoryUsage().rss / 1048576, stats: pipeline.stats })
 `
 
-function next(child: ChildProcess, kind: string, timeoutMs = 180_000): Promise<any> {
+// The child's messages; each kind carries some of these figures.
+interface ChildMessage {
+  kind: string
+  at: number
+  count: number
+  peakMb: number
+  heapMb: number
+  rssMb: number
+  readable: number
+  committed: number
+  readPeakMb: number
+  shed: number
+  overBudget: number
+}
+
+function next(child: ChildProcess, kind: string, timeoutMs = 180_000): Promise<ChildMessage> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.off('message', on)
       reject(new Error(`daemon child: no '${kind}' in ${timeoutMs} ms`))
     }, timeoutMs)
-    const on = (m: any) => {
+    const on = (m: ChildMessage) => {
       if (m.kind === kind) {
         clearTimeout(timer)
         child.off('message', on)
@@ -142,9 +158,7 @@ await withTempDir(async dir => {
     ratios.push(bareMs / daemonMs)
     peaks.push(done.peakMb)
     console.log(
-      `run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}; daemon peak RSS ` +
-        `while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} ` +
-        `MB`,
+      `run ${run}: bare ${bareCount} in ${bareMs} ms, daemon committed ${read.committed} in ${daemonMs} ms, readable ${read.readable}, shed ${read.shed}, over a cap ${read.overBudget}; daemon peak RSS while capturing ${fmt(done.peakMb, 1)} MB (JS heap in use then ${fmt(done.heapMb, 0)} MB), while reading the log back ${fmt(read.readPeakMb, 1)} MB`,
     )
     child.send({ kind: 'stop' })
     await new Promise(r => child.once('exit', r))

@@ -174,9 +174,8 @@ if (process.env.ONLY !== 'fit') {
         `daemon peak RSS ${fmt(
           m(x => x.peakRssMb),
           1,
-        )} MB; stored ${m(x => x.stored)}, over budget ${m(x => x.metrics.overBudget)} (gaps ${m(x => x.missing)}), ` +
-        `truncated ${m(x => x.truncated)}, largest envelope ${m(x => x.largestEnvelope)} B, state evictions ${m(x => x.metrics.evictions)}, targets ` +
-        `refused ${m(x => x.metrics.targetsRefused)}`,
+        )} MB; stored ${m(x => x.stored)}, over a cap ${m(x => x.metrics.overBudget)}, shed ${m(x => x.metrics.shed)} (gaps ${m(x => x.missing)})${c.name.startsWith('console flood') ? `, lines sent ${m(x => x.notes.floodSent ?? 0)}, stored + gaps ${m(x => (x.storedByType.console_log ?? 0) - 1 + x.missing)}` : ''}, ` +
+        `truncated ${m(x => x.truncated)}, largest envelope ${m(x => x.largestEnvelope)} B, state evictions ${m(x => x.metrics.evictions)}, targets refused ${m(x => x.metrics.targetsRefused)}`,
     )
   }
 }

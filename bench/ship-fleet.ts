@@ -50,7 +50,7 @@ async function worker(): Promise<void> {
     const vms: Vm[] = []
     for (const id of ids) {
       const log = await EventLog.open({ path: join(dir, id), retentionIntervalMs: 0 })
-      const pipeline = new Pipeline({ log, budget: false })
+      const pipeline = new Pipeline({ log, shedding: false })
       const shipper = new Shipper({
         log,
         browserId: id,
@@ -107,7 +107,7 @@ async function worker(): Promise<void> {
         replay = []
         for (const id of ids) {
           const log = await EventLog.open({ path: join(dir, `${id}-replay`), retentionIntervalMs: 0 })
-          const pipeline = new Pipeline({ log, budget: false })
+          const pipeline = new Pipeline({ log, shedding: false })
           for (let i = 0; i < BURST; i++) {
             pipeline.emit(INPUTS[i % 1000]!)
             if (i % 500 === 499) await new Promise(r => setImmediate(r))

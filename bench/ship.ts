@@ -4,7 +4,7 @@
 //    Default js.publish (256 in flight) of the same payloads is printed for reference.
 // 2. Capture unaffected: emit() -> committed throughput with the shipper following live vs without.
 // 3. Lag: commit -> JetStream ack at a paced 5,000 events/s; p50/p99. Goal p99 <= 50 ms.
-// Page budgets are off (budget: false): this measures shipping, not the per-page drop policy.
+// Load shedding is off (shedding: false): this measures shipping, not the drop policy.
 // Medians of RUNS runs. Env: N (default 100,000), RUNS (5), LAG_SECONDS (5).
 import { join } from 'node:path'
 import { connect, headers } from '@nats-io/transport-node'
@@ -30,7 +30,7 @@ const LIMITS = { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas:
 
 async function fillLog(dir: string, n: number): Promise<{ log: EventLog; payloads: string[] }> {
   const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
-  const pipeline = new Pipeline({ log, budget: false })
+  const pipeline = new Pipeline({ log, shedding: false })
   let last: Promise<boolean> = Promise.resolve(true)
   for (let i = 0; i < n; i++) {
     last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
@@ -123,7 +123,7 @@ async function jsPublishRate(nats: NatsServer, payloads: string[], run: number):
 /** emit() -> committed throughput, optionally with a shipper following live. */
 async function captureRate(dir: string, nats: NatsServer | undefined, run: number): Promise<number> {
   const log = await EventLog.open({ path: join(dir, `cap-${nats ? 'ship' : 'bare'}`), retentionIntervalMs: 0 })
-  const pipeline = new Pipeline({ log, budget: false })
+  const pipeline = new Pipeline({ log, shedding: false })
   const s = nats
     ? new Shipper({
         log,
@@ -163,7 +163,7 @@ async function lagRun(
   run: number,
 ): Promise<{ p50: number; p99: number; max: number; count: number }> {
   const log = await EventLog.open({ path: join(dir, 'lag'), retentionIntervalMs: 0 })
-  const pipeline = new Pipeline({ log, budget: false })
+  const pipeline = new Pipeline({ log, shedding: false })
   const s = new Shipper({
     log,
     browserId: `lag-${run}`,

@@ -30,7 +30,7 @@ async function fill(dir: string, n: number): Promise<{ log: EventLog; t0: number
     level: p => (db = new ClassicLevel<Buffer, Buffer>(p, { keyEncoding: 'buffer', valueEncoding: 'buffer' })),
   })
   rawDbOf.set(log, db!)
-  const pipeline = new Pipeline({ log, clock: () => now, budget: false }) // seeding floods one page: no budget gaps
+  const pipeline = new Pipeline({ log, clock: () => now, shedding: false }) // seeding floods one page: no shedding gaps
   const t0 = now
   for (let i = 0; i < n; i++) {
     now += 100

@@ -12,7 +12,7 @@ import type { Emit, EventInput } from '../src/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import { DOCUMENT_TYPES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
 import { buildInteractionScript } from './interaction-script.js'
-import { INTERACTION_BUDGET } from '../src/budget.js'
+import { INTERACTION_BUDGET } from '../src/shedding.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */
@@ -213,8 +213,9 @@ async function inject(
     session.sendMayFail('Page.addScriptToEvaluateOnNewDocument', { source, worldName, runImmediately: true }),
   ])
   if (!binding || !added) return added?.identifier
-  // Awaited: a tab created with a URL commits its first document while still paused, often before
-  // the new-document script was registered; it must run there before the tab resumes.
+  // A tab created with a URL may have committed its first document before the new-document script
+  // was registered. runImmediately (sent before the monitor resumes the tab: a session's commands
+  // run in order) covers it; this covers browsers without it.
   await injectCurrentDocuments(session, worldName, source)
   return added.identifier
 }

@@ -9,4 +9,4 @@ umask 077
 # Few malloc arenas keep native memory (LevelDB, zlib) small; see README "Benchmarks".
 export MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX:-2}
 # The same V8 flags as the browser-telemetry shebang (src/cli.ts; see README "Benchmarks").
-exec node --max-semi-space-size=2 --single-threaded dist/src/cli.js serve "$@"
+exec node --max-semi-space-size=2 --single-threaded --no-memory-reducer dist/src/cli.js serve "$@"

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2 --single-threaded
+#!/usr/bin/env -S node --max-semi-space-size=2 --single-threaded --no-memory-reducer
 // The `browser-telemetry` command. Subcommands are rows of COMMANDS: add a client command
 // (tail, read, har, upload-zip, extension ...) by adding a row; `run` returns the exit code.
 import { pathToFileURL } from 'node:url'

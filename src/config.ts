@@ -4,7 +4,7 @@
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import type { ConfigurableCategory } from './pipeline.js'
 import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
-import { DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
+import { defaultShedding, type ShedOptions } from './shedding.js'
 import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
@@ -62,7 +62,7 @@ export interface ServeConfig {
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
   logLevel: string
   maxEnvelopeBytes: number
-  budget: BudgetOptions
+  shedding: ShedOptions
   /** Extra header names to mask (the built-in list is always on). */
   redactHeaders: string[]
   /** Extra secret-looking parameter / body field names (the built-in list is always on). */
@@ -142,20 +142,12 @@ export function parseCategories(text: string, what = '--categories'): Configurab
   return out
 }
 
-function budgetConfig(get: (flag: string) => string | undefined): BudgetOptions {
-  const budget: BudgetOptions = {
-    eventsPerSec: int('budget-events-per-sec', get('budget-events-per-sec')!, 1),
-    eventsBurst: int('budget-events-burst', get('budget-events-burst')!, 1),
-    bytesPerSec: size('budget-bytes-per-sec', get('budget-bytes-per-sec')!),
-    bytesBurst: size('budget-bytes-burst', get('budget-bytes-burst')!),
-    // Interaction keeps its own (human) rate: the flags are for the machine-made categories.
-    categoryEvents: DEFAULT_BUDGET.categoryEvents,
+function sheddingConfig(get: (flag: string) => string | undefined): ShedOptions {
+  // The page cap follows the retention: a share of it (src/shedding.ts, README "Limits").
+  return {
+    ...defaultShedding(size('retention-bytes', get('retention-bytes')!)),
+    backlogBytes: minSize('shed-backlog-bytes', get('shed-backlog-bytes')!, 1024 * 1024),
   }
-  const envelope = parseSize(get('max-envelope-bytes')!) ?? 0
-  // A burst below one envelope would refuse the largest events forever.
-  if (budget.bytesBurst < envelope)
-    throw new ConfigError(`--budget-bytes-burst: at least --max-envelope-bytes (${envelope})`)
-  return budget
 }
 
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
@@ -244,7 +236,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     },
     logLevel,
     maxEnvelopeBytes: minSize('max-envelope-bytes', get('max-envelope-bytes')!, MIN_ENVELOPE_BYTES),
-    budget: budgetConfig(get),
+    shedding: sheddingConfig(get),
     redactHeaders: (get('redact-headers') ?? '')
       .split(',')
       .map(s => s.trim())

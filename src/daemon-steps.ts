@@ -176,7 +176,7 @@ export function buildPipeline(d: Base & Store): Started<Core> {
     logger: d.logger.child({ module: 'pipeline' }),
     categories: d.config.categories,
     maxEnvelopeBytes: d.config.maxEnvelopeBytes,
-    budget: d.config.budget,
+    shedding: d.config.shedding,
     redactor: redactorOf(d.config),
   })
   // Per-target byte bounds (URLs, header sets, request tables) for the monitor and collectors.

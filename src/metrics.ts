@@ -28,7 +28,7 @@ export const SHIP_STATES = ['off', 'connected', 'reconnecting', 'behind'] as con
 
 export interface MetricsDeps {
   pipeline: Pick<Pipeline, 'onEmit'>
-  log: Pick<EventLog, 'firstSeq' | 'lastSeq' | 'health' | 'storedBytes' | 'onCommit' | 'onDrop'>
+  log: Pick<EventLog, 'firstSeq' | 'lastSeq' | 'health' | 'storedBytes' | 'onCommit' | 'onDrop' | 'pendingBytes'>
   monitor?: MonitorProbe
   /** Open SSE streams; when absent the stream route may inc()/dec() metrics.sseClients itself. */
   sseClients?: () => number
@@ -59,6 +59,7 @@ export interface Metrics {
   readonly storeOldestSeq: Gauge
   readonly storeNewestSeq: Gauge
   readonly storePendingEvents: Gauge
+  readonly storePendingBytes: Gauge
   readonly storeWritable: Gauge
   readonly monitorState: Gauge<'state'>
   readonly monitorReconnects: Counter
@@ -115,7 +116,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   })
   const eventsDropped: Counter<'category' | 'reason'> = new Counter({
     name: 'browser_telemetry_events_dropped_total',
-    help: 'Events not stored, by category and reason (category_disabled, invalid, over_budget, store)',
+    help: 'Events not stored, by category and reason (category_disabled, invalid, over_budget, shed, store)',
     labelNames: ['category', 'reason'] as const,
     registers,
     collect() {
@@ -167,6 +168,14 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     registers,
     collect() {
       if (deps) this.set(deps.log.health().pendingEvents)
+    },
+  })
+  const storePendingBytes = new Gauge({
+    name: 'browser_telemetry_store_pending_bytes',
+    help: 'Encoded bytes of events accepted but not yet committed (what load shedding watches)',
+    registers,
+    collect() {
+      if (deps) this.set(deps.log.pendingBytes)
     },
   })
   const storeWritable = new Gauge({
@@ -417,6 +426,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
     storeOldestSeq,
     storeNewestSeq,
     storePendingEvents,
+    storePendingBytes,
     storeWritable,
     monitorState,
     monitorReconnects,

@@ -1,4 +1,4 @@
-// emit(): the one way into the log. gate -> budget -> validate -> ts -> redact -> truncate -> seq/append.
+// emit(): the one way into the log. gate -> shed -> validate -> ts -> redact -> truncate -> seq/append.
 // It says what happened (EmitResult): accepted with its seq, or dropped with a reason, so no caller
 // re-validates an event. Subscribers (SSE, metrics) hear about envelopes only after they are
 // committed (EventLog.onCommit).
@@ -19,7 +19,7 @@ import {
 import type { EventLog } from './store/event-log.js'
 import { silentLogger, type Logger } from './log.js'
 import { fitEvent, ENVELOPE_OVERHEAD } from './envelope-fit.js'
-import { PageBudgets, DEFAULT_BUDGET, type BudgetOptions } from './budget.js'
+import { LoadShedder, defaultShedding, type ShedOptions } from './shedding.js'
 import { Redactor } from './redact.js'
 import { DEFAULT_SETTINGS } from './default-settings.js'
 
@@ -31,10 +31,12 @@ export type EventInput = {
 }[EventType]
 
 /**
- * Why emit() did not take an event. `category_disabled` and `over_budget` are checked before the
- * event is validated (they must stay cheap for a flooding page), so a gated event may also be invalid.
+ * Why emit() did not take an event. `category_disabled`, `shed` (the store is falling behind and
+ * the event's page and category are among the loudest) and `over_budget` (a fixed cap: the
+ * interaction rate; the page cap, checked once the envelope size is known) are checked before the
+ * event is validated (they must stay cheap for a flooding page), so such an event may also be invalid.
  */
-export type DropReason = 'invalid' | 'category_disabled' | 'over_budget'
+export type DropReason = 'invalid' | 'category_disabled' | 'over_budget' | 'shed'
 
 export interface EmitAccepted {
   /** The seq the event was given. */
@@ -48,7 +50,7 @@ export interface EmitDropped {
   dropped: DropReason
   /** For `invalid`: what is wrong, as JSON pointers into the event (`/data/url`), at most 10. */
   issues?: ValidationIssue[]
-  /** For `over_budget`: the seq the event consumed (readers see the gap). */
+  /** For `over_budget` and `shed`: the seq the event consumed (readers see the gap). */
   seq?: number
   accepted?: undefined
 }
@@ -71,10 +73,12 @@ export interface PipelineOptions {
   redactor?: Redactor
   /** Unix microseconds; injectable so tests can step the clock back. */
   clock?: () => number
-  /** Per-page budgets (per target_id and category); defaults DEFAULT_BUDGET, false disables. */
-  budget?: BudgetOptions | false
-  /** Monotonic milliseconds for the budget buckets (tests). */
-  budgetClock?: () => number
+  /** Load shedding and the fixed caps (src/shedding.ts); default defaultShedding(512 MiB), false disables. */
+  shedding?: ShedOptions | false
+  /** Monotonic milliseconds for the shedding windows and caps (tests). */
+  sheddingClock?: () => number
+  /** The store backlog the shedding reads (tests); default the log's pendingBytes. */
+  backlog?: () => number
 }
 
 /** What happened to one emit() call; observers (metrics) hear about every call, dropped ones too. */
@@ -84,7 +88,7 @@ export interface EmitObservation {
   category?: Category
   outcome: 'accepted' | DropReason
   truncated?: boolean
-  /** The seq an over_budget event consumed (a gap readers see). */
+  /** The seq an over_budget or shed event consumed (a gap readers see). */
   seq?: number
 }
 export type EmitObserver = (o: EmitObservation) => void
@@ -94,9 +98,14 @@ export interface PipelineStats {
   gated: number
   invalid: number
   truncated: number
-  /** Over a page's budget: not stored, seq consumed. */
+  /** Over a fixed cap: not stored, seq consumed. */
   overBudget: number
+  /** Shed under pressure: not stored, seq consumed. */
+  shed: number
 }
+
+/** A drop reason is logged at most once per this interval, with the count since its last line. */
+const DROP_LOG_INTERVAL_MS = 10_000
 
 export class Pipeline {
   readonly log: EventLog
@@ -108,9 +117,10 @@ export class Pipeline {
   private readonly logger: Logger
   private lastTs: number
   private invalidLogged = 0
-  readonly stats: PipelineStats = { accepted: 0, gated: 0, invalid: 0, truncated: 0, overBudget: 0 }
-  private readonly budgets: PageBudgets | undefined
-  private overBudgetLogged = 0
+  readonly stats: PipelineStats = { accepted: 0, gated: 0, invalid: 0, truncated: 0, overBudget: 0, shed: 0 }
+  private readonly shedder: LoadShedder | undefined
+  /** Per drop reason: when it was last logged (performance.now) and the drops since. */
+  private readonly dropLog = new Map<DropReason, { at: number; since: number }>()
   private categoryListeners = new Set<(c: ReadonlySet<Category>) => void>()
   private emitObservers = new Set<EmitObserver>()
 
@@ -123,7 +133,15 @@ export class Pipeline {
     this.maxBytes = opts.maxEnvelopeBytes ?? DEFAULT_MAX_ENVELOPE_BYTES
     this.clock = opts.clock ?? (() => Date.now() * 1000)
     this.lastTs = opts.log.lastStoredTs
-    this.budgets = opts.budget === false ? undefined : new PageBudgets(opts.budget ?? DEFAULT_BUDGET, opts.budgetClock)
+    const log = opts.log
+    this.shedder =
+      opts.shedding === false
+        ? undefined
+        : new LoadShedder(
+            opts.shedding ?? defaultShedding(512 * 1024 * 1024),
+            opts.backlog ?? (() => log.pendingBytes),
+            opts.sheddingClock,
+          )
     this.emit = this.emit.bind(this)
   }
 
@@ -189,10 +207,12 @@ export class Pipeline {
       if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'category_disabled' })
       return { dropped: 'category_disabled' }
     }
-    // Budgets are per page: events that carry a target (everything CDP collectors emit).
-    const target = this.budgets ? (input.data as { target_id?: unknown }).target_id : undefined
-    if (typeof target === 'string' && !this.budgets!.takeEvent(target, category))
-      return this.overBudget(input.type, category, target)
+    // Shedding and caps are per page: events that carry a target (everything CDP collectors emit).
+    const target = this.shedder ? (input.data as { target_id?: unknown }).target_id : undefined
+    if (typeof target === 'string') {
+      const verdict = this.shedder!.admit(target, category)
+      if (verdict !== 'ok') return this.drop(input.type, category, target, verdict)
+    }
     let ts = Math.floor(this.clock())
     if (ts < this.lastTs) ts = this.lastTs // non-decreasing in seq order even when the wall clock steps back
     const event = this.build(input, category, ts)
@@ -205,11 +225,10 @@ export class Pipeline {
     this.lastTs = ts
     this.redactor.event(event) // before the cap and the log: nothing downstream ever sees a secret
     const json = this.fit(event) // serialised once: the log stores exactly this
-    // Measured once: the byte budget and the store's encoder both need it.
+    // Measured once: the page cap and the store's encoder both need it.
     const bytes = typeof target === 'string' ? Buffer.byteLength(json) : undefined
-    if (bytes !== undefined && !this.budgets!.takeBytes(target as string, category, bytes + ENVELOPE_OVERHEAD)) {
-      return this.overBudget(input.type, category, target as string)
-    }
+    if (bytes !== undefined && !this.shedder!.takeBytes(target as string, bytes + ENVELOPE_OVERHEAD))
+      return this.drop(input.type, category, target as string, 'over_budget')
     this.stats.accepted++
     const { envelope, committed } = this.log.append(event, json, bytes)
     if (this.emitObservers.size > 0)
@@ -217,15 +236,26 @@ export class Pipeline {
     return { accepted: envelope.seq, envelope, committed }
   }
 
-  /** Not stored, but its seq is consumed so readers see the gap (DESIGN invariant 7). */
-  private overBudget(type: EventType, category: Category, target: string): EmitDropped {
+  /** Not stored, but its seq is consumed so readers see the gap. */
+  private drop(type: EventType, category: Category, target: string, reason: 'over_budget' | 'shed'): EmitDropped {
     const seq = this.log.skipSeq()
-    this.stats.overBudget++
-    // A flooding page drops thousands a second: say it a few times, then only count (/metrics).
-    if (this.overBudgetLogged++ < 20)
-      this.logger.warn({ type, category, target_id: target, seq }, 'event over the page budget dropped')
-    if (this.emitObservers.size > 0) this.observe({ type, category, outcome: 'over_budget', seq })
-    return { dropped: 'over_budget', seq }
+    if (reason === 'shed') this.stats.shed++
+    else this.stats.overBudget++
+    // A flooding page drops thousands a second: one line per reason per interval, then only count (/metrics).
+    let l = this.dropLog.get(reason)
+    if (!l) this.dropLog.set(reason, (l = { at: -Infinity, since: 0 }))
+    l.since++
+    const now = performance.now()
+    if (now - l.at >= DROP_LOG_INTERVAL_MS) {
+      this.logger.warn(
+        { type, category, target_id: target, seq, reason, dropped: l.since, backlog_bytes: this.log.pendingBytes },
+        reason === 'shed' ? 'events shed: the store is falling behind' : 'events over a fixed cap dropped',
+      )
+      l.at = now
+      l.since = 0
+    }
+    if (this.emitObservers.size > 0) this.observe({ type, category, outcome: reason, seq })
+    return { dropped: reason, seq }
   }
 
   private build(input: EventInput, category: Category, ts: number): TelemetryEvent {

@@ -126,25 +126,10 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: formatSize(D.maxEnvelopeBytes),
     help: 'Envelope size cap; larger events are cut and marked truncated',
   },
-  'budget-events-per-sec': {
+  'shed-backlog-bytes': {
     type: 'string',
-    default: String(D.budgetEventsPerSec),
-    help: 'Per-page budget: sustained events per second per target and category; over it events are dropped (their seq is skipped: a gap) and counted',
-  },
-  'budget-events-burst': {
-    type: 'string',
-    default: String(D.budgetEventsBurst),
-    help: 'Per-page budget: events per target and category allowed at once before the sustained rate applies',
-  },
-  'budget-bytes-per-sec': {
-    type: 'string',
-    default: formatSize(D.budgetBytesPerSec),
-    help: 'Per-page budget: sustained envelope bytes per second per target and category',
-  },
-  'budget-bytes-burst': {
-    type: 'string',
-    default: formatSize(D.budgetBytesBurst),
-    help: 'Per-page budget: envelope bytes per target and category allowed at once (at least --max-envelope-bytes)',
+    default: formatSize(D.shedBacklogBytes),
+    help: 'Load shedding: store backlog (bytes not yet committed) above which the loudest page and category are shed (their seqs skipped: a gap) and counted; every event is kept below it',
   },
   'redact-headers': {
     type: 'string',

@@ -1,7 +1,6 @@
 // Pure rules of the interaction collector: binding payload parsing (anti-forgery) and the token bucket.
 import t from 'tap'
 import { parseInteractionPayload, MAX_PAYLOAD_CHARS } from '../collectors/interaction.js'
-import { PageBudgets, DEFAULT_BUDGET } from '../src/budget.js'
 import type { Context } from '../src/events/index.js'
 
 const ctx: Context = {
@@ -97,28 +96,4 @@ t.test('malformed or invalid payloads are rejected', async t => {
   for (const payload of bad)
     t.equal(parseInteractionPayload(payload, ctx), undefined, `rejects ${String(payload).slice(0, 60)}`)
   t.ok(parseInteractionPayload(JSON.stringify({ ...click, text: 'x'.repeat(100) }), ctx), '100 chars of text is fine')
-})
-
-t.test('the interaction budget (its own, below the general one): steady typing passes, a flood is capped', async t => {
-  let now = 0
-  const budgets = new PageBudgets(DEFAULT_BUDGET, () => now)
-  const bucket = { take: () => budgets.takeEvent('T', 'interaction') }
-  t.equal(budgets.takeEvent('T', 'console'), true, 'other categories keep the general budget')
-  // 30 keys/s for 60 s: every one passes.
-  let passed = 0
-  for (let i = 0; i < 1800; i++) {
-    now += 1000 / 30
-    if (bucket.take()) passed++
-  }
-  t.equal(passed, 1800)
-  // A burst of 1000 at one instant: exactly the bucket (100 full after refilling) passes.
-  now += 10_000
-  let flood = 0
-  for (let i = 0; i < 1000; i++) if (bucket.take()) flood++
-  t.equal(flood, 100)
-  // Then it refills at 50/s.
-  now += 1000
-  let after = 0
-  for (let i = 0; i < 1000; i++) if (bucket.take()) after++
-  t.equal(after, 50)
 })

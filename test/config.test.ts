@@ -92,6 +92,26 @@ t.test('--network-body-max-bytes: a size, 0 = no bodies; anything else below 1 b
     )
 })
 
+t.test(
+  'load shedding: the backlog bound (flag, env twin, at least 1 MiB); the page cap follows --retention-bytes',
+  async t => {
+    const d = parseServeConfig([], {}).shedding
+    t.equal(d.backlogBytes, 16 * 1024 * 1024)
+    t.equal(d.pageCapBytes, 128 * 1024 * 1024, 'a quarter of the default 512 MiB retention')
+    t.equal(d.pageCapWindowMs, 600_000)
+    t.equal(parseServeConfig(['--shed-backlog-bytes', '64MiB'], {}).shedding.backlogBytes, 64 * 1024 * 1024)
+    t.equal(
+      parseServeConfig([], { BROWSER_TELEMETRY_SHED_BACKLOG_BYTES: '2MiB' }).shedding.backlogBytes,
+      2 * 1024 * 1024,
+    )
+    t.equal(parseServeConfig(['--retention-bytes', '1GiB'], {}).shedding.pageCapBytes, 256 * 1024 * 1024)
+    t.throws(
+      () => parseServeConfig(['--shed-backlog-bytes', '1000KiB'], {}),
+      /--shed-backlog-bytes: at least 1048576 bytes/,
+    )
+  },
+)
+
 t.test('bad values are clear errors', async t => {
   const cases: [string[], RegExp][] = [
     [['--listen', 'nope'], /--listen: expected host:port/],

@@ -1,7 +1,8 @@
 // The browser-level CDP client (src/monitor/cdp-client.ts) against a local WebSocket server playing
 // the browser: answers and errors, events in order, a burst handled in slices that let other work
-// in, and what arrived before a close delivered before the disconnect. (Real Chromium: every
-// monitor-* and collectors-* test goes through this client.)
+// in, what arrived before a close delivered before the disconnect, and everything received handled
+// at once on a clean stop (handleQueued). (Real Chromium: every monitor-* and collectors-* test goes
+// through this client.)
 import t, { type Test } from 'tap'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
@@ -201,4 +202,60 @@ t.test("ignoreEvents is asked at each message's turn: a name it stops naming is 
   await client.send('Sync.two')
   t.same(got, [2])
   t.same(asked, ['Runtime.consoleAPICalled', 'Runtime.consoleAPICalled'], 'answers are not asked about')
+})
+
+t.test('handleQueued: everything received and not yet handled is handled at once, in order', async t => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
+  t.teardown(() => client.close())
+  const ws = await peer
+  const N = 2000
+  const seen: number[] = []
+  // Each event takes ~1 ms to handle: slices of 10 ms leave most of the burst queued.
+  client.on('event', m => {
+    seen.push((m.params as { i: number }).i)
+    const until = performance.now() + 1
+    while (performance.now() < until);
+  })
+  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Flood.line', params: { i } }))
+  // Every message received (handled or queued), most of them still queued behind the slices.
+  await new Promise<void>(resolve => {
+    const check = () => (seen.length + client.queuedMessages === N ? resolve() : setImmediate(check))
+    check()
+  })
+  t.ok(client.queuedMessages > 0, `still queued: ${client.queuedMessages}`)
+  client.handleQueued()
+  t.equal(seen.length, N, 'all handled by handleQueued, before it returns')
+  t.same(
+    seen,
+    Array.from({ length: N }, (_, i) => i),
+    'in order',
+  )
+})
+
+t.test('handleAtOnce: an urgent event is handled as it arrives, ahead of a queued backlog', async t => {
+  const { url, peer } = await fakeBrowser(t)
+  const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
+  t.teardown(() => client.close())
+  const ws = await peer
+  const N = 2000
+  const seen: string[] = []
+  client.handleAtOnce(method => method === 'Target.attachedToTarget')
+  client.on('event', m => {
+    seen.push(m.method === 'Flood.line' ? 'line' : m.method)
+    const until = performance.now() + 1
+    while (performance.now() < until);
+  })
+  for (let i = 0; i < N; i++) ws.send(JSON.stringify({ method: 'Flood.line', params: { i } }))
+  ws.send(JSON.stringify({ method: 'Target.attachedToTarget', params: { sessionId: 'S' } }))
+  ws.send(JSON.stringify({ method: 'Flood.after', params: {} }))
+  await new Promise<void>(resolve => {
+    const check = () => (seen.includes('Target.attachedToTarget') ? resolve() : setImmediate(check))
+    check()
+  })
+  const at = seen.indexOf('Target.attachedToTarget')
+  t.ok(at < N / 2, `handled after ${at} of the ${N} lines queued before it`)
+  client.handleQueued()
+  t.equal(seen.length, N + 2, 'nothing lost')
+  t.equal(seen[seen.length - 1], 'Flood.after', 'what came after it still comes after the backlog')
 })

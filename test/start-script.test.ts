@@ -62,7 +62,7 @@ fs.writeFileSync(path.join(process.cwd(), 'report.json'), JSON.stringify({ umask
   }
   t.equal(report.umask, 0o077)
   t.same(report.argv, ['serve', '--open', 'https://example.test'], 'arguments pass through to serve')
-  t.same(report.execArgv, ['--max-semi-space-size=2', '--single-threaded'])
+  t.same(report.execArgv, ['--max-semi-space-size=2', '--single-threaded', '--no-memory-reducer'])
   t.equal(report.arenas, '2')
   t.equal(await readFile(join(tree, 'setup-ran'), 'utf8'), 'setup-ran\n', 'setup.sh runs first')
   t.same(await modes(join(tree, 'data')), [

@@ -75,6 +75,7 @@ export class CdpClient {
   private closed = false
   private eventHandler: (m: CdpMessage) => void = () => undefined
   private unread: ((method: string) => boolean) | undefined
+  private urgent: ((method: string) => boolean) | undefined
   private disconnectHandler: () => void = () => undefined
 
   private constructor(
@@ -125,6 +126,15 @@ export class CdpClient {
     this.unread = unread
   }
 
+  /**
+   * Events handled as they arrive, ahead of the queue: a new target is paused until the daemon
+   * resumes it, and behind a flood's backlog (up to QUEUE_HIGH_BYTES) its attach would wait seconds.
+   * Only for events whose handling needs nothing queued before them.
+   */
+  handleAtOnce(urgent: (method: string) => boolean): void {
+    this.urgent = urgent
+  }
+
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new ConnectionClosedError())
     const id = this.nextId++
@@ -136,6 +146,19 @@ export class CdpClient {
         if (err && this.pending.delete(id)) reject(err)
       })
     })
+  }
+
+  /** Messages received and not yet handled. */
+  get queuedMessages(): number {
+    return this.queue.length
+  }
+
+  /**
+   * Handles every message received and not yet handled, now, in one go (a clean stop: what the
+   * daemon received becomes events, stored or counted, before the store closes).
+   */
+  handleQueued(): void {
+    while (this.queue.length > 0) this.handleNext()
   }
 
   async close(): Promise<void> {
@@ -151,6 +174,10 @@ export class CdpClient {
     // huge frame is released at once instead of waiting in the queue and being parsed whole.
     if (data.length > this.maxEnvelopeBytes && isConsoleEventFrame(data))
       data = cutConsoleFrame(data, this.maxEnvelopeBytes) ?? data
+    if (this.urgent && this.queue.length > 0 && this.isNamed(data, this.urgent)) {
+      this.handle(data)
+      return
+    }
     this.queue.push(data)
     this.queuedBytes += data.length
     if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) {
@@ -196,7 +223,12 @@ export class CdpClient {
   private handleNext(): number {
     const data = this.queue.shift()!
     this.queuedBytes -= data.length
-    if (this.unread && this.isUnread(data, this.unread)) return data.length
+    return this.handle(data)
+  }
+
+  /** Parses and dispatches one message; returns its size in bytes. */
+  private handle(data: Buffer): number {
+    if (this.unread && this.isNamed(data, this.unread)) return data.length
     let message: CdpMessage
     // toString() without arguments is Buffer's direct UTF-8 path (with an encoding name it looks the codec up first).
     try {
@@ -215,8 +247,8 @@ export class CdpClient {
     return data.length
   }
 
-  /** True for an event `unread` names (a message laid out otherwise is parsed as usual). */
-  private isUnread(data: Buffer, unread: (method: string) => boolean): boolean {
+  /** True for an event `named` names (a message laid out otherwise is parsed as usual). */
+  private isNamed(data: Buffer, named: (method: string) => boolean): boolean {
     if (data.length <= EVENT_PREFIX.length) return false
     // Byte by byte: Buffer#compare with offsets is a native call with argument checks, dearer than these 11 reads.
     for (let i = 0; i < EVENT_PREFIX.length; i++) if (data[i] !== EVENT_PREFIX[i]) return false
@@ -224,14 +256,14 @@ export class CdpClient {
     return (
       end > 0 &&
       end - EVENT_PREFIX.length <= 64 &&
-      unread((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
+      named((data as LatinSliceable).latin1Slice(EVENT_PREFIX.length, end))
     )
   }
 
   private onClose(): void {
     if (this.closed) return
     // What arrived before the close is still delivered, in order, before the disconnect.
-    while (this.queue.length > 0) this.handleNext()
+    this.handleQueued()
     this.closed = true
     const err = new ConnectionClosedError()
     for (const p of this.pending.values()) p.reject(err)

@@ -63,9 +63,12 @@ export interface ConnectionOptions {
   capture: CaptureSource
   emit: Emit
   logger: Logger
-  /** Bound on each target's setup (own domains + collectors' attach) before it is resumed anyway. */
+  /** Bound on collectors' attach at a target's setup before it is announced anyway. */
   attachTimeoutMs: number
-  /** Bound on the monitor's own commands to a paused target (Page.enable, ...) before it is resumed unanswered (default attachTimeoutMs). */
+  /**
+   * Bound on the monitor's own setup commands (Page.enable, ...) before the target is announced
+   * unanswered (default attachTimeoutMs); the target is resumed at once either way.
+   */
   pausedMaxMs?: number
   /** Receives 'target-attached' / 'target-detached'. */
   events: MonitorEvents
@@ -101,6 +104,11 @@ export class BrowserConnection {
   /** The browser-level session collectors' attachBrowser gets; closed with the connection. */
   readonly browser: CdpSessionCore
   private readonly abort = new AbortController()
+  /**
+   * One controller per bounded wait, aborted by dispose(): waits never add listeners to the
+   * connection's own signal (dozens of tabs set up at once would pile up abort listeners there).
+   */
+  private readonly waits = new Set<AbortController>()
   private readonly raw: RawSend = <M extends CdpCommand>(
     method: M,
     params: CommandParams<M> | undefined,
@@ -124,6 +132,9 @@ export class BrowserConnection {
     this.unsubscribePlan = opts.capture.onChange(plan => this.applyPlan(plan))
     client.on('event', m => this.onMessage(m))
     client.ignoreEvents(method => UNREAD_EVENTS.has(method) || (droppableUnheard(method) && !this.listened.has(method)))
+    // A new target waits paused for its setup: never behind a flood's backlog of other targets'
+    // events. Its own events come after its attach anyway; nothing else queued is needed first.
+    client.handleAtOnce(method => method === 'Target.attachedToTarget')
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()
@@ -185,8 +196,12 @@ export class BrowserConnection {
     }
   }
 
-  /** Drops every target and collector hook and closes the WebSocket. Idempotent. */
+  /**
+   * Handles what was received and not yet handled (every CDP message the daemon received becomes
+   * its events), then drops every target and collector hook and closes the WebSocket. Idempotent.
+   */
   async close(): Promise<void> {
+    if (!this.closed) this.client.handleQueued()
     this.dispose()
     await this.client.close().catch(() => undefined)
   }
@@ -194,8 +209,10 @@ export class BrowserConnection {
   /** Discards all per-connection state: targets (collectors' detach), browser hooks, timers. */
   private dispose(): void {
     if (this.closed) return
-    // Aborting also ends every attachTimeoutMs wait.
     this.abort.abort()
+    // Ends every bounded wait at once.
+    for (const w of this.waits) w.abort(this.abort.signal.reason)
+    this.waits.clear()
     this.unsubscribePlan()
     for (const sessionId of [...this.sessions.keys()]) this.dropTarget(sessionId)
     this.browser.close()
@@ -325,33 +342,31 @@ export class BrowserConnection {
   }
 
   /**
-   * Enables what context tracking needs, runs collectors' attach, then always resumes the target.
-   * Two bounds. A paused target's first answer waits for its renderer: under many tabs opening at
-   * once that takes seconds (50 tabs on 2 cores: 2-5 s), and a tab opened with noopener (a
-   * target=_blank link) gets no renderer, hence no answer at all, until it is resumed. So the
-   * monitor's own commands get pausedMaxMs, then the target is resumed unanswered; that is safe
-   * because its first document is then read from the frame tree once it answers (adoptFrameTree,
-   * with the events held until then). Once it answered, collectors' attach gets attachTimeoutMs more.
+   * Sends what context tracking needs and every collector's attach commands, then resumes the target
+   * in the same tick, without waiting for an answer: a session's commands are handled in order, so
+   * the domains are on and the new-document scripts registered before the page runs, and no tab
+   * waits on the daemon (a noopener tab answers nothing at all until it is resumed; a paused
+   * renderer under many tabs opening at once takes seconds to answer). The answers are awaited
+   * afterwards only to announce the target: own commands up to pausedMaxMs, collectors' attach up
+   * to attachTimeoutMs. A first document committed before Page.enable took effect is read from the
+   * frame tree (adoptFrameTree, with the events held until then).
    */
   private async setUp(target: AttachedTarget, cdpType: string): Promise<void> {
     const { sessionId } = target
     const { own, collectors } = this.prepare(target, cdpType)
+    void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
     try {
       try {
         await this.bounded(own, this.opts.pausedMaxMs)
       } catch {
-        // Collectors' commands are queued behind ours: no point waiting for them.
-        if (!target.closed)
-          this.opts.logger.debug({ targetId: target.targetId }, 'paused target not answering yet; resuming it')
+        if (!target.closed) this.opts.logger.debug({ targetId: target.targetId }, 'target not answering its setup yet')
         return
       }
       await this.bounded(collectors)
     } catch (err) {
-      if (!target.closed)
-        this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete; resuming it anyway')
+      if (!target.closed) this.opts.logger.warn({ err, targetId: target.targetId }, 'target setup incomplete')
     } finally {
       if (!target.closed) {
-        void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
         target.announced = true
         this.opts.events.emit('target-attached', target.info())
       }
@@ -431,11 +446,15 @@ export class BrowserConnection {
 
   /** Bounds p by ms (default attachTimeoutMs); a closing connection stops the wait at once (no timer outlives it). */
   private async bounded<T>(p: Promise<T>, ms = this.opts.attachTimeoutMs): Promise<T> {
+    if (this.closed) return withTimeout(p, ms, { signal: this.abort.signal })
+    const wait = new AbortController()
+    this.waits.add(wait)
     this.timeouts++
     try {
-      return await withTimeout(p, ms, { signal: this.abort.signal })
+      return await withTimeout(p, ms, { signal: wait.signal })
     } finally {
       this.timeouts--
+      this.waits.delete(wait)
     }
   }
 }

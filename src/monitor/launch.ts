@@ -199,8 +199,8 @@ async function startChromium(
   const { user } = opts
   // With uid/gid set, libuv also drops the supplementary groups (setgroups(0)) before exec.
   // Its own HOME is also its working directory: the daemon's may be one it cannot enter.
-  // The daemon may run above normal priority (the systemd unit's Nice=-5: its own CPU is bounded
-  // by the page budgets, a page's is not); the browser it starts runs at normal priority again.
+  // The daemon may run above normal priority (the systemd unit's Nice=-5: a flooding page can keep
+  // it busy); the browser it starts runs at normal priority again.
   const back = Math.max(0, -getPriority())
   const prefix = [...(back > 0 ? ['nice', '-n', String(back)] : []), ...(await deathSignalPrefix())]
   const [command, ...commandArgs] = [...prefix, bin, ...args]

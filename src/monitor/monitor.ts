@@ -51,11 +51,14 @@ export interface MonitorOptions {
   capture?: CaptureSource
   logger?: Logger
   reconnect?: Partial<ReconnectOptions>
-  /** Bound on one target's setup before it is resumed regardless (default 5 s). */
+  /** Bound on collectors' attach at one target's setup before it is announced anyway (default 5 s). */
   attachTimeoutMs?: number
   /** Attached targets at most (default 500); more are resumed and left unwatched, counted and logged. */
   maxTargets?: number
-  /** Bound on the monitor's own setup commands to a paused target, which wait for its renderer to start (default attachTimeoutMs). */
+  /**
+   * Bound on the monitor's own setup commands before a target is announced unanswered (default
+   * attachTimeoutMs); targets are resumed without waiting for it.
+   */
   pausedMaxMs?: number
   /** Byte bounds and their eviction counters, shared with the collectors (default: this monitor's own, at the default bounds). */
   bounds?: Bounds

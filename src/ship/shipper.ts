@@ -421,7 +421,7 @@ export class Shipper {
   }
 
   /**
-   * Positions below `next` without records (seqs skipped by budgets or an unclean stop) never get an
+   * Positions below `next` without records (seqs skipped by load shedding or an unclean stop) never get an
    * ack: once everything sent is acknowledged, the watermark covers them too.
    */
   private settleGap(): void {

@@ -131,6 +131,11 @@ export class EventLog {
     return log
   }
 
+  /** Bytes of encoded events appended and not yet committed (the pipeline's pressure signal). */
+  get pendingBytes(): number {
+    return this.writer.pendingBytes
+  }
+
   /** Highest ts ever stored: the pipeline keeps ts non-decreasing from here across restarts. */
   get lastStoredTs(): number {
     return this.writer.lastStoredTs
@@ -152,7 +157,7 @@ export class EventLog {
 
   /**
    * Consumes the next seq without storing anything: readers see the gap, as for any dropped event
-   * (the pipeline's over-budget drops). Survives restarts: the seq meta records it.
+   * (the pipeline's shed and capped drops). Survives restarts: the seq meta records it.
    */
   skipSeq(): number {
     return this.writer.skipSeq()

@@ -53,6 +53,8 @@ export interface WriterHealth {
 
 interface Batch {
   records: EncodedRecord[]
+  /** Encoded bytes of records. */
+  bytes: number
   resolve: (ok: boolean) => void
   promise: Promise<boolean>
 }
@@ -62,14 +64,16 @@ function newBatch(): Batch {
   const promise = new Promise<boolean>(r => {
     resolve = r
   })
-  return { records: [], resolve, promise }
+  return { records: [], bytes: 0, resolve, promise }
 }
 
 /**
- * Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS). Large,
- * so a backlog (a flood outran the disk, or a synced write stalled it) is caught up in a few writes.
+ * Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS): a
+ * backlog (a flood outran the disk, or a synced write stalled it) is caught up in a few writes, and
+ * filling one write (a put per event on the main thread, ~1.5 us each) stays a few ms long. At
+ * 16,384 it took 8-29 ms in one turn of the event loop, which a flood kept doing back to back.
  */
-export const WRITE_MERGE_EVENTS = 16384
+export const WRITE_MERGE_EVENTS = 4096
 /** Seq span of one write (skipped seqs included): a category block's uint16 offsets must reach its last seq. */
 const WRITE_MAX_SPAN = MAX_WRITE_EVENTS - 1
 
@@ -87,6 +91,8 @@ export class LogWriter {
   private current: Batch = newBatch()
   private queue: Batch[] = []
   private writing = false
+  /** Encoded bytes appended and not yet committed or dropped (the pipeline's pressure signal). */
+  private pendingBytes_ = 0
   private flushTimer: NodeJS.Timeout | undefined
   private retryTimer: NodeJS.Timeout | undefined
   private retryDelayMs = 0
@@ -135,14 +141,10 @@ export class LogWriter {
     // A write's seq span is bounded (category index offsets are uint16), skipped seqs included.
     if (this.current.records.length > 0 && seq - this.current.records[0]!.seq >= WRITE_MAX_SPAN) this.sealCurrent()
     const batch = this.current
-    batch.records.push(
-      new EncodedRecord(
-        seq,
-        event.ts,
-        event.category,
-        encodeRecord(event.category, event.ts, seq, eventJson, eventBytes),
-      ),
-    )
+    const value = encodeRecord(event.category, event.ts, seq, eventJson, eventBytes)
+    batch.records.push(new EncodedRecord(seq, event.ts, event.category, value))
+    batch.bytes += value.length
+    this.pendingBytes_ += value.length
     if (batch.records.length >= this.opts.commitMaxEvents) {
       this.sealCurrent()
     } else if (batch.records.length === 1 && !this.flushTimer) {
@@ -219,6 +221,7 @@ export class LogWriter {
     while (pending > this.opts.maxPendingEvents && this.queue.length > 1) {
       const dropped = this.queue.splice(1, 1)[0]!
       pending -= dropped.records.length
+      this.pendingBytes_ -= dropped.bytes
       this.dropped(dropped.records)
       dropped.resolve(false)
     }
@@ -310,7 +313,10 @@ export class LogWriter {
       this.committedSeq = last.seq
       if (newReserved !== undefined) this.reservedSeq = newReserved
       if (sync) this.health_.syncedWrites++
-      for (const b of batches) b.resolve(true)
+      for (const b of batches) {
+        this.pendingBytes_ -= b.bytes
+        b.resolve(true)
+      }
       for (const l of this.listeners) {
         try {
           l(records)
@@ -342,8 +348,14 @@ export class LogWriter {
     this.syncTimer.unref()
   }
 
+  /** Bytes of encoded events appended and not yet committed (a plain field read: asked once per event). */
+  get pendingBytes(): number {
+    return this.pendingBytes_
+  }
+
   private failAllPending(): void {
     for (const b of this.queue) {
+      this.pendingBytes_ -= b.bytes
       this.dropped(b.records)
       b.resolve(false)
     }

@@ -41,7 +41,7 @@ export function panelOf(e: Envelope): Panel | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Gaps: seqs missing between two consecutive loaded envelopes were dropped (unclean stop, budget).
+// Gaps: seqs missing between two consecutive loaded envelopes were dropped (unclean stop, shedding).
 
 export interface Gap {
   from: number

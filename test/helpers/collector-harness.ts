@@ -25,6 +25,8 @@ export interface HarnessOptions {
   logger?: Logger
   /** The monitor's capture plan (default: every capture category, default body cap). */
   capture?: CaptureSource
+  /** The monitor's bound on a target's setup (default 5 s). */
+  attachTimeoutMs?: number
 }
 
 export async function startCollecting(t: Test, collectors: Collector[], opts: HarnessOptions = {}) {
@@ -51,6 +53,7 @@ export async function startCollecting(t: Test, collectors: Collector[], opts: Ha
     collectors: [...collectors, probe],
     logger: opts.logger,
     capture: opts.capture,
+    attachTimeoutMs: opts.attachTimeoutMs,
   })
   t.teardown(() => monitor.stop())
   await monitor.start()

@@ -1,6 +1,6 @@
 // Issue 14's heavy local page: 20 stylesheets, 40 scripts, 30 images, 30 fetched JSON files, 300
 // console lines, two layout shifts and a 30 ms long task. Shared by bench/overhead.ts (what watching
-// costs) and test/budget-heavy-page.test.ts (normal-site activity is never over the page budget).
+// costs) and test/heavy-page-complete.test.ts (normal-site activity is never shed or capped).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 
 /** What one load of the page does (the document itself is one more request). */
