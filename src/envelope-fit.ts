@@ -42,8 +42,8 @@ interface Collection {
   size: number
 }
 
-/** Keys of maps (open records) whose entries may be dropped: HTTP headers and source metadata. */
-const RECORD_KEYS = new Set(['headers', 'metadata'])
+/** Keys of maps (open records) whose entries may be dropped: HTTP headers (a WebSocket handshake has two sets) and source metadata. */
+const RECORD_KEYS = new Set(['headers', 'request_headers', 'response_headers', 'metadata'])
 
 /**
  * Fits `event` to the cap. On a cut, `event.data` (and `event.source`) are replaced by cut copies
