@@ -53,7 +53,7 @@ async function daemon(dir: string): Promise<void> {
   tokens.add(TOKEN, ALL_SCOPES)
   const app = createApiApp({ browserId: BROWSER, log, pipeline, tokens })
   const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
-  process.on('message', async (m: Msg) => {
+  const onMessage = async (m: Msg): Promise<void> => {
     if (m.kind === 'raw') {
       const sinceUs = Date.now() * 1000 - 24 * 3600e6
       const start = performance.now()
@@ -70,7 +70,8 @@ async function daemon(dir: string): Promise<void> {
       await log.close()
       process.exit(0)
     }
-  })
+  }
+  process.on('message', (m: Msg) => void onMessage(m))
   process.send!({
     kind: 'ready',
     url: server.url,
