@@ -59,7 +59,6 @@ const cpuS = (): number => {
 }
 
 // Messages between the bench's processes: each kind carries its own figures, read where they are used.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Msg = { kind: string; [k: string]: any }
 function next(child: ChildProcess, kind: string): Promise<Msg> {
   return new Promise(resolve => {

@@ -158,8 +158,8 @@ export function Details({
         <div>
           <h2>{gapLabel(row.gap)}</h2>
           <p>
-            These seqs were never stored (an unclean stop of the daemon, or events over a budget). Nothing is missing
-            from the rows around it.
+            These seqs were never stored (an unclean stop of the daemon, or events shed under load or over a cap).
+            Nothing is missing from the rows around it.
           </p>
         </div>
       )

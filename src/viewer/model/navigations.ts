@@ -1,0 +1,178 @@
+// Navigations: one section per (target, nav_seq) of a page target, with its lifecycle markers,
+// request/error counts, layout shift, LCP and incidents.
+import { dataOf, num, str, type Envelope } from './data.js'
+
+export interface Navigation {
+  key: string
+  target_id: string
+  nav_seq: number
+  url: string
+  /** seq/ts of the page_navigation (or of the first event seen when it began before the window). */
+  seq: number
+  ts: number
+  /** Last seq that belongs to this navigation's window (the seq before the target's next navigation). */
+  endSeq: number
+  started: boolean
+  markers: Partial<Record<MarkerName, number>>
+  requests: number
+  failures: number
+  consoleErrors: number
+  cls: number
+  lcpMs?: number
+  /** Crashes, dialogs and downloads, in order, with their offset from the navigation's start. */
+  incidents: Incident[]
+}
+export interface Incident {
+  kind: 'crash' | 'dialog' | 'download'
+  seq: number
+  atMs: number
+  label: string
+}
+function addIncident(nav: Navigation, kind: Incident['kind'], e: Envelope, label: string): void {
+  nav.incidents.push({ kind, seq: e.seq, atMs: (e.event.ts - nav.ts) / 1000, label })
+}
+export const MARKERS = ['dcl', 'load', 'idle', 'layout', 'settled'] as const
+export type MarkerName = (typeof MARKERS)[number]
+export const MARKER_LABEL: Record<MarkerName, string> = {
+  dcl: 'DOMContentLoaded',
+  load: 'load',
+  idle: 'network idle',
+  layout: 'layout settled',
+  settled: 'navigation settled',
+}
+const MARKER_OF: Record<string, MarkerName> = {
+  page_dom_content_loaded: 'dcl',
+  page_load: 'load',
+  network_idle: 'idle',
+  page_layout_settled: 'layout',
+  page_navigation_settled: 'settled',
+}
+
+export const navKey = (target: string, navSeq: number) => `${target}:${navSeq}`
+
+export function navKeyOf(e: Envelope): string | undefined {
+  const d = dataOf(e)
+  const t = str(d.target_id)
+  const n = num(d.nav_seq)
+  return t !== undefined && n !== undefined ? navKey(t, n) : undefined
+}
+
+export function buildNavigations(events: readonly Envelope[]): Navigation[] {
+  const navs: Navigation[] = []
+  const byKey = new Map<string, Navigation>()
+  /** A top-level page_navigation waits for the target's next nav_seq (it carries none itself). */
+  const pending = new Map<string, Envelope>()
+  const lastNavOfTarget = new Map<string, Navigation>()
+  const lastNavSeq = new Map<string, number>()
+  const open = (target: string, navSeq: number, start: Envelope, started: boolean): Navigation => {
+    const d = dataOf(start)
+    const nav: Navigation = {
+      key: navKey(target, navSeq),
+      target_id: target,
+      nav_seq: navSeq,
+      url: str(d.url) ?? '',
+      seq: start.seq,
+      ts: start.event.ts,
+      endSeq: start.seq,
+      started,
+      markers: {},
+      requests: 0,
+      failures: 0,
+      consoleErrors: 0,
+      cls: 0,
+      incidents: [],
+    }
+    navs.push(nav)
+    byKey.set(nav.key, nav)
+    lastNavOfTarget.set(target, nav)
+    return nav
+  }
+  for (const e of events) {
+    const d = dataOf(e)
+    const target = str(d.target_id)
+    if (e.event.type === 'page_navigation') {
+      if (target !== undefined && d.parent_frame_id === undefined && (d.target_type ?? 'page') === 'page') {
+        pending.set(target, e)
+        // The epoch begins here: whatever the old navigation still logs goes to it, but its window ends.
+        const prev = lastNavOfTarget.get(target)
+        if (prev) prev.endSeq = e.seq - 1
+      }
+      continue
+    }
+    const navSeq = num(d.nav_seq)
+    if (target === undefined || navSeq === undefined) continue
+    let nav = byKey.get(navKey(target, navSeq))
+    if (!nav) {
+      const p = pending.get(target)
+      const before = lastNavSeq.get(target)
+      if (p && (before === undefined || navSeq > before)) {
+        pending.delete(target)
+        nav = open(target, navSeq, p, true)
+      } else {
+        nav = open(target, navSeq, e, false)
+        if (nav.url === '') nav.url = str(d.url) ?? ''
+      }
+    }
+    lastNavSeq.set(target, Math.max(navSeq, lastNavSeq.get(target) ?? navSeq))
+    if (lastNavOfTarget.get(target) === nav && !pending.has(target)) nav.endSeq = Math.max(nav.endSeq, e.seq)
+    const marker = MARKER_OF[e.event.type]
+    if (marker && nav.markers[marker] === undefined) nav.markers[marker] = (e.event.ts - nav.ts) / 1000
+    const event = e.event
+    switch (event.type) {
+      case 'network_request':
+        nav.requests++
+        break
+      case 'network_loading_failed':
+        nav.failures++
+        break
+      case 'network_response':
+        if ((event.data.status ?? 0) >= 400) nav.failures++
+        break
+      case 'console_error':
+        nav.consoleErrors++
+        break
+      case 'console_log':
+        if (event.data.level === 'error') nav.consoleErrors++
+        break
+      case 'page_layout_shift': {
+        const ls = event.data.layout_shift_details
+        if (ls && !ls.had_recent_input && typeof ls.value === 'number') nav.cls += ls.value
+        break
+      }
+      case 'page_crashed':
+        addIncident(nav, 'crash', e, `renderer crashed${event.data.status ? ` (${event.data.status})` : ''}`)
+        break
+      case 'page_dialog_opened':
+        addIncident(nav, 'dialog', e, `${event.data.dialog_type}: ${event.data.message.slice(0, 80)}`)
+        break
+      case 'page_download_started':
+        addIncident(nav, 'download', e, `download ${event.data.suggested_filename}`)
+        break
+      case 'page_lcp': {
+        // render/load times are epoch milliseconds; ts is Unix µs.
+        const l = event.data.lcp_details
+        const atMs = l?.render_time || l?.load_time
+        nav.lcpMs = atMs ? Math.max(0, atMs - nav.ts / 1000) : (event.ts - nav.ts) / 1000
+        break
+      }
+    }
+  }
+  // A navigation whose first nav_seq'd event is not loaded yet still gets its section.
+  for (const [target, p] of pending) {
+    const n = (lastNavSeq.get(target) ?? -1) + 1
+    if (!byKey.has(navKey(target, n))) open(target, n, p, true)
+  }
+  navs.sort((a, b) => a.seq - b.seq)
+  const last = events.at(-1)?.seq ?? 0
+  for (const n of navs)
+    if (lastNavOfTarget.get(n.target_id) === n && !pending.has(n.target_id)) n.endSeq = Math.max(n.endSeq, last)
+  return navs
+}
+
+/** Does an event belong to a navigation's window? Target events by (target, nav_seq); others by seq range. */
+export function inNavigation(e: Envelope, nav: Navigation): boolean {
+  const key = navKeyOf(e)
+  if (key !== undefined) return key === nav.key
+  if (e.event.type === 'page_navigation' && e.seq === nav.seq) return true
+  return e.seq >= nav.seq && e.seq <= nav.endSeq && dataOf(e).target_id === undefined
+}
