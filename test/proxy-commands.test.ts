@@ -296,3 +296,89 @@ t.test('the record is bounded: past maxPending commands are relayed unrecorded a
   log.fromBrowser(Buffer.from('{"id":3,"result":{}}'), false)
   t.equal(rec.commands().length, 3, 'nothing is recorded after the end')
 })
+
+t.test('repetition is folded: past 20 ok commands of a method in a second, one event with the count', async t => {
+  const { CommandLog, FOLD_AFTER } = await import('../src/proxy/command-log.js')
+  const rec = recorder()
+  let now = 5000.5
+  const log = new CommandLog({ emit: rec.emit, connectionId: 'c1', now: () => now })
+  let id = 0
+  const roundTrip = (method: string, ms: number, error = false) => {
+    const myId = ++id
+    log.fromClient(Buffer.from(JSON.stringify({ id: myId, method, sessionId: 'S' })), false)
+    now += ms
+    log.fromBrowser(
+      Buffer.from(
+        error
+          ? `{"id":${myId},"error":{"code":-32000,"message":"boom"},"sessionId":"S"}`
+          : `{"id":${myId},"result":{},"sessionId":"S"}`,
+      ),
+      false,
+    )
+  }
+  for (let i = 0; i < 50; i++) roundTrip('Runtime.evaluate', 1 + (i % 10) / 10) // all within one second
+  roundTrip('Runtime.evaluate', 0.5, true) // an error is never folded
+  roundTrip('Page.navigate', 3)
+  t.equal(
+    rec.commands().length,
+    FOLD_AFTER + 2,
+    'the first 20 evaluates, the failed one and the navigation recorded one by one',
+  )
+  now += 1000 // the next second: the fold of the last one is emitted with the next command of its kind
+  roundTrip('Runtime.evaluate', 1)
+  log.end()
+  const cmds = rec.commands()
+  const fold = cmds.find(c => c.count !== undefined)!
+  t.match(fold, {
+    method: 'Runtime.evaluate',
+    outcome: 'ok',
+    count: 30,
+    id: FOLD_AFTER + 1,
+    session_id: 'S',
+    duration_ms_p50: 1.5,
+    duration_ms: 1.9,
+  })
+  t.equal(
+    fold.request_bytes,
+    30 * Buffer.byteLength(JSON.stringify({ id: 21, method: 'Runtime.evaluate', sessionId: 'S' })),
+  )
+  t.equal(
+    cmds.filter(c => c.method === 'Runtime.evaluate' && c.count === undefined).length,
+    FOLD_AFTER + 2,
+    '20 + the error + the one of the next second',
+  )
+  t.equal(cmds.filter(c => c.outcome === 'error').length, 1)
+})
+
+t.test('commands in any layout are read alike: peeked where common, parsed otherwise', async t => {
+  const { CommandLog } = await import('../src/proxy/command-log.js')
+  const rec = recorder()
+  const log = new CommandLog({ emit: rec.emit, connectionId: 'c1' })
+  const frames = [
+    '{"id":1,"method":"Page.navigate","params":{"url":"http://x/"},"sessionId":"S1"}', // Playwright's order
+    '{"method":"Runtime.evaluate","params":{"expression":"1"},"id":2,"sessionId":"S1"}', // method first
+    '{"id":3,"method":"Target.detachFromTarget","params":{"sessionId":"S9"}}', // a sessionId inside params
+    '{"id":4,"method":"DOM.enable","sessionId":"S2","params":{}}', // the session before the params
+    '{"id":5,"method":"Browser.getVersion"}',
+  ]
+  for (const f of frames) log.fromClient(Buffer.from(f), false)
+  const answers = [
+    '{"id":1,"result":{"frameId":"F"},"sessionId":"S1"}',
+    '{"id":2,"result":{},"sessionId":"S1"}',
+    '{"id":3,"result":{}}',
+    '{"id":4,"result":{},"sessionId":"S2"}',
+    '{"id":5,"result":{}}',
+  ]
+  for (const a of answers) log.fromBrowser(Buffer.from(a), false)
+  log.end()
+  t.same(
+    rec.commands().map(c => [c.id, c.method, c.session_id, c.outcome]),
+    [
+      [1, 'Page.navigate', 'S1', 'ok'],
+      [2, 'Runtime.evaluate', 'S1', 'ok'],
+      [3, 'Target.detachFromTarget', undefined, 'ok'],
+      [4, 'DOM.enable', 'S2', 'ok'],
+      [5, 'Browser.getVersion', undefined, 'ok'],
+    ],
+  )
+})

@@ -337,6 +337,11 @@ export const EVENT_DEFS = {
       params_truncated: Type.Optional(Type.Boolean()),
       result: Type.Optional(Str({ description: 'The result as JSON text, redacted and cut to the cap' })),
       result_truncated: Type.Optional(Type.Boolean()),
+      count: Type.Optional(
+        Int({ minimum: 1, description: 'A fold of repeated ok commands of one method in one second: how many' }),
+      ),
+      duration_ms_p50: Type.Optional(Num({ minimum: 0 })),
+      duration_ms_p90: Type.Optional(Num({ minimum: 0 })),
     }),
   ),
   live_view_connect: def('live_view_connect', 'connection', plain({ session_id: Str({ minLength: 1 }) })),

@@ -16,6 +16,8 @@ export interface CommandLogOptions {
   /** Commands awaiting an answer at most; past it further commands are relayed but not recorded (counted). */
   maxPending?: number
   logger?: Logger
+  /** Monotonic milliseconds (tests). */
+  now?: () => number
 }
 
 export type CommandOutcome = 'ok' | 'error' | 'no_answer'
@@ -30,6 +32,10 @@ interface Pending {
   paramsTruncated?: boolean
 }
 
+/** Answered-ok commands of one session and method recorded one by one per second before the rest are folded. */
+export const FOLD_AFTER = 20
+/** Folds (session + method) open at once per connection; past it the oldest is emitted early. */
+const MAX_FOLDS = 1024
 /** With --capture-command-params: each command's parameters and result are cut to this. */
 export const COMMAND_PARAMS_MAX_BYTES = 4096
 const SOURCE = { kind: 'local_process' } as const
@@ -101,24 +107,32 @@ function cutText(text: string, max: number): { text: string; truncated: boolean 
 
 export class CommandLog {
   private readonly pending = new Map<string, Pending>()
+  private readonly folds = new Map<string, Fold>()
+  private foldTimer: NodeJS.Timeout | undefined
   private readonly targetOfSession = new Map<string, string>()
   private readonly maxPending: number
+  private readonly now: () => number
   /** Commands relayed without a record because too many were waiting (a client that never reads answers). */
   untracked = 0
   private ended = false
 
   constructor(private readonly opts: CommandLogOptions) {
     this.maxPending = opts.maxPending ?? DEFAULT_MAX_PENDING
+    this.now = opts.now ?? (() => performance.now())
   }
 
   /** A frame from the client (before it is relayed). */
   fromClient(data: Buffer, binary: boolean): void {
     if (this.ended || binary || data.length === 0 || data[0] !== OPEN_BRACE) return
-    let msg: { id?: unknown; method?: unknown; sessionId?: unknown; params?: unknown }
-    try {
-      msg = JSON.parse(data.toString()) as typeof msg
-    } catch {
-      return // the browser answers what it cannot parse without an id we could match
+    type Command = { id?: unknown; method?: unknown; sessionId?: unknown; params?: unknown }
+    // Parameters are needed only when stored; otherwise the common layout is read without parsing.
+    let msg: Command | undefined = this.opts.captureParams ? undefined : peekCommand(data)
+    if (!msg) {
+      try {
+        msg = JSON.parse(data.toString()) as Command
+      } catch {
+        return // the browser answers what it cannot parse without an id we could match
+      }
     }
     if (typeof msg.id !== 'number' || typeof msg.method !== 'string') return
     const sessionId = typeof msg.sessionId === 'string' ? msg.sessionId : undefined
@@ -138,7 +152,7 @@ export class CommandLog {
       id: msg.id,
       method: msg.method,
       sessionId,
-      startedAt: performance.now(),
+      startedAt: this.now(),
       requestBytes: data.length,
     }
     if (this.opts.captureParams && msg.params !== undefined && msg.params !== null && typeof msg.params === 'object') {
@@ -168,6 +182,9 @@ export class CommandLog {
     if (this.ended) return
     for (const p of this.pending.values()) this.record(p, 'no_answer')
     this.pending.clear()
+    if (this.foldTimer) clearTimeout(this.foldTimer)
+    this.foldTimer = undefined
+    this.flushFolds(true)
     this.ended = true
   }
 
@@ -255,6 +272,8 @@ export class CommandLog {
       resultTruncated?: boolean
     } = {},
   ): void {
+    const durationMs = Math.round((this.now() - p.startedAt) * 1000) / 1000
+    if (outcome === 'ok' && this.fold(p, durationMs, a.responseBytes ?? 0)) return
     const targetId = p.sessionId !== undefined ? this.targetOfSession.get(p.sessionId) : this.opts.targetId
     this.opts.emit({
       type: 'cdp_command',
@@ -265,7 +284,7 @@ export class CommandLog {
         method: p.method,
         ...(p.sessionId !== undefined ? { session_id: p.sessionId } : {}),
         ...(targetId !== undefined ? { target_id: targetId } : {}),
-        duration_ms: Math.round((performance.now() - p.startedAt) * 1000) / 1000,
+        duration_ms: durationMs,
         outcome,
         ...(a.errorCode !== undefined ? { error_code: a.errorCode } : {}),
         ...(a.errorMessage !== undefined ? { error_message: a.errorMessage } : {}),
@@ -278,6 +297,121 @@ export class CommandLog {
       },
     })
   }
+
+  /**
+   * Repetition is folded: per session and method, the first FOLD_AFTER answered-ok commands of a
+   * second are recorded one by one; the further ok ones of that second become one cdp_command with
+   * `count` and their duration distribution, emitted when the second is over (or the connection
+   * ends). Errors and unanswered commands are always recorded one by one. True when `p` was folded.
+   */
+  private fold(p: Pending, durationMs: number, responseBytes: number): boolean {
+    const second = Math.floor(this.now() / 1000)
+    const key = `${p.sessionId ?? ''}\u0000${p.method}`
+    let f = this.folds.get(key)
+    if (f && f.second !== second) {
+      this.flushFold(key, f)
+      f = undefined
+    }
+    if (!f) {
+      if (this.folds.size >= MAX_FOLDS) {
+        const [oldKey, old] = this.folds.entries().next().value!
+        this.flushFold(oldKey, old)
+      }
+      f = { second, seen: 0, first: undefined, durations: [], requestBytes: 0, responseBytes: 0 }
+      this.folds.set(key, f)
+    }
+    if (++f.seen <= FOLD_AFTER) return false
+    f.first ??= p
+    f.durations.push(durationMs)
+    f.requestBytes += p.requestBytes
+    f.responseBytes += responseBytes
+    // The second's fold is emitted once it is over, even if no command follows.
+    this.foldTimer ??= setTimeout(
+      () => {
+        this.foldTimer = undefined
+        this.flushFolds(false)
+      },
+      1000 - (this.now() % 1000) + 1,
+    ).unref()
+    return true
+  }
+
+  /** Emits every fold of a second that is over (all of them when the connection ends). */
+  private flushFolds(all: boolean): void {
+    const second = Math.floor(this.now() / 1000)
+    for (const [key, f] of this.folds) if (all || f.second !== second) this.flushFold(key, f)
+    if (!all && this.folds.size > 0 && [...this.folds.values()].some(f => f.first)) {
+      this.foldTimer ??= setTimeout(() => {
+        this.foldTimer = undefined
+        this.flushFolds(false)
+      }, 1001).unref()
+    }
+  }
+
+  private flushFold(key: string, f: Fold): void {
+    this.folds.delete(key)
+    const p = f.first
+    if (!p) return
+    const d = f.durations.sort((a, b) => a - b)
+    const at = (q: number) => d[Math.min(d.length - 1, Math.floor(q * d.length))]!
+    const targetId = p.sessionId !== undefined ? this.targetOfSession.get(p.sessionId) : this.opts.targetId
+    this.opts.emit({
+      type: 'cdp_command',
+      source: SOURCE,
+      data: {
+        connection_id: this.opts.connectionId,
+        id: p.id,
+        method: p.method,
+        ...(p.sessionId !== undefined ? { session_id: p.sessionId } : {}),
+        ...(targetId !== undefined ? { target_id: targetId } : {}),
+        duration_ms: d[d.length - 1]!,
+        outcome: 'ok',
+        request_bytes: f.requestBytes,
+        response_bytes: f.responseBytes,
+        count: d.length,
+        duration_ms_p50: at(0.5),
+        duration_ms_p90: at(0.9),
+      },
+    })
+  }
+}
+
+interface Fold {
+  second: number
+  /** Answered-ok commands of this session and method in this second. */
+  seen: number
+  /** The first folded command (its id stands for the fold). */
+  first: Pending | undefined
+  durations: number[]
+  requestBytes: number
+  responseBytes: number
+}
+
+const COMMAND_PREFIX = Buffer.from('{"id":')
+const METHOD_AFTER_ID = Buffer.from(',"method":"')
+
+/**
+ * id, method and session of a command laid out `{"id":N,"method":"M",...}` (Playwright, most raw
+ * clients) with its session, if any, last; undefined for any other layout (then it is parsed).
+ * A "sessionId" anywhere but last (inside params, or before them) also sends it to the parser.
+ */
+function peekCommand(data: Buffer): { id: number; method: string; sessionId?: string } | undefined {
+  if (!startsWith(data, COMMAND_PREFIX)) return undefined
+  let i = COMMAND_PREFIX.length
+  let id = 0
+  const from = i
+  for (; i < data.length && data[i]! >= 0x30 && data[i]! <= 0x39; i++) id = id * 10 + (data[i]! - 0x30)
+  if (i === from || i - from > 15 || !startsWith(data, METHOD_AFTER_ID, i)) return undefined
+  const start = i + METHOD_AFTER_ID.length
+  const end = data.indexOf(0x22, start)
+  if (end === -1 || end - start > 256) return undefined
+  const method = data.toString('latin1', start, end)
+  if (method.includes('\\')) return undefined
+  const sessionId = sessionIdAtEnd(data)
+  const firstSession = data.indexOf(SESSION_KEY, end)
+  const lastSession = sessionId === undefined ? -1 : data.length - 2 - sessionId.length - SESSION_KEY.length
+  if (firstSession !== lastSession) return undefined
+  return sessionId === undefined ? { id, method } : { id, method, sessionId }
 }
 
 function keyOf(sessionId: string | undefined, id: number): string {
