@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { launchChromium } from '../src/monitor/launch.js'
 import { fmt, median } from './common.js'
+import { root, shebangFlags } from './watchers.js'
 
-const root = join(import.meta.dirname, '..')
 const WINDOWS = Number(process.env.WINDOWS ?? 12)
 const RUNS = Number(process.env.RUNS ?? 1)
 const WINDOW_MS = 5000
@@ -30,11 +30,6 @@ function cpuNs(pid: number): number {
   return sum
 }
 
-function shebangFlags(): string[] {
-  const first = readFileSync(join(root, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!
-  return (/^#!\/usr\/bin\/env -S node(.*)$/.exec(first)?.[1] ?? '').trim().split(/\s+/).filter(Boolean)
-}
-
 async function run(): Promise<number[]> {
   const dataDir = await mkdtemp(join(tmpdir(), 'bt-idle-'))
   const browser = await launchChromium({ startUrl: 'about:blank' })
@@ -42,7 +37,7 @@ async function run(): Promise<number[]> {
   const child = spawn(
     process.execPath,
     [
-      ...shebangFlags(),
+      ...shebangFlags(root),
       ...extra,
       join(root, 'dist/src/cli.js'),
       'serve',

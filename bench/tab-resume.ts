@@ -20,8 +20,8 @@ import { join } from 'node:path'
 import CDP from 'chrome-remote-interface'
 import { launchChromium } from '../src/monitor/launch.js'
 import { fmt, median } from './common.js'
+import { root, shebangFlags } from './watchers.js'
 
-const root = join(import.meta.dirname, '..')
 const ROUNDS = Number(process.env.ROUNDS ?? 5)
 const CLICKS = Number(process.env.CLICKS ?? 10)
 
@@ -119,17 +119,12 @@ async function bareObserver(): Promise<() => Promise<void>> {
   return () => c.close()
 }
 
-function shebangFlags(): string[] {
-  const first = readFileSync(join(root, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!
-  return (/^#!\/usr\/bin\/env -S node(.*)$/.exec(first)?.[1] ?? '').trim().split(/\s+/).filter(Boolean)
-}
-
 async function daemon(): Promise<() => Promise<void>> {
   const dataDir = await mkdtemp(join(tmpdir(), 'bt-tab-resume-'))
   const child = spawn(
     process.execPath,
     [
-      ...shebangFlags(),
+      ...shebangFlags(root),
       join(root, 'dist/src/cli.js'),
       'serve',
       '--cdp-url',

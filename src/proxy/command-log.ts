@@ -274,16 +274,11 @@ export class CommandLog {
   ): void {
     const durationMs = Math.round((this.now() - p.startedAt) * 1000) / 1000
     if (outcome === 'ok' && this.fold(p, durationMs, a.responseBytes ?? 0)) return
-    const targetId = p.sessionId !== undefined ? this.targetOfSession.get(p.sessionId) : this.opts.targetId
     this.opts.emit({
       type: 'cdp_command',
       source: SOURCE,
       data: {
-        connection_id: this.opts.connectionId,
-        id: p.id,
-        method: p.method,
-        ...(p.sessionId !== undefined ? { session_id: p.sessionId } : {}),
-        ...(targetId !== undefined ? { target_id: targetId } : {}),
+        ...this.identity(p),
         duration_ms: durationMs,
         outcome,
         ...(a.errorCode !== undefined ? { error_code: a.errorCode } : {}),
@@ -325,14 +320,7 @@ export class CommandLog {
     f.durations.push(durationMs)
     f.requestBytes += p.requestBytes
     f.responseBytes += responseBytes
-    // The second's fold is emitted once it is over, even if no command follows.
-    this.foldTimer ??= setTimeout(
-      () => {
-        this.foldTimer = undefined
-        this.flushFolds(false)
-      },
-      1000 - (this.now() % 1000) + 1,
-    ).unref()
+    this.scheduleFoldFlush()
     return true
   }
 
@@ -340,11 +328,35 @@ export class CommandLog {
   private flushFolds(all: boolean): void {
     const second = Math.floor(this.now() / 1000)
     for (const [key, f] of this.folds) if (all || f.second !== second) this.flushFold(key, f)
-    if (!all && this.folds.size > 0 && [...this.folds.values()].some(f => f.first)) {
-      this.foldTimer ??= setTimeout(() => {
+    if (!all && [...this.folds.values()].some(f => f.first)) this.scheduleFoldFlush()
+  }
+
+  /** A second's fold is emitted once the second is over, even if no command follows. */
+  private scheduleFoldFlush(): void {
+    this.foldTimer ??= setTimeout(
+      () => {
         this.foldTimer = undefined
         this.flushFolds(false)
-      }, 1001).unref()
+      },
+      1000 - (this.now() % 1000) + 1,
+    ).unref()
+  }
+
+  /** Which command a record is about: its connection, id, method, session and target. */
+  private identity(p: Pending): {
+    connection_id: string
+    id: number
+    method: string
+    session_id?: string
+    target_id?: string
+  } {
+    const targetId = p.sessionId !== undefined ? this.targetOfSession.get(p.sessionId) : this.opts.targetId
+    return {
+      connection_id: this.opts.connectionId,
+      id: p.id,
+      method: p.method,
+      ...(p.sessionId !== undefined ? { session_id: p.sessionId } : {}),
+      ...(targetId !== undefined ? { target_id: targetId } : {}),
     }
   }
 
@@ -354,16 +366,11 @@ export class CommandLog {
     if (!p) return
     const d = f.durations.sort((a, b) => a - b)
     const at = (q: number) => d[Math.min(d.length - 1, Math.floor(q * d.length))]!
-    const targetId = p.sessionId !== undefined ? this.targetOfSession.get(p.sessionId) : this.opts.targetId
     this.opts.emit({
       type: 'cdp_command',
       source: SOURCE,
       data: {
-        connection_id: this.opts.connectionId,
-        id: p.id,
-        method: p.method,
-        ...(p.sessionId !== undefined ? { session_id: p.sessionId } : {}),
-        ...(targetId !== undefined ? { target_id: targetId } : {}),
+        ...this.identity(p),
         duration_ms: d[d.length - 1]!,
         outcome: 'ok',
         request_bytes: f.requestBytes,
