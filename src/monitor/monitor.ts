@@ -219,7 +219,11 @@ export class Monitor implements MonitorView {
     const conn = this.conn
     if (!conn) throw new Error('no browser connection')
     const { targetId } = await conn.browser.send('Target.createTarget', { url: 'about:blank' })
-    const info = this.targets().find(t => t.targetId === targetId) ?? (await this.attachedTarget(targetId, timeoutMs))
+    // Navigated only once announced (its collectors set up), so they see the whole navigation: a
+    // session that exists but is still being set up is waited for like one not attached yet.
+    const known = this.targets().find(t => t.targetId === targetId)
+    const info =
+      known && conn.session(known.sessionId)?.announced ? known : await this.attachedTarget(targetId, timeoutMs)
     const session = conn.session(info.sessionId)
     if (!session) throw new Error(`tab ${targetId} went away before it was navigated`)
     await session.send('Page.navigate', { url })
