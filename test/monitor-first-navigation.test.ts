@@ -1,7 +1,8 @@
 // Every tab from its first navigation, against real Chromium: tabs created with a URL by another
 // CDP client (50 at once), window.open and target=_blank popups each get page_navigation, then
 // page_dom_content_loaded, then page_load for their first document, with its real loader id
-// (a target=_blank tab too, though the daemon's setup bound is an hour: it is never waited for);
+// (a target=_blank tab too, though the daemon's setup bound is an hour: it is never waited for); blank tabs
+// another client creates and navigates at once to another site get their document whole;
 // Playwright driving the same browser through the CDP proxy (it pauses new targets too) still works.
 import t from 'tap'
 import CDP from 'chrome-remote-interface'
@@ -17,6 +18,7 @@ import { CdpProxy } from '../src/proxy/cdp-proxy.js'
 import { fakeAccepted } from './helpers/store.js'
 
 const TABS = 50
+const BLANK_TABS = 10
 
 t.test('first navigation of every tab, however it was opened; Playwright through the proxy unchanged', async t => {
   const server = await startServer(t, {
@@ -101,6 +103,55 @@ t.test('first navigation of every tab, however it was opened; Playwright through
       warnings.filter(w => /setup incomplete/.test(w)),
       [],
       'no collector setup cut short',
+    )
+    await Promise.all(ids.map(targetId => other.send('Target.closeTarget', { targetId })))
+  })
+
+  await t.test(`${BLANK_TABS} blank tabs another client creates and navigates at once, cross-site`, async t => {
+    // The client navigates before the daemon's Page.enable / Network.enable could be answered; the
+    // document commits in a new renderer. Every tab still gets its document's response (with its
+    // body), one page_navigation and network_idle.
+    const other = await CDP({ target: h.browser.wsUrl, local: true })
+    t.teardown(() => other.close())
+    const crossSite = `http://localhost:${server.port}/`
+    const ids = await Promise.all(
+      Array.from({ length: BLANK_TABS }, async (_, i) => {
+        const { targetId } = (await other.send('Target.createTarget', { url: 'about:blank' })) as { targetId: string }
+        const { sessionId } = (await other.send('Target.attachToTarget', { targetId, flatten: true })) as {
+          sessionId: string
+        }
+        await other.send('Page.navigate', { url: `${crossSite}tab${i}` }, sessionId)
+        return targetId
+      }),
+    )
+    await waitFor(
+      () => ids.every(id => h.ofType('network_idle', e => e.data.target_id === id && e.data.nav_seq === 1).length > 0),
+      30_000,
+      `network_idle of ${BLANK_TABS} tabs`,
+    ).catch((err: Error) => {
+      for (const id of ids)
+        t.comment(
+          `${id}: ${h.events
+            .filter(e => (e.data as { target_id?: string }).target_id === id)
+            .map(e => e.type)
+            .join(' ')}`,
+        )
+      throw err
+    })
+    const bodies = ids.map(
+      (id, i) =>
+        h.ofType('network_response', e => e.data.target_id === id && e.data.url === `${crossSite}tab${i}`)[0]?.data
+          .body,
+    )
+    t.same(
+      bodies,
+      ids.map((_, i) => `<title>tab ${i}</title><p>tab ${i}</p><script>console.log('tab ${i}')</script>`),
+      'every document response, with its body',
+    )
+    t.same(
+      ids.map(id => h.ofType('page_navigation', e => e.data.target_id === id).map(e => e.data.url)),
+      ids.map((_, i) => [`${crossSite}tab${i}`]),
+      'one page_navigation per tab, to its document',
     )
     await Promise.all(ids.map(targetId => other.send('Target.closeTarget', { targetId })))
   })

@@ -16,6 +16,28 @@ import { AttachedTarget } from './target-session.js'
 import { IGNORED_CDP_TYPES, PARENT_TYPES, TOP_LEVEL_TYPES, targetTypeOf, type TargetInfo } from './target-types.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
+/** Longest a blank tab a client created is held paused for its domains' answers (holdsUntilEnabled). */
+const BLANK_TAB_HOLD_MS = 1000
+
+/**
+ * A blank tab a client created (Target.createTarget, /json/new, a driver's newPage) is resumed only
+ * once its domains answered: the client usually navigates it at once, and a navigation that commits
+ * in a new renderer before the old one answered Page.enable / Network.enable comes without its
+ * frameNavigated, dataReceived and loadingFinished (Chromium 156), which leaves the document's
+ * request in flight and network_idle never reported. The pause holds that navigation; the tab shows nothing meanwhile. Tabs a page opens
+ * (links, window.open) carry an opener and commit in order, and a noopener one answers nothing
+ * until it is resumed: those are resumed at once.
+ */
+function holdsUntilEnabled(ev: EventParams<'Target.attachedToTarget'>): boolean {
+  const { targetInfo } = ev
+  return (
+    ev.waitingForDebugger &&
+    targetInfo.type === 'page' &&
+    targetInfo.url === 'about:blank' &&
+    targetInfo.openerId === undefined
+  )
+}
+
 /** Narrows a raw message to one event, typing its params from the protocol mapping. */
 function isEvent<E extends CdpEvent>(m: CdpMessage, event: E): m is CdpMessage & { params: EventParams<E> } {
   return m.method === event
@@ -337,24 +359,26 @@ export class BrowserConnection {
     this.sessions.set(sessionId, target)
     this.sessionByTarget.set(target.targetId, sessionId)
     parent?.children.add(sessionId)
-    const setup = this.setUp(target, targetInfo.type).finally(() => this.pending.delete(sessionId))
+    const setup = this.setUp(target, ev).finally(() => this.pending.delete(sessionId))
     this.pending.set(sessionId, setup)
   }
 
   /**
    * Sends what context tracking needs and every collector's attach commands, then resumes the target
-   * in the same tick, without waiting for an answer: a session's commands are handled in order, so
-   * the domains are on and the new-document scripts registered before the page runs, and no tab
-   * waits on the daemon (a noopener tab answers nothing at all until it is resumed; a paused
-   * renderer under many tabs opening at once takes seconds to answer). The answers are awaited
-   * afterwards only to announce the target: own commands up to pausedMaxMs, collectors' attach up
-   * to attachTimeoutMs. A first document committed before Page.enable took effect is read from the
-   * frame tree (adoptFrameTree, with the events held until then).
+   * without waiting for an answer: a session's commands are handled in order, so the domains are on
+   * and the new-document scripts registered before the page runs, and no tab waits on the daemon (a
+   * noopener tab answers nothing at all until it is resumed; a paused renderer under many tabs
+   * opening at once takes seconds to answer). One exception, see holdsUntilEnabled. The answers are
+   * awaited afterwards only to announce the target: own commands up to pausedMaxMs, collectors'
+   * attach up to attachTimeoutMs. A first document committed before Page.enable took effect is read
+   * from the frame tree (adoptFrameTree, with the events held until then).
    */
-  private async setUp(target: AttachedTarget, cdpType: string): Promise<void> {
+  private async setUp(target: AttachedTarget, info: EventParams<'Target.attachedToTarget'>): Promise<void> {
     const { sessionId } = target
-    const { own, collectors } = this.prepare(target, cdpType)
-    void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
+    const { own, collectors } = this.prepare(target, info.targetInfo.type)
+    const resume = () => void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
+    if (holdsUntilEnabled(info)) void this.bounded(own, BLANK_TAB_HOLD_MS).then(resume, resume)
+    else resume()
     try {
       try {
         await this.bounded(own, this.opts.pausedMaxMs)
