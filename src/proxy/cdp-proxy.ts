@@ -226,15 +226,14 @@ export class CdpProxy {
     this.relays.add(r)
     this.opts.emit({ type: 'cdp_connect', data: { connection_id: r.id }, source: SOURCE })
 
+    // Relayed first, recorded after: the command log's bookkeeping is not on the round trip.
     client.on('message', (data, isBinary) => {
-      if (Buffer.isBuffer(data)) r.commands.fromClient(data, isBinary)
       if (r.early) {
         r.early.push({ data, binary: isBinary })
         // Bound what a client can pile up before the browser answers.
         if (r.early.length === 64) client.pause()
-        return
-      }
-      this.forward(r, client, upstream, data, isBinary)
+      } else this.forward(r, client, upstream, data, isBinary)
+      if (Buffer.isBuffer(data)) r.commands.fromClient(data, isBinary)
     })
     client.on('error', err => this.logger.debug({ err }, 'CDP proxy client error'))
     client.on('close', () => {
@@ -253,8 +252,8 @@ export class CdpProxy {
       client.resume()
     })
     upstream.on('message', (data, isBinary) => {
-      if (Buffer.isBuffer(data)) r.commands.fromBrowser(data, isBinary)
       this.forward(r, upstream, client, data, isBinary)
+      if (Buffer.isBuffer(data)) r.commands.fromBrowser(data, isBinary)
     })
     upstream.on('error', err => {
       this.logger.warn(
