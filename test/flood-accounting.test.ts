@@ -140,20 +140,30 @@ t.test('a quiet page next to a flooding page loses nothing (shedding at its smal
       await waitFor(() => sent.console !== undefined && sent.quiet !== undefined, 120_000, 'both pages to report')
       // Every console event of both pages handled: the flood's lines, the quiet ones, flood-done.
       const expected = sent.console! + sent.quiet! + 1
+      let handled = 0
       await waitFor(
         async () => {
           await new Promise(r => setTimeout(r, 200))
           const text = await (
             await fetch(`${ctx.daemonUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
           ).text()
-          const handled =
+          handled =
             metricSum(text, 'browser_telemetry_events_stored_total', 'category="console"') +
             metricSum(text, 'browser_telemetry_events_dropped_total', 'category="console"')
           return handled >= expected
         },
         120_000,
         'every console event handled',
-      )
+      ).catch((err: Error) => {
+        // What is missing, and what the daemon said, so a failure here can be told apart from slowness.
+        t.comment(JSON.stringify({ sent, expected, handled }))
+        for (const line of ctx
+          .logLines()
+          .filter(l => !l.includes('"level":30'))
+          .slice(-20))
+          t.comment(line)
+        throw err
+      })
     },
     inspect({ event }) {
       if (event.type !== 'console_log') return

@@ -34,6 +34,8 @@ export interface CaseContext {
   openWatchedTab(url: string): Promise<CDP.Client>
   /** Figures a case reports (CaseResult.notes). */
   notes: Record<string, number>
+  /** The daemon's log lines so far (for a failure's comment). */
+  logLines(): string[]
   /** Events of the daemon's API (GET events), newest first. */
   events(
     query: string,
@@ -222,6 +224,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
     browserId: 'hostile',
     site,
     notes: {},
+    logLines: () => lines,
     crossOrigin: `http://localhost:${site.port}`,
     browser,
     cdp,
