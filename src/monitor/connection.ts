@@ -16,26 +16,21 @@ import { AttachedTarget } from './target-session.js'
 import { IGNORED_CDP_TYPES, PARENT_TYPES, TOP_LEVEL_TYPES, targetTypeOf, type TargetInfo } from './target-types.js'
 import type { CdpCommand, CdpEvent, Collector, CommandParams, CommandResult, EventParams } from './types.js'
 
-/** Longest a blank tab a client created is held paused for its domains' answers (holdsUntilEnabled). */
-const BLANK_TAB_HOLD_MS = 1000
+/** Longest a tab a client created is held paused for its domains' answers (holdsUntilEnabled). */
+const CLIENT_TAB_HOLD_MS = 1000
 
 /**
- * A blank tab a client created (Target.createTarget, /json/new, a driver's newPage) is resumed only
- * once its domains answered: the client usually navigates it at once, and a navigation that commits
- * in a new renderer before the old one answered Page.enable / Network.enable comes without its
- * frameNavigated, dataReceived and loadingFinished (Chromium 156), which leaves the document's
- * request in flight and network_idle never reported. The pause holds that navigation; the tab shows nothing meanwhile. Tabs a page opens
- * (links, window.open) carry an opener and commit in order, and a noopener one answers nothing
- * until it is resumed: those are resumed at once.
+ * A tab a client created (Target.createTarget, /json/new, a driver's newPage) is resumed only once
+ * its domains answered. Its navigation (the URL it was created with, or the one the client sends
+ * at once) is held by the pause; once released, a document that commits in a new renderer before
+ * the old one answered Page.enable / Network.enable comes without its frameNavigated, dataReceived
+ * and loadingFinished (Chromium 156): the document's request stays in flight and network_idle is
+ * never reported. Tabs a page opens (links, window.open) carry an opener and were not seen to
+ * lose events when resumed at once, and a noopener one answers nothing until it is resumed: those
+ * are resumed at once.
  */
 function holdsUntilEnabled(ev: EventParams<'Target.attachedToTarget'>): boolean {
-  const { targetInfo } = ev
-  return (
-    ev.waitingForDebugger &&
-    targetInfo.type === 'page' &&
-    targetInfo.url === 'about:blank' &&
-    targetInfo.openerId === undefined
-  )
+  return ev.waitingForDebugger && ev.targetInfo.type === 'page' && ev.targetInfo.openerId === undefined
 }
 
 /** Narrows a raw message to one event, typing its params from the protocol mapping. */
@@ -377,7 +372,7 @@ export class BrowserConnection {
     const { sessionId } = target
     const { own, collectors } = this.prepare(target, info.targetInfo.type)
     const resume = () => void this.sendMayFail('Runtime.runIfWaitingForDebugger', undefined, sessionId)
-    if (holdsUntilEnabled(info)) void this.bounded(own, BLANK_TAB_HOLD_MS).then(resume, resume)
+    if (holdsUntilEnabled(info)) void this.bounded(own, CLIENT_TAB_HOLD_MS).then(resume, resume)
     else resume()
     try {
       try {
