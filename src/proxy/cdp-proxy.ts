@@ -80,6 +80,10 @@ interface Relay {
   lostTimer?: NodeJS.Timeout
 }
 
+function zeroMask(mask: Buffer): void {
+  mask.fill(0)
+}
+
 export class CdpProxy {
   private readonly opts: CdpProxyOptions
   private readonly logger: Logger
@@ -203,6 +207,9 @@ export class CdpProxy {
       perMessageDeflate: false,
       maxPayload: this.maxPayload,
       skipUTF8Validation: true,
+      // A zero mask: the relayed command goes out as it came, not copied and XORed (the mask guards
+      // shared HTTP intermediaries; this socket goes straight to the browser on this machine).
+      generateMask: zeroMask,
       handshakeTimeout: 10_000,
     })
     const id = randomUUID()
