@@ -681,6 +681,25 @@ t.test('session viewer against a recorded session', async t => {
     await fresh.close()
   })
 
+  await t.test(
+    'a link pasted into the open sign-in page: the fragment change signs in, the token leaves the URL',
+    async t => {
+      const fresh = await context.newPage()
+      await fresh.goto(`${daemon.url}/viewer/`)
+      await fresh.waitForSelector('#token')
+      await fresh.evaluate(
+        link => {
+          location.hash = new URL(link).hash
+        },
+        viewerUrl(daemon.url, TOKEN, browserId),
+      )
+      await fresh.waitForSelector('#row-count')
+      t.notMatch(fresh.url(), /token=/, 'the token is gone from the address bar')
+      t.equal(await fresh.evaluate(() => sessionStorage.getItem('browser-telemetry.token')), TOKEN)
+      await fresh.close()
+    },
+  )
+
   t.same(offHost, [], 'no request left 127.0.0.1')
   t.ok(
     seen.some(u => u.includes('/telemetry/stream')),

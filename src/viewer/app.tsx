@@ -25,9 +25,24 @@ import { Filters, PanelTabs, Toolbar } from './toolbar.js'
 import { VirtualList } from './virtual-list.js'
 
 export function App() {
-  const [boot] = useState(() => takeTokenFromFragment())
+  const [boot, setBoot] = useState(() => takeTokenFromFragment())
   const [token, setToken] = useState(readToken())
   const [authError, setAuthError] = useState('')
+  // A link pasted into an open viewer tab changes only the fragment (no reload): its token is taken
+  // the same way, at any time, and the viewer starts again with it.
+  useEffect(() => {
+    const onHashChange = () => {
+      if (!/(?:^#|&)(?:token|browser)=/.test(location.hash)) return
+      setBoot(takeTokenFromFragment())
+      const fresh = readToken()
+      if (fresh) {
+        setAuthError('')
+        setToken(fresh)
+      }
+    }
+    window.addEventListener('hashchange', onHashChange)
+    return () => window.removeEventListener('hashchange', onHashChange)
+  }, [])
   if (!token) {
     return (
       <Login
@@ -42,7 +57,7 @@ export function App() {
   }
   return (
     <Viewer
-      key={token}
+      key={`${token}\n${boot.browser ?? ''}`}
       token={token}
       browserHint={boot.browser}
       onAuthError={m => {
