@@ -176,7 +176,10 @@ export class EventFeed {
 
   private async fillOlder(gen: number): Promise<void> {
     while (gen === this.generation && this.hasOlder && this.events.length < INITIAL_EVENTS && !this.error) {
-      await this.loadOlder()
+      // Another load in flight (the list reached its top, a live page): loadOlder would return at
+      // once and this loop would spin in microtasks, never letting that load finish.
+      if (this.loading) await new Promise(r => setTimeout(r, 50))
+      else await this.loadOlder()
     }
   }
 
