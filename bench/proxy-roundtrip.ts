@@ -9,6 +9,7 @@
 // relayed command is printed.
 //
 //   npx tsx bench/proxy-roundtrip.ts            COMMANDS=off npx tsx bench/proxy-roundtrip.ts
+//   PROXY_CPU_PROF=/tmp/prof npx tsx bench/proxy-roundtrip.ts   (a CPU profile of the proxy process)
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { WebSocket } from 'ws'
@@ -84,7 +85,11 @@ async function main(): Promise<void> {
       webSocketDebuggerUrl: string
     }[]
     const page = list.find(x => x.type === 'page')!
-    child = fork(fileURLToPath(import.meta.url), ['--serve', browser.wsUrl], { execArgv: process.execArgv })
+    // PROXY_CPU_PROF=<dir>: a CPU profile of the proxy process there (where its time goes).
+    const prof = process.env.PROXY_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.PROXY_CPU_PROF}`] : []
+    child = fork(fileURLToPath(import.meta.url), ['--serve', browser.wsUrl], {
+      execArgv: [...process.execArgv, ...prof],
+    })
     const disconnects: { message_count: number; reason: string }[] = []
     let cpuWaiter: ((m: { cpuUs: number; commands: number; dropped: number }) => void) | undefined
     const port = await new Promise<number>(resolve => {
