@@ -19,6 +19,8 @@ export interface ShipLink extends ShipTransport {
   stop(): Promise<void>
   /** Sends what it holds back (a batch being filled) now; the sink calls it before stopping. */
   flush?(): void
+  /** Everything unacknowledged is void (the sink re-sends from its watermark): drop batches, ignore late answers. */
+  reset?(): void
 }
 
 /** A destination's answer that refuses one record. `skip`: the record is dropped for good (counted), not re-sent. */

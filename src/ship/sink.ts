@@ -348,6 +348,7 @@ export class Sink {
     const oldest = this.window.clear()
     if (oldest !== undefined) this.pendingSinceTs = oldest
     this.next = this.acked + 1
+    this.link.reset?.()
   }
 
   private failAndRetry(kind: string, message: string): void {
