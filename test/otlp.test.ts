@@ -490,3 +490,49 @@ t.test('configuration: flags, env twins and OTEL_EXPORTER_OTLP_* variables', asy
   t.equal(parseRetryAfter(new Date(10_000).toUTCString(), 4000), 6000)
   t.equal(parseRetryAfter('soon'), undefined)
 })
+
+t.test('traces after a restart: a navigation open at the watermark is rebuilt from the log', async t => {
+  const r = await receiver(t)
+  const { log, pipeline } = await openStore(t, {}, { categories: ALL as never })
+  const ctx = {
+    target_id: 'T5',
+    target_type: 'page',
+    frame_id: 'F',
+    loader_id: 'L',
+    url: 'https://a.test/',
+    nav_seq: 1,
+  }
+  const emit = async (i: EventInput) => {
+    const res = pipeline.emit(i)
+    if (res.dropped !== undefined) throw new Error(`${i.type}: ${res.dropped}`)
+    await res.committed
+  }
+  await emit({ type: 'page_navigation', data: { url: 'https://a.test/', frame_id: 'F', target_id: 'T5' } } as never)
+  await emit({
+    type: 'network_request',
+    data: { ...ctx, request_id: 'Q', method: 'GET', url: 'https://a.test/q', headers: {} },
+  } as never)
+  const first = await exporter(t, config(r.url, { signals: ['traces'] }), log)
+  await caughtUp(first.sinks[0]!, log)
+  await first.stop()
+  t.equal(r.spans().length, 0, 'nothing ended yet')
+  await emit({
+    type: 'network_response',
+    data: { ...ctx, request_id: 'Q', status: 204, status_text: 'No Content', headers: {}, mime_type: 'text/plain' },
+  } as never)
+  await emit({ type: 'page_navigation_settled', data: ctx } as never)
+  const second = await exporter(t, config(r.url, { signals: ['traces'] }), log)
+  await caughtUp(second.sinks[0]!, log)
+  const ts = (await log.read({ order: 'asc', cursor: 1, limit: 10 })).records.map(
+    rec => BigInt((JSON.parse(rec.json) as { event: { ts: number } }).event.ts) * 1000n,
+  )
+  const spans = r.spans()
+  t.same(
+    spans.map(s => s.name),
+    ['GET', 'page_navigation'],
+  )
+  t.equal(spans[0]!.start, ts[1], 'the request span starts at its network_request, sent before the restart')
+  t.equal(spans[1]!.start, ts[0], 'the root starts at page_navigation')
+  t.equal(spans[1]!.end, ts[3])
+  t.equal(spans[0]!.parentSpanId, spans[1]!.spanId)
+})

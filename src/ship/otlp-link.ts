@@ -15,6 +15,8 @@ export const OTLP_ERROR_KINDS = ['network', 'throttled', 'unavailable', 'refused
 export interface SignalEncoder<Item> {
   signal: 'logs' | 'traces'
   itemsOf(rec: StoredRecord): Item[]
+  /** Runs before the first send after every (re)start: rebuilds state the encoder keeps across records. */
+  prepare?(): Promise<void>
   /** The items have been accepted: state kept for re-sends of these seqs may go. */
   delivered?(seqs: readonly number[]): void
   serialize(items: Item[]): Uint8Array
@@ -74,7 +76,9 @@ export class OtlpLink<Item> implements ShipLink {
     await Promise.allSettled([...this.posts])
   }
 
+  /** The collector cannot say what it holds: 0. The encoder may rebuild its state first. */
   async resync(): Promise<number> {
+    await this.encoder.prepare?.()
     return 0
   }
 

@@ -62,6 +62,9 @@ function answerJson(a: HttpAnswer): boolean {
   return a.contentType.includes('json')
 }
 
+/** Events before the watermark read again at start to rebuild open spans (a navigation rarely spans more). */
+const TRACE_REPLAY_EVENTS = 20_000
+
 const CONTENT_TYPE = { 'http/protobuf': 'application/x-protobuf', 'http/json': 'application/json' } as const
 
 /** The log records of one envelope: none for screenshots; linked to the navigation's root span. */
@@ -92,14 +95,35 @@ function logsEncoder(shared: OtlpShared, json: boolean): SignalEncoder<ReadableL
  * are kept until their request is accepted, so a re-send of that record (after a failure) sends the
  * same spans again instead of feeding the builder twice.
  */
-function tracesEncoder(shared: OtlpShared, json: boolean): SignalEncoder<ReadableSpan> & { builder: TraceBuilder } {
+function tracesEncoder(
+  shared: OtlpShared,
+  json: boolean,
+  replay: { log: OtlpDeps['log']; acked: () => number },
+): SignalEncoder<ReadableSpan> & { builder: TraceBuilder } {
   const builder = new TraceBuilder(shared)
   const ended = new Map<number, ReadableSpan[]>()
   let fedUpTo = 0
+  let primed = false
   const serializer = json ? JsonTraceSerializer : ProtobufTraceSerializer
   return {
     signal: 'traces',
     builder,
+    // After a restart the spans still open at the watermark (a navigation, its requests) are rebuilt
+    // from the log: the events before the watermark are fed again, their ended spans discarded (they
+    // were exported before).
+    prepare: async () => {
+      if (primed) return
+      primed = true
+      const upTo = replay.acked()
+      let cursor = Math.max(replay.log.firstSeq, upTo - TRACE_REPLAY_EVENTS + 1, 1)
+      while (cursor <= upTo) {
+        const page = await replay.log.read({ order: 'asc', cursor, limit: 512 })
+        if (page.records.length === 0) break
+        for (const rec of page.records) if (rec.seq <= upTo) builder.feed(parseEnvelope(rec))
+        cursor = page.records[page.records.length - 1]!.seq + 1
+      }
+      fedUpTo = Math.max(fedUpTo, upTo)
+    },
     itemsOf: rec => {
       if (rec.seq <= fedUpTo) return ended.get(rec.seq) ?? []
       fedUpTo = rec.seq
@@ -146,11 +170,14 @@ export async function startOtlp(config: OtlpConfig | undefined, deps: OtlpDeps):
   const links = new Map<string, OtlpLink<unknown>>()
   for (const signal of ['logs', 'traces'] as const) {
     if (!config.signals.includes(signal)) continue
-    const encoder = (
-      signal === 'logs' ? logsEncoder(shared, json) : tracesEncoder(shared, json)
-    ) as SignalEncoder<unknown>
     const name = `otlp_${signal}`
-    const sink = new Sink({
+    let sink: Sink | undefined = undefined
+    const encoder = (
+      signal === 'logs'
+        ? logsEncoder(shared, json)
+        : tracesEncoder(shared, json, { log: deps.log, acked: () => sink?.ackedSeq ?? 0 })
+    ) as SignalEncoder<unknown>
+    sink = new Sink({
       log: deps.log,
       name,
       // The endpoint, not the protocol: switching protobuf/json keeps the position.
