@@ -355,28 +355,35 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
       this.reset()
       for (const p of sinks) (this as Gauge<'sink'>).set({ sink: p.name }, value(p))
     }
-  new Gauge({
+  const perSinkCount = (value: (p: SinkProbe) => number) =>
+    function (this: Counter<'sink'>) {
+      const sinks = deps?.sinks?.()
+      if (!sinks) return
+      this.reset()
+      for (const p of sinks) this.inc({ sink: p.name }, value(p))
+    }
+  new Counter({
     name: 'browser_telemetry_sink_delivered_events_total',
     help: 'Events each sink delivered (acknowledged by its destination)',
     labelNames: ['sink'] as const,
     registers,
-    collect: perSink(p => p.stats.shippedEvents),
+    collect: perSinkCount(p => p.stats.shippedEvents),
   })
-  new Gauge({
+  new Counter({
     name: 'browser_telemetry_sink_skipped_events_total',
     help: 'Events a destination refused for good (e.g. OTLP 400): logged, counted, never re-sent',
     labelNames: ['sink'] as const,
     registers,
-    collect: perSink(p => p.stats.skippedEvents),
+    collect: perSinkCount(p => p.stats.skippedEvents),
   })
-  new Gauge({
+  new Counter({
     name: 'browser_telemetry_sink_retention_dropped_events_total',
     help: 'Events local retention removed before the sink delivered them',
     labelNames: ['sink'] as const,
     registers,
-    collect: perSink(p => p.stats.retentionDroppedEvents),
+    collect: perSinkCount(p => p.stats.retentionDroppedEvents),
   })
-  new Gauge({
+  new Counter({
     name: 'browser_telemetry_sink_errors_total',
     help: 'Sink failures by sink and kind',
     labelNames: ['sink', 'kind'] as const,
@@ -385,7 +392,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
       const sinks = deps?.sinks?.()
       if (!sinks) return
       this.reset()
-      for (const p of sinks) for (const [kind, n] of Object.entries(p.stats.errors)) this.set({ sink: p.name, kind }, n)
+      for (const p of sinks) for (const [kind, n] of Object.entries(p.stats.errors)) this.inc({ sink: p.name, kind }, n)
     },
   })
   new Gauge({
