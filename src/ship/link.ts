@@ -8,8 +8,6 @@ export interface ShipTransport {
   resync(): Promise<number>
   /** Sends one record; throws when it cannot be handed over. Its ack arrives through LinkEvents.ack. */
   publish(rec: StoredRecord): void
-  /** Seqs without a record (shed, capped, unclean-stop gaps) reached by the cursor; optional. */
-  skipped?(toSeq: number): void
 }
 
 /** A transport's whole life as the sink drives it: started once, stopped once. */

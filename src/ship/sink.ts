@@ -449,7 +449,6 @@ export class Sink {
    */
   private settleGap(): void {
     if (this.window.empty && this.next - 1 > this.acked) {
-      this.link.skipped?.(this.next - 1)
       this.acked = this.next - 1
       for (const l of this.ackListeners) l(this.acked, 0)
     }
