@@ -536,3 +536,70 @@ t.test('traces after a restart: a navigation open at the watermark is rebuilt fr
   t.equal(spans[1]!.end, ts[3])
   t.equal(spans[0]!.parentSpanId, spans[1]!.spanId)
 })
+
+t.test('traces: CDP proxy commands as spans under one span per connection', async t => {
+  const r = await receiver(t)
+  const { log, pipeline } = await openStore(t, {}, { categories: ALL as never })
+  const inputs = [
+    { type: 'cdp_connect', data: { connection_id: 'c1' } },
+    {
+      type: 'cdp_command',
+      data: {
+        connection_id: 'c1',
+        id: 1,
+        method: 'Page.navigate',
+        duration_ms: 12,
+        outcome: 'ok',
+        request_bytes: 80,
+        response_bytes: 60,
+      },
+    },
+    {
+      type: 'cdp_command',
+      data: {
+        connection_id: 'c1',
+        id: 2,
+        method: 'Runtime.evaluate',
+        duration_ms: 3,
+        outcome: 'error',
+        error_code: -32000,
+        error_message: 'boom',
+        request_bytes: 50,
+      },
+    },
+    {
+      type: 'cdp_disconnect',
+      data: { connection_id: 'c1', duration_ms: 1500, message_count: 4, reason: 'client_close' },
+    },
+  ] as unknown as EventInput[]
+  for (const i of inputs) {
+    const res = pipeline.emit(i)
+    if (res.dropped !== undefined) throw new Error(`${i.type}: ${res.dropped} ${JSON.stringify(res.issues)}`)
+    await res.committed
+  }
+  const x = await exporter(t, config(r.url, { signals: ['traces'] }), log)
+  await caughtUp(x.sinks[0]!, log)
+  const ts = (await log.read({ order: 'asc', cursor: 1, limit: 10 })).records.map(
+    rec => BigInt((JSON.parse(rec.json) as { event: { ts: number } }).event.ts) * 1000n,
+  )
+  const spans = r.spans()
+  t.same(
+    spans.map(s => s.name),
+    ['Page.navigate', 'Runtime.evaluate', 'cdp_connection'],
+  )
+  const [nav, evaluate, conn] = spans as [(typeof spans)[0], (typeof spans)[0], (typeof spans)[0]]
+  t.equal(conn.parentSpanId, undefined)
+  for (const s of [nav, evaluate]) {
+    t.equal(s.traceId, conn.traceId, 'same trace as the connection')
+    t.equal(s.parentSpanId, conn.spanId, 'child of the connection span')
+  }
+  t.equal(nav.end, ts[1], 'a command ends when it was answered')
+  t.equal(nav.start, ts[1]! - 12_000_000n, 'and starts duration_ms before')
+  t.equal(conn.end, ts[3])
+  t.equal(conn.start, ts[3]! - 1_500_000_000n)
+  t.equal(nav.attributes['rpc.method'], 'Page.navigate')
+  t.equal(evaluate.status?.code, 2, 'an error answer is status ERROR')
+  t.equal(evaluate.status?.message, 'boom')
+  t.equal(evaluate.attributes['browser.cdp.error_code'], -32000)
+  t.equal(conn.attributes['browser.cdp.message_count'], 4)
+})
