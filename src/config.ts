@@ -13,6 +13,7 @@ import { SERVE_OPTIONS, envName } from './serve-options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
 import type { NatsConfig } from './ship/index.js'
+import { parseOtlpConfig, type OtlpConfig } from './ship/otlp-config.js'
 
 export { SERVE_OPTIONS, envName } from './serve-options.js'
 
@@ -85,6 +86,8 @@ export interface ServeConfig {
   warnings: string[]
   /** Fleet shipping to NATS JetStream; undefined when --nats-url is not set (shipping off). */
   nats?: NatsConfig
+  /** OTLP/HTTP export; undefined when neither --otlp-endpoint nor OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  otlp?: OtlpConfig
 }
 
 /** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */
@@ -261,6 +264,26 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     kmsgPath: get('kmsg-path')!,
     warnings,
     nats: natsConfig(get),
+    otlp: otlpConfig(values, env),
+  }
+}
+
+function otlpConfig(values: Record<string, OptionValue>, env: NodeJS.ProcessEnv): OtlpConfig | undefined {
+  try {
+    return parseOtlpConfig({
+      explicit: flag => {
+        const v = values[flag]
+        if (typeof v === 'string') return v
+        const e = env[envName(flag)]
+        return e !== undefined && e !== '' ? e : undefined
+      },
+      default: flag => SERVE_OPTIONS[flag]!.default!,
+      duration,
+      env,
+    })
+  } catch (err) {
+    if (err instanceof ConfigError) throw err
+    throw new ConfigError((err as Error).message)
   }
 }
 

@@ -39,6 +39,7 @@ import { createInteractionCollector, type InteractionCollector } from '../collec
 import { createScreenshotCollector } from '../collectors/screenshot.js'
 import { startSystemCollectors, type SystemCollectors } from '../collectors/system.js'
 import { startShipping, type Shipper } from './ship/index.js'
+import { startOtlp, type OtlpExport } from './ship/otlp.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -86,9 +87,10 @@ export interface Core {
   metrics: Metrics
   bounds: Bounds
 }
-/** ship (undefined unless --nats-url) */
+/** ship (undefined unless --nats-url), OTLP export (undefined unless --otlp-endpoint) */
 export interface Shipping {
   shipper: Shipper | undefined
+  otlp: OtlpExport | undefined
 }
 /** monitor (undefined without a browser), with its interaction collector (binding actions for /metrics). */
 export interface Browser {
@@ -184,14 +186,33 @@ export function buildPipeline(d: Base & Store): Started<Core> {
   return { part: { pipeline, metrics: createMetrics(), bounds } }
 }
 
-/** Fleet shipping (off unless --nats-url): follows committed envelopes, never waits for NATS; stops before the log closes. */
-export async function startShipper(d: Base & Identity & Store): Promise<Started<Shipping>> {
+/**
+ * Sinks: fleet shipping (off unless --nats-url) and OTLP export (off unless --otlp-endpoint). Both
+ * follow committed envelopes and never wait for their destination; they stop before the log closes.
+ */
+export async function startShipper(d: Base & Identity & Store & Core): Promise<Started<Shipping>> {
   const shipper = await startShipping(d.config.nats, {
     log: d.log,
     browserId: d.browserId,
     logger: d.logger.child({ module: 'ship' }),
   })
-  return { part: { shipper }, stop: shipper && (() => shipper.stop()) }
+  let otlp: OtlpExport | undefined
+  try {
+    otlp = await startOtlp(d.config.otlp, {
+      log: d.log,
+      browserId: d.browserId,
+      version: packageVersion(),
+      metrics: d.metrics.registry,
+      logger: d.logger.child({ module: 'otlp' }),
+    })
+  } catch (err) {
+    await shipper?.stop()
+    throw err
+  }
+  const stop = async () => {
+    await Promise.all([shipper?.stop(), otlp?.stop()])
+  }
+  return { part: { shipper, otlp }, stop: shipper || otlp ? stop : undefined }
 }
 
 /** The capture plan follows the enabled categories (PUT/PATCH of the telemetry config applies it live). */
@@ -340,6 +361,7 @@ export async function startApi(
     defaultCategories: config.categories,
     monitorState,
     shippingState: shipper ? () => shipper.health() : undefined,
+    sinksState: d.otlp ? () => d.otlp!.health() : undefined,
     version: packageVersion(),
     outerMiddleware: [httpMetrics(metrics)],
     drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
@@ -383,6 +405,7 @@ export async function startProxy(d: Base & Identity & Core & Browser): Promise<S
 
 /** /metrics reads every part built so far; detached first at shutdown. */
 export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy): Started<object> {
+  const sinks = [...(d.shipper ? [d.shipper] : []), ...(d.otlp?.sinks ?? [])]
   const { monitor, proxy, api, interaction } = d
   const stop = d.metrics.attach({
     pipeline: d.pipeline,
@@ -391,6 +414,7 @@ export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy
     sseClients: () => api.streams.stats.open,
     proxyConnections: proxy ? () => proxy.connectionCount : undefined,
     ship: d.shipper,
+    sinks: sinks.length > 0 ? () => sinks : undefined,
     refusedConnections: () => ({ sse: api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
     sseLagDisconnects: () => api.streams.stats.slowDisconnects,
     evictions: () => d.bounds.evictions,

@@ -42,4 +42,11 @@ export const DEFAULT_SETTINGS = {
   natsMaxBytes: 0,
   natsReplicas: 1,
   natsMaxInFlight: 256,
+  /** OTLP/HTTP: one export request's timeout (OTEL_EXPORTER_OTLP_TIMEOUT's default). */
+  otlpTimeoutMs: 10 * SECOND,
+  /** OTLP/HTTP: records per export request at most, and how long a partial batch waits to fill. */
+  otlpBatchEvents: 512,
+  otlpBatchDelayMs: 200,
+  /** OTLP metrics: export interval (OTEL_METRIC_EXPORT_INTERVAL's default). */
+  otlpMetricsIntervalMs: 60 * SECOND,
 }

@@ -10,6 +10,7 @@ import type { ApiApp } from './api/app.js'
 import type { Monitor } from './monitor/index.js'
 import type { CdpProxy } from './proxy/cdp-proxy.js'
 import type { Shipper } from './ship/index.js'
+import type { OtlpExport } from './ship/otlp.js'
 import {
   announceReady,
   attachMetrics,
@@ -44,6 +45,8 @@ export interface DaemonHandle {
   proxy?: CdpProxy
   /** Undefined unless --nats-url is set. */
   shipper?: Shipper
+  /** Undefined unless --otlp-endpoint is set. */
+  otlp?: OtlpExport
   /** Set when no token was configured: the generated (or reused) token and its file. */
   generatedToken?: { token: string; path: string }
   /** Graceful stop: stop accepting, end streams, flush and close the log. Idempotent. */
@@ -97,6 +100,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       monitor: d.monitor,
       proxy: d.proxy,
       shipper: d.shipper,
+      otlp: d.otlp,
       generatedToken: d.tokens.generated
         ? { token: d.tokens.generated.token, path: d.tokens.generated.path }
         : undefined,

@@ -239,6 +239,38 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: String(D.natsMaxInFlight),
     help: 'Unacknowledged publishes at most',
   },
+  'otlp-endpoint': {
+    type: 'string',
+    help: 'Export logs, traces and metrics over OTLP/HTTP to this base URL (e.g. http://127.0.0.1:4318; /v1/logs, /v1/traces, /v1/metrics appended; also OTEL_EXPORTER_OTLP_ENDPOINT; export is off when unset)',
+  },
+  'otlp-protocol': {
+    type: 'string',
+    default: 'http/protobuf',
+    help: 'http/protobuf or http/json (also OTEL_EXPORTER_OTLP_PROTOCOL)',
+  },
+  'otlp-headers-file': {
+    type: 'string',
+    help: 'File of extra request headers, one "Name: value" per line, read at startup (OTEL_EXPORTER_OTLP_HEADERS adds name=value pairs)',
+  },
+  'otlp-tls-ca': {
+    type: 'string',
+    help: 'CA bundle that signs the collector certificate for an https endpoint (also OTEL_EXPORTER_OTLP_CERTIFICATE)',
+  },
+  'otlp-timeout': {
+    type: 'string',
+    default: formatDuration(D.otlpTimeoutMs),
+    help: 'Timeout of one export request (also OTEL_EXPORTER_OTLP_TIMEOUT, in ms)',
+  },
+  'otlp-signals': {
+    type: 'string',
+    default: 'logs,traces,metrics',
+    help: 'Signals to export, comma-separated: logs, traces, metrics',
+  },
+  'otlp-metrics-interval': {
+    type: 'string',
+    default: formatDuration(D.otlpMetricsIntervalMs),
+    help: 'How often the daemon metrics are exported (also OTEL_METRIC_EXPORT_INTERVAL, in ms)',
+  },
 }
 
 export function envName(flag: string): string {

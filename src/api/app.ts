@@ -42,6 +42,7 @@ export interface ApiDeps {
   monitorState?: () => unknown
   /** Reported by /healthz under `shipping` (fleet shipper health; absent = off). */
   shippingState?: SystemRouteDeps['shippingState']
+  sinksState?: SystemRouteDeps['sinksState']
   /** Full-disk read-only mode: /healthz reports it, write and publish routes answer 507. */
   diskState?: SystemRouteDeps['diskState']
   /**
@@ -100,6 +101,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     version: deps.version ?? '0.0.0',
     monitorState: deps.monitorState,
     shippingState: deps.shippingState,
+    sinksState: deps.sinksState,
     diskState,
   })
   registerTelemetryRoutes(router, {

@@ -79,6 +79,12 @@ export const HealthSchema = Type.Object(
       },
       { description: 'Fleet shipping to NATS JetStream (off unless --nats-url is set); never affects status' },
     ),
+    otlp: Type.Optional(
+      Type.Record(Type.String(), Type.Object({ state: Type.String() }, { additionalProperties: true }), {
+        description:
+          'OTLP export per sink (otlp_logs, otlp_traces, otlp_metrics); present only with --otlp-endpoint; never affects status',
+      }),
+    ),
   },
   { $id: 'Health' },
 )

@@ -10,46 +10,14 @@ import type { Category } from '../events/index.js'
 import type { StoredRecord } from '../store/event-log.js'
 import type { Logger } from '../log.js'
 import type { Backoff } from '../util/backoff.js'
+import type { LinkEvents, ShipLink } from './link.js'
 import { connectionOptions, type NatsAuth } from './connect.js'
 import { ensureStream, highestStoredSeq, type StreamLimits } from './stream.js'
 import { HEADER_BROWSER_ID, HEADER_MSG_ID, HEADER_SEQ, msgIdOf, subjectOf } from './subject.js'
 
 export const PUBLISH_ERROR_KINDS = ['connect', 'setup', 'timeout', 'no_responders', 'stream', 'publish'] as const
 export type PublishErrorKind = (typeof PUBLISH_ERROR_KINDS)[number]
-
-/** What the shipper asks of its destination. */
-export interface ShipTransport {
-  /** Prepares the destination; resolves with the highest seq it already holds of us (0: none). */
-  resync(): Promise<number>
-  /** Sends one record; throws when it cannot be handed over. Its ack arrives through LinkEvents.ack. */
-  publish(rec: StoredRecord): void
-}
-
-/** A transport's whole life as the shipper drives it: started once, stopped once. */
-export interface ShipLink extends ShipTransport {
-  /** Starts connecting in the background; LinkEvents tell how it goes. */
-  start(): void
-  stop(): Promise<void>
-}
-
-/** A destination's answer that refuses one record. */
-export interface Refusal {
-  kind: PublishErrorKind
-  message: string
-}
-
-/** What the link tells the shipper. */
-export interface LinkEvents {
-  /** Connected (or reconnected): resync before sending. */
-  up(): void
-  /** The destination can be asked (`resync`) now. */
-  ready(): void
-  /** Connection lost: everything unacknowledged is void. */
-  down(): void
-  /** An answer for one record: stored, or refused. */
-  ack(seq: number, refusal?: Refusal): void
-  error(kind: PublishErrorKind, message: string): void
-}
+export type { LinkEvents, Refusal, ShipLink, ShipTransport } from './link.js'
 
 export interface NatsLinkOptions {
   browserId: string

@@ -10,6 +10,8 @@ export interface InFlight {
   bytes: number
   sentAt: number
   acked: boolean
+  /** Refused for good by the destination: passed by the watermark, counted as skipped. */
+  skipped?: boolean
 }
 
 export class PublishWindow {

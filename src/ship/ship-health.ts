@@ -1,14 +1,12 @@
-// What the shipper reports: its state for /healthz and /metrics, its health record and counters.
-import type { PublishErrorKind } from './nats-link.js'
+// What a sink reports: its state for /healthz and /metrics, its health record and counters.
 
 /** The state /healthz and /metrics report. */
 export type ShipState = 'off' | 'connected' | 'reconnecting' | 'behind'
 export const SHIP_STATES: readonly ShipState[] = ['off', 'connected', 'reconnecting', 'behind']
 
-export interface ShipHealth {
+/** Every sink's /healthz record: the core's fields plus the destination's own (stream, endpoint...). */
+export interface SinkHealth {
   state: ShipState
-  stream: string
-  subject_prefix: string
   acked_seq: number
   lag_events: number
   lag_seconds: number
@@ -16,11 +14,23 @@ export interface ShipHealth {
   last_error?: string
   last_error_at?: string
   retention_dropped_events: number
+  /** Records the destination refused for good (e.g. OTLP 400): counted and passed, never re-sent. */
+  skipped_events?: number
+  [destination: string]: unknown
 }
 
-export interface ShipStats {
+/** The NATS shipper's record (`shipping` in /healthz). */
+export interface ShipHealth extends SinkHealth {
+  stream: string
+  subject_prefix: string
+}
+
+export interface SinkStats {
   shippedEvents: number
   shippedBytes: number
-  errors: Record<PublishErrorKind, number>
+  errors: Record<string, number>
   retentionDroppedEvents: number
+  skippedEvents: number
 }
+
+export type ShipStats = SinkStats

@@ -1,77 +1,26 @@
-// The fleet shipper: a subscriber of committed envelopes (like SSE) that publishes each one to NATS
-// JetStream, exactly once in effect, and never blocks capture, the API or the log. This file is the
-// transport-free core (the state machine, the watermark, reading ahead, acks); the NATS side is
-// nats-link.ts, the send queue and in-flight window publish-window.ts.
-//
-// How "exactly once in effect" holds:
-// - Publishes go out in seq order on one connection, at most `maxInFlight` unacknowledged. Each carries
-//   `Nats-Msg-Id: <browser_id>:<seq>`, so a re-send inside the stream's duplicate window is dropped.
-// - `acked` is the watermark: every seq <= acked is stored in the stream (or no longer in the local
-//   log). It only moves over a contiguous run of acks and is written to the log's metadata about once
-//   a second, so after a crash we resume at most a second behind and the re-sends are deduplicated.
-// - On any failure (ack timeout, error ack, disconnect) everything unacknowledged is re-sent from
-//   acked + 1. Before that, after every (re)connect, we ask the stream for the last message of each
-//   `<prefix>.<browser>.<category>` subject: an outage longer than the duplicate window would
-//   otherwise turn re-sends into duplicates. The stream is the truth for what it holds.
-import type { EventLog, StoredRecord } from '../store/event-log.js'
-import { silentLogger, type Logger } from '../log.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
-import { Backoff } from '../util/backoff.js'
-import { withDefaults } from '../util/defaults.js'
+// The fleet shipper: the sink core with the NATS JetStream transport (nats-link.ts). Re-sends carry
+// `Nats-Msg-Id: <browser_id>:<seq>`, so the stream's duplicate window drops copies; after every
+// (re)connect the link asks the stream for the last message of each `<prefix>.<browser>.<category>`
+// subject, because an outage longer than the duplicate window would otherwise turn re-sends into
+// duplicates. The stream is the truth for what it holds.
+import type { Logger } from '../log.js'
 import type { NatsAuth } from './connect.js'
 import type { StreamLimits } from './stream.js'
-import {
-  NatsLink,
-  PUBLISH_ERROR_KINDS,
-  type LinkEvents,
-  type PublishErrorKind,
-  type Refusal,
-  type ShipLink,
-} from './nats-link.js'
-import { PublishWindow } from './publish-window.js'
-import { StoredWatermark } from './watermark.js'
-
-import type { ShipHealth, ShipState, ShipStats } from './ship-health.js'
+import { NatsLink, PUBLISH_ERROR_KINDS, type PublishErrorKind } from './nats-link.js'
+import { Sink, SINK_DEFAULTS, type SinkOptions } from './sink.js'
+import { watermarkName } from './watermark.js'
+import type { ShipHealth } from './ship-health.js'
 
 export { PUBLISH_ERROR_KINDS, redactUrl, type PublishErrorKind } from './nats-link.js'
 export { watermarkName } from './watermark.js'
 export { SHIP_STATES, type ShipHealth, type ShipState, type ShipStats } from './ship-health.js'
 
-/**
- * The shipper's life, one value, changed only by `enter()`:
- *   stopped    -> connecting   start()
- *   connecting -> resyncing    the link is up; nothing is sent until the stream says what it holds
- *   resyncing  -> publishing   it said
- *   publishing -> resyncing    a publish failed (ack timeout, refusal): the window is dropped, ask again after a backoff
- *   any        -> connecting   the connection is lost: the window is dropped
- *   any        -> stopped      stop()
- */
-type Phase = 'stopped' | 'connecting' | 'resyncing' | 'publishing'
-const TRANSITIONS: Record<Phase, readonly Phase[]> = {
-  stopped: ['connecting'],
-  connecting: ['connecting', 'resyncing', 'stopped'],
-  resyncing: ['connecting', 'publishing', 'stopped'],
-  publishing: ['connecting', 'resyncing', 'stopped'],
-}
+export const SHIPPER_DEFAULTS = SINK_DEFAULTS
 
-/** Tuning defaults; the daemon passes `maxInFlight` from its configuration. */
-export const SHIPPER_DEFAULTS = {
-  /** Unacknowledged publishes at most (1,024 was no faster than 256). */
-  maxInFlight: DEFAULT_SETTINGS.natsMaxInFlight,
-  /** An unacknowledged publish older than this restarts sending from the watermark. */
-  ackTimeoutMs: 5000,
-  /** Retry delays after failures: doubling from initial to max. */
-  retryInitialMs: 250,
-  retryMaxMs: 10_000,
-  /** Reported as `behind` when the oldest unshipped event is older than this. */
-  behindAfterMs: 5000,
-  /** How often the watermark is written to the log's metadata. */
-  persistIntervalMs: 1000,
-}
-type ShipperTuning = typeof SHIPPER_DEFAULTS
-
-export interface ShipperOptions extends Partial<ShipperTuning> {
-  log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq'>
+export interface ShipperOptions extends Omit<
+  SinkOptions,
+  'name' | 'watermarkName' | 'errorKinds' | 'link' | 'describe' | 'messages' | 'ackName'
+> {
   browserId: string
   nats: NatsAuth
   stream: string
@@ -80,364 +29,27 @@ export interface ShipperOptions extends Partial<ShipperTuning> {
   logger?: Logger
 }
 
-const READ_PAGE = 512
-/** Records queued for sending at most (read ahead of the in-flight window). */
-const QUEUE_CAP = 2048
-
-export class Shipper {
-  readonly stats: ShipStats = {
-    shippedEvents: 0,
-    shippedBytes: 0,
-    retentionDroppedEvents: 0,
-    errors: Object.fromEntries(PUBLISH_ERROR_KINDS.map(k => [k, 0])) as Record<PublishErrorKind, number>,
-  }
-  private readonly opts: ShipperOptions
-  private readonly tuning: ShipperTuning
-  private readonly logger: Logger
-  private readonly watermark: StoredWatermark
-  private phase: Phase = 'stopped'
-  /** The destination; the only NATS-specific object (constructed below, used through ShipLink). */
-  private readonly link: ShipLink
-  private readonly window = new PublishWindow()
-  private readonly backoff: Backoff
-  /** Bumped on every rewind so a stale async step (read, resync) drops its result. */
-  private generation = 0
-  private acked = 0
-  /** Next log position to queue. */
-  private next = 1
-  /** A read-ahead is under way (at most one). */
-  private reading = false
-  private lastCommitSeen = 0
-  private resyncTimer: NodeJS.Timeout | undefined
-  private sweepTimer: NodeJS.Timeout | undefined
-  private persistTimer: NodeJS.Timeout | undefined
-  private unsubscribe: (() => void) | undefined
-  private lastError: { message: string; at: number } | undefined
-  /** Commit time (ts, Unix µs) of the oldest event not yet acknowledged, when known. */
-  private pendingSinceTs: number | undefined
-  private readonly ackListeners = new Set<(seq: number, ts: number) => void>()
-  private readonly changeListeners = new Set<() => void>()
-  private stopWaiters: (() => void)[] = []
+export class Shipper extends Sink {
+  declare readonly stats: Sink['stats'] & { errors: Record<PublishErrorKind, number> }
 
   constructor(opts: ShipperOptions) {
-    this.opts = opts
-    this.tuning = withDefaults(SHIPPER_DEFAULTS, {
-      maxInFlight: opts.maxInFlight,
-      ackTimeoutMs: opts.ackTimeoutMs,
-      retryInitialMs: opts.retryInitialMs,
-      retryMaxMs: opts.retryMaxMs,
-      behindAfterMs: opts.behindAfterMs,
-      persistIntervalMs: opts.persistIntervalMs,
+    super({
+      ...opts,
+      name: 'nats',
+      watermarkName: watermarkName(opts.stream, opts.subjectPrefix),
+      errorKinds: PUBLISH_ERROR_KINDS,
+      link: (events, backoff, logger) => new NatsLink(opts, events, backoff, logger),
+      describe: () => ({ stream: opts.stream, subject_prefix: opts.subjectPrefix }),
+      ackName: 'JetStream ack',
+      messages: {
+        started: 'fleet shipping on; connecting to NATS',
+        stopped: 'fleet shipping stopped',
+        resumed: 'fleet shipping resumed',
+      },
     })
-    this.logger = opts.logger ?? silentLogger
-    this.watermark = new StoredWatermark(opts.log, opts.stream, opts.subjectPrefix, this.logger)
-    this.backoff = new Backoff(this.tuning.retryInitialMs, this.tuning.retryMaxMs)
-    this.link = new NatsLink(opts, this.linkEvents, this.backoff, this.logger)
   }
 
-  /** The one place the phase changes. Losing the connection, or a failed publish, drops the window. */
-  private enter(to: Phase): void {
-    const from = this.phase
-    if (!TRANSITIONS[from].includes(to)) {
-      this.logger.error({ from, to }, 'shipper: transition refused')
-      return
-    }
-    this.phase = to
-    if ((to === 'connecting' && from !== 'stopped') || (from === 'publishing' && to === 'resyncing')) this.rewind()
-  }
-
-  /** Loads the watermark and starts connecting in the background; never waits for NATS. */
-  async start(): Promise<void> {
-    if (this.phase !== 'stopped') return
-    this.acked = await this.watermark.load()
-    this.next = this.acked + 1
-    this.lastCommitSeen = this.opts.log.lastSeq
-    this.enter('connecting')
-    this.unsubscribe = this.opts.log.onCommit(this.onCommit)
-    this.sweepTimer = setInterval(this.sweep, 250).unref()
-    this.persistTimer = setInterval(() => {
-      void this.watermark.persist(this.acked)
-    }, this.tuning.persistIntervalMs).unref()
-    this.logger.info(
-      { stream: this.opts.stream, subjectPrefix: this.opts.subjectPrefix, ackedSeq: this.acked },
-      'fleet shipping on; connecting to NATS',
-    )
-    this.link.start()
-  }
-
-  /** Waits briefly for in-flight acks, persists the watermark, closes the connection. Idempotent. */
-  async stop(graceMs = 1000): Promise<void> {
-    if (this.phase === 'stopped') return
-    if (this.phase === 'publishing' && this.window.inFlight > 0) {
-      await new Promise<void>(resolve => {
-        const t = setTimeout(resolve, graceMs)
-        this.stopWaiters.push(() => {
-          clearTimeout(t)
-          resolve()
-        })
-      })
-    }
-    this.enter('stopped')
-    this.unsubscribe?.()
-    clearInterval(this.sweepTimer)
-    clearInterval(this.persistTimer)
-    clearTimeout(this.resyncTimer)
-    await this.link.stop()
-    await this.watermark.persist(this.acked)
-    this.logger.info({ ackedSeq: this.acked }, 'fleet shipping stopped')
-  }
-
-  /** Tests and the bench hear about every advance of the watermark (seq, its event ts; 0 when it passed seqs without events). */
-  onAcked(listener: (seq: number, ts: number) => void): () => void {
-    this.ackListeners.add(listener)
-    return () => {
-      this.ackListeners.delete(listener)
-    }
-  }
-
-  /** Called after connection changes, errors and resyncs (tests wait on it instead of sleeping). */
-  onChange(listener: () => void): () => void {
-    this.changeListeners.add(listener)
-    return () => {
-      this.changeListeners.delete(listener)
-    }
-  }
-
-  private changed(): void {
-    for (const l of this.changeListeners) l()
-  }
-
-  get ackedSeq(): number {
-    return this.acked
-  }
-
-  state(): ShipState {
-    switch (this.phase) {
-      case 'stopped':
-        return 'off'
-      case 'connecting':
-        return 'reconnecting'
-      case 'resyncing':
-        return 'behind'
-      case 'publishing':
-        return this.lagSeconds() * 1000 > this.tuning.behindAfterMs ? 'behind' : 'connected'
-    }
-  }
-
-  lagEvents(): number {
-    return Math.max(0, this.opts.log.lastSeq - this.acked)
-  }
-
-  lagSeconds(): number {
-    if (this.acked >= this.opts.log.lastSeq) return 0
-    const since = this.window.oldest()?.ts ?? this.window.queue.peek()?.ts ?? this.pendingSinceTs
-    return since === undefined ? 0 : Math.max(0, (Date.now() * 1000 - since) / 1e6)
-  }
-
-  health(): ShipHealth {
-    return {
-      state: this.state(),
-      stream: this.opts.stream,
-      subject_prefix: this.opts.subjectPrefix,
-      acked_seq: this.acked,
-      lag_events: this.lagEvents(),
-      lag_seconds: Math.round(this.lagSeconds() * 1000) / 1000,
-      in_flight: this.window.inFlight,
-      ...(this.lastError
-        ? { last_error: this.lastError.message, last_error_at: new Date(this.lastError.at).toISOString() }
-        : {}),
-      retention_dropped_events: this.stats.retentionDroppedEvents,
-    }
-  }
-
-  // ------------------------------------------------------------ what the link tells us
-
-  private readonly linkEvents: LinkEvents = {
-    up: () => {
-      if (this.phase !== 'connecting') return
-      this.enter('resyncing')
-      this.changed()
-    },
-    ready: () => {
-      if (this.phase === 'resyncing') this.scheduleResync(0)
-    },
-    down: () => {
-      if (this.phase === 'stopped') return
-      this.enter('connecting')
-      this.changed()
-    },
-    ack: (seq: number, refusal?: Refusal) => {
-      const entry = this.window.get(seq)
-      if (!entry) return // an ack from before a rewind: that copy is stored; the re-send will be a duplicate
-      if (refusal) {
-        this.failAndRetry(refusal.kind, refusal.message)
-        return
-      }
-      entry.acked = true
-      this.advance()
-    },
-    error: (kind: PublishErrorKind, message: string) => this.noteError(kind, message),
-  }
-
-  /** Ask the stream what it holds of us, then (re)start publishing from there. */
-  private scheduleResync(delayMs: number): void {
-    clearTimeout(this.resyncTimer)
-    const gen = this.generation
-    this.resyncTimer = setTimeout(() => {
-      void this.resync(gen)
-    }, delayMs)
-  }
-
-  private async resync(gen: number): Promise<void> {
-    if (this.phase !== 'resyncing' || gen !== this.generation) return
-    let held: number
-    try {
-      held = await this.link.resync()
-    } catch (err) {
-      this.noteError('setup', (err as Error).message)
-      if (gen === this.generation) this.scheduleResync(this.backoff.next())
-      return
-    }
-    if (gen !== this.generation || this.phase !== 'resyncing') return
-    if (held > this.acked) {
-      this.logger.info(
-        { ackedSeq: this.acked, streamHolds: held },
-        'the stream already holds events past our watermark; resuming after them',
-      )
-      this.acked = held
-      this.next = held + 1
-      this.window.queue.clear()
-    }
-    this.enter('publishing')
-    if (this.lastError) this.logger.info({ ackedSeq: this.acked }, 'fleet shipping resumed')
-    this.changed()
-    this.pump()
-  }
-
-  private noteError(kind: PublishErrorKind, message: string): void {
-    this.stats.errors[kind]++
-    // Say each distinct problem once; counting covers the rest.
-    if (this.lastError?.message !== message) this.logger.error({ kind }, message)
-    this.lastError = { message, at: Date.now() }
-    this.changed()
-  }
-
-  // ------------------------------------------------------------ sending
-
-  /** Drops everything unacknowledged; sending restarts at acked + 1 once publishing again. */
-  private rewind(): void {
-    this.generation++
-    const oldest = this.window.clear()
-    if (oldest !== undefined) this.pendingSinceTs = oldest
-    this.next = this.acked + 1
-  }
-
-  private failAndRetry(kind: PublishErrorKind, message: string): void {
-    this.noteError(kind, message)
-    if (this.phase !== 'publishing') return
-    this.enter('resyncing')
-    this.scheduleResync(this.backoff.next())
-  }
-
-  private readonly onCommit = (records: readonly StoredRecord[]): void => {
-    const prev = this.lastCommitSeen
-    this.lastCommitSeen = records[records.length - 1]!.seq
-    if (this.pendingSinceTs === undefined && this.acked < records[0]!.seq) this.pendingSinceTs = records[0]!.ts
-    // Live path: when we hold everything up to the previous commit, take these without a read.
-    const queue = this.window.queue
-    if (
-      this.phase === 'publishing' &&
-      !this.reading &&
-      this.next === prev + 1 &&
-      queue.length + records.length <= QUEUE_CAP
-    ) {
-      for (const r of records) queue.push(r)
-      this.next = this.lastCommitSeen + 1
-    }
-    this.pump()
-  }
-
-  private pump(): void {
-    const queue = this.window.queue
-    while (this.phase === 'publishing' && this.window.inFlight < this.tuning.maxInFlight && queue.length > 0)
-      this.publish(queue.shift()!)
-    // Read ahead while the window drains, so the next page is there when it empties.
-    if (this.phase === 'publishing' && !this.reading && queue.length < READ_PAGE && this.next <= this.opts.log.lastSeq)
-      void this.readAhead()
-  }
-
-  private async readAhead(): Promise<void> {
-    const gen = this.generation
-    this.reading = true
-    try {
-      const first = this.opts.log.firstSeq
-      if (this.next < first) {
-        // Retention removed these before they were shipped: the stream will show the gap.
-        const lost = first - this.next
-        this.stats.retentionDroppedEvents += lost
-        this.logger.warn(
-          { fromSeq: this.next, toSeq: first - 1, events: lost },
-          'local retention removed events before they were shipped',
-        )
-        this.next = first
-      }
-      const page = await this.opts.log.read({ order: 'asc', cursor: this.next, limit: READ_PAGE })
-      if (gen !== this.generation) return
-      for (const r of page.records) this.window.queue.push(r)
-      const last = page.records[page.records.length - 1]
-      this.next = last ? last.seq + 1 : Math.max(this.next, this.opts.log.lastSeq + 1)
-      if (!last) this.settleGap()
-    } catch (err) {
-      this.logger.error({ err }, 'shipper could not read the event log')
-    } finally {
-      this.reading = false
-    }
-    if (gen === this.generation) this.pump()
-  }
-
-  private publish(rec: StoredRecord): void {
-    try {
-      this.link.publish(rec)
-    } catch (err) {
-      this.failAndRetry('publish', `publish failed: ${(err as Error).message}`)
-      return
-    }
-    this.window.sent(rec, Date.now())
-  }
-
-  private advance(): void {
-    const moved = this.window.takeAckedRun(entry => {
-      this.acked = entry.seq
-      this.stats.shippedEvents++
-      this.stats.shippedBytes += entry.bytes
-      for (const l of this.ackListeners) l(entry.seq, entry.ts)
-    })
-    if (!moved) return
-    this.settleGap()
-    this.pendingSinceTs = undefined
-    this.backoff.reset()
-    if (this.window.inFlight === 0) for (const w of this.stopWaiters.splice(0)) w()
-    this.pump()
-  }
-
-  /**
-   * Positions below `next` without records (seqs skipped by load shedding or an unclean stop) never get an
-   * ack: once everything sent is acknowledged, the watermark covers them too.
-   */
-  private settleGap(): void {
-    if (this.window.empty && this.next - 1 > this.acked) {
-      this.acked = this.next - 1
-      for (const l of this.ackListeners) l(this.acked, 0)
-    }
-  }
-
-  private readonly sweep = (): void => {
-    const oldest = this.window.oldest()
-    if (this.phase === 'publishing' && oldest && Date.now() - oldest.sentAt > this.tuning.ackTimeoutMs) {
-      this.failAndRetry(
-        'timeout',
-        `no JetStream ack for seq ${oldest.seq} within ${this.tuning.ackTimeoutMs} ms; re-sending from seq ${this.acked + 1}`,
-      )
-    }
+  override health(): ShipHealth {
+    return super.health() as ShipHealth
   }
 }

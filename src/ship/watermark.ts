@@ -1,9 +1,9 @@
-// The shipper's watermark on disk: every seq at or below it is in the stream. Kept in the event
+// A sink's watermark on disk: every seq at or below it is at the destination. Kept in the event
 // log's module metadata, written about once a second and at stop (one write at a time).
 import type { EventLog } from '../store/event-log.js'
 import type { Logger } from '../log.js'
 
-/** Metadata name of the watermark: tied to the destination stream and prefix, not to a server URL. */
+/** Metadata name of the NATS watermark: tied to the destination stream and prefix, not to a server URL. */
 export const watermarkName = (stream: string, prefix: string) => `ship:${stream}:${prefix}`
 
 export class StoredWatermark {
@@ -13,11 +13,10 @@ export class StoredWatermark {
 
   constructor(
     private readonly log: Pick<EventLog, 'readMeta' | 'writeMeta'>,
-    stream: string,
-    prefix: string,
+    name: string,
     private readonly logger: Logger,
   ) {
-    this.name = watermarkName(stream, prefix)
+    this.name = name
   }
 
   /** The watermark the last run persisted (0: none). */

@@ -14,6 +14,8 @@ export interface SystemRouteDeps {
   monitorState?: () => unknown
   /** Fleet shipping state (src/ship); absent = off. */
   shippingState?: () => Health['shipping']
+  /** OTLP export state per sink (src/ship); absent = off. */
+  sinksState?: () => Record<string, { state: string }>
   /** Full-disk read-only mode (src/disk-guard.ts). */
   diskState?: () => { readOnly: boolean; reason?: string }
 }
@@ -57,6 +59,7 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
         monitor: deps.monitorState ? deps.monitorState() : { state: 'disabled' },
         streams: { ...deps.streams.stats },
         shipping: deps.shippingState ? deps.shippingState() : { state: 'off' },
+        ...(deps.sinksState ? { otlp: deps.sinksState() } : {}),
       }
       ctx.status = healthy ? 200 : 503
       ctx.set('Cache-Control', 'no-store')

@@ -1,0 +1,349 @@
+// Spans from the committed envelopes, in seq order: one trace per page navigation (target + nav_seq)
+// with a root span from page_navigation to page_navigation_settled (or the next navigation), a child
+// span per request hop (network_request -> network_response / network_loading_failed), page
+// milestones, console errors, layout shifts and LCP as span events on the root; CDP proxy commands
+// as spans under one span per connection. A span is produced when it ends. A request that carried a
+// W3C traceparent header links to that trace (the agent's own).
+//
+// State is bounded (open navigations and requests are capped; the oldest is ended early, marked
+// `browser.telemetry.incomplete`). Ids are deterministic, so spans produced again after a restart
+// or a re-send are the same spans.
+import { SpanKind, SpanStatusCode, type Attributes, type HrTime, type Link } from '@opentelemetry/api'
+import type { ReadableSpan, TimedEvent } from '@opentelemetry/sdk-trace-base'
+import {
+  attributesOf,
+  commandSpanId,
+  connectionSpanId,
+  connectionTraceId,
+  formatStack,
+  headerOf,
+  hrTimeOf,
+  navRootSpanId,
+  navTraceId,
+  parseTraceparent,
+  requestSpanId,
+  type Envelope,
+  type OtlpShared,
+} from './otlp-model.js'
+import type { SpanContext } from '@opentelemetry/api'
+
+const MAX_OPEN_NAVS = 1000
+const MAX_OPEN_REQUESTS = 10_000
+const MAX_EVENTS_PER_NAV = 1000
+
+interface OpenNav {
+  traceId: string
+  spanId: string
+  navSeq: number
+  startTs: number
+  url?: string
+  events: TimedEvent[]
+  droppedEvents: number
+  attributes: Attributes
+}
+
+interface OpenRequest {
+  traceId: string
+  spanId: string
+  parentSpanId: string
+  startTs: number
+  attributes: Attributes
+  links: Link[]
+  name: string
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined)
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined)
+
+export class TraceBuilder {
+  private readonly navs = new Map<string, OpenNav>()
+  private readonly requests = new Map<string, OpenRequest>()
+  /** The newest nav_seq each target's events named (bounded: cleared when it grows past its cap). */
+  private readonly lastNavSeq = new Map<string, number>()
+  /** Ended early to stay within the bounds. */
+  evicted = 0
+
+  constructor(private readonly shared: OtlpShared) {}
+
+  get openSpans(): number {
+    return this.navs.size + this.requests.size
+  }
+
+  /** The span an event belongs to, for log correlation: its request hop, else its navigation's root. */
+  spanOf(env: Envelope): SpanContext | undefined {
+    const d = env.event.data
+    const target = str(d.target_id)
+    if (!target) return undefined
+    const rid = str(d.request_id)
+    const req = rid ? this.requests.get(`${target}\u0000${rid}`) : undefined
+    if (req) return { traceId: req.traceId, spanId: req.spanId, traceFlags: 1 }
+    const navSeq = num(d.nav_seq) ?? this.navs.get(target)?.navSeq
+    if (navSeq === undefined) return undefined
+    const b = this.shared.browserId
+    return { traceId: navTraceId(b, target, navSeq), spanId: navRootSpanId(b, target, navSeq), traceFlags: 1 }
+  }
+
+  /** Feeds one envelope (in seq order); returns the spans it ended. */
+  feed(env: Envelope): ReadableSpan[] {
+    const out: ReadableSpan[] = []
+    const { type, ts, data: d } = env.event
+    const target = str(d.target_id)
+    const b = this.shared.browserId
+    const named = num(d.nav_seq)
+    if (target && named !== undefined && named > (this.lastNavSeq.get(target) ?? -1)) {
+      if (this.lastNavSeq.size >= MAX_OPEN_NAVS * 4 && !this.lastNavSeq.has(target)) this.lastNavSeq.clear()
+      this.lastNavSeq.set(target, named)
+    }
+    switch (type) {
+      case 'page_navigation': {
+        if (!target || d.parent_frame_id !== undefined) break
+        const prev = this.navs.get(target)
+        // page_navigation carries no nav_seq: it starts the epoch after the last one this target's events named.
+        const navSeq = num(d.nav_seq) ?? (this.lastNavSeq.get(target) ?? 0) + 1
+        this.lastNavSeq.set(target, navSeq)
+        if (prev) {
+          if (prev.navSeq === navSeq) break
+          out.push(this.endNav(target, prev, ts, 'next_navigation'))
+        }
+        this.openNav(target, navSeq, ts, env)
+        break
+      }
+      case 'page_navigation_settled': {
+        const nav = target ? this.navs.get(target) : undefined
+        if (target && nav && (num(d.nav_seq) ?? nav.navSeq) === nav.navSeq)
+          out.push(this.endNav(target, nav, ts, 'settled'))
+        break
+      }
+      case 'page_dom_content_loaded':
+      case 'page_load':
+        this.navEvent(env, type === 'page_load' ? 'load' : 'DOMContentLoaded', {
+          'browser.telemetry.seq': env.seq,
+        })
+        break
+      case 'console_error':
+        this.navEvent(env, 'exception', {
+          'exception.message': str(d.text) ?? '',
+          ...(formatStack(d.stack_trace) ? { 'exception.stacktrace': formatStack(d.stack_trace)! } : {}),
+          'browser.telemetry.seq': env.seq,
+        })
+        break
+      case 'page_layout_shift':
+        this.navEvent(env, 'layout_shift', {
+          ...(num(d.time) !== undefined ? { 'browser.layout_shift.time': num(d.time)! } : {}),
+          ...(num(d.duration) !== undefined ? { 'browser.layout_shift.duration': num(d.duration)! } : {}),
+          ...(d.layout_shift_details !== undefined
+            ? { 'browser.layout_shift.details': JSON.stringify(d.layout_shift_details) }
+            : {}),
+          'browser.telemetry.seq': env.seq,
+        })
+        break
+      case 'page_lcp':
+        this.navEvent(env, 'largest_contentful_paint', {
+          ...(num(d.time) !== undefined ? { 'browser.lcp.time': num(d.time)! } : {}),
+          ...(d.lcp_details !== undefined ? { 'browser.lcp.details': JSON.stringify(d.lcp_details) } : {}),
+          'browser.telemetry.seq': env.seq,
+        })
+        break
+      case 'network_request': {
+        const rid = str(d.request_id)
+        if (!target || !rid) break
+        const key = `${target}\u0000${rid}`
+        const prev = this.requests.get(key)
+        // A redirect re-uses the request id: the previous hop ends where the next one starts.
+        if (prev) out.push(this.endRequest(key, prev, ts, { 'browser.request.redirected': true }, undefined))
+        const navSeq = num(d.nav_seq) ?? this.navs.get(target)?.navSeq ?? 0
+        const links: Link[] = []
+        const parent = parseTraceparent(headerOf(d.headers, 'traceparent'))
+        if (parent) links.push({ context: parent, attributes: { 'browser.link.source': 'traceparent' } })
+        const method = str(d.method) ?? 'GET'
+        if (this.requests.size >= MAX_OPEN_REQUESTS) {
+          const [oldKey, old] = this.requests.entries().next().value as [string, OpenRequest]
+          this.evicted++
+          out.push(this.endRequest(oldKey, old, ts, { 'browser.telemetry.incomplete': true }, undefined))
+        }
+        this.requests.set(key, {
+          traceId: navTraceId(b, target, navSeq),
+          spanId: requestSpanId(b, env.seq),
+          parentSpanId: navRootSpanId(b, target, navSeq),
+          startTs: ts,
+          attributes: attributesOf(env),
+          links,
+          name: method,
+        })
+        break
+      }
+      case 'network_response':
+      case 'network_loading_failed': {
+        const rid = str(d.request_id)
+        const key = `${target}\u0000${rid}`
+        const req = target && rid ? this.requests.get(key) : undefined
+        if (!req) break
+        const extra: Attributes = {}
+        const status = num(d.status)
+        if (type === 'network_response' && status !== undefined) extra['http.response.status_code'] = status
+        if (type === 'network_response' && typeof d.body === 'string')
+          extra['http.response.body.size'] = Buffer.byteLength(d.body)
+        if (typeof d.mime_type === 'string') extra['browser.response.mime_type'] = d.mime_type
+        if (type === 'network_loading_failed') {
+          extra['error.type'] = str(d.error_text) ?? 'failed'
+          if (d.canceled === true) extra['browser.request.canceled'] = true
+        }
+        const failed = type === 'network_loading_failed' || (status !== undefined && status >= 500)
+        out.push(this.endRequest(key, req, ts, extra, failed ? (str(d.error_text) ?? `HTTP ${status}`) : undefined))
+        break
+      }
+      case 'cdp_command': {
+        const conn = str(d.connection_id)
+        if (!conn) break
+        const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
+        const attrs = attributesOf(env)
+        for (const k of ['outcome', 'error_code', 'error_message', 'count', 'request_bytes', 'response_bytes'])
+          if (typeof d[k] === 'string' || typeof d[k] === 'number') attrs[`browser.cdp.${k}`] = d[k]
+        out.push(
+          this.span({
+            name: str(d.method) ?? 'cdp_command',
+            kind: SpanKind.CLIENT,
+            traceId: connectionTraceId(b, conn),
+            spanId: commandSpanId(b, env.seq),
+            parentSpanId: connectionSpanId(b, conn),
+            start: ts - duration,
+            end: ts,
+            attributes: attrs,
+            error: d.outcome === 'ok' ? undefined : (str(d.error_message) ?? str(d.outcome)),
+          }),
+        )
+        break
+      }
+      case 'cdp_disconnect': {
+        const conn = str(d.connection_id)
+        if (!conn) break
+        const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
+        const attrs = attributesOf(env)
+        if (typeof d.message_count === 'number') attrs['browser.cdp.message_count'] = d.message_count
+        if (typeof d.reason === 'string') attrs['browser.cdp.reason'] = d.reason
+        out.push(
+          this.span({
+            name: 'cdp_connection',
+            kind: SpanKind.SERVER,
+            traceId: connectionTraceId(b, conn),
+            spanId: connectionSpanId(b, conn),
+            start: ts - duration,
+            end: ts,
+            attributes: attrs,
+          }),
+        )
+        break
+      }
+    }
+    return out
+  }
+
+  private openNav(target: string, navSeq: number, ts: number, env: Envelope): void {
+    const b = this.shared.browserId
+    if (this.navs.size >= MAX_OPEN_NAVS) {
+      // Never grows past the bound: the oldest open navigation is dropped without a span.
+      const oldest = this.navs.keys().next().value as string
+      this.navs.delete(oldest)
+      this.evicted++
+    }
+    this.navs.set(target, {
+      traceId: navTraceId(b, target, navSeq),
+      spanId: navRootSpanId(b, target, navSeq),
+      navSeq,
+      startTs: ts,
+      url: str(env.event.data.url),
+      events: [],
+      droppedEvents: 0,
+      attributes: { ...attributesOf(env), 'browser.telemetry.nav_seq': navSeq },
+    })
+  }
+
+  private navEvent(env: Envelope, name: string, attributes: Attributes): void {
+    const target = str(env.event.data.target_id)
+    const nav = target ? this.navs.get(target) : undefined
+    if (!nav) return
+    const navSeq = num(env.event.data.nav_seq)
+    if (navSeq !== undefined && navSeq !== nav.navSeq) return
+    if (nav.events.length >= MAX_EVENTS_PER_NAV) {
+      nav.droppedEvents++
+      return
+    }
+    nav.events.push({ name, time: hrTimeOf(env.event.ts), attributes })
+  }
+
+  private endNav(target: string, nav: OpenNav, ts: number, endedBy: string): ReadableSpan {
+    this.navs.delete(target)
+    return this.span({
+      name: 'page_navigation',
+      kind: SpanKind.INTERNAL,
+      traceId: nav.traceId,
+      spanId: nav.spanId,
+      start: nav.startTs,
+      end: ts,
+      attributes: { ...nav.attributes, 'browser.navigation.ended_by': endedBy },
+      events: nav.events,
+      droppedEvents: nav.droppedEvents,
+    })
+  }
+
+  private endRequest(
+    key: string,
+    req: OpenRequest,
+    ts: number,
+    extra: Attributes,
+    error: string | undefined,
+  ): ReadableSpan {
+    this.requests.delete(key)
+    return this.span({
+      name: req.name,
+      kind: SpanKind.CLIENT,
+      traceId: req.traceId,
+      spanId: req.spanId,
+      parentSpanId: req.parentSpanId,
+      start: req.startTs,
+      end: ts,
+      attributes: { ...req.attributes, ...extra },
+      links: req.links,
+      error,
+    })
+  }
+
+  private span(s: {
+    name: string
+    kind: SpanKind
+    traceId: string
+    spanId: string
+    parentSpanId?: string
+    start: number
+    end: number
+    attributes: Attributes
+    events?: TimedEvent[]
+    droppedEvents?: number
+    links?: Link[]
+    error?: string
+  }): ReadableSpan {
+    const ctx = { traceId: s.traceId, spanId: s.spanId, traceFlags: 1 }
+    const end = Math.max(s.end, s.start)
+    const durationUs = end - s.start
+    const duration: HrTime = [Math.floor(durationUs / 1e6), (durationUs % 1e6) * 1000]
+    return {
+      name: s.name,
+      kind: s.kind,
+      spanContext: () => ctx,
+      ...(s.parentSpanId ? { parentSpanContext: { traceId: s.traceId, spanId: s.parentSpanId, traceFlags: 1 } } : {}),
+      startTime: hrTimeOf(s.start),
+      endTime: hrTimeOf(end),
+      status: s.error ? { code: SpanStatusCode.ERROR, message: s.error } : { code: SpanStatusCode.UNSET },
+      attributes: s.attributes,
+      links: s.links ?? [],
+      events: s.events ?? [],
+      duration,
+      ended: true,
+      resource: this.shared.resource,
+      instrumentationScope: this.shared.scope,
+      droppedAttributesCount: 0,
+      droppedEventsCount: s.droppedEvents ?? 0,
+      droppedLinksCount: 0,
+    }
+  }
+}
