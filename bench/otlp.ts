@@ -6,6 +6,9 @@
 //    the same run. Goal >= 0.5. Also printed: posting the payloads serialized beforehand (HTTP alone).
 // 2. Lag: commit -> exported (the collector's 2xx reached the watermark) at a paced 2,000 events/s,
 //    default batch settings; p50/p99. Goal p99 <= 1 s.
+// 3. With OUTAGE_SECONDS set (e.g. 600): the collector down (nothing listening) that long while
+//    2,000 events/s are committed; the process's RSS sampled every second, then the collector comes up
+//    on the same port and the time to catch up is printed.
 // Load shedding is off. Medians of RUNS runs. Env: N (default 50,000), RUNS (3), LAG_SECONDS (10).
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -22,6 +25,7 @@ import { fmt, median, realisticEvent, withTempDir } from './common.js'
 const N = Number(process.env.N ?? 50_000)
 const RUNS = Number(process.env.RUNS ?? 3)
 const LAG_SECONDS = Number(process.env.LAG_SECONDS ?? 10)
+const OUTAGE_SECONDS = Number(process.env.OUTAGE_SECONDS ?? 0)
 const RATE = 2000
 const INPUTS = Array.from({ length: 1000 }, (_, i) => realisticEvent(i))
 
@@ -30,7 +34,7 @@ function committedOf(r: EmitResult): Promise<boolean> {
   return r.committed
 }
 
-async function sinkReceiver(): Promise<{ server: Server; url: string; bytes: () => number }> {
+async function sinkReceiver(port = 0): Promise<{ server: Server; url: string; bytes: () => number }> {
   let bytes = 0
   const server = createServer((req, res) => {
     req.on('data', (c: Buffer) => (bytes += c.length))
@@ -39,7 +43,7 @@ async function sinkReceiver(): Promise<{ server: Server; url: string; bytes: () 
       res.end()
     })
   })
-  await new Promise<void>(r => server.listen(0, '127.0.0.1', () => r()))
+  await new Promise<void>(r => server.listen(port, '127.0.0.1', () => r()))
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bytes: () => bytes }
 }
 
@@ -89,7 +93,7 @@ function postOnce(url: URL, body: Uint8Array): Promise<void> {
   })
 }
 
-async function throughputRun(): Promise<{ exporter: number; bare: number; httpOnly: number }> {
+async function throughputRun(): Promise<{ exporter: number; bare: number; httpOnly: number; cpuUsPerEvent: number }> {
   return withTempDir(async dir => {
     const rcv = await sinkReceiver()
     const { log, records } = await fillLog(dir, N)
@@ -126,6 +130,7 @@ async function throughputRun(): Promise<{ exporter: number; bare: number; httpOn
       const httpOnly = N / ((performance.now() - t0) / 1000)
 
       t0 = performance.now()
+      const cpu0 = process.cpuUsage()
       const x = (await startOtlp(
         {
           endpoint: rcv.url,
@@ -140,8 +145,11 @@ async function throughputRun(): Promise<{ exporter: number; bare: number; httpOn
       ))!
       await caughtUp(x.sinks[0]!, log.lastSeq)
       const exporter = N / ((performance.now() - t0) / 1000)
+      const cpu = process.cpuUsage(cpu0)
       await x.stop()
-      return { exporter, bare, httpOnly }
+      // The whole process: the exporter's reads, records, protobuf, requests and watermark, and the
+      // receiver's reading of the bodies (a small share).
+      return { exporter, bare, httpOnly, cpuUsPerEvent: (cpu.user + cpu.system) / N }
     } finally {
       await log.close()
       rcv.server.close()
@@ -216,14 +224,16 @@ function pct(xs: number[], p: number): number {
 const exp: number[] = []
 const bare: number[] = []
 const http: number[] = []
+const cpuPerEvent: number[] = []
 for (let i = 0; i < RUNS; i++) {
   const r = await throughputRun()
   exp.push(r.exporter)
   bare.push(r.bare)
   http.push(r.httpOnly)
+  cpuPerEvent.push(r.cpuUsPerEvent)
 }
 console.log(
-  `throughput (N=${N}, medians of ${RUNS}): exporter ${fmt(median(exp), 0)} ev/s, bare client ${fmt(median(bare), 0)} ev/s, ratio ${fmt(median(exp) / median(bare))} (goal >= 0.5); posting pre-serialized payloads alone ${fmt(median(http), 0)} ev/s`,
+  `throughput (N=${N}, medians of ${RUNS}): exporter ${fmt(median(exp), 0)} ev/s, bare client ${fmt(median(bare), 0)} ev/s, ratio ${fmt(median(exp) / median(bare))} (goal >= 0.5); posting pre-serialized payloads alone ${fmt(median(http), 0)} ev/s; CPU per exported event ${fmt(median(cpuPerEvent), 1)} µs`,
 )
 const p50s: number[] = []
 const p99s: number[] = []
@@ -235,3 +245,59 @@ for (let i = 0; i < RUNS; i++) {
 console.log(
   `lag commit -> exported at ${RATE}/s for ${LAG_SECONDS} s (medians of ${RUNS}): p50 ${fmt(median(p50s), 0)} ms, p99 ${fmt(median(p99s), 0)} ms (goal p99 <= 1000 ms)`,
 )
+
+/** Commits RATE events/s for `seconds` with the collector down; RSS samples (MB), then the catch-up time once it is up. */
+async function outageRun(seconds: number): Promise<{ rssMb: number[]; events: number; catchUpMs: number }> {
+  return withTempDir(async dir => {
+    // A port nothing listens on until the collector comes up.
+    const probe = await sinkReceiver()
+    const port = (probe.server.address() as AddressInfo).port
+    await new Promise(r => probe.server.close(r))
+    const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
+    const pipeline = new Pipeline({ log, shedding: false })
+    const x = (await startOtlp(
+      {
+        endpoint: `http://127.0.0.1:${port}`,
+        protocol: 'http/protobuf',
+        headers: {},
+        timeoutMs: 10_000,
+        signals: ['logs'],
+        metricsIntervalMs: 60_000,
+        resourceAttributes: {},
+      },
+      { log, browserId: 'bench', version: '0', logger: silentLogger },
+    ))!
+    const rssMb: number[] = []
+    const sampler = setInterval(() => rssMb.push(process.memoryUsage().rss / 1024 / 1024), 1000)
+    let events = 0
+    try {
+      const t0 = performance.now()
+      let last: Promise<boolean> = Promise.resolve(true)
+      for (; performance.now() - t0 < seconds * 1000; events++) {
+        const wait = t0 + (events * 1000) / RATE - performance.now()
+        if (wait > 1) await new Promise(r => setTimeout(r, wait))
+        last = committedOf(pipeline.emit(INPUTS[events % 1000]!))
+      }
+      await last
+      clearInterval(sampler)
+      const rcv = await sinkReceiver(port)
+      const up = performance.now()
+      await caughtUp(x.sinks[0]!, log.lastSeq)
+      const catchUpMs = performance.now() - up
+      rcv.server.close()
+      return { rssMb, events, catchUpMs }
+    } finally {
+      clearInterval(sampler)
+      await x.stop()
+      await log.close()
+    }
+  })
+}
+
+if (OUTAGE_SECONDS > 0) {
+  const r = await outageRun(OUTAGE_SECONDS)
+  const sorted = [...r.rssMb].sort((a, b) => a - b)
+  console.log(
+    `collector down ${OUTAGE_SECONDS} s at ${RATE}/s (${r.events} events committed meanwhile): RSS first ${fmt(r.rssMb[0] ?? 0, 0)} MB, median ${fmt(median(r.rssMb), 0)} MB, max ${fmt(sorted.at(-1) ?? 0, 0)} MB, last ${fmt(r.rssMb.at(-1) ?? 0, 0)} MB; caught up ${fmt(r.catchUpMs / 1000, 1)} s after it came up`,
+  )
+}
