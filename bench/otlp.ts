@@ -66,6 +66,22 @@ async function fillLog(dir: string, n: number): Promise<{ log: EventLog; records
   return { log, records }
 }
 
+/** The OTLP logs export (protobuf, default batching) of `log` to `endpoint`. */
+async function logsExporter(endpoint: string, log: EventLog) {
+  return (await startOtlp(
+    {
+      endpoint,
+      protocol: 'http/protobuf',
+      headers: {},
+      timeoutMs: 10_000,
+      signals: ['logs'],
+      metricsIntervalMs: 60_000,
+      resourceAttributes: {},
+    },
+    { log, browserId: 'bench', version: '0', logger: silentLogger },
+  ))!
+}
+
 function caughtUp(s: Sink, seq: number): Promise<void> {
   return new Promise(resolve => {
     if (s.ackedSeq >= seq) return resolve()
@@ -131,18 +147,7 @@ async function throughputRun(): Promise<{ exporter: number; bare: number; httpOn
 
       t0 = performance.now()
       const cpu0 = process.cpuUsage()
-      const x = (await startOtlp(
-        {
-          endpoint: rcv.url,
-          protocol: 'http/protobuf',
-          headers: {},
-          timeoutMs: 10_000,
-          signals: ['logs'],
-          metricsIntervalMs: 60_000,
-          resourceAttributes: {},
-        },
-        { log, browserId: 'bench', version: '0', logger: silentLogger },
-      ))!
+      const x = await logsExporter(rcv.url, log)
       await caughtUp(x.sinks[0]!, log.lastSeq)
       const exporter = N / ((performance.now() - t0) / 1000)
       const cpu = process.cpuUsage(cpu0)
@@ -168,18 +173,7 @@ async function lagRun(): Promise<number[]> {
       const now = performance.now()
       for (const r of rs) committedAt.set(r.seq, now)
     })
-    const x = (await startOtlp(
-      {
-        endpoint: rcv.url,
-        protocol: 'http/protobuf',
-        headers: {},
-        timeoutMs: 10_000,
-        signals: ['logs'],
-        metricsIntervalMs: 60_000,
-        resourceAttributes: {},
-      },
-      { log, browserId: 'bench', version: '0', logger: silentLogger },
-    ))!
+    const x = await logsExporter(rcv.url, log)
     const sink = x.sinks[0]!
     let lastAcked = 0
     const offAck = sink.onAcked(seq => {
@@ -255,18 +249,7 @@ async function outageRun(seconds: number): Promise<{ rssMb: number[]; events: nu
     await new Promise(r => probe.server.close(r))
     const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
     const pipeline = new Pipeline({ log, shedding: false })
-    const x = (await startOtlp(
-      {
-        endpoint: `http://127.0.0.1:${port}`,
-        protocol: 'http/protobuf',
-        headers: {},
-        timeoutMs: 10_000,
-        signals: ['logs'],
-        metricsIntervalMs: 60_000,
-        resourceAttributes: {},
-      },
-      { log, browserId: 'bench', version: '0', logger: silentLogger },
-    ))!
+    const x = await logsExporter(`http://127.0.0.1:${port}`, log)
     const rssMb: number[] = []
     const sampler = setInterval(() => rssMb.push(process.memoryUsage().rss / 1024 / 1024), 1000)
     let events = 0
