@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap'
 import CDP from 'chrome-remote-interface'
 import { createHash } from 'node:crypto'
-import { readdir, stat } from 'node:fs/promises'
+import { readdir, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { startDaemon, type DaemonHandle } from '../src/main.js'
 import { parseServeConfig } from '../src/config.js'
@@ -18,7 +18,10 @@ import { frameIndexBeforeSeq } from '../src/viewer/model/recording.js'
 import { startBrowser } from './helpers/browser.js'
 import { countingRelay } from './helpers/cdp-relay.js'
 import { startServer, waitFor } from './helpers/http.js'
-import { tempDir } from './helpers/store.js'
+import { openStore, tempDir } from './helpers/store.js'
+import { FrameStore, type FrameStoreFs } from '../src/store/frame-store.js'
+import { createRecordingCollector } from '../collectors/recording.js'
+import { Monitor, RECORDING, capturePlan } from '../src/monitor/index.js'
 import {
   CLICK_COLOR,
   RAF_PAGE,
@@ -369,4 +372,76 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
     [],
     `all ${want.length} console lines logged during the flood were captured`,
   )
+})
+
+t.test('a store that cannot keep up: frames dropped as a gap, every frame still acknowledged at once', async t => {
+  const site = await startServer(t, { '/raf': RAF_PAGE })
+  const browser = await startBrowser(t)
+  const relay = await countingRelay(t, browser.wsUrl)
+  // Every write takes 1.5 s: the writer falls behind at once.
+  const slowFs: FrameStoreFs = {
+    writeFile: async (p, data) => {
+      await new Promise(r => setTimeout(r, 1500))
+      await writeFile(p, data)
+    },
+    rename,
+    unlink,
+  }
+  const store = await FrameStore.open({
+    dir: await tempDir(t),
+    maxBytes: 64 * 1024 * 1024,
+    maxPendingFrames: 4,
+    fs: slowFs,
+  })
+  t.teardown(() => store.close())
+  const screencast = createRecordingCollector({ sink: store, lastSeq: () => 0, maxFps: 10 })
+  const { pipeline } = await openStore(t)
+  let plan = capturePlan([RECORDING])
+  const planListeners: ((p: ReturnType<typeof capturePlan>) => void)[] = []
+  const monitor = new Monitor({
+    cdpUrl: relay.url,
+    emit: pipeline.emit,
+    collectors: [screencast],
+    capture: {
+      current: () => plan,
+      onChange: l => {
+        planListeners.push(l)
+        return () => undefined
+      },
+    },
+  })
+  t.teardown(() => monitor.stop())
+  await monitor.start()
+  const opener = await CDP({ target: browser.wsUrl, local: true })
+  const { targetId } = await opener.send('Target.createTarget', { url: site.url + 'raf' })
+  await opener.close()
+  const sessionId = (await waitFor(() => monitor.targets().find(x => x.targetId === targetId), 10_000, 'tab attached'))
+    .sessionId
+  await new Promise(r => setTimeout(r, 4000))
+  // Recording off (as a PATCH would): the screencast stops; frames already on the wire are acked too.
+  plan = capturePlan([])
+  for (const l of planListeners) l(plan)
+  await monitor.planApplied()
+  await waitFor(
+    () => relay.sent('Page.screencastFrameAck', sessionId).length >= relay.count('Page.screencastFrame', sessionId),
+    5000,
+    'every frame acknowledged',
+  ).catch(() => undefined)
+  t.equal(
+    relay.sent('Page.screencastFrameAck', sessionId).length,
+    relay.count('Page.screencastFrame', sessionId),
+    `one ack per frame received (${relay.count('Page.screencastFrame', sessionId)})`,
+  )
+  t.ok(screencast.stats.received > 30, `frames kept flowing (${screencast.stats.received} in 4 s)`)
+  t.ok(
+    screencast.stats.maxAckDelayMs < 1000,
+    `acks not delayed by the store (max ${Math.round(screencast.stats.maxAckDelayMs)} ms)`,
+  )
+  const stats = store.stats()
+  t.ok(stats.dropped.backpressure > 0, `frames dropped under backpressure (${stats.dropped.backpressure})`)
+  t.ok(
+    store.gaps().some(g => g.reason === 'backpressure'),
+    'reported as a gap',
+  )
+  t.equal(screencast.stats.sinkDropped, stats.dropped.backpressure, 'the collector saw the same drops')
 })
