@@ -5,6 +5,7 @@ import { fleetCommand } from './fleet.js'
 import { harCommand } from './har.js'
 import { openCommand } from './open.js'
 import { readCommand } from './read.js'
+import { recordingCommand } from './recording.js'
 import { tailCommand } from './tail.js'
 import { uploadZipCommand } from './upload-zip.js'
 
@@ -15,6 +16,7 @@ export const clientCommands: Record<string, ClientCommand> = {
   tail: tailCommand,
   read: readCommand,
   har: harCommand,
+  recording: recordingCommand,
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,
   open: openCommand,

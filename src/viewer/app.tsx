@@ -6,6 +6,9 @@ import { Details } from './details.js'
 import { AuthError, EventFeed, forgetToken, readToken, saveToken, takeTokenFromFragment } from './event-feed.js'
 import { exportHar, exportJsonl } from './exports.js'
 import { Login } from './login.js'
+import { Player } from './player.js'
+import { ApiRecordingSource } from './recording-source.js'
+import { rowIndexAtTime, rowTime, type Moment } from './model/player.js'
 import {
   PANEL_TITLES,
   decodeView,
@@ -97,6 +100,8 @@ function Viewer({
     nonce: number
   }>()
   const [jumpError, setJumpError] = useState('')
+  /** A row picked in a list: the player shows that moment. */
+  const [seek, setSeek] = useState<Moment & { nonce: number }>()
   /** A jump's seq, scrolled to once the rows of the (possibly reloaded) window exist. */
   const pendingJump = useRef(0)
   /** The row on top before older rows were prepended: its seq and index then. */
@@ -129,6 +134,7 @@ function Viewer({
     history.replaceState(null, '', `${location.pathname}${location.search}#${encodeView(view)}`)
   }, [view])
 
+  const recording = useMemo(() => (feed ? new ApiRecordingSource('', feed.browserId, token) : undefined), [feed])
   const events: readonly Envelope[] = feed?.events ?? []
   const derived = useMemo(() => derive(events), [events])
   const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
@@ -237,6 +243,20 @@ function Viewer({
       feed.stopLive()
     }
     update({ seq: r.seq })
+    // The player shows the screen just before this event.
+    const tUs = rowTime(r)
+    if (tUs !== undefined) setSeek({ tUs, seq: r.seq, nonce: Date.now() })
+  }
+  /** Playing or scrubbing the recording: the list moves to the last row at or before that moment. */
+  const onMoment = (at: Moment) => {
+    const i = rowIndexAtTime(rows, at.tUs)
+    if (follow) {
+      setFollow(false)
+      feed.stopLive()
+    }
+    if (i < 0 || rows[i]!.seq === view.seq) return
+    update({ seq: rows[i]!.seq })
+    setScrollTo({ index: i, align: 'center', nonce: Date.now() })
   }
 
   return (
@@ -302,6 +322,17 @@ function Viewer({
             />
           </section>
           <aside class="detail" aria-label="Details">
+            {recording ? (
+              <Player
+                source={recording}
+                events={events}
+                live={follow}
+                targetId={view.target || undefined}
+                seek={seek}
+                onMoment={onMoment}
+                onAuthError={authFail}
+              />
+            ) : null}
             <Details
               row={selected >= 0 ? rows[selected] : undefined}
               activeNav={view.nav}

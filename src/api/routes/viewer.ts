@@ -10,10 +10,13 @@ import { Type } from '@sinclair/typebox'
 import { ApiError, notFound } from '../errors.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'
 
-/** `default-src 'self'` and nothing inline; screenshots are shown as data: images, hence img-src. */
+/**
+ * `default-src 'self'` and nothing inline; screenshots are shown as data: images and recording
+ * frames (fetched with the bearer token) as blob: URLs, hence img-src.
+ */
 export const VIEWER_CSP = [
   "default-src 'self'",
-  "img-src 'self' data:",
+  "img-src 'self' data: blob:",
   "object-src 'none'",
   "base-uri 'none'",
   "form-action 'self'",
