@@ -74,7 +74,7 @@ export class HarBuilder {
   private readonly sockets: SocketJoin
   private readonly held: Held[] = []
   private head = 0
-  private heldBytes = 0
+  private bytesHeld = 0
   private nowUs = 0
   private readonly heldOf = new Map<Exchange | SocketExchange, Held>()
   /** The open exchange per key: the one a response or failure completes. */
@@ -182,7 +182,7 @@ export class HarBuilder {
         }
         if (item) {
           item.bytes += bytes
-          this.heldBytes += bytes
+          this.bytesHeld += bytes
           if (item.ex.response || item.ex.failure) {
             item.doneUs ??= event.ts
             this.openHttp.delete(key)
@@ -205,7 +205,7 @@ export class HarBuilder {
         const item = touched ? this.heldOf.get(touched) : undefined
         if (item) {
           item.bytes += bytes
-          this.heldBytes += bytes
+          this.bytesHeld += bytes
           if (touched!.endUs !== undefined) item.doneUs ??= event.ts
         }
         break
@@ -234,7 +234,7 @@ export class HarBuilder {
   }
 
   private forgetItem(h: Held): void {
-    this.heldBytes -= h.bytes
+    this.bytesHeld -= h.bytes
     if (h.kind === 'http') {
       this.heldOf.delete(h.ex)
       this.pageOfExchange.delete(h.ex)
@@ -252,7 +252,7 @@ export class HarBuilder {
       this.out.push(this.entryOf(h))
       this.forgetItem(h)
     }
-    if (this.heldBytes > bounds.maxHeldBytes) {
+    if (this.bytesHeld > bounds.maxHeldBytes) {
       // Over the bound: everything over goes out of order, then the oldest open ones as they are.
       const keep: Held[] = []
       for (let i = this.head; i < this.held.length; i++) {
@@ -264,7 +264,7 @@ export class HarBuilder {
       }
       const open = keep.length
       let i = 0
-      for (; i < open && this.heldBytes > bounds.maxHeldBytes; i++) {
+      for (; i < open && this.bytesHeld > bounds.maxHeldBytes; i++) {
         const h = keep[i]!
         this.writtenEarly++
         this.out.push(this.entryOf(h))
@@ -287,10 +287,17 @@ export class HarBuilder {
       this.held.length = 0
       this.held.push(...keep.slice(i))
       this.head = 0
-    } else if (this.head > 1024 && this.head * 2 > this.held.length) {
+    } else if (this.head > 0) {
+      // Released items must not stay reachable from the array (each can hold a body); what is left
+      // is the open exchanges, few and bounded, so this copy is cheap.
       this.held.splice(0, this.head)
       this.head = 0
     }
+  }
+
+  /** Stored bytes of the exchanges and sockets held now (what maxHeldBytes bounds). */
+  get heldBytes(): number {
+    return this.bytesHeld
   }
 
   /** Entries ready to be written (stream mode), oldest exchange first; each is handed out once. */
