@@ -1,5 +1,6 @@
 // The client commands of `browser-telemetry` (everything but `serve`), as a table src/cli.ts mounts.
 import type { ClientCommand } from './command.js'
+import { bundleCommand } from './bundle.js'
 import { extensionCommand } from './extension.js'
 import { fleetCommand } from './fleet.js'
 import { harCommand } from './har.js'
@@ -15,6 +16,7 @@ export const clientCommands: Record<string, ClientCommand> = {
   tail: tailCommand,
   read: readCommand,
   har: harCommand,
+  bundle: bundleCommand,
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,
   open: openCommand,
