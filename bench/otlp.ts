@@ -18,7 +18,7 @@ import { EventLog, type StoredRecord } from '../src/store/event-log.js'
 import { Pipeline, type EmitResult } from '../src/pipeline.js'
 import { silentLogger } from '../src/log.js'
 import { startOtlp } from '../src/ship/otlp.js'
-import { logRecordOf, parseEnvelope, sharedOf } from '../src/ship/otlp-model.js'
+import { logRecordOf, navigationSpanOf, parseEnvelope, sharedOf } from '../src/ship/otlp-model.js'
 import type { Sink } from '../src/ship/sink.js'
 import { fmt, median, realisticEvent, withTempDir } from './common.js'
 
@@ -117,10 +117,11 @@ async function throughputRun(): Promise<{ exporter: number; bare: number; httpOn
       // Baselines: (a) the same payloads built and posted by a bare client, two requests at a time;
       // (b) the payloads serialized beforehand, posted alone (what HTTP costs).
       const shared = sharedOf({ browserId: 'bench', version: '0' })
+      const spanOf = navigationSpanOf(shared.browserId)
       const url = new URL(`${rcv.url}/v1/logs`)
       const encode = (i: number) =>
         ProtobufLogsSerializer.serializeRequest(
-          records.slice(i, i + 512).map(r => logRecordOf(parseEnvelope(r), shared)),
+          records.slice(i, i + 512).map(r => logRecordOf(parseEnvelope(r), shared, spanOf)),
         )!
       let t0 = performance.now()
       let next = 0

@@ -108,6 +108,8 @@ export interface Watcher {
   pid: number
   stop(): Promise<void>
   storedEvents(): Promise<number>
+  /** The daemon's API base URL and bearer token (daemon watchers only). */
+  api?: { url: string; token: string }
 }
 
 export function cpuMs(pid: number): number {
@@ -197,6 +199,8 @@ export async function startDaemon(
   checkout = root,
   extraNodeArgs = process.env.DAEMON_NODE_ARGS,
   nice?: number,
+  /** More `serve` flags (e.g. --recording). */
+  extraArgs: string[] = [],
 ): Promise<Watcher> {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
@@ -220,6 +224,7 @@ export async function startDaemon(
     '--log-level',
     'warn',
     ...(cdpUrl ? ['--cdp-url', cdpUrl] : ['--no-browser']),
+    ...extraArgs,
   ]
   const [command, argv] =
     nice === undefined ? [process.execPath, args] : ['nice', ['-n', String(nice), process.execPath, ...args]]
@@ -241,6 +246,7 @@ export async function startDaemon(
   }
   return {
     pid: child.pid!,
+    api: { url: base, token: TOKEN },
     storedEvents: async () => {
       const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
       let n = 0

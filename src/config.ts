@@ -73,6 +73,7 @@ export interface ServeConfig {
   retentionAgeMs: number
   networkBodyMaxBytes: number
   screenshotIntervalMs: number
+  recording: RecordingConfig
   uploadMaxBytes: number
   zipMaxEntries: number
   zipMaxTotalBytes: number
@@ -88,6 +89,16 @@ export interface ServeConfig {
   nats?: NatsConfig
   /** OTLP/HTTP export; undefined when neither --otlp-endpoint nor OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   otlp?: OtlpConfig
+}
+
+export interface RecordingConfig {
+  /** On at start (--recording); the capture config toggles it at runtime. */
+  enabled: boolean
+  maxFps: number
+  quality: number
+  maxWidth: number
+  maxHeight: number
+  maxBytes: number
 }
 
 /** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */
@@ -253,6 +264,7 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     retentionAgeMs: duration('retention-age', get('retention-age')!),
     networkBodyMaxBytes: sizeOrOff('network-body-max-bytes', get('network-body-max-bytes')!),
     screenshotIntervalMs: duration('screenshot-interval', get('screenshot-interval')!),
+    recording: recordingConfig(get, bool('recording')),
     uploadMaxBytes: size('upload-max-bytes', get('upload-max-bytes')!),
     zipMaxEntries: int('zip-max-entries', get('zip-max-entries')!, 1),
     zipMaxTotalBytes: size('zip-max-total-bytes', get('zip-max-total-bytes')!),
@@ -265,6 +277,25 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     warnings,
     nats: natsConfig(get),
     otlp: otlpConfig(values, env),
+  }
+}
+
+function recordingConfig(get: (flag: string) => string | undefined, enabled: boolean): RecordingConfig {
+  const quality = int('recording-quality', get('recording-quality')!, 1)
+  if (quality > 100) throw new ConfigError(`--recording-quality: 1 to 100, got ${quality}`)
+  const fps = int('recording-max-fps', get('recording-max-fps')!, 1)
+  if (fps > 60) throw new ConfigError(`--recording-max-fps: 1 to 60, got ${fps}`)
+  const sizeText = get('recording-max-size')!
+  const m = /^\s*(\d{1,5})\s*x\s*(\d{1,5})\s*$/i.exec(sizeText)
+  if (!m || Number(m[1]) < 16 || Number(m[2]) < 16)
+    throw new ConfigError(`--recording-max-size: expected WIDTHxHEIGHT like 1280x720, got ${JSON.stringify(sizeText)}`)
+  return {
+    enabled,
+    maxFps: fps,
+    quality,
+    maxWidth: Number(m[1]),
+    maxHeight: Number(m[2]),
+    maxBytes: minSize('recording-max-bytes', get('recording-max-bytes')!, 1024 * 1024),
   }
 }
 

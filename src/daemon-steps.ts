@@ -11,6 +11,9 @@ import { DiskGuard } from './disk-guard.js'
 import { Pipeline } from './pipeline.js'
 import { Bounds } from './bounds.js'
 import { EventLog } from './store/event-log.js'
+import { FrameStore } from './store/frame-store.js'
+import { RecordingSwitch } from './recording-switch.js'
+import { registerRecordingRoutes } from './api/routes/recording.js'
 import { createApiApp, type ApiApp } from './api/app.js'
 import { loadTokens, type LoadedTokens } from './api/auth.js'
 import { resolveBrowserId } from './api/browser-id.js'
@@ -24,7 +27,7 @@ import { registerViewerRoutes } from './api/routes/viewer.js'
 import { registerBundleRoutes } from './api/routes/bundle.js'
 import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { createMetrics, type Metrics } from './metrics.js'
-import { Monitor, capturePlan, chromiumUserFor, type CaptureSource } from './monitor/index.js'
+import { Monitor, RECORDING, capturePlan, chromiumUserFor, type CaptureSource } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
 import { COMMAND_PARAMS_MAX_BYTES } from './proxy/command-log.js'
 import { ExtensionStore } from './uploads/extension-store.js'
@@ -39,6 +42,7 @@ import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
 import { createInteractionCollector, type InteractionCollector } from '../collectors/interaction.js'
 import { createScreenshotCollector } from '../collectors/screenshot.js'
+import { createRecordingCollector, type RecordingCollector } from '../collectors/recording.js'
 import { startSystemCollectors, type SystemCollectors } from '../collectors/system.js'
 import { startShipping, type Shipper } from './ship/index.js'
 import { startOtlp, type OtlpExport } from './ship/otlp.js'
@@ -79,25 +83,28 @@ export interface Identity {
   tokens: LoadedTokens
   disk: DiskGuard
 }
-/** store */
+/** store: the event log, and the screen recording's frame store beside it. */
 export interface Store {
   log: EventLog
+  frames: FrameStore
 }
-/** pipeline: the one way into the log, metrics, and the byte bounds of per-target state. */
+/** pipeline: the one way into the log, metrics, the byte bounds of per-target state, the recording switch. */
 export interface Core {
   pipeline: Pipeline
   metrics: Metrics
   bounds: Bounds
+  recording: RecordingSwitch
 }
 /** ship (undefined unless --nats-url), OTLP export (undefined unless --otlp-endpoint) */
 export interface Shipping {
   shipper: Shipper | undefined
   otlp: OtlpExport | undefined
 }
-/** monitor (undefined without a browser), with its interaction collector (binding actions for /metrics). */
+/** monitor (undefined without a browser), with its interaction collector (binding actions for /metrics) and the screencast. */
 export interface Browser {
   monitor: Monitor | undefined
   interaction: InteractionCollector | undefined
+  screencast: RecordingCollector | undefined
 }
 /** system */
 export interface System {
@@ -166,7 +173,22 @@ export async function openStore(d: Base): Promise<Started<Store>> {
   })
   if (log.previousStopWasUnclean)
     d.logger.warn('previous run did not stop cleanly; a seq gap marks possibly lost events')
-  return { part: { log }, stop: () => log.close() }
+  let frames: FrameStore
+  try {
+    frames = await FrameStore.open({
+      dir: join(d.config.dataDir, 'recording'),
+      maxBytes: d.config.recording.maxBytes,
+      logger: d.logger.child({ module: 'recording' }),
+    })
+  } catch (err) {
+    await log.close()
+    throw err
+  }
+  const stop = async () => {
+    await frames.close()
+    await log.close()
+  }
+  return { part: { log, frames }, stop }
 }
 
 /** One masking policy for events and logs (built-in lists plus --redact-headers / --redact-params). */
@@ -185,7 +207,9 @@ export function buildPipeline(d: Base & Store): Started<Core> {
   })
   // Per-target byte bounds (URLs, header sets, request tables) for the monitor and collectors.
   const bounds = new Bounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
-  return { part: { pipeline, metrics: createMetrics(), bounds } }
+  const recording = new RecordingSwitch(d.config.recording.enabled)
+  recording.onChange(on => d.logger.info({ enabled: on }, on ? 'screen recording on' : 'screen recording off'))
+  return { part: { pipeline, metrics: createMetrics(), bounds, recording } }
 }
 
 /**
@@ -217,22 +241,45 @@ export async function startShipper(d: Base & Identity & Store & Core): Promise<S
   return { part: { shipper, otlp }, stop: shipper || otlp ? stop : undefined }
 }
 
-/** The capture plan follows the enabled categories (PUT/PATCH of the telemetry config applies it live). */
+/**
+ * The capture plan follows the enabled categories and the recording switch (PUT/PATCH of the
+ * telemetry config applies either live).
+ */
 function captureSource(d: Base & Core): CaptureSource {
   const planOf = (categories: Iterable<string>) =>
-    capturePlan(categories, { bodyMaxBytes: d.config.networkBodyMaxBytes })
+    capturePlan(d.recording.enabled ? [...categories, RECORDING] : categories, {
+      bodyMaxBytes: d.config.networkBodyMaxBytes,
+    })
   return {
     current: () => planOf(d.pipeline.enabledCategories()),
-    onChange: l => d.pipeline.onCategoriesChanged(c => l(planOf(c))),
+    onChange: l => {
+      const offCategories = d.pipeline.onCategoriesChanged(c => l(planOf(c)))
+      const offRecording = d.recording.onChange(() => l(planOf(d.pipeline.enabledCategories())))
+      return () => {
+        offCategories()
+        offRecording()
+      }
+    },
   }
 }
 
 /** Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects. */
-export async function startMonitor(d: Base & Core): Promise<Started<Browser>> {
+export async function startMonitor(d: Base & Store & Core): Promise<Started<Browser>> {
   const { config, pipeline, logger, bounds } = d
-  if (!config.launch && !config.cdpUrl) return { part: { monitor: undefined, interaction: undefined } }
+  if (!config.launch && !config.cdpUrl)
+    return { part: { monitor: undefined, interaction: undefined, screencast: undefined } }
   const collectorLogger = logger.child({ module: 'collectors' })
   const interaction = createInteractionCollector({ logger: collectorLogger })
+  const rec = config.recording
+  const screencast = createRecordingCollector({
+    sink: d.frames,
+    lastSeq: () => d.log.lastAssignedSeq,
+    maxFps: rec.maxFps,
+    quality: rec.quality,
+    maxWidth: rec.maxWidth,
+    maxHeight: rec.maxHeight,
+    logger: collectorLogger,
+  })
   const monitor = new Monitor({
     cdpUrl: config.launch ? undefined : config.cdpUrl,
     // A root daemon never runs the browser as root: pages and CDP clients must not reach the data dir.
@@ -261,6 +308,7 @@ export async function startMonitor(d: Base & Core): Promise<Started<Browser>> {
         onEnabledChange: l => pipeline.onCategoriesChanged(c => l(c.has('screenshot'))),
         logger: collectorLogger,
       }),
+      screencast,
     ],
     logger: logger.child({ module: 'monitor' }),
     reconnect: {
@@ -285,7 +333,7 @@ export async function startMonitor(d: Base & Core): Promise<Started<Browser>> {
       (err: Error) => logger.warn({ url: config.open, err }, 'could not open the demo page'),
     )
   }
-  return { part: { monitor, interaction }, stop }
+  return { part: { monitor, interaction, screencast }, stop }
 }
 
 /** System events: OOM kills, watched units, the launched browser's crashes, our own unclean stop. */
@@ -368,17 +416,27 @@ export async function startApi(
     outerMiddleware: [httpMetrics(metrics)],
     drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
     diskState: () => disk.status,
+    recording: d.recording,
+    defaultRecording: config.recording.enabled,
     routes: [
       ...d.uploadRoutes,
       r => registerIngestRoutes(r, { pipeline, browserId: d.browserId }),
       r => registerMetricsRoute(r, { metrics }),
       r => registerViewerRoutes(r),
       r =>
+        registerRecordingRoutes(r, {
+          frames: d.frames,
+          recording: d.recording,
+          captureStats: d.screencast ? () => ({ ...d.screencast!.stats }) : undefined,
+        }),
+      r =>
         registerBundleRoutes(r, {
           source: {
             browserId: d.browserId,
             daemonVersion: packageVersion(),
             log: d.log,
+            frames: d.frames,
+            recordingEnabled: () => d.recording.enabled,
             categories: () => CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c)),
             redaction: redactorOf(config).policy(),
           },

@@ -29,6 +29,12 @@ export const DEFAULT_SETTINGS = {
   retentionAgeMs: 7 * DAY,
   networkBodyMaxBytes: 64 * KiB,
   screenshotIntervalMs: 5 * SECOND,
+  /** Screen recording: frames kept per second per page, JPEG quality, largest frame, frame store bound. */
+  recordingMaxFps: 5,
+  recordingQuality: 60,
+  recordingMaxWidth: 1280,
+  recordingMaxHeight: 720,
+  recordingMaxBytes: 256 * MiB,
   uploadMaxBytes: 1 * GiB,
   zipMaxEntries: 100_000,
   zipMaxTotalBytes: 4 * GiB,

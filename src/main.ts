@@ -5,6 +5,9 @@
 import type { ServeConfig } from './config.js'
 import { createLogger } from './log.js'
 import type { EventLog } from './store/event-log.js'
+import type { FrameStore } from './store/frame-store.js'
+import type { RecordingSwitch } from './recording-switch.js'
+import type { RecordingCollector } from '../collectors/recording.js'
 import type { Pipeline } from './pipeline.js'
 import type { ApiApp } from './api/app.js'
 import type { Monitor } from './monitor/index.js'
@@ -37,6 +40,12 @@ export interface DaemonHandle {
   url: string
   browserId: string
   log: EventLog
+  /** The screen recording's frames (beside the log). */
+  frames: FrameStore
+  /** Screen recording on/off (the capture config's `recording`). */
+  recording: RecordingSwitch
+  /** The screencast collector (undefined with --no-browser). */
+  screencast?: RecordingCollector
   pipeline: Pipeline
   api: ApiApp
   /** Undefined with --no-browser. */
@@ -95,6 +104,9 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       url: d.server.url,
       browserId: d.browserId,
       log: d.log,
+      frames: d.frames,
+      recording: d.recording,
+      screencast: d.screencast,
       pipeline: d.pipeline,
       api: d.api,
       monitor: d.monitor,

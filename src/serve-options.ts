@@ -160,6 +160,30 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: formatDuration(D.screenshotIntervalMs),
     help: 'Periodic screenshot cadence (screenshot category)',
   },
+  recording: {
+    type: 'boolean',
+    help: 'Record the screen of the visible pages from the start (JPEG frames in <data-dir>/recording, not in the event log; the capture config toggles it at runtime)',
+  },
+  'recording-max-fps': {
+    type: 'string',
+    default: String(D.recordingMaxFps),
+    help: 'Recording: frames kept per second per page at most (repeated frames are never kept)',
+  },
+  'recording-quality': {
+    type: 'string',
+    default: String(D.recordingQuality),
+    help: 'Recording: JPEG quality, 1-100',
+  },
+  'recording-max-size': {
+    type: 'string',
+    default: `${D.recordingMaxWidth}x${D.recordingMaxHeight}`,
+    help: 'Recording: largest frame in pixels, WIDTHxHEIGHT (the viewport is scaled down to fit)',
+  },
+  'recording-max-bytes': {
+    type: 'string',
+    default: formatSize(D.recordingMaxBytes),
+    help: 'Recording: JPEG bytes kept at most; the oldest frames are removed first (a recording gap)',
+  },
   'upload-max-bytes': {
     type: 'string',
     default: formatSize(D.uploadMaxBytes),

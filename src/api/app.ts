@@ -13,6 +13,7 @@ import { ApiError } from './errors.js'
 import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes } from './routes/telemetry.js'
+import type { RecordingSwitch } from '../recording-switch.js'
 import { TelemetryStreams } from './telemetry-stream.js'
 
 export interface ApiDeps {
@@ -36,6 +37,10 @@ export interface ApiDeps {
   streamPageSize?: number
   /** Live SSE writes per client at most this often; commits in between are joined (default 20 ms). */
   streamCoalesceMs?: number
+  /** The screen recording's on/off switch (capture config `recording`); absent: not offered. */
+  recording?: RecordingSwitch
+  /** What PUT sets the recording to when its body does not name it (default: off). */
+  defaultRecording?: boolean
   /** What PUT /browsers/{id}/telemetry layers its body onto (default: the pipeline's categories at creation). */
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
@@ -109,6 +114,8 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     pipeline: deps.pipeline,
     streams,
     defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c)),
+    recording: deps.recording,
+    defaultRecording: deps.defaultRecording,
     now: deps.now,
   })
   for (const register of deps.routes ?? []) register(router)

@@ -29,11 +29,23 @@ export const TelemetryConfigSchema = Type.Object(
         $id: 'BrowserTelemetryCategoriesConfig',
       }),
     ),
+    recording: Type.Optional(
+      Type.Object(
+        { enabled: Type.Optional(Type.Boolean()) },
+        {
+          additionalProperties: false,
+          $id: 'BrowserRecordingConfig',
+          description:
+            'Screen recording of the visible pages (frames in their own store, read with /browsers/{id}/recording/frames); off unless --recording',
+        },
+      ),
+    ),
   },
   { additionalProperties: false, $id: 'BrowserTelemetryConfig' },
 )
 export type TelemetryConfig = {
   browser?: Partial<Record<(typeof CONFIGURABLE_CATEGORIES)[number], { enabled?: boolean }>>
+  recording?: { enabled?: boolean }
 }
 
 export const HealthSchema = Type.Object(

@@ -3,6 +3,10 @@
 // time only when the zip asks for more bytes, so a reader that stops reading stops the reads, and the
 // files go into the zip one after another (each read pass starts only when the one before ended).
 // Everything comes from the stored envelopes, which the pipeline masked before storing them.
+import { createReadStream } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import yazl from 'yazl'
@@ -12,6 +16,7 @@ import type { RedactionPolicy } from '../redact.js'
 import type { EventLog, ReadQuery, StoredRecord } from '../store/event-log.js'
 import { consoleLine, isoMicros } from './console-text.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
+import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
 
 /** Where a bundle's contents come from (the daemon's parts, or a test's). */
@@ -23,6 +28,8 @@ export interface BundleSource {
   frames?: BundleFrames
   /** Whether the screen recording is on now. */
   recordingEnabled?: () => boolean
+  /** ffmpeg for recording.webm: a path, undefined to look on PATH, null never to encode. */
+  ffmpeg?: string | null
   /** Event categories captured now. */
   categories: () => readonly string[]
   redaction: RedactionPolicy
@@ -158,11 +165,12 @@ export function buildBundle(
   /** One zip entry from an iterable of chunks; resolves once the zip consumed all of it. */
   async function entry(
     name: string,
-    chunks: Iterable<string | Buffer> | AsyncIterable<string | Buffer>,
+    chunks: Iterable<string | Buffer> | AsyncIterable<string | Buffer> | Readable,
     compress = true,
   ): Promise<void> {
     signal.throwIfAborted()
-    const r = Readable.from(chunks, { objectMode: false, highWaterMark: 64 * 1024 })
+    const r =
+      chunks instanceof Readable ? chunks : Readable.from(chunks, { objectMode: false, highWaterMark: 64 * 1024 })
     current = r
     zip.addReadStream(r, name, { compress, mtime: createdAt })
     await finished(r) // also the error listener: yazl adds none to the streams it is given
@@ -279,36 +287,79 @@ export function buildBundle(
   }
 
   /** frames/<id>.jpg for every frame of the window still stored, then frames/index.json listing them. */
-  async function frames(): Promise<void> {
+  async function frames(): Promise<FrameMeta[]> {
     const included: FrameMeta[] = []
     const store = source.frames
     if (store) {
-      const q = { sinceUs: window.sinceUs, untilUs: window.untilUs ?? createdUs }
-      let offset: number | undefined
+      const untilUs = window.untilUs ?? createdUs
+      let cursor: number | undefined
       outer: for (;;) {
         signal.throwIfAborted()
-        const page = await store.page({ ...q, limit: 100, ...(offset !== undefined ? { offset } : {}) })
+        const page = store.list({ sinceUs: window.sinceUs, untilUs, limit: 100, ...(cursor ? { cursor } : {}) })
         for (const meta of page.items) {
-          if (meta.after_seq > lastSeq) break outer
-          if (included.length >= limits.maxFrames) break outer
+          if (meta.after_seq > lastSeq || included.length >= limits.maxFrames) break outer
           const bytes = await store.read(meta.frame_id)
           signal.throwIfAborted()
           if (!bytes) continue // removed by retention since it was listed
           await entry(`frames/${meta.frame_id}.jpg`, [bytes], false)
           included.push(meta)
         }
-        if (!page.hasMore || page.nextOffset === 0 || page.items.length === 0) break
-        offset = page.nextOffset
+        if (!page.hasMore || page.nextCursor === 0 || page.items.length === 0) break
+        cursor = page.nextCursor
       }
-      manifest.recording.gaps = await store.gaps(q.sinceUs, q.untilUs)
+      manifest.recording.gaps = store.gaps().filter(g => g.ts >= window.sinceUs && g.ts < untilUs)
     }
     manifest.recording.frames = included.length
     manifest.files.frames.files = included.length
-    // recording.webm: encoded from these frames when ffmpeg is on PATH, by the recording's encoder
-    // once it is wired here (BundleSource gets it); until then the manifest says why there is none.
-    manifest.recording.video_note =
-      included.length === 0 ? 'no frames in this window' : 'video encoding is not part of this daemon build'
     await entry('frames/index.json', [JSON.stringify(included)])
+    return included
+  }
+
+  /** recording.webm: the frames encoded at their real timing, when ffmpeg is on PATH. */
+  async function video(included: FrameMeta[]): Promise<void> {
+    const store = source.frames
+    if (!store || included.length === 0) {
+      manifest.recording.video_note = 'no recording frames in this window'
+      return
+    }
+    const ffmpeg = source.ffmpeg === null ? undefined : (source.ffmpeg ?? (await findFfmpeg()))
+    if (!ffmpeg) {
+      manifest.recording.video_note = `ffmpeg was not on the daemon's PATH; ${FFMPEG_INSTALL_HINT}`
+      return
+    }
+    const dir = await mkdtemp(join(tmpdir(), 'bt-bundle-video-'))
+    try {
+      const file = join(dir, 'recording.webm')
+      let encoded: EncodedWebm
+      try {
+        encoded = await encodeWebm({
+          frames: included,
+          jpeg: async i => {
+            const bytes = await store.read(included[i]!.frame_id)
+            if (!bytes) throw new Error(`frame ${included[i]!.frame_id} was removed by retention during the export`)
+            return bytes
+          },
+          output: file,
+          ffmpeg,
+          tmpDir: dir,
+          signal,
+        })
+      } catch (err) {
+        signal.throwIfAborted()
+        // The frames are in the bundle either way; a video that could not be made is only noted.
+        manifest.recording.video_note = `recording.webm could not be encoded: ${(err as Error).message}`
+        return
+      }
+      await entry('recording.webm', createReadStream(file), false)
+      manifest.recording.video = 'recording.webm'
+      manifest.files['recording.webm'] = {
+        frames: encoded.frames,
+        duration_ms: encoded.durationMs,
+        bytes: encoded.bytes,
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   }
 
   const done = (async () => {
@@ -317,7 +368,7 @@ export function buildBundle(
       await entry('network.har', harFile())
       await entry('console.txt', consoleFile())
       await screenshots()
-      await frames()
+      await video(await frames())
       await entry('manifest.json', [JSON.stringify(manifest, null, 2) + '\n'])
       zip.end()
       await finished(output)

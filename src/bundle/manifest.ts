@@ -1,7 +1,7 @@
 // manifest.json of a bundle: what the bundle holds and under which rules it was made. Tools read it
 // (its field names are a contract, like the file names), so it only grows new fields.
 import type { RedactionPolicy } from '../redact.js'
-import type { RecordingGap } from './frames.js'
+import type { FrameGap } from './frames.js'
 
 export const BUNDLE_FORMAT = 'browser-telemetry-bundle'
 export const BUNDLE_FORMAT_VERSION = 1
@@ -33,8 +33,11 @@ export interface BundleManifest {
   seq: { first: number | null; last: number | null; events: number; last_committed_at_start: number }
   /** Dropped seqs as the API and the viewer show them: listed up to `listed_max`, counted in full. */
   gaps: { dropped: SeqGap[]; listed_max: number; total_gaps: number; total_dropped: number }
-  /** The screen recording: frames in frames/, and the spans without frames. */
-  recording: { enabled: boolean; frames: number; gaps: RecordingGap[]; video: string | null; video_note?: string }
+  /**
+   * The screen recording: frames in frames/, the runs of frame ids the store could not keep (with
+   * why) that happened in the window, and recording.webm when ffmpeg was there to encode it.
+   */
+  recording: { enabled: boolean; frames: number; gaps: FrameGap[]; video: string | null; video_note?: string }
   /** Event categories being captured when the bundle was made. */
   categories: string[]
   /** Applied before anything was stored, so every file of the bundle is masked by it. */
@@ -45,6 +48,7 @@ export interface BundleManifest {
     'console.txt': { lines: number }
     screenshots: { files: number }
     frames: { files: number }
+    'recording.webm'?: { frames: number; duration_ms: number; bytes: number }
   }
   /** Event types in events.ndjson with their counts. */
   types: Record<string, number>

@@ -6,6 +6,7 @@ import { fleetCommand } from './fleet.js'
 import { harCommand } from './har.js'
 import { openCommand } from './open.js'
 import { readCommand } from './read.js'
+import { recordingCommand } from './recording.js'
 import { tailCommand } from './tail.js'
 import { uploadZipCommand } from './upload-zip.js'
 
@@ -17,6 +18,7 @@ export const clientCommands: Record<string, ClientCommand> = {
   read: readCommand,
   har: harCommand,
   bundle: bundleCommand,
+  recording: recordingCommand,
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,
   open: openCommand,

@@ -19,6 +19,8 @@
 //   Runtime.disable drops the binding: verified against Chromium), the binding, the new-document
 //   script in an isolated world, on pages and OOPIFs (workers have no DOM).
 // - screenshot: nothing per target beyond Page (captures go to the active page).
+// - recording (not a category: frames are not events; on while the capture config's recording is,
+//   the name 'recording' in the enabled set): the screencast collector on page targets, Page only.
 // - Auto-attach: OOPIFs only when a category reports from them (console, network, page,
 //   interaction); dedicated/shared/service workers only for console or network.
 import type { Category, TargetType } from '../events/index.js'
@@ -28,6 +30,10 @@ import { DOCUMENT_TYPES, FRAME_TYPES, WORKER_TYPES } from './target-types.js'
 /** Categories whose capture needs CDP work on targets. */
 export const CAPTURE_CATEGORIES = ['console', 'network', 'page', 'interaction', 'screenshot'] as const
 export type CaptureCategory = (typeof CAPTURE_CATEGORIES)[number]
+/** Screen recording: in the enabled set while on (not a category); attaches the screencast collector to pages. */
+export const RECORDING = 'recording'
+/** What a collector is attached for: a capture category, or the screen recording. */
+export type PlanCollector = CaptureCategory | typeof RECORDING
 
 /** The CDP domains a plan switches (in the order they are enabled). */
 export const PLAN_DOMAINS = ['Page', 'Runtime', 'Network', 'PerformanceTimeline'] as const
@@ -42,8 +48,8 @@ export const DEFAULT_BODY_MAX_BYTES = DEFAULT_SETTINGS.networkBodyMaxBytes
 export interface TargetPlan {
   /** Domains enabled on the target, in PLAN_DOMAINS order. */
   domains: PlanDomain[]
-  /** Collector categories attached to the target (their listeners, state, scripts, bindings). */
-  collectors: CaptureCategory[]
+  /** Collector categories attached to the target (their listeners, state, scripts, bindings), and the recording. */
+  collectors: PlanCollector[]
   /** The interaction binding + new-document script (isolated world) are installed. */
   interactionScript: boolean
 }
@@ -51,6 +57,8 @@ export interface TargetPlan {
 export interface CapturePlan {
   /** The capture categories that are on, in CAPTURE_CATEGORIES order. */
   categories: CaptureCategory[]
+  /** Screen recording is on (pages get the screencast collector). */
+  recording: boolean
   /** Auto-attach OOPIF targets (type iframe). Pages (and background pages) are always attached. */
   attachIframes: boolean
   /** Auto-attach dedicated, shared and service workers. */
@@ -72,7 +80,7 @@ export interface CapturePlanOptions {
 export function capturePlan(enabled: Iterable<Category | string>, opts: CapturePlanOptions = {}): CapturePlan {
   const on = new Set(enabled)
   const categories = CAPTURE_CATEGORIES.filter(c => on.has(c))
-  const has = (c: CaptureCategory) => on.has(c)
+  const has = (c: PlanCollector) => on.has(c)
   const attachIframes = has('console') || has('network') || has('page') || has('interaction')
   const attachWorkers = has('console') || has('network')
   const byType = new Map<TargetType, TargetPlan>()
@@ -83,10 +91,18 @@ export function capturePlan(enabled: Iterable<Category | string>, opts: CaptureP
   }
   const bodyMaxBytes = Math.max(0, opts.bodyMaxBytes ?? DEFAULT_BODY_MAX_BYTES)
   const bodies = has('network') && bodyMaxBytes > 0
-  return { categories, attachIframes, attachWorkers, bodies, maxPostDataSize: bodies ? bodyMaxBytes : 0, byTarget }
+  return {
+    categories,
+    recording: has(RECORDING),
+    attachIframes,
+    attachWorkers,
+    bodies,
+    maxPostDataSize: bodies ? bodyMaxBytes : 0,
+    byTarget,
+  }
 }
 
-function targetPlan(has: (c: CaptureCategory) => boolean, type: TargetType): TargetPlan {
+function targetPlan(has: (c: PlanCollector) => boolean, type: TargetType): TargetPlan {
   const frames = FRAME_TYPES.has(type)
   const documents = DOCUMENT_TYPES.has(type)
   const interaction = documents && has('interaction')
@@ -96,11 +112,12 @@ function targetPlan(has: (c: CaptureCategory) => boolean, type: TargetType): Tar
     Network: has('network'),
     PerformanceTimeline: documents && has('page'),
   }
-  const collectors: CaptureCategory[] = []
+  const collectors: PlanCollector[] = []
   if (has('console')) collectors.push('console')
   if (has('network')) collectors.push('network')
   if (documents && has('page')) collectors.push('page')
   if (interaction) collectors.push('interaction')
+  if (type === 'page' && has(RECORDING)) collectors.push(RECORDING)
   // The screenshot collector follows pages itself (always attached; it captures only while on).
   return { domains: PLAN_DOMAINS.filter(d => want[d]), collectors, interactionScript: interaction }
 }

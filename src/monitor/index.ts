@@ -19,6 +19,7 @@ export {
   TIMELINE_EVENT_TYPES,
   DEFAULT_BODY_MAX_BYTES,
   planAttaches,
+  RECORDING,
 } from './capture-plan.js'
 export type { CapturePlanOptions } from './capture-plan.js'
 export { autoAttachParams, fixedCapture } from './capture.js'

@@ -3,7 +3,7 @@
 import type { ProtocolMapping } from 'devtools-protocol/types/protocol-mapping.js'
 import type { Context, TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline.js'
-import type { CaptureCategory } from './capture-plan.js'
+import type { PlanCollector } from './capture-plan.js'
 
 export type CdpCommand = keyof ProtocolMapping.Commands
 export type CdpEvent = keyof ProtocolMapping.Events
@@ -12,7 +12,7 @@ export type CommandResult<M extends CdpCommand> = ProtocolMapping.Commands[M]['r
 export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
 
 // What non-CDP collectors (collectors/system.ts) read of the monitor.
-export type { CaptureCategory, CapturePlan, PlanDomain, TargetPlan } from './capture-plan.js'
+export type { CaptureCategory, CapturePlan, PlanCollector, PlanDomain, TargetPlan } from './capture-plan.js'
 export type { BrowserExit, MonitorEventSource, MonitorState, MonitorStatus, MonitorView } from './status.js'
 // Target types collectors decide by (the monitor's own sets, one leaf).
 export { DOCUMENT_TYPES } from './target-types.js'
@@ -72,7 +72,7 @@ export interface Collector {
    * Domains are the plan's job (the monitor enables them before attach's answers matter); a
    * collector only subscribes and sets up its own extras (scripts, bindings).
    */
-  readonly category?: CaptureCategory
+  readonly category?: PlanCollector
   /**
    * Called for every attached target while it is still paused (waitForDebuggerOnStart), right after
    * the monitor sent the plan's domain enables: subscribe and set up the collector's own extras

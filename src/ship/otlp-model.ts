@@ -204,6 +204,33 @@ export function attributesOf(env: Envelope): Attributes {
 /** The span a log record belongs to: the request's hop or the navigation's root (when the event names them). */
 export type SpanOfRecord = (env: Envelope) => SpanContext | undefined
 
+/** Navigations remembered by `navigationSpanOf` (a tab's events mostly name its current one). */
+const NAV_CONTEXTS_KEPT = 256
+
+/**
+ * The navigation root span of an event that names a target and nav_seq. Ids are hashes; the last few
+ * navigations' contexts are kept, since nearly every record of a page names the same one.
+ */
+export function navigationSpanOf(browserId: string): SpanOfRecord {
+  const kept = new Map<string, SpanContext>()
+  return env => {
+    const d = env.event.data
+    if (typeof d.target_id !== 'string' || typeof d.nav_seq !== 'number') return undefined
+    const key = `${d.target_id}\u0000${d.nav_seq}`
+    let ctx = kept.get(key)
+    if (!ctx) {
+      if (kept.size >= NAV_CONTEXTS_KEPT) kept.clear()
+      ctx = {
+        traceId: navTraceId(browserId, d.target_id, d.nav_seq),
+        spanId: navRootSpanId(browserId, d.target_id, d.nav_seq),
+        traceFlags: 1,
+      }
+      kept.set(key, ctx)
+    }
+    return ctx
+  }
+}
+
 /** One LogRecord per envelope: body = data, event.name = type, time = ts. */
 export function logRecordOf(env: Envelope, shared: OtlpShared, spanOf?: SpanOfRecord): ReadableLogRecord {
   const time = hrTimeOf(env.event.ts)

@@ -20,16 +20,7 @@ import type { SinkHealth } from './ship-health.js'
 import { readHeadersFile, type OtlpConfig, type OtlpSignal } from './otlp-config.js'
 import { OtlpLink, OTLP_ERROR_KINDS, type SignalEncoder } from './otlp-link.js'
 import { MetricsExporter, type MetricsSource } from './otlp-metrics.js'
-import {
-  NOT_LOGGED,
-  logRecordOf,
-  navRootSpanId,
-  navTraceId,
-  parseEnvelope,
-  sharedOf,
-  type Envelope,
-  type OtlpShared,
-} from './otlp-model.js'
+import { NOT_LOGGED, logRecordOf, navigationSpanOf, parseEnvelope, sharedOf, type OtlpShared } from './otlp-model.js'
 import { TraceBuilder } from './otlp-traces.js'
 import type { HttpAnswer } from './otlp-http.js'
 
@@ -69,15 +60,7 @@ const CONTENT_TYPE = { 'http/protobuf': 'application/x-protobuf', 'http/json': '
 
 /** The log records of one envelope: none for screenshots; linked to the navigation's root span. */
 function logsEncoder(shared: OtlpShared, json: boolean): SignalEncoder<ReadableLogRecord> {
-  const spanOf = (env: Envelope) => {
-    const d = env.event.data
-    if (typeof d.target_id !== 'string' || typeof d.nav_seq !== 'number') return undefined
-    return {
-      traceId: navTraceId(shared.browserId, d.target_id, d.nav_seq),
-      spanId: navRootSpanId(shared.browserId, d.target_id, d.nav_seq),
-      traceFlags: 1,
-    }
-  }
+  const spanOf = navigationSpanOf(shared.browserId)
   const serializer = json ? JsonLogsSerializer : ProtobufLogsSerializer
   return {
     signal: 'logs',

@@ -77,6 +77,8 @@ export interface SinkOptions extends Partial<SinkTuning> {
 }
 
 const READ_PAGE = 512
+/** Pages kept queued ahead of the window. */
+const READ_AHEAD_PAGES = 2
 /** Records queued for sending at most (read ahead of the in-flight window). */
 const QUEUE_CAP = 2048
 
@@ -379,11 +381,17 @@ export class Sink {
 
   private pump(): void {
     const queue = this.window.queue
+    // Read ahead before sending: the read runs off the main thread while the records below are
+    // encoded and sent, and a second page stays queued so the window never waits for the disk.
+    if (
+      this.phase === 'publishing' &&
+      !this.reading &&
+      queue.length < READ_AHEAD_PAGES * READ_PAGE &&
+      this.next <= this.opts.log.lastSeq
+    )
+      void this.readAhead()
     while (this.phase === 'publishing' && this.window.inFlight < this.tuning.maxInFlight && queue.length > 0)
       this.publish(queue.shift()!)
-    // Read ahead while the window drains, so the next page is there when it empties.
-    if (this.phase === 'publishing' && !this.reading && queue.length < READ_PAGE && this.next <= this.opts.log.lastSeq)
-      void this.readAhead()
   }
 
   private async readAhead(): Promise<void> {

@@ -143,6 +143,15 @@ export class EventLog {
   get lastSeq(): number {
     return this.writer.lastSeq
   }
+  /**
+   * The last seq handed out (appended or skipped): every event the pipeline took before now has a
+   * seq at or below it (it is committed within the group-commit delay, or is a gap). What a
+   * recording frame's after_seq is taken from, so a frame that arrives after an event is never
+   * placed before it.
+   */
+  get lastAssignedSeq(): number {
+    return this.writer.lastAssignedSeq
+  }
   get firstSeq(): number {
     return this.firstSeqCache
   }

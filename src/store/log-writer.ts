@@ -128,6 +128,10 @@ export class LogWriter {
   get lastSeq(): number {
     return this.committedSeq
   }
+  /** The last seq handed out (appended or skipped), committed or not yet. */
+  get lastAssignedSeq(): number {
+    return this.nextSeq - 1
+  }
 
   /** See EventLog.append. */
   append(event: TelemetryEvent, eventJson: string, eventBytes?: number): Appended {

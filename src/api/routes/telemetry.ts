@@ -11,6 +11,7 @@ import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '..
 import type { QueryValues } from '../query-params.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
+import type { RecordingSwitch } from '../../recording-switch.js'
 
 export interface TelemetryRouteDeps {
   log: EventLog
@@ -18,6 +19,10 @@ export interface TelemetryRouteDeps {
   streams: TelemetryStreams
   /** What PUT layers its body onto (the daemon's --categories). */
   defaultCategories: readonly ConfigurableCategory[]
+  /** The screen recording's switch (capture config `recording`); absent: not offered (400 when named). */
+  recording?: RecordingSwitch
+  /** What PUT sets the recording to when its body does not name it (the daemon's --recording). */
+  defaultRecording?: boolean
   /** Unix microseconds (tests pin it). */
   now?: () => number
 }
@@ -115,11 +120,11 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     operationId: 'getBrowserTelemetryConfig',
     summary: 'Read the capture configuration',
     description:
-      'Every configurable category with its enabled flag. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
+      'Every configurable category with its enabled flag, and the screen recording. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
     scope: 'read',
     ...configDoc,
     handler: async ctx => {
-      ctx.body = currentConfig(deps.pipeline)
+      ctx.body = currentConfig(deps.pipeline, deps.recording)
     },
   })
   const body = { contentType: 'application/json', schema: TelemetryConfigSchema, required: true }
@@ -129,14 +134,16 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     operationId: 'replaceBrowserTelemetryConfig',
     summary: 'Replace the capture configuration',
     description:
-      'The body is layered onto the daemon default set (--categories); categories not named take their default. Takes effect for the next emitted event.',
+      'The body is layered onto the daemon default set (--categories, --recording); categories not named take their default. Takes effect for the next emitted event.',
     scope: 'write',
     requestBody: body,
     middleware: [configBody],
     ...configDoc,
     handler: async ctx => {
-      await changeCategories(ctx, deps.pipeline, applyConfig(deps.defaultCategories, parseConfigBody(ctx.request.body)))
-      ctx.body = currentConfig(deps.pipeline)
+      const config = parseConfigBody(ctx.request.body, deps.recording !== undefined)
+      await changeCategories(ctx, deps.pipeline, applyConfig(deps.defaultCategories, config))
+      changeRecording(deps, config.recording?.enabled ?? deps.defaultRecording ?? false)
+      ctx.body = currentConfig(deps.pipeline, deps.recording)
     },
   })
   router.add({
@@ -151,8 +158,10 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     ...configDoc,
     handler: async ctx => {
       const current = CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c))
-      await changeCategories(ctx, deps.pipeline, applyConfig(current, parseConfigBody(ctx.request.body)))
-      ctx.body = currentConfig(deps.pipeline)
+      const config = parseConfigBody(ctx.request.body, deps.recording !== undefined)
+      await changeCategories(ctx, deps.pipeline, applyConfig(current, config))
+      if (config.recording?.enabled !== undefined) changeRecording(deps, config.recording.enabled)
+      ctx.body = currentConfig(deps.pipeline, deps.recording)
     },
   })
 }
@@ -193,6 +202,11 @@ async function changeCategories(
   pipeline.setCategories(next)
 }
 
+/** Switches the recording (the daemon logs the change; frames are not events, so no audit event). */
+function changeRecording(deps: TelemetryRouteDeps, enabled: boolean): void {
+  deps.recording?.set(enabled)
+}
+
 /** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
 export function streamStart(lastEventId: string, replay: QueryValues[string]): StreamStart {
   if (lastEventId !== '') {
@@ -212,7 +226,7 @@ const configBody = jsonBody({ limit: '64kb', requireBody: true })
 
 const configCheck = TypeCompiler.Compile(TelemetryConfigSchema)
 
-export function parseConfigBody(body: unknown): TelemetryConfig {
+export function parseConfigBody(body: unknown, recordingOffered = true): TelemetryConfig {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidInput(
       'body',
@@ -226,6 +240,8 @@ export function parseConfigBody(body: unknown): TelemetryConfig {
       'monitor is not configurable: it flows whenever console, network, page or interaction is enabled',
     )
   }
+  if (!recordingOffered && Object.prototype.hasOwnProperty.call(body, 'recording'))
+    throw invalidInput('recording', 'this daemon has no screen recording (it runs without a frame store)')
   if (!configCheck.Check(body)) {
     const first = [...configCheck.Errors(body)][0]!
     const path = first.path.replace(/^\//, '').replace(/\//g, '.') || 'body'
@@ -248,6 +264,10 @@ export function applyConfig(base: readonly ConfigurableCategory[], config: Telem
   return CONFIGURABLE_CATEGORIES.filter(c => out.has(c))
 }
 
-export function currentConfig(pipeline: Pipeline): Required<TelemetryConfig> {
-  return { browser: Object.fromEntries(CONFIGURABLE_CATEGORIES.map(c => [c, { enabled: pipeline.isEnabled(c) }])) }
+export function currentConfig(pipeline: Pipeline, recording?: RecordingSwitch): TelemetryConfig {
+  const config: TelemetryConfig = {
+    browser: Object.fromEntries(CONFIGURABLE_CATEGORIES.map(c => [c, { enabled: pipeline.isEnabled(c) }])),
+  }
+  if (recording) config.recording = { enabled: recording.enabled }
+  return config
 }
