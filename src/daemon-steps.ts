@@ -489,6 +489,25 @@ export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy
     refusedConnections: () => ({ sse: api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
     sseLagDisconnects: () => api.streams.stats.slowDisconnects,
     evictions: () => d.bounds.evictions,
+    recording: () => {
+      const f = d.frames.stats()
+      const c = d.screencast?.stats
+      return {
+        enabled: d.recording.enabled,
+        bytes: f.bytes,
+        frames: {
+          received: c?.received ?? 0,
+          duplicate: c?.duplicates ?? 0,
+          rate_limited: c?.rateLimited ?? 0,
+          hidden: c?.hidden ?? 0,
+          stored: f.stored_total,
+          dropped_backpressure: f.dropped.backpressure,
+          dropped_write_error: f.dropped.write_error,
+          dropped_too_large: f.dropped.too_large,
+          removed_retention: f.removed_by_retention,
+        },
+      }
+    },
     interactionBinding: (): Record<string, number> => {
       const s = interaction?.stats
       return s ? { paused: s.paused, resumed: s.resumed, terminated: s.terminated, invalid: s.invalid } : {}

@@ -162,6 +162,16 @@ t.test('the recording state and the capture config switch', async t => {
   t.equal(on.status, 200)
   t.same(on.body.recording, { enabled: true })
   t.equal(recording.enabled, true, 'PATCH switched it on')
+  await api.log.flush()
+  const audit = (await api.log.read({ order: 'desc', limit: 10 })).records
+    .map(r => JSON.parse(r.json) as { event: { type: string; data: Record<string, unknown> } })
+    .find(e => e.event.type === 'capture_config_changed')
+  t.match(
+    audit?.event.data,
+    { operation_id: 'updateBrowserTelemetryConfig', old_recording: false, new_recording: true },
+    'the switch is audited: who, from, to',
+  )
+  t.same(audit?.event.data.old_categories, audit?.event.data.new_categories, 'categories unchanged')
   t.match(await state(), { enabled: true })
   const consoleOff = await cfg('PATCH', { browser: { console: { enabled: false } } })
   t.same(consoleOff.body.recording, { enabled: true }, 'a PATCH that does not name it leaves it')

@@ -330,6 +330,12 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
     state.gaps.some(g => g.reason === 'retention'),
     'the retention gap is reported',
   )
+  const metrics = await (await fetch(`${d.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+  t.match(metrics, /browser_telemetry_recording_enabled 1/)
+  t.match(metrics, /browser_telemetry_recording_frames_total\{outcome="stored"\} [1-9]/)
+  t.match(metrics, /browser_telemetry_recording_frames_total\{outcome="removed_retention"\} [1-9]/)
+  const held = Number(/browser_telemetry_recording_bytes (\d+)/.exec(metrics)?.[1])
+  t.ok(held > 0 && held <= BOUND, `recording bytes gauge within the bound (${held})`)
   t.ok(received.received > received.kept, `Chromium sent more than was kept (${received.received} > ${received.kept})`)
   t.ok(
     received.maxAckDelayMs < 1000,

@@ -8,9 +8,10 @@ import type { Test } from 'tap'
 import { Shipper, type ShipperOptions } from '../src/ship/shipper.js'
 import { decodeSubjectToken, encodeSubjectToken, subjectOf } from '../src/ship/subject.js'
 import type { EventLog } from '../src/store/event-log.js'
-import type { EventInput, Pipeline } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline.js'
 import { openStore } from './helpers/store.js'
 import { assertExactlyOnce, readStream, startNatsServer, freePort, type NatsServer } from './helpers/nats.js'
+import { ackedUpTo, emitMany, until } from './helpers/ship.js'
 
 const LIMITS = { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 }
 
@@ -34,87 +35,6 @@ function shipper(t: Test, log: EventLog, url: string | string[], over: Partial<S
   })
   t.teardown(() => s.stop())
   return s
-}
-
-/** Resolves once the shipper's watermark reaches `seq` (an event, not a poll). */
-function ackedUpTo(s: Shipper, seq: () => number): Promise<void> {
-  return new Promise(resolve => {
-    if (s.ackedSeq >= seq()) {
-      resolve()
-      return
-    }
-    const off = s.onAcked(acked => {
-      if (acked >= seq()) {
-        off()
-        resolve()
-      }
-    })
-  })
-}
-
-/**
- * Resolves once `ok()` holds, re-checked on every shipper change and ack; a regression fails here with the
- * shipper's state after `timeoutMs`, not with the runner's whole-file timeout.
- */
-function until(s: Shipper, ok: () => boolean, timeoutMs = 60_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (ok()) {
-      resolve()
-      return
-    }
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`shipper condition not reached in ${timeoutMs} ms: ${JSON.stringify(s.health())}`))
-    }, timeoutMs)
-    const check = () => {
-      if (ok()) {
-        off()
-        clearTimeout(timer)
-        resolve()
-      }
-    }
-    const offChange = s.onChange(check)
-    const offAcked = s.onAcked(check)
-    const off = () => {
-      offChange()
-      offAcked()
-    }
-  })
-}
-
-/** A mix of categories, each input small and valid. */
-function input(i: number): EventInput {
-  switch (i % 4) {
-    case 0:
-      return { type: 'console_log', data: { level: 'log', text: `line ${i}`, args: [] } } as unknown as EventInput
-    case 1:
-      return {
-        type: 'network_request',
-        data: { request_id: `r${i}`, method: 'GET', url: `https://example.com/${i}`, headers: {} },
-      } as EventInput
-    case 2:
-      return {
-        type: 'page_navigation',
-        data: { url: `https://example.com/p${i}`, frame_id: 'F' },
-      } as unknown as EventInput
-    default:
-      return {
-        type: 'interaction_click',
-        data: { x: i, y: 1, selector: 'button', tag: 'BUTTON', text: 'Buy' },
-      } as unknown as EventInput
-  }
-}
-
-/** Emits n events like a producer (yielding now and then so group commit runs); returns the last commit. */
-async function emitMany(pipeline: Pipeline, from: number, n: number): Promise<void> {
-  let last: Promise<boolean> = Promise.resolve(true)
-  for (let i = from; i < from + n; i++) {
-    const r = pipeline.emit(input(i))
-    if (r.dropped !== undefined) throw new Error(`event ${i} was not accepted: ${r.dropped}`)
-    last = r.committed
-    if (i % 500 === 499) await new Promise(r => setImmediate(r))
-  }
-  if (!(await last)) throw new Error('last event was not committed')
 }
 
 t.test('subject token encoding is reversible and leaves plain ids alone', async t => {

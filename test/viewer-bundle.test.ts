@@ -5,6 +5,7 @@
 // files, a zip bomb, not a zip) get a message and never hang. axe, the CSP and "nothing fetched from
 // outside 127.0.0.1" are checked on every page. One Chromium (playwright-core, Debian's).
 import t, { type Test } from 'tap'
+import { execFileSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
@@ -29,6 +30,22 @@ const dist = join(repo, 'dist', 'viewer')
 const TOKEN = 'viewer-bundle-token'
 const require = createRequire(import.meta.url)
 const axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8')
+/** A solid-colour JPEG from ffmpeg. */
+function colorJpeg(color: string): Buffer {
+  return execFileSync('ffmpeg', [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    `color=c=${color}:s=160x120:d=0.04`,
+    '-frames:v',
+    '1',
+    '-f',
+    'mjpeg',
+    'pipe:1',
+  ])
+}
 const PANELS = ['timeline', 'filmstrip', 'network', 'console', 'interactions', 'agent', 'lane', 'all'] as const
 
 /** dist/viewer as any static server would serve it: files, no security headers of ours. */
@@ -92,12 +109,27 @@ t.test('a bundle opened with no daemon shows what the live session showed', asyn
   let daemonOpen = true
   t.teardown(() => (daemonOpen ? d.close() : undefined))
   let last: Promise<boolean> = Promise.resolve(true)
-  for (let n = 0; n < 60; n++)
+  const colors = ['red', 'green', 'blue', 'yellow', 'white', 'navy']
+  for (let n = 0; n < 60; n++) {
     for (const input of sessionStep(n)) {
       const r = d.pipeline.emit(input)
       if (r.dropped === undefined) last = r.committed
     }
+    // The screen recording: a frame every 10 steps, in the frame store beside the log.
+    if (n % 10 === 9) {
+      await last
+      d.frames.add({
+        ts: Date.now() * 1000,
+        target_id: 'F1E2D3C4B5A6978812345678ABCDEF01',
+        after_seq: d.log.lastSeq,
+        width: 160,
+        height: 120,
+        jpeg: colorJpeg(colors[(n - 9) / 10]!),
+      })
+    }
+  }
   await last
+  await d.frames.flush()
 
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
@@ -148,6 +180,7 @@ t.test('a bundle opened with no daemon shows what the live session showed', asyn
   const liveWindow = (await loaded())!.slice(1)
   const live = await counts(page)
   t.same(await axe(page), [], 'axe on the live page (with the bundle buttons): no violations')
+  await page.waitForSelector('section.player[data-frames="6"]')
   t.ok(live.console! > 60 && live.network! > 60 && live.filmstrip! >= 12 && live.agent! >= 4, JSON.stringify(live))
 
   // Download bundle: fetched with the bearer (never in a URL), saved as a file.
@@ -173,6 +206,7 @@ t.test('a bundle opened with no daemon shows what the live session showed', asyn
   t.equal(String((JSON.parse(lines.at(-1)!) as { seq: number }).seq), liveWindow[2])
   t.equal(await page.textContent('#download-bundle'), 'Download bundle', 'the button is ready again')
 
+  await page.close() // it would keep polling the daemon stopped below
   await d.close()
   daemonOpen = false
 
@@ -190,6 +224,14 @@ t.test('a bundle opened with no daemon shows what the live session showed', asyn
       `${liveWindow[0]} events loaded (seq ${liveWindow[1]}–${liveWindow[2]})`,
     )
     t.equal(await p.locator('#follow').count(), 0, 'no live controls')
+    await p.waitForSelector('section.player[data-frames="6"]', { timeout: 10_000 })
+    await p.waitForSelector('#player-image')
+    t.match(
+      await p.getAttribute('#player-image', 'src'),
+      /^blob:http:\/\/127\.0\.0\.1:\d+\//,
+      "the bundle's frames play from blob: URLs",
+    )
+    t.equal(await p.locator('#player-live').count(), 0, 'no live follow for a bundle')
     t.equal(await p.locator('#download-bundle').count(), 0)
     // Exports work from a bundle too.
     const [har] = await Promise.all([p.waitForEvent('download'), p.click('#export-har')])

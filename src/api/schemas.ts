@@ -81,6 +81,9 @@ export const HealthSchema = Type.Object(
         ]),
         stream: Type.Optional(Type.String()),
         subject_prefix: Type.Optional(Type.String()),
+        server: Type.Optional(
+          Type.String({ description: 'The NATS server the connection is on now (credentials removed)' }),
+        ),
         acked_seq: Type.Optional(Type.Integer()),
         lag_events: Type.Optional(Type.Integer()),
         lag_seconds: Type.Optional(Type.Number()),

@@ -294,6 +294,8 @@ export const EVENT_DEFS = {
       token_scopes: Type.Array(Str()),
       old_categories: Type.Array(Str()),
       new_categories: Type.Array(Str()),
+      old_recording: Type.Optional(Type.Boolean({ description: 'Screen recording before the change' })),
+      new_recording: Type.Optional(Type.Boolean({ description: 'Screen recording after the change' })),
     }),
   ),
   // connection

@@ -38,6 +38,11 @@ export interface LinkEvents {
   down(): void
   /** An answer for one record: stored, or refused. */
   ack(seq: number, refusal?: Refusal): void
+  /**
+   * The destination moved (a clustered stream elected a new leader): what was sent to the old one may
+   * never be answered, so re-send from the watermark and ask again now, without waiting out a backoff.
+   */
+  moved?(): void
   /** The destination asks to wait this long before anything is re-sent (Retry-After). */
   retryAfter?(ms: number): void
   error(kind: string, message: string): void

@@ -47,6 +47,12 @@ export class NatsLink implements ShipLink {
     this.headers.set(HEADER_BROWSER_ID, opts.browserId)
   }
 
+  /** The server the connection is on now, credentials removed (undefined while not connected). */
+  get server(): string | undefined {
+    const nc = this.nc
+    return nc && !nc.isClosed() ? redactUrl(nc.getServer()) : undefined
+  }
+
   /** Starts connecting in the background. */
   start(): void {
     this.running = true
@@ -89,6 +95,11 @@ export class NatsLink implements ShipLink {
         void this.watchStatus(nc)
         this.inbox = createInbox() + '.'
         nc.subscribe(this.inbox + '*', { callback: (_err, msg) => this.onAck(msg) })
+        // A clustered stream that lost its leader drops publishes until a new one is elected; the new
+        // leader's advisory wakes the sink at once instead of after an ack timeout or a backoff.
+        nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${this.opts.stream}`, {
+          callback: () => this.events.moved?.(),
+        })
         this.jsm = await jetstreamManager(nc, { timeout: 5000 })
         this.events.ready()
         const closedWith = await nc.closed()

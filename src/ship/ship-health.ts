@@ -23,6 +23,8 @@ export interface SinkHealth {
 export interface ShipHealth extends SinkHealth {
   stream: string
   subject_prefix: string
+  /** The server the connection is on now (a cluster's clients move between nodes). */
+  server?: string
 }
 
 export interface SinkStats {

@@ -33,13 +33,18 @@ export class Shipper extends Sink {
   declare readonly stats: Sink['stats'] & { errors: Record<PublishErrorKind, number> }
 
   constructor(opts: ShipperOptions) {
+    let link: NatsLink | undefined
     super({
       ...opts,
       name: 'nats',
       watermarkName: watermarkName(opts.stream, opts.subjectPrefix),
       errorKinds: PUBLISH_ERROR_KINDS,
-      link: (events, backoff, logger) => new NatsLink(opts, events, backoff, logger),
-      describe: () => ({ stream: opts.stream, subject_prefix: opts.subjectPrefix }),
+      link: (events, backoff, logger) => (link = new NatsLink(opts, events, backoff, logger)),
+      describe: () => ({
+        stream: opts.stream,
+        subject_prefix: opts.subjectPrefix,
+        ...(link?.server ? { server: link.server } : {}),
+      }),
       ackName: 'JetStream ack',
       messages: {
         started: 'fleet shipping on; connecting to NATS',

@@ -112,6 +112,8 @@ export class Sink {
   private readonly ackListeners = new Set<(seq: number, ts: number) => void>()
   private readonly changeListeners = new Set<() => void>()
   private stopWaiters: (() => void)[] = []
+  /** When publishing last (re)started after a resync. */
+  private resumedAt = 0
   /** Earliest time a re-send may start (a destination's Retry-After). */
   private notBefore = 0
 
@@ -293,6 +295,19 @@ export class Sink {
       entry.acked = true
       this.advance()
     },
+    moved: () => {
+      if (this.phase === 'resyncing') {
+        this.backoff.reset()
+        this.scheduleResync(0)
+      } else if (this.phase === 'publishing' && this.window.inFlight > 0) {
+        this.logger.info(
+          { sink: this.name, ackedSeq: this.acked },
+          `${this.name}: the destination moved; re-sending what it has not answered`,
+        )
+        this.enter('resyncing')
+        this.scheduleResync(0)
+      }
+    },
     retryAfter: (ms: number) => {
       this.notBefore = Math.max(this.notBefore, Date.now() + ms)
     },
@@ -314,8 +329,10 @@ export class Sink {
     try {
       held = await this.link.resync()
     } catch (err) {
+      // A newer attempt (woken by the destination moving) may have succeeded meanwhile: this answer is moot.
+      if (gen !== this.generation || this.phase !== 'resyncing') return
       this.noteError('setup', (err as Error).message)
-      if (gen === this.generation) this.scheduleResync(Math.max(this.backoff.next(), this.notBefore - Date.now()))
+      this.scheduleResync(Math.max(this.backoff.next(), this.notBefore - Date.now()))
       return
     }
     if (gen !== this.generation || this.phase !== 'resyncing') return
@@ -329,6 +346,7 @@ export class Sink {
       this.window.queue.clear()
     }
     this.enter('publishing')
+    this.resumedAt = Date.now()
     if (this.lastError) this.logger.info({ ackedSeq: this.acked }, this.messages.resumed)
     this.changed()
     this.pump()
@@ -444,6 +462,8 @@ export class Sink {
       for (const l of this.ackListeners) l(entry.seq, entry.ts)
     })
     if (!moved) return
+    // Acks flow again: an error from before the last resume no longer describes the sink (counters keep it).
+    if (this.lastError && this.lastError.at < this.resumedAt) this.lastError = undefined
     this.settleGap()
     this.pendingSinceTs = undefined
     this.backoff.reset()

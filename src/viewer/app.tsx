@@ -8,6 +8,10 @@ import { BundleFeed } from './bundle-feed.js'
 import { exportHar, exportJsonl, isoMicros, saveBlob } from './exports.js'
 import type { Feed } from './feed.js'
 import { Login } from './login.js'
+import { Player } from './player.js'
+import { ApiRecordingSource } from './recording-source.js'
+import type { RecordingSource } from './model/recording.js'
+import { rowIndexAtTime, rowTime, type Moment } from './model/player.js'
 import {
   PANEL_TITLES,
   decodeView,
@@ -160,6 +164,8 @@ function Viewer({
     nonce: number
   }>()
   const [jumpError, setJumpError] = useState('')
+  /** A row picked in a list: the player shows that moment. */
+  const [seek, setSeek] = useState<Moment & { nonce: number }>()
   /** A jump's seq, scrolled to once the rows of the (possibly reloaded) window exist. */
   const pendingJump = useRef(0)
   /** The row on top before older rows were prepended: its seq and index then. */
@@ -179,7 +185,7 @@ function Viewer({
         if (view.seq > 0) pendingJump.current = view.seq
         else setScrollTo({ index: 0, align: 'start', nonce: Date.now() })
       })
-      return () => b.close()
+      return
     }
     const token = source.token
     let s: EventFeed | undefined
@@ -203,6 +209,14 @@ function Viewer({
     history.replaceState(null, '', `${location.pathname}${location.search}#${encodeView(view)}`)
   }, [view])
 
+  // The recording: the daemon's (fetched with the token) or the bundle's frames/ (once it is read;
+  // no player for a bundle without frames).
+  const bundleLoaded = feed instanceof BundleFeed && !feed.loading
+  const recording: RecordingSource | undefined = useMemo(() => {
+    if (!feed) return undefined
+    if (feed instanceof BundleFeed) return feed.recording && feed.recording.list.length > 0 ? feed.recording : undefined
+    return source.kind === 'live' ? new ApiRecordingSource('', feed.browserId, source.token) : undefined
+  }, [feed, bundleLoaded])
   const events: readonly Envelope[] = feed?.events ?? []
   const derived = useMemo(() => derive(events), [events])
   const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
@@ -326,6 +340,20 @@ function Viewer({
       feed.stopLive()
     }
     update({ seq: r.seq })
+    // The player shows the screen just before this event.
+    const tUs = rowTime(r)
+    if (tUs !== undefined) setSeek({ tUs, seq: r.seq, nonce: Date.now() })
+  }
+  /** Playing or scrubbing the recording: the list moves to the last row at or before that moment. */
+  const onMoment = (at: Moment) => {
+    const i = rowIndexAtTime(rows, at.tUs)
+    if (follow) {
+      setFollow(false)
+      feed.stopLive()
+    }
+    if (i < 0 || rows[i]!.seq === view.seq) return
+    update({ seq: rows[i]!.seq })
+    setScrollTo({ index: i, align: 'center', nonce: Date.now() })
   }
 
   return (
@@ -401,6 +429,17 @@ function Viewer({
             />
           </section>
           <aside class="detail" aria-label="Details">
+            {recording ? (
+              <Player
+                source={recording}
+                events={events}
+                live={follow}
+                targetId={view.target || undefined}
+                seek={seek}
+                onMoment={onMoment}
+                onAuthError={authFail}
+              />
+            ) : null}
             <Details
               row={selected >= 0 ? rows[selected] : undefined}
               activeNav={view.nav}

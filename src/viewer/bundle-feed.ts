@@ -63,10 +63,6 @@ export class BundleFeed implements Feed {
     }
   }
 
-  close(): void {
-    this.recording?.release()
-  }
-
   async loadLatest(): Promise<void> {}
   async loadAroundSeq(): Promise<void> {}
   async loadAroundTime(iso: string): Promise<number> {

@@ -214,7 +214,6 @@ export interface OpenedBundle {
 /** The recording of a bundle for the player: frames/index.json and frames/<frame_id>.jpg. */
 export class BundleRecording implements RecordingSource {
   readonly live = false
-  private readonly urls = new Map<number, string>()
 
   constructor(
     private readonly file: Blob,
@@ -248,22 +247,6 @@ export class BundleRecording implements RecordingSource {
     return new Blob([(await entryBytes(this.file, e, BUNDLE_MAX_SMALL_FILE)) as Uint8Array<ArrayBuffer>], {
       type: 'image/jpeg',
     })
-  }
-
-  /** A blob: URL for a frame (kept until release()); undefined when the bundle lacks it. */
-  async url(frameId: number): Promise<string | undefined> {
-    const had = this.urls.get(frameId)
-    if (had) return had
-    const blob = await this.image(frameId)
-    if (!blob) return undefined
-    const url = URL.createObjectURL(blob)
-    this.urls.set(frameId, url)
-    return url
-  }
-
-  release(): void {
-    for (const u of this.urls.values()) URL.revokeObjectURL(u)
-    this.urls.clear()
   }
 }
 

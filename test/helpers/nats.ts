@@ -130,7 +130,7 @@ export interface StreamedMessage {
 }
 
 /** Every message of a stream (optionally one filter subject), in stream order, via an ordered consumer. */
-export async function readStream(url: string, stream: string, filter?: string): Promise<StreamedMessage[]> {
+export async function readStream(url: string | string[], stream: string, filter?: string): Promise<StreamedMessage[]> {
   const { connect } = await import('@nats-io/transport-node')
   const { jetstream, jetstreamManager } = await import('@nats-io/jetstream')
   const nc = await connect({ servers: url })
@@ -139,10 +139,11 @@ export async function readStream(url: string, stream: string, filter?: string): 
     const info = await jsm.streams.info(stream)
     const c = await jetstream(nc).consumers.get(stream, filter ? { filter_subjects: filter } : {})
     const out: StreamedMessage[] = []
-    let pending = (await c.info(true)).num_pending
-    if (info.state.messages === 0) return out
-    while (pending > 0) {
-      const batch = await c.fetch({ max_messages: Math.min(pending, 5000), expires: 5000 })
+    // The stream's own count, not the consumer's pending figure: on a cluster node that is catching up
+    // after a restart, pending can read 0 while messages remain.
+    const total = filter ? (await c.info(true)).num_pending : info.state.messages
+    for (let empty = 0; out.length < total && empty < 5;) {
+      const batch = await c.fetch({ max_messages: Math.min(total - out.length, 5000), expires: 2000 })
       let got = 0
       for await (const m of batch) {
         got++
@@ -154,9 +155,8 @@ export async function readStream(url: string, stream: string, filter?: string): 
           browserId: m.headers?.get('Telemetry-Browser-Id'),
           data: m.string(),
         })
-        pending = m.info.pending
       }
-      if (got === 0) break
+      empty = got === 0 ? empty + 1 : 0
     }
     return out
   } finally {
@@ -178,7 +178,7 @@ async function allRecords(log: EventLog): Promise<StoredRecord[]> {
 /** The stream holds every record of the log exactly once, in seq order, with the contract's subject, headers and payload. */
 export async function assertExactlyOnce(
   t: Test,
-  url: string,
+  url: string | string[],
   log: EventLog,
   browserId = 'vm-1',
   stream = 'BT',
@@ -200,6 +200,16 @@ export async function assertExactlyOnce(
   t.equal(dups, 0, 'no duplicates')
   t.equal(outOfOrder, 0, 'stream order is seq order')
   const missing = records.filter(r => !seen.has(r.seq)).map(r => r.seq)
+  if (missing.length > 0) {
+    const { connect } = await import('@nats-io/transport-node')
+    const { jetstreamManager } = await import('@nats-io/jetstream')
+    const nc = await connect({ servers: url })
+    const info = await (await jetstreamManager(nc)).streams.info(stream)
+    await nc.close()
+    t.comment(
+      `read ${msgs.length} messages; the stream's info says ${info.state.messages} (seq ${info.state.first_seq}-${info.state.last_seq}); missing ${missing.length}: ${missing.slice(0, 5).join(',')} .. ${missing.slice(-5).join(',')}`,
+    )
+  }
   t.same(missing.slice(0, 10), [], 'no stored event is missing from the stream')
   // Contract: subject, headers, payload byte-identical to the read API's JSON (checked for every message).
   const bySeq = new Map(records.map(r => [r.seq, r]))
@@ -217,4 +227,87 @@ export async function assertExactlyOnce(
     }
   }
   t.equal(bad, 0, 'every message: subject, Nats-Msg-Id, Telemetry-* headers and payload as the contract says')
+}
+
+export interface NatsCluster {
+  nodes: NatsServer[]
+  /** Every node's client URL. */
+  urls: string[]
+  /** Resolves once JetStream answers through every running node (after a start or a restart). */
+  ready(): Promise<void>
+  /** The node that leads `stream` now (asked of any live node), or undefined during an election. */
+  leaderOf(stream: string): Promise<NatsServer | undefined>
+  dispose(): Promise<void>
+}
+
+/**
+ * `size` nats-server processes in one JetStream cluster on 127.0.0.1 (client and route ports random,
+ * a temp store dir each). Resolves once JetStream answers through every node (the meta leader is elected).
+ */
+export async function startNatsCluster(size = 3, name = 'bt-cluster'): Promise<NatsCluster> {
+  const clientPorts = await Promise.all(Array.from({ length: size }, () => freePort()))
+  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()))
+  const routes = routePorts.map(p => `nats://127.0.0.1:${p}`).join(',')
+  const nodes = await Promise.all(
+    clientPorts.map((port, i) =>
+      startNatsServer({
+        port,
+        args: [
+          '-n',
+          `${name}-${i}`,
+          '--cluster_name',
+          name,
+          '--cluster',
+          `nats://127.0.0.1:${routePorts[i]}`,
+          '--routes',
+          routes,
+        ],
+      }),
+    ),
+  )
+  const urls = nodes.map(n => n.url)
+  const { connect } = await import('@nats-io/transport-node')
+  const { jetstreamManager } = await import('@nats-io/jetstream')
+  const ask = async <T>(url: string, fn: (jsm: Awaited<ReturnType<typeof jetstreamManager>>) => Promise<T>) => {
+    const nc = await connect({ servers: url, timeout: 2000 })
+    try {
+      return await fn(await jetstreamManager(nc, { timeout: 2000 }))
+    } finally {
+      await nc.close()
+    }
+  }
+  const ready = async () => {
+    const deadline = Date.now() + 60_000
+    for (const n of nodes)
+      while (n.proc) {
+        try {
+          await ask(n.url, jsm => jsm.getAccountInfo())
+          break
+        } catch (err) {
+          if (Date.now() > deadline) throw new Error(`JetStream cluster not ready in 60 s: ${(err as Error).message}`)
+          await new Promise(r => setTimeout(r, 100))
+        }
+      }
+  }
+  await ready()
+  return {
+    nodes,
+    urls,
+    ready,
+    async leaderOf(stream) {
+      for (const n of nodes) {
+        if (!n.proc) continue
+        try {
+          const leader = await ask(n.url, async jsm => (await jsm.streams.info(stream)).cluster?.leader)
+          return nodes.find((_, i) => leader === `${name}-${i}`)
+        } catch {
+          /* this node cannot say now; ask the next */
+        }
+      }
+      return undefined
+    },
+    async dispose() {
+      await Promise.all(nodes.map(n => n.dispose()))
+    },
+  }
 }

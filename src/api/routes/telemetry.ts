@@ -1,7 +1,7 @@
 // Telemetry routes: paged read, live SSE stream, capture configuration.
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { CONFIGURABLE_CATEGORIES, EnvelopeSchema } from '../../events/index.js'
+import { CONFIGURABLE_CATEGORIES, EnvelopeSchema, type EventData } from '../../events/index.js'
 import type { ConfigurableCategory, Pipeline } from '../../pipeline.js'
 import type { EventLog } from '../../store/event-log.js'
 import { ApiError, invalidInput } from '../errors.js'
@@ -141,8 +141,12 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     ...configDoc,
     handler: async ctx => {
       const config = parseConfigBody(ctx.request.body, deps.recording !== undefined)
-      await changeCategories(ctx, deps.pipeline, applyConfig(deps.defaultCategories, config))
-      changeRecording(deps, config.recording?.enabled ?? deps.defaultRecording ?? false)
+      await changeConfig(
+        ctx,
+        deps,
+        applyConfig(deps.defaultCategories, config),
+        config.recording?.enabled ?? deps.defaultRecording ?? false,
+      )
       ctx.body = currentConfig(deps.pipeline, deps.recording)
     },
   })
@@ -159,38 +163,42 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     handler: async ctx => {
       const current = CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c))
       const config = parseConfigBody(ctx.request.body, deps.recording !== undefined)
-      await changeCategories(ctx, deps.pipeline, applyConfig(current, config))
-      if (config.recording?.enabled !== undefined) changeRecording(deps, config.recording.enabled)
+      await changeConfig(ctx, deps, applyConfig(current, config), config.recording?.enabled)
       ctx.body = currentConfig(deps.pipeline, deps.recording)
     },
   })
 }
 
 /**
- * Audit, then switch: capture_config_changed (who, old, new) is emitted while the old set is still in
- * effect and must be committed before the switch, so turning control off is recorded. When control is
- * already off there is nothing to record it in (the operator chose that); the change still applies.
+ * Audit, then switch: capture_config_changed (who, old, new; the recording too when the daemon can
+ * record) is emitted while the old configuration is still in effect and must be committed before
+ * the switch, so turning control off is recorded. When control is already off there is nothing to
+ * record it in (the operator chose that); the change still applies.
  */
-async function changeCategories(
+async function changeConfig(
   ctx: Parameters<ApiMiddleware>[0],
-  pipeline: Pipeline,
+  deps: TelemetryRouteDeps,
   next: ConfigurableCategory[],
+  nextRecording: boolean | undefined,
 ): Promise<void> {
+  const { pipeline, recording } = deps
   const old = CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c))
   const changed = old.length !== next.length || old.some(c => !next.includes(c))
-  if (changed) {
-    const r = pipeline.emit({
-      type: 'capture_config_changed',
-      source: { kind: 'kernel_api' },
-      data: {
-        request_id: ctx.state.requestId,
-        operation_id: ctx.state.operationId ?? 'unknown',
-        token_name: ctx.state.tokenName ?? 'unknown',
-        token_scopes: [...(ctx.state.scopes ?? [])].sort(),
-        old_categories: old,
-        new_categories: CONFIGURABLE_CATEGORIES.filter(c => next.includes(c)),
-      },
-    })
+  const recordingChanged = recording !== undefined && nextRecording !== undefined && nextRecording !== recording.enabled
+  if (changed || recordingChanged) {
+    const data: EventData<'capture_config_changed'> = {
+      request_id: ctx.state.requestId,
+      operation_id: ctx.state.operationId ?? 'unknown',
+      token_name: ctx.state.tokenName ?? 'unknown',
+      token_scopes: [...(ctx.state.scopes ?? [])].sort(),
+      old_categories: old,
+      new_categories: CONFIGURABLE_CATEGORIES.filter(c => next.includes(c)),
+    }
+    if (recording) {
+      data.old_recording = recording.enabled
+      data.new_recording = nextRecording ?? recording.enabled
+    }
+    const r = pipeline.emit({ type: 'capture_config_changed', source: { kind: 'kernel_api' }, data })
     if (r.dropped === undefined && !(await r.committed)) {
       throw new ApiError(
         503,
@@ -200,11 +208,7 @@ async function changeCategories(
     }
   }
   pipeline.setCategories(next)
-}
-
-/** Switches the recording (the daemon logs the change; frames are not events, so no audit event). */
-function changeRecording(deps: TelemetryRouteDeps, enabled: boolean): void {
-  deps.recording?.set(enabled)
+  if (recordingChanged) recording.set(nextRecording)
 }
 
 /** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
