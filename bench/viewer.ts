@@ -2,7 +2,9 @@
 // the first rows on screen (goal <= 1 s), and frame times while scrolling up through history (the
 // list pages older events in as it goes). Baseline: the same on a log of 1k events, same process,
 // same Chromium. Real Debian Chromium through playwright-core; medians of RUNS fresh browser contexts.
-//   npx tsx bench/viewer.ts            (BIG=100000 SMALL=1000 RUNS=5 FRAMES=300)
+// Then the same two logs saved as debug bundles and opened from disk with no daemon (the page from a
+// static server, the zip through the file picker): time from picking the file to the first rows.
+//   npx tsx bench/viewer.ts            (BIG=100000 SMALL=1000 RUNS=5 FRAMES=300 BUNDLES=1)
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { createApiApp } from '../src/api/app.js'
@@ -13,12 +15,19 @@ import { CHROMIUM_FLAGS } from '../src/monitor/launch.js'
 import { Pipeline, type EventInput } from '../src/pipeline.js'
 import { EventLog } from '../src/store/event-log.js'
 import { buildViewer } from '../scripts/build-viewer.mjs'
+import { createWriteStream } from 'node:fs'
+import { pipeline as pipeStreams } from 'node:stream/promises'
+import { buildBundle } from '../src/bundle/bundle.js'
+import { startViewServer } from '../src/cli/view.js'
+import { CONFIGURABLE_CATEGORIES } from '../src/events/index.js'
+import { Redactor } from '../src/redact.js'
 import { fmt, median, realisticEvent, withTempDir } from './common.js'
 
 const BIG = Number(process.env.BIG ?? 100_000)
 const SMALL = Number(process.env.SMALL ?? 1_000)
 const RUNS = Number(process.env.RUNS ?? 5)
 const FRAMES = Number(process.env.FRAMES ?? 300)
+const BUNDLES = process.env.BUNDLES !== '0'
 const TOKEN = 'bench-token'
 const BROWSER_ID = 'bench-browser'
 
@@ -66,6 +75,9 @@ interface Figures {
   loadedAfterScroll: number
 }
 
+/** Where measure() saved each log's debug bundle (events count -> zip path). */
+const bundles = new Map<number, string>()
+
 async function measure(browser: Browser, events: number, dir: string, assetsDir: string): Promise<Figures[]> {
   let now = 1_700_000_000_000_000
   const log = await EventLog.open({
@@ -82,6 +94,22 @@ async function measure(browser: Browser, events: number, dir: string, assetsDir:
     if (i % 5000 === 4999) await log.flush()
   }
   await log.flush()
+  if (BUNDLES) {
+    const zip = join(dir, `bundle-${events}.zip`)
+    const build = buildBundle(
+      {
+        browserId: BROWSER_ID,
+        daemonVersion: 'bench',
+        log,
+        categories: () => CONFIGURABLE_CATEGORIES,
+        redaction: new Redactor().policy(),
+      },
+      { sinceUs: 0 },
+    )
+    await pipeStreams(build.output, createWriteStream(zip))
+    await build.done
+    bundles.set(events, zip)
+  }
   const tokens = new TokenSet()
   tokens.add(TOKEN, ALL_SCOPES)
   const app = createApiApp({
@@ -152,6 +180,42 @@ async function measure(browser: Browser, events: number, dir: string, assetsDir:
   return out
 }
 
+/** Opens a saved bundle RUNS times (fresh context each): ms from picking the file to the first rows. */
+async function measureBundle(browser: Browser, zip: string, assetsDir: string): Promise<number[]> {
+  const view = await startViewServer(zip, { assets: loadViewerAssets(assetsDir) })
+  const out: number[] = []
+  try {
+    for (let run = 0; run < RUNS; run++) {
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 } })
+      const page = await context.newPage()
+      // The page alone (no ?bundle=): the zip comes from disk through the file picker.
+      await page.goto(view.url.replace(/\?.*$/, '') + '#panel=all')
+      await page.waitForSelector('#open-bundle', { state: 'attached' })
+      await page.evaluate(() => {
+        document.getElementById('open-bundle')!.addEventListener('change', () => performance.mark('bench:picked'), {
+          capture: true,
+        })
+      })
+      await page.setInputFiles('#open-bundle', zip)
+      await page.waitForSelector('#list-all .vrow .c-seq', { timeout: 60_000 })
+      out.push(
+        await page.evaluate(async () => {
+          for (;;) {
+            const m = performance.getEntriesByName('viewer:first-rows')[0]
+            const picked = performance.getEntriesByName('bench:picked')[0]
+            if (m && picked) return m.startTime - picked.startTime
+            await new Promise(r => setTimeout(r, 10))
+          }
+        }),
+      )
+      await context.close()
+    }
+  } finally {
+    await view.close()
+  }
+  return out
+}
+
 const summary = (xs: Figures[]) => ({
   firstRowsMs: median(xs.map(x => x.firstRowsMs)),
   frameMedianMs: median(xs.map(x => x.frameMedianMs)),
@@ -187,6 +251,14 @@ await withTempDir(async dir => {
       `  ratio ${BIG}/${SMALL}: first rows ${fmt(big.firstRowsMs / small.firstRowsMs)}x, frame p95 ${fmt(big.frameP95Ms / small.frameP95Ms)}x`,
     )
     console.log(`  goal: first rows <= 1000 ms with ${BIG} events: ${big.firstRowsMs <= 1000 ? 'met' : 'NOT met'}`)
+    if (BUNDLES) {
+      const smallB = median(await measureBundle(browser, bundles.get(SMALL)!, assetsDir))
+      const bigB = median(await measureBundle(browser, bundles.get(BIG)!, assetsDir))
+      console.log(`bundle opened from disk with no daemon (file picker), medians of ${RUNS} fresh contexts`)
+      console.log(
+        `  first rows: ${SMALL} events ${fmt(smallB, 0)} ms (baseline), ${BIG} events ${fmt(bigB, 0)} ms (${fmt(bigB / smallB)}x)`,
+      )
+    }
   } finally {
     await browser.close()
   }

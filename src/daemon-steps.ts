@@ -24,6 +24,8 @@ import { registerExtensionRoutes } from './api/routes/extensions.js'
 import { registerIngestRoutes } from './api/routes/ingest.js'
 import { registerMetricsRoute, httpMetrics } from './api/routes/metrics.js'
 import { registerViewerRoutes } from './api/routes/viewer.js'
+import { registerBundleRoutes } from './api/routes/bundle.js'
+import { CONFIGURABLE_CATEGORIES } from './events/index.js'
 import { createMetrics, type Metrics } from './metrics.js'
 import { Monitor, RECORDING, capturePlan, chromiumUserFor, type CaptureSource } from './monitor/index.js'
 import { CdpProxy, proxyAuthRequired } from './proxy/cdp-proxy.js'
@@ -426,6 +428,19 @@ export async function startApi(
           frames: d.frames,
           recording: d.recording,
           captureStats: d.screencast ? () => ({ ...d.screencast!.stats }) : undefined,
+        }),
+      r =>
+        registerBundleRoutes(r, {
+          source: {
+            browserId: d.browserId,
+            daemonVersion: packageVersion(),
+            log: d.log,
+            frames: d.frames,
+            recordingEnabled: () => d.recording.enabled,
+            categories: () => CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c)),
+            redaction: redactorOf(config).policy(),
+          },
+          logger: d.logger.child({ module: 'bundle' }),
         }),
       ...(d.opts.routes ?? []),
     ],

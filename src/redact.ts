@@ -61,6 +61,18 @@ export interface RedactionOptions {
   params?: Iterable<string>
 }
 
+/** What a Redactor masks, in words a reader of an export can check against. */
+export interface RedactionPolicy {
+  /** The replacement: n is the next power of two >= the value's length (at least 8). */
+  mask: string
+  /** Header names whose values are masked (case-insensitive). */
+  headers: string[]
+  /** Terms of query, fragment, form and JSON field names that are masked (under 5 characters: whole words only). */
+  params: string[]
+  /** Headers holding URLs, masked like any URL. */
+  url_headers: string[]
+}
+
 export class Redactor {
   private readonly headerNames: Set<string>
   private readonly wordTerms: Set<string>
@@ -75,6 +87,16 @@ export class Redactor {
     const terms = [...DEFAULT_REDACTED_PARAMS, ...(opts.params ?? [])].map(p => p.trim().toLowerCase()).filter(Boolean)
     this.wordTerms = new Set(terms.filter(p => p.length < 5))
     this.substringTerms = terms.filter(p => p.length >= 5)
+  }
+
+  /** The policy in force, as a debug bundle's manifest states it: every header and name term masked. */
+  policy(): RedactionPolicy {
+    return {
+      mask: '[redacted:<n>]',
+      headers: [...this.headerNames].sort(),
+      params: [...this.wordTerms, ...this.substringTerms].sort(),
+      url_headers: [...URL_HEADERS].sort(),
+    }
   }
 
   /** True when a parameter or field name looks like it holds a secret. */

@@ -12,6 +12,7 @@ import { toHar } from '../src/har/index.js'
 import type { Envelope } from '../src/events/index.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
+import { unzipAll } from './helpers/bundle.js'
 
 const SECRETS = {
   query: 'QSECRETaccess1',
@@ -162,6 +163,10 @@ t.test('every secret case through a real page: nothing in events, SSE, HAR or lo
     body: '{}',
   })
   await waitFor(() => sseText.includes('/cb#access_token=[redacted'), 10_000, 'the SSE stream to carry the callback')
+  // The debug bundle of the session: every file of it.
+  const bundleRes = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/bundle?since=10m`, { headers: auth })
+  t.equal(bundleRes.status, 200, 'bundle downloaded')
+  const bundle = await unzipAll(Buffer.from(await bundleRes.arrayBuffer()))
   await d.close()
   await reader
 
@@ -177,8 +182,19 @@ t.test('every secret case through a real page: nothing in events, SSE, HAR or lo
     t.notOk(sseText.includes(secret), `${name}: not in the SSE stream`)
     t.notOk(har.includes(secret), `${name}: not in the HAR export`)
     t.notOk(logs.includes(secret), `${name}: not in any log line`)
+    for (const [file, bytes] of bundle) t.notOk(bytes.includes(secret), `${name}: not in the bundle's ${file}`)
   }
   t.notOk(logs.includes(token), 'the API token is in no log line')
+  for (const [file, bytes] of bundle) t.notOk(bytes.includes(token), `the API token is not in the bundle's ${file}`)
+  t.match(
+    bundle.get('network.har')!.toString(),
+    /access_token=\[redacted:16\]&sig=\[redacted:16\]&page=2&otp=\[redacted:16\]/,
+    "the bundle's HAR has the request, masked",
+  )
+  t.ok(
+    bundle.get('events.ndjson')!.toString().includes('/cb#access_token=[redacted'),
+    "the bundle's events have the callback, masked",
+  )
   t.notOk(sseText.includes(token) || stored.includes(token), 'nor in any event')
   // The fields stay, masked: proof the cases really went through the page.
   const req = (path: string) =>

@@ -1,5 +1,7 @@
 // The client commands of `browser-telemetry` (everything but `serve`), as a table src/cli.ts mounts.
 import type { ClientCommand } from './command.js'
+import { bundleCommand } from './bundle.js'
+import { viewCommand } from './view.js'
 import { extensionCommand } from './extension.js'
 import { fleetCommand } from './fleet.js'
 import { harCommand } from './har.js'
@@ -16,9 +18,11 @@ export const clientCommands: Record<string, ClientCommand> = {
   tail: tailCommand,
   read: readCommand,
   har: harCommand,
+  bundle: bundleCommand,
   recording: recordingCommand,
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,
   open: openCommand,
+  view: viewCommand,
   fleet: fleetCommand,
 }

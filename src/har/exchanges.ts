@@ -34,6 +34,14 @@ export class ExchangeJoin {
   readonly exchanges: Exchange[] = []
   private readonly open = new Map<string, Exchange>()
 
+  /** retain: false keeps only the open exchanges (a streamed export lets completed ones go). */
+  constructor(private readonly opts: { retain?: boolean } = {}) {}
+
+  /** Stops waiting for the rest of an exchange: a later response or failure of its key starts a new one. */
+  forget(ex: Exchange): void {
+    if (this.open.get(ex.key) === ex) this.open.delete(ex.key)
+  }
+
   /** Adds one envelope; returns the exchange it began, or undefined (completed one, or not network). */
   add(e: Envelope): Exchange | undefined {
     const event = e.event
@@ -62,7 +70,7 @@ export class ExchangeJoin {
   }
 
   private begin(key: string, ex: Exchange): Exchange {
-    this.exchanges.push(ex)
+    if (this.opts.retain !== false) this.exchanges.push(ex)
     this.open.set(key, ex)
     return ex
   }

@@ -1,6 +1,8 @@
 // HAR 1.2 export of captured network events (pure converter; the CLI's `har` command writes the file).
 export {
   toHar,
+  HarBuilder,
+  type HarStreamBounds,
   headerList,
   isoOfUs,
   isHarRelevant,

@@ -3,7 +3,7 @@
 // (exchanges.ts: one per request hop) is one entry.
 import type { Envelope, TelemetryEvent } from '../events/index.js'
 import { headerValue } from '../util/headers.js'
-import { ExchangeJoin, firstOf, type Exchange } from './exchanges.js'
+import { ExchangeJoin, exchangeKey, firstOf, type Exchange } from './exchanges.js'
 import { SocketJoin, socketEntry, type SocketExchange } from './websockets.js'
 import type { Har, HarEntry, HarNameValue, HarPage, HarTimings } from './types.js'
 
@@ -21,50 +21,116 @@ interface PageState {
 const DEFAULT_CREATOR = { name: 'browser-telemetry', version: '0.1.0' }
 
 export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): Har {
-  const sorted = [...envelopes].sort((a, b) => a.seq - b.seq)
-  const join = new ExchangeJoin()
-  const sockets = new SocketJoin()
-  const pageOfSocket = new Map<SocketExchange, PageState>()
-  const pages: PageState[] = []
-  const pageByLoader = new Map<string, PageState>()
-  const pageByNav = new Map<string, PageState>()
-  const currentPage = new Map<string, PageState>()
-  const pageOfExchange = new Map<Exchange, PageState>()
+  const builder = new HarBuilder()
+  for (const e of [...envelopes].sort((a, b) => a.seq - b.seq)) builder.add(e)
+  const { entries, pages } = builder.finish()
+  entries.sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime) || a._seq[0]! - b._seq[0]!)
+  return {
+    log: {
+      version: '1.2',
+      creator: opts.creator ?? DEFAULT_CREATOR,
+      pages,
+      entries,
+      ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
+    },
+  }
+}
 
-  const pageFor = (ctx: {
+/** How much a streamed export (HarBuilder in stream mode) may hold while it waits for exchanges to complete. */
+export interface HarStreamBounds {
+  /** Stored bytes of the envelopes of exchanges and sockets not yet written; past it the oldest go out early. */
+  maxHeldBytes: number
+  /** Pages kept (they are written last, with their load timings); later navigations open no page. */
+  maxPages: number
+  /** A completed exchange whose page may still be announced waits this long (event time, µs) at most. */
+  settleUs: number
+}
+
+interface HttpHeld {
+  kind: 'http'
+  ex: Exchange
+  /** Stored bytes of its envelopes (the memory bound counts these). */
+  bytes: number
+  /** Event time it was over (response, failure or the next redirect hop). */
+  doneUs?: number
+}
+interface SocketHeld {
+  kind: 'ws'
+  s: SocketExchange
+  bytes: number
+  doneUs?: number
+}
+type Held = HttpHeld | SocketHeld
+
+/**
+ * The converter, incremental: add() envelopes in seq order. Without bounds (toHar) everything is held
+ * until finish(). With bounds (a streamed export of any length), ready() hands out the entries whose
+ * exchange is over, in the order the exchanges began, so only open exchanges and sockets (and the
+ * pages) are held; when even those pass maxHeldBytes the oldest is written as it is (an exchange
+ * without its response; a socket's messages so far, the rest continuing in a later entry).
+ */
+export class HarBuilder {
+  private readonly join: ExchangeJoin
+  private readonly sockets: SocketJoin
+  private readonly held: Held[] = []
+  private head = 0
+  private bytesHeld = 0
+  private nowUs = 0
+  private readonly heldOf = new Map<Exchange | SocketExchange, Held>()
+  /** The open exchange per key: the one a response or failure completes. */
+  private readonly openHttp = new Map<string, HttpHeld>()
+  private readonly out: HarEntry[] = []
+  private readonly pageOfSocket = new Map<SocketExchange, PageState>()
+  private readonly pages: PageState[] = []
+  private readonly pageByLoader = new Map<string, PageState>()
+  private readonly pageByNav = new Map<string, PageState>()
+  private readonly currentPage = new Map<string, PageState>()
+  private readonly pageOfExchange = new Map<Exchange, PageState>()
+  /** Navigations that opened no page (maxPages reached). */
+  pagesNotKept = 0
+  /** Exchanges and sockets written before they were over (maxHeldBytes reached). */
+  writtenEarly = 0
+
+  constructor(private readonly bounds?: HarStreamBounds) {
+    this.join = new ExchangeJoin({ retain: false })
+    this.sockets = new SocketJoin({ retain: false })
+  }
+
+  private pageFor(ctx: {
     loader_id?: string
     target_id?: string
     session_id?: string
     nav_seq?: number
-  }): PageState | undefined => {
+  }): PageState | undefined {
     const target = targetKeyOf(ctx)
     return (
-      (ctx.loader_id !== undefined ? pageByLoader.get(ctx.loader_id) : undefined) ??
-      (ctx.nav_seq !== undefined ? pageByNav.get(`${target}\u0000${ctx.nav_seq}`) : undefined) ??
-      currentPage.get(target)
+      (ctx.loader_id !== undefined ? this.pageByLoader.get(ctx.loader_id) : undefined) ??
+      (ctx.nav_seq !== undefined ? this.pageByNav.get(`${target}\u0000${ctx.nav_seq}`) : undefined) ??
+      this.currentPage.get(target)
     )
   }
 
-  const belongs = <K>(
-    pages: Map<K, PageState>,
-    begun: K | undefined,
-    ctx: Parameters<typeof pageFor>[0] | undefined,
-  ) => {
-    const p = begun !== undefined && ctx ? pageFor(ctx) : undefined
-    if (begun !== undefined && p) pages.set(begun, p)
+  private hold(item: Held): void {
+    this.held.push(item)
+    this.heldOf.set(item.kind === 'http' ? item.ex : item.s, item)
   }
 
-  for (const envelope of sorted) {
+  add(envelope: Envelope, bytes = 0): void {
     const { event } = envelope
+    this.nowUs = event.ts
     switch (event.type) {
       case 'page_navigation': {
         const d = event.data
         if (d.parent_frame_id !== undefined || (d.target_type !== undefined && d.target_type !== 'page')) break
+        if (this.pages.length >= (this.bounds?.maxPages ?? Infinity)) {
+          this.pagesNotKept++
+          break
+        }
         const targetKey = targetKeyOf(d)
         const state: PageState = {
           page: {
             startedDateTime: isoOfUs(event.ts),
-            id: `page_${pages.length + 1}`,
+            id: `page_${this.pages.length + 1}`,
             title: d.url ?? '',
             pageTimings: { onContentLoad: -1, onLoad: -1 },
             ...(d.target_id !== undefined ? { _targetId: d.target_id } : {}),
@@ -72,14 +138,15 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
           startUs: event.ts,
           targetKey,
         }
-        pages.push(state)
-        currentPage.set(targetKey, state)
-        if (d.loader_id !== undefined) pageByLoader.set(d.loader_id, state)
+        this.pages.push(state)
+        this.currentPage.set(targetKey, state)
+        if (d.loader_id !== undefined) this.pageByLoader.set(d.loader_id, state)
         // The document request usually precedes page_navigation (it was sent before the commit):
-        // attach already-open exchanges of the same loader to this page.
-        for (const ex of join.exchanges) {
-          if (d.loader_id !== undefined && ex.request?.event.data.loader_id === d.loader_id)
-            pageOfExchange.set(ex, state)
+        // attach the exchanges of the same loader still held to this page.
+        for (let i = this.head; i < this.held.length; i++) {
+          const h = this.held[i]!
+          if (h.kind === 'http' && d.loader_id !== undefined && h.ex.request?.event.data.loader_id === d.loader_id)
+            this.pageOfExchange.set(h.ex, state)
         }
         break
       }
@@ -87,9 +154,10 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
       case 'page_load': {
         const d = event.data
         const state =
-          (d.loader_id !== undefined ? pageByLoader.get(d.loader_id) : undefined) ?? currentPage.get(targetKeyOf(d))
+          (d.loader_id !== undefined ? this.pageByLoader.get(d.loader_id) : undefined) ??
+          this.currentPage.get(targetKeyOf(d))
         if (!state) break
-        if (d.nav_seq !== undefined) pageByNav.set(`${state.targetKey}\u0000${d.nav_seq}`, state)
+        if (d.nav_seq !== undefined) this.pageByNav.set(`${state.targetKey}\u0000${d.nav_seq}`, state)
         const ms = round3((event.ts - state.startUs) / 1000)
         const field = event.type === 'page_load' ? 'onLoad' : 'onContentLoad'
         if (state.page.pageTimings[field] === -1 && ms >= 0) state.page.pageTimings[field] = ms
@@ -98,34 +166,151 @@ export function toHar(envelopes: readonly Envelope[], opts: ToHarOptions = {}): 
       // An exchange or a socket belongs to the page current when it began.
       case 'network_request':
       case 'network_response':
-      case 'network_loading_failed':
-        belongs(pageOfExchange, join.add(envelope), event.data)
+      case 'network_loading_failed': {
+        const key = exchangeKey(event.data)
+        const prev = this.openHttp.get(key)
+        const begun = this.join.add(envelope)
+        let item = prev
+        if (begun) {
+          const p = this.pageFor(event.data)
+          if (p) this.pageOfExchange.set(begun, p)
+          item = { kind: 'http', ex: begun, bytes: 0 }
+          this.hold(item)
+          this.openHttp.set(key, item)
+          // A new hop of the same request id closes the one before it (a redirect).
+          if (prev && event.type === 'network_request') prev.doneUs ??= event.ts
+        }
+        if (item) {
+          item.bytes += bytes
+          this.bytesHeld += bytes
+          if (item.ex.response || item.ex.failure) {
+            item.doneUs ??= event.ts
+            this.openHttp.delete(key)
+          }
+        }
         break
+      }
       case 'network_websocket_created':
       case 'network_websocket_handshake':
       case 'network_websocket_frame':
       case 'network_websocket_closed':
       case 'network_websocket_error': {
-        const begun = sockets.add(envelope)
-        belongs(pageOfSocket, begun, begun?.ctx)
+        const begun = this.sockets.add(envelope)
+        if (begun) {
+          const p = this.pageFor(begun.ctx)
+          if (p) this.pageOfSocket.set(begun, p)
+          this.hold({ kind: 'ws', s: begun, bytes: 0 })
+        }
+        const touched = this.sockets.touched
+        const item = touched ? this.heldOf.get(touched) : undefined
+        if (item) {
+          item.bytes += bytes
+          this.bytesHeld += bytes
+          if (touched!.endUs !== undefined) item.doneUs ??= event.ts
+        }
         break
       }
       default:
         break
     }
+    if (this.bounds) this.release(this.bounds)
   }
 
-  const entries = join.exchanges.map(ex => toEntry(ex, pageOfExchange.get(ex)?.page.id))
-  for (const s of sockets.sockets) entries.push(socketEntry(s, pageOfSocket.get(s)?.page.id, { headerList, isoOfUs }))
-  entries.sort((a, b) => a.startedDateTime.localeCompare(b.startedDateTime) || a._seq[0]! - b._seq[0]!)
-  return {
-    log: {
-      version: '1.2',
-      creator: opts.creator ?? DEFAULT_CREATOR,
-      pages: pages.map(p => p.page),
-      entries,
-      ...(opts.comment !== undefined ? { comment: opts.comment } : {}),
-    },
+  private done(h: Held, bounds: HarStreamBounds): boolean {
+    if (h.doneUs === undefined) return false
+    if (h.kind === 'ws') return true
+    const loader = h.ex.request?.event.data.loader_id
+    return (
+      loader === undefined ||
+      this.pageOfExchange.has(h.ex) ||
+      this.pageByLoader.has(loader) ||
+      this.nowUs - h.doneUs >= bounds.settleUs
+    )
+  }
+
+  private entryOf(h: Held): HarEntry {
+    if (h.kind === 'http') return toEntry(h.ex, this.pageOfExchange.get(h.ex)?.page.id)
+    return socketEntry(h.s, this.pageOfSocket.get(h.s)?.page.id, { headerList, isoOfUs })
+  }
+
+  private forgetItem(h: Held): void {
+    this.bytesHeld -= h.bytes
+    if (h.kind === 'http') {
+      this.heldOf.delete(h.ex)
+      this.pageOfExchange.delete(h.ex)
+      if (this.openHttp.get(h.ex.key) === h) this.openHttp.delete(h.ex.key)
+    } else {
+      this.heldOf.delete(h.s)
+      this.pageOfSocket.delete(h.s)
+    }
+  }
+
+  private release(bounds: HarStreamBounds): void {
+    // In the order the exchanges began, as far as they are over.
+    while (this.head < this.held.length && this.done(this.held[this.head]!, bounds)) {
+      const h = this.held[this.head++]!
+      this.out.push(this.entryOf(h))
+      this.forgetItem(h)
+    }
+    if (this.bytesHeld > bounds.maxHeldBytes) {
+      // Over the bound: everything over goes out of order, then the oldest open ones as they are.
+      const keep: Held[] = []
+      for (let i = this.head; i < this.held.length; i++) {
+        const h = this.held[i]!
+        if (h.doneUs !== undefined) {
+          this.out.push(this.entryOf(h))
+          this.forgetItem(h)
+        } else keep.push(h)
+      }
+      const open = keep.length
+      let i = 0
+      for (; i < open && this.bytesHeld > bounds.maxHeldBytes; i++) {
+        const h = keep[i]!
+        this.writtenEarly++
+        this.out.push(this.entryOf(h))
+        if (h.kind === 'http') {
+          this.join.forget(h.ex)
+          this.forgetItem(h)
+        } else {
+          // The socket stays open: its later messages go to a continuation entry.
+          const page = this.pageOfSocket.get(h.s)
+          this.forgetItem(h)
+          h.s.messages = []
+          h.s.seqs = []
+          h.s.part = (h.s.part ?? 1) + 1
+          const next: SocketHeld = { kind: 'ws', s: h.s, bytes: 0 }
+          if (page) this.pageOfSocket.set(h.s, page)
+          keep.push(next)
+          this.heldOf.set(h.s, next)
+        }
+      }
+      this.held.length = 0
+      this.held.push(...keep.slice(i))
+      this.head = 0
+    } else if (this.head > 0) {
+      // Released items must not stay reachable from the array (each can hold a body); what is left
+      // is the open exchanges, few and bounded, so this copy is cheap.
+      this.held.splice(0, this.head)
+      this.head = 0
+    }
+  }
+
+  /** Stored bytes of the exchanges and sockets held now (what maxHeldBytes bounds). */
+  get heldBytes(): number {
+    return this.bytesHeld
+  }
+
+  /** Entries ready to be written (stream mode), oldest exchange first; each is handed out once. */
+  ready(): HarEntry[] {
+    return this.out.splice(0)
+  }
+
+  /** The entries not handed out yet (open exchanges as they are), and the pages. */
+  finish(): { entries: HarEntry[]; pages: HarPage[] } {
+    for (let i = this.head; i < this.held.length; i++) this.out.push(this.entryOf(this.held[i]!))
+    this.held.length = 0
+    this.head = 0
+    return { entries: this.out.splice(0), pages: this.pages.map(p => p.page) }
   }
 }
 

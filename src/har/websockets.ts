@@ -20,6 +20,8 @@ export interface SocketExchange {
   seqs: number[]
   /** Context of the created event, for the page an entry belongs to. */
   ctx: { loader_id?: string; target_id?: string; session_id?: string; nav_seq?: number }
+  /** Set on the entries after the first of a socket a streamed export had to cut (memory bound). */
+  part?: number
 }
 
 /** Incremental: add envelopes in seq order; add() returns the socket an envelope began. */
@@ -28,6 +30,9 @@ export class SocketJoin {
   private readonly open = new Map<string, SocketExchange>()
   /** The socket the last add() began or extended (undefined when the envelope matched none). */
   touched: SocketExchange | undefined
+
+  /** retain: false keeps only the open sockets (a streamed export lets closed ones go). */
+  constructor(private readonly opts: { retain?: boolean } = {}) {}
 
   add(e: Envelope): SocketExchange | undefined {
     this.touched = undefined
@@ -45,7 +50,7 @@ export class SocketJoin {
           ctx: d,
           ...(d.session_id !== undefined ? { sessionId: d.session_id } : {}),
         }
-        this.sockets.push(s)
+        if (this.opts.retain !== false) this.sockets.push(s)
         this.open.set(s.key, s)
         this.touched = s
         return s
@@ -133,7 +138,11 @@ export function socketEntry(
     },
     cache: {},
     timings: { blocked: -1, dns: -1, connect: -1, ssl: -1, send: 0, wait: time, receive: 0 },
-    ...(s.status === undefined ? { comment: 'handshake not captured' } : {}),
+    ...(s.part !== undefined
+      ? { comment: `continued (part ${s.part}): earlier messages are in the entry before` }
+      : s.status === undefined
+        ? { comment: 'handshake not captured' }
+        : {}),
     _resourceType: 'websocket',
     _requestId: s.requestId,
     ...(s.sessionId !== undefined ? { _sessionId: s.sessionId } : {}),

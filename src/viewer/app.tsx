@@ -4,10 +4,13 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { Details } from './details.js'
 import { AuthError, EventFeed, forgetToken, readToken, saveToken, takeTokenFromFragment } from './event-feed.js'
-import { exportHar, exportJsonl } from './exports.js'
+import { BundleFeed } from './bundle-feed.js'
+import { exportHar, exportJsonl, isoMicros, saveBlob } from './exports.js'
+import type { Feed } from './feed.js'
 import { Login } from './login.js'
 import { Player } from './player.js'
 import { ApiRecordingSource } from './recording-source.js'
+import type { RecordingSource } from './model/recording.js'
 import { rowIndexAtTime, rowTime, type Moment } from './model/player.js'
 import {
   PANEL_TITLES,
@@ -27,10 +30,24 @@ import { ROW_HEIGHT, RowView } from './rows.js'
 import { Filters, PanelTabs, Toolbar } from './toolbar.js'
 import { VirtualList } from './virtual-list.js'
 
+/** Where the viewer's events come from: the daemon (with a token) or a debug bundle file. */
+type Source = { kind: 'live'; token: string; browserHint?: string } | { kind: 'bundle'; file: Blob; name: string }
+
+/** `?bundle=<name>.zip`: a bundle served next to the page (`browser-telemetry view`). */
+function bundleParam(): string | undefined {
+  return new URLSearchParams(location.search).get('bundle') ?? undefined
+}
+
 export function App() {
   const [boot, setBoot] = useState(() => takeTokenFromFragment())
   const [token, setToken] = useState(readToken())
   const [authError, setAuthError] = useState('')
+  const [bundle, setBundle] = useState<{ file: Blob; name: string; n: number }>()
+  const [bundleNote, setBundleNote] = useState(() => (bundleParam() ? 'Loading the bundle…' : ''))
+  const openBundleFile = (file: Blob, name: string) => {
+    setBundleNote('')
+    setBundle(b => ({ file, name, n: (b?.n ?? 0) + 1 }))
+  }
   // A link pasted into an open viewer tab changes only the fragment (no reload): its token is taken
   // the same way, at any time, and the viewer starts again with it.
   useEffect(() => {
@@ -46,23 +63,68 @@ export function App() {
     window.addEventListener('hashchange', onHashChange)
     return () => window.removeEventListener('hashchange', onHashChange)
   }, [])
-  if (!token) {
+  useEffect(() => {
+    const wanted = bundleParam()
+    if (wanted === undefined) return
+    if (!/^[A-Za-z0-9._-]{1,200}\.zip$/.test(wanted)) {
+      setBundleNote(`bundle=${wanted.slice(0, 100)}: expected the name of a .zip served next to this page`)
+      return
+    }
+    fetch(`./${wanted}`, { cache: 'no-store' })
+      .then(async res => {
+        if (!res.ok) throw new Error(`${res.status} ${res.statusText}`)
+        openBundleFile(await res.blob(), wanted)
+      })
+      .catch((err: unknown) => setBundleNote(`Cannot load ${wanted}: ${(err as Error).message}`))
+  }, [])
+  // A bundle dropped anywhere on the page opens it.
+  useEffect(() => {
+    const over = (e: DragEvent) => {
+      if (e.dataTransfer?.types.includes('Files')) e.preventDefault()
+    }
+    const drop = (e: DragEvent) => {
+      const f = e.dataTransfer?.files[0]
+      if (!f) return
+      e.preventDefault()
+      openBundleFile(f, f.name)
+    }
+    window.addEventListener('dragover', over)
+    window.addEventListener('drop', drop)
+    return () => {
+      window.removeEventListener('dragover', over)
+      window.removeEventListener('drop', drop)
+    }
+  }, [])
+  if (bundle) {
+    return (
+      <Viewer
+        key={`bundle\n${bundle.n}`}
+        source={{ kind: 'bundle', file: bundle.file, name: bundle.name }}
+        onOpenBundle={openBundleFile}
+        onAuthError={() => {}}
+      />
+    )
+  }
+  if (!token || bundleNote) {
     return (
       <Login
         error={authError}
+        note={bundleNote}
         onToken={t => {
           saveToken(t)
           setAuthError('')
+          setBundleNote('')
           setToken(t)
         }}
+        onBundle={openBundleFile}
       />
     )
   }
   return (
     <Viewer
       key={`${token}\n${boot.browser ?? ''}`}
-      token={token}
-      browserHint={boot.browser}
+      source={{ kind: 'live', token, browserHint: boot.browser }}
+      onOpenBundle={openBundleFile}
       onAuthError={m => {
         forgetToken()
         setAuthError(m)
@@ -81,19 +143,21 @@ async function resolveBrowserId(hint: string | undefined): Promise<string> {
 }
 
 function Viewer({
-  token,
-  browserHint,
+  source,
+  onOpenBundle,
   onAuthError,
 }: {
-  token: string
-  browserHint?: string
+  source: Source
+  onOpenBundle(file: Blob, name: string): void
   onAuthError(msg: string): void
 }) {
-  const [feed, setFeed] = useState<EventFeed>()
+  const [feed, setFeed] = useState<Feed>()
   const [fatal, setFatal] = useState('')
   const [view, setView] = useState<ViewState>(() => decodeView(location.hash))
   const [version, setVersion] = useState(0)
-  const [follow, setFollow] = useState(view.seq === 0)
+  const [follow, setFollow] = useState(view.seq === 0 && source.kind === 'live')
+  const [bundleBusy, setBundleBusy] = useState(false)
+  const [bundleError, setBundleError] = useState('')
   const [scrollTo, setScrollTo] = useState<{
     index: number
     align: 'start' | 'center' | 'end' | 'auto'
@@ -113,8 +177,19 @@ function Viewer({
   }
 
   useEffect(() => {
+    if (source.kind === 'bundle') {
+      const b = new BundleFeed(source.name)
+      b.subscribe(() => setVersion(b.version))
+      setFeed(b)
+      void b.open(source.file).then(() => {
+        if (view.seq > 0) pendingJump.current = view.seq
+        else setScrollTo({ index: 0, align: 'start', nonce: Date.now() })
+      })
+      return
+    }
+    const token = source.token
     let s: EventFeed | undefined
-    resolveBrowserId(browserHint)
+    resolveBrowserId(source.browserHint)
       .then(id => {
         s = new EventFeed('', id, token)
         s.subscribe(() => setVersion(s!.version))
@@ -134,7 +209,14 @@ function Viewer({
     history.replaceState(null, '', `${location.pathname}${location.search}#${encodeView(view)}`)
   }, [view])
 
-  const recording = useMemo(() => (feed ? new ApiRecordingSource('', feed.browserId, token) : undefined), [feed])
+  // The recording: the daemon's (fetched with the token) or the bundle's frames/ (once it is read;
+  // no player for a bundle without frames).
+  const bundleLoaded = feed instanceof BundleFeed && !feed.loading
+  const recording: RecordingSource | undefined = useMemo(() => {
+    if (!feed) return undefined
+    if (feed instanceof BundleFeed) return feed.recording && feed.recording.list.length > 0 ? feed.recording : undefined
+    return source.kind === 'live' ? new ApiRecordingSource('', feed.browserId, source.token) : undefined
+  }, [feed, bundleLoaded])
   const events: readonly Envelope[] = feed?.events ?? []
   const derived = useMemo(() => derive(events), [events])
   const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
@@ -209,6 +291,21 @@ function Viewer({
     if (feed.hasNewer) feed.loadLatest().then(() => feed.startLive(authFail), authFail)
     else feed.startLive(authFail)
   }
+  const downloadBundle = async () => {
+    if (!(feed instanceof EventFeed)) return
+    setBundleBusy(true)
+    setBundleError('')
+    try {
+      const first = feed.events[0]
+      const { blob, name } = await feed.bundle(first ? isoMicros(first.event.ts) : undefined)
+      saveBlob(name, blob)
+    } catch (err) {
+      if (err instanceof AuthError) authFail(err)
+      else setBundleError(`The bundle could not be downloaded: ${(err as Error).message}`)
+    } finally {
+      setBundleBusy(false)
+    }
+  }
   const doJump = async (typed: string) => {
     const text = typed.trim()
     if (!text) return
@@ -268,16 +365,26 @@ function Viewer({
         onJump={text => void doJump(text)}
         onExportHar={() => exportHar(feed, events, nav)}
         onExportJsonl={() => exportJsonl(feed, events, nav)}
+        bundleBusy={bundleBusy}
+        onDownloadBundle={() => void downloadBundle()}
+        onOpenBundle={onOpenBundle}
       />
       <Filters view={view} types={types} derived={derived} feed={feed} onChange={update} />
 
       <main class="content">
         <PanelTabs panel={view.panel} onPick={p => update({ panel: p, type: '' })} />
 
-        {feed.error || jumpError ? (
-          <p role="alert" class="err banner">
-            {jumpError || feed.error}
+        {feed.error || jumpError || bundleError ? (
+          <p role="alert" class="err banner" id="error-banner">
+            {jumpError || bundleError || feed.error}
           </p>
+        ) : null}
+        {feed instanceof BundleFeed && feed.warnings.length > 0 ? (
+          <ul class="warnings" id="bundle-warnings" aria-label="About this bundle">
+            {feed.warnings.map(w => (
+              <li key={w}>{w}</li>
+            ))}
+          </ul>
         ) : null}
 
         <div class="main" id="panel" role="tabpanel" aria-labelledby={`tab-${view.panel}`}>

@@ -2,6 +2,7 @@
 // log), and live follow over the SSE stream (fetch-based so the Authorization header is sent;
 // resumes with Last-Event-ID after a blip). Holds one contiguous window of envelopes in seq order.
 import { createParser } from 'eventsource-parser'
+import type { Feed, LiveState } from './feed.js'
 import type { Envelope } from './model.js'
 
 const TOKEN_KEY = 'browser-telemetry.token'
@@ -44,10 +45,11 @@ export function takeTokenFromFragment(): { browser?: string } {
   return { browser }
 }
 
-export type LiveState = 'off' | 'connecting' | 'live' | 'retrying'
+export type { LiveState }
 
 /** The viewer's window of envelopes: history pages, live follow, and who is told of changes. */
-export class EventFeed {
+export class EventFeed implements Feed {
+  readonly mode = 'live' as const
   events: Envelope[] = []
   hasOlder = false
   hasNewer = false
@@ -102,6 +104,24 @@ export class EventFeed {
       hasMore: res.headers.get('x-has-more') === 'true',
       next: Number(res.headers.get('x-next-offset') ?? 0),
     }
+  }
+
+  /**
+   * The daemon's debug bundle of the window from `since` (RFC 3339) to the newest event, as a Blob,
+   * fetched with the bearer token in the header (the token never goes into a URL).
+   */
+  async bundle(since: string | undefined): Promise<{ blob: Blob; name: string }> {
+    const q = since ? `?since=${encodeURIComponent(since)}` : ''
+    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/bundle${q}`, {
+      headers: { authorization: `Bearer ${this.token}` },
+      cache: 'no-store',
+    })
+    if (res.status === 401 || res.status === 403) throw new AuthError(await errorText(res))
+    if (!res.ok) throw new Error(await errorText(res))
+    const name = /filename="([A-Za-z0-9._-]+\.zip)"/.exec(res.headers.get('content-disposition') ?? '')?.[1]
+    // A broken transfer (the daemon failed midway) rejects here: nothing half-written is offered.
+    const blob = await res.blob()
+    return { blob, name: name ?? `${this.browserId}.zip` }
   }
 
   /** Newest page first, then older pages in the background up to INITIAL_EVENTS. */

@@ -1,8 +1,29 @@
 // The controls above the list: the bar (follow/pause and live status, jump, exports, sign out),
 // the filters (text, type, target, navigation) with what the window holds, and the panel tabs.
 import { useState } from 'preact/hooks'
-import { forgetToken, type EventFeed } from './event-feed.js'
+import { forgetToken } from './event-feed.js'
+import type { Feed } from './feed.js'
 import { PANELS, PANEL_TITLES, type Derived, type Panel, type ViewState } from './model.js'
+
+/** A button that picks a bundle zip from disk (a label around a visually hidden file input). */
+export function OpenBundleButton({ onBundle }: { onBundle(file: Blob, name: string): void }) {
+  return (
+    <label class="file-button">
+      Open bundle…
+      <input
+        type="file"
+        id="open-bundle"
+        accept=".zip,application/zip"
+        onChange={e => {
+          const input = e.target as HTMLInputElement
+          const f = input.files?.[0]
+          if (f) onBundle(f, f.name)
+          input.value = ''
+        }}
+      />
+    </label>
+  )
+}
 
 export function Toolbar({
   feed,
@@ -11,14 +32,21 @@ export function Toolbar({
   onJump,
   onExportHar,
   onExportJsonl,
+  bundleBusy,
+  onDownloadBundle,
+  onOpenBundle,
 }: {
-  feed: EventFeed
+  feed: Feed
   follow: boolean
   onToggleFollow(): void
   /** The jump field's text as typed: a seq, an RFC-3339 time or HH:MM:SS. */
   onJump(text: string): void
   onExportHar(): void
   onExportJsonl(): void
+  /** A bundle download is running. */
+  bundleBusy: boolean
+  onDownloadBundle(): void
+  onOpenBundle(file: Blob, name: string): void
 }) {
   const [jump, setJump] = useState('')
   return (
@@ -26,13 +54,21 @@ export function Toolbar({
       <h1>
         Session <span class="mono">{feed.browserId}</span>
       </h1>
-      <button type="button" class={follow ? 'on' : ''} aria-pressed={follow} onClick={onToggleFollow} id="follow">
-        {follow ? 'Pause' : 'Follow live'}
-      </button>
-      <span class={`status status-${feed.live}`} id="live-status" role="status">
-        {feed.live === 'live' ? 'live' : feed.live === 'off' ? 'paused' : feed.live}
-        {feed.loading ? ' · loading' : ''}
-      </span>
+      {feed.mode === 'live' ? (
+        <>
+          <button type="button" class={follow ? 'on' : ''} aria-pressed={follow} onClick={onToggleFollow} id="follow">
+            {follow ? 'Pause' : 'Follow live'}
+          </button>
+          <span class={`status status-${feed.live}`} id="live-status" role="status">
+            {feed.live === 'live' ? 'live' : feed.live === 'off' ? 'paused' : feed.live}
+            {feed.loading ? ' · loading' : ''}
+          </span>
+        </>
+      ) : (
+        <span class="status" id="bundle-status" role="status">
+          from a bundle{feed.loading ? ' · loading' : ''}
+        </span>
+      )}
       <form
         class="jump"
         onSubmit={e => {
@@ -56,15 +92,23 @@ export function Toolbar({
       <button type="button" id="export-jsonl" onClick={onExportJsonl}>
         JSON lines
       </button>
-      <button
-        type="button"
-        onClick={() => {
-          forgetToken()
-          location.reload()
-        }}
-      >
-        Sign out
-      </button>
+      {feed.mode === 'live' ? (
+        <button type="button" id="download-bundle" onClick={onDownloadBundle} disabled={bundleBusy}>
+          {bundleBusy ? 'Preparing bundle…' : 'Download bundle'}
+        </button>
+      ) : null}
+      <OpenBundleButton onBundle={onOpenBundle} />
+      {feed.mode === 'live' ? (
+        <button
+          type="button"
+          onClick={() => {
+            forgetToken()
+            location.reload()
+          }}
+        >
+          Sign out
+        </button>
+      ) : null}
     </header>
   )
 }
@@ -80,7 +124,7 @@ export function Filters({
   /** The type filter's choices for the current panel. */
   types: string[]
   derived: Derived
-  feed: EventFeed
+  feed: Feed
   onChange(patch: Partial<ViewState>): void
 }) {
   return (

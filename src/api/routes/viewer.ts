@@ -1,73 +1,20 @@
 // GET /viewer/: the session viewer's static assets (built by scripts/build-viewer.mjs into
 // dist/viewer). Assets hold no data, so they need no token; the page's own data calls use the
-// bearer token against the telemetry routes. Files are read once at startup into memory (a few
-// hundred KiB) and only names from that listing are served, so no request path reaches the disk.
-import { createHash } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
-import { extname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+// bearer token against the telemetry routes. The assets, read once at startup (src/viewer-assets.ts),
+// are served from memory: no request path reaches the disk.
+import {
+  VIEWER_CSP,
+  VIEWER_SECURITY_HEADERS,
+  defaultViewerDir,
+  loadViewerAssets,
+  type ViewerAsset,
+  type ViewerAssets,
+} from '../../viewer-assets.js'
 import { Type } from '@sinclair/typebox'
 import { ApiError, notFound } from '../errors.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'
 
-/**
- * `default-src 'self'` and nothing inline; screenshots are shown as data: images and recording
- * frames (fetched with the bearer token) as blob: URLs, hence img-src.
- */
-export const VIEWER_CSP = [
-  "default-src 'self'",
-  "img-src 'self' data: blob:",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ')
-
-const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.txt': 'text/plain; charset=utf-8',
-}
-
-export interface ViewerAsset {
-  body: Buffer
-  contentType: string
-  etag: string
-  immutable: boolean
-}
-export type ViewerAssets = Map<string, ViewerAsset>
-
-/** Where the built assets are: dist/viewer, seen from dist/src/api/routes (built) or src/api/routes (tsx). */
-export function defaultViewerDir(): string {
-  const up = fileURLToPath(new URL('../../../', import.meta.url))
-  for (const dir of [join(up, 'viewer'), join(up, 'dist', 'viewer')])
-    if (existsSync(join(dir, 'index.html'))) return dir
-  return join(up, 'dist', 'viewer')
-}
-
-/** Reads the built viewer; undefined when it was not built (the route then answers 503 saying so). */
-export function loadViewerAssets(dir: string = defaultViewerDir()): ViewerAssets | undefined {
-  if (!existsSync(join(dir, 'index.html'))) return undefined
-  const assets: ViewerAssets = new Map()
-  for (const name of readdirSync(dir)) {
-    const type = CONTENT_TYPES[extname(name)]
-    const path = join(dir, name)
-    if (!type || !/^[A-Za-z0-9._-]+$/.test(name) || !statSync(path).isFile()) continue
-    const body = readFileSync(path)
-    assets.set(name, {
-      body,
-      contentType: type,
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-      // esbuild names bundles name-HASH.ext: their content never changes under that name.
-      immutable: /-[A-Z0-9]{8,}\.(js|css)$/.test(name),
-    })
-  }
-  return assets
-}
+export { VIEWER_CSP, defaultViewerDir, loadViewerAssets, type ViewerAsset, type ViewerAssets }
 
 export interface ViewerRouteDeps {
   /** Default: loadViewerAssets() from the package's dist/viewer. */
@@ -78,11 +25,7 @@ function serve(ctx: ApiContext, assets: ViewerAssets | undefined, name: string):
   if (!assets) throw new ApiError(503, 'viewer_not_built', 'the session viewer was not built (run npm run build)')
   const asset = assets.get(name)
   if (!asset) throw notFound(`no viewer asset ${JSON.stringify(name.slice(0, 100))}`)
-  ctx.set('Content-Security-Policy', VIEWER_CSP)
-  ctx.set('X-Content-Type-Options', 'nosniff')
-  ctx.set('Referrer-Policy', 'no-referrer')
-  ctx.set('Cross-Origin-Opener-Policy', 'same-origin')
-  ctx.set('Cross-Origin-Resource-Policy', 'same-origin')
+  for (const [name, value] of Object.entries(VIEWER_SECURITY_HEADERS)) ctx.set(name, value)
   // The page revalidates (a daemon upgrade ships new bundle names); hashed bundles are cached for good.
   ctx.set('Cache-Control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
   ctx.set('ETag', asset.etag)

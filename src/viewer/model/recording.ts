@@ -9,7 +9,7 @@
 // (store backpressure, a write error) or that retention removed. Frames left out by the rate cap
 // or because they repeat the previous frame of their target take no id (not a gap).
 
-/** One frame's metadata, exactly as the API (and a bundle's frames/index.ndjson) carries it. */
+/** One frame's metadata, exactly as the API (and a bundle's frames/index.json) carries it. */
 export interface RecordingFrame {
   /** Increases with every frame kept (see above: a missing id is a gap). */
   frame_id: number
@@ -53,7 +53,7 @@ export interface FramePage {
 /**
  * Where the player gets frames. The daemon API implements it with fetch + bearer (the token never
  * goes into a URL); the bundle engineer's implementation reads a zip opened in the browser:
- * `frames/index.ndjson` (one RecordingFrame JSON per line, oldest first) and
+ * `frames/index.json` (a JSON array of RecordingFrame, oldest first) and
  * `frames/<frame_id>.jpg`.
  */
 export interface RecordingSource {

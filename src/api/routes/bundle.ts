@@ -1,0 +1,116 @@
+// GET /browsers/{id}/telemetry/bundle: the debug bundle of a time window as one streamed zip
+// (src/bundle). The window is parsed like the events API's; the zip is written straight to the
+// socket as the client reads it.
+import { pipeline } from 'node:stream/promises'
+import { Type } from '@sinclair/typebox'
+import {
+  buildBundle,
+  bundleFileName,
+  DEFAULT_BUNDLE_LIMITS,
+  type BundleLimits,
+  type BundleSource,
+  type BundleStats,
+} from '../../bundle/bundle.js'
+import type { Logger } from '../../log.js'
+import { silentLogger } from '../../log.js'
+import type { ApiRouter } from '../route-table.js'
+import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
+
+export interface BundleRouteDeps {
+  source: BundleSource
+  limits?: BundleLimits
+  logger?: Logger
+  /** Unix microseconds (tests pin it). */
+  now?: () => number
+}
+
+/** Bundles being written now (their live counters), and how the finished ones ended. */
+export interface BundleRouteStats {
+  active: Set<BundleStats>
+  completed: number
+  failed: number
+}
+
+export const BUNDLE_QUERY = { since: EVENTS_QUERY.since, until: EVENTS_QUERY.until }
+
+export function registerBundleRoutes(router: ApiRouter, deps: BundleRouteDeps): BundleRouteStats {
+  const stats: BundleRouteStats = { active: new Set(), completed: 0, failed: 0 }
+  const logger = deps.logger ?? silentLogger
+  const now = deps.now ?? (() => Date.now() * 1000)
+  router.add({
+    method: 'GET',
+    path: '/browsers/:id/telemetry/bundle',
+    operationId: 'downloadBrowserTelemetryBundle',
+    summary: 'Download a debug bundle (zip) of a time window',
+    description:
+      'One zip, streamed: manifest.json (browser id, daemon version, window, seq range, dropped-seq and recording gaps, ' +
+      'categories, redaction policy), events.ndjson (the envelopes exactly as the events API serves them, one per line), ' +
+      'network.har (HAR 1.2 with captured bodies and WebSocket messages), console.txt (one line per message), ' +
+      'frames/index.json and frames/<frame_id>.jpg (the screen recording), screenshots/<seq>.<png|jpeg>. ' +
+      'since/until are read as in readBrowserTelemetryEvents (default since: 5m); the upper end is the last event ' +
+      'committed when the download began. Everything comes from the stored events, masked before they were stored. ' +
+      'A failure after the download began ends the connection without the zip trailer, so the file is unusable rather than silently short.',
+    scope: 'read',
+    query: BUNDLE_QUERY,
+    responses: {
+      200: {
+        description: 'The zip (no Content-Length: it is streamed)',
+        contentType: 'application/zip',
+        schema: Type.String({ format: 'binary' }),
+        headers: {
+          'Content-Disposition': {
+            schema: Type.String(),
+            description: 'attachment; filename="browser-telemetry-<browser id>-<UTC time>.zip"',
+          },
+        },
+      },
+    },
+    handler: async ctx => {
+      const nowUs = now()
+      const q = ctx.state.query!
+      const read = readQueryOf({ ...q, order: 'asc', limit: 1 }, nowUs)
+      const build = buildBundle(
+        deps.source,
+        {
+          sinceUs: read.sinceUs!,
+          ...(read.untilUs !== undefined ? { untilUs: read.untilUs } : {}),
+          requested: {
+            ...(typeof q.since === 'string' ? { since: q.since } : {}),
+            ...(typeof q.until === 'string' ? { until: q.until } : {}),
+          },
+        },
+        deps.limits ?? DEFAULT_BUNDLE_LIMITS,
+        () => new Date(nowUs / 1000),
+      )
+      stats.active.add(build.stats)
+      ctx.status = 200
+      ctx.set('Content-Type', 'application/zip')
+      ctx.set(
+        'Content-Disposition',
+        `attachment; filename="${bundleFileName(deps.source.browserId, new Date(nowUs / 1000))}"`,
+      )
+      ctx.set('Cache-Control', 'no-store')
+      ctx.set('X-Content-Type-Options', 'nosniff')
+      ctx.respond = false // the zip is piped to the socket as the client reads it
+      const res = ctx.res
+      const requestId = ctx.state.requestId
+      // pipeline() destroys the socket when the build fails (a broken download, never a short valid
+      // zip) and destroys the build's output when the client goes away (which stops the build).
+      void Promise.allSettled([pipeline(build.output, res), build.done]).then(([piped, built]) => {
+        stats.active.delete(build.stats)
+        if (piped.status === 'fulfilled' && built.status === 'fulfilled') {
+          stats.completed++
+          return
+        }
+        stats.failed++
+        if (!res.destroyed) res.destroy()
+        const err = built.status === 'rejected' ? built.reason : (piped as PromiseRejectedResult).reason
+        logger.warn(
+          { request_id: requestId, err: (err as Error)?.message, bytes: build.stats.bytesOut },
+          'debug bundle not completed',
+        )
+      })
+    },
+  })
+  return stats
+}

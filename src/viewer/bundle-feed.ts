@@ -1,0 +1,76 @@
+// The feed of a debug bundle opened in the page: the bundle's events, all held at once (up to the
+// viewer's cap), its warnings and its recording. Nothing is fetched: every paging call is answered
+// from what is loaded.
+import { BundleError, openBundle, type BundleManifest, type BundleRecording } from './bundle-source.js'
+import type { Feed, LiveState } from './feed.js'
+import type { Envelope } from './model.js'
+
+export class BundleFeed implements Feed {
+  readonly mode = 'bundle' as const
+  events: Envelope[] = []
+  readonly hasOlder = false
+  readonly hasNewer = false
+  loading = true
+  error = ''
+  readonly live: LiveState = 'off'
+  version = 0
+  browserId = ''
+  warnings: string[] = []
+  manifest?: BundleManifest
+  recording?: BundleRecording
+  private listeners = new Set<() => void>()
+
+  constructor(readonly fileName: string) {}
+
+  subscribe(l: () => void): () => void {
+    this.listeners.add(l)
+    return () => {
+      this.listeners.delete(l)
+    }
+  }
+  private changed(): void {
+    this.version++
+    for (const l of this.listeners) l()
+  }
+
+  get firstSeq(): number {
+    return this.events[0]?.seq ?? 0
+  }
+  get lastSeq(): number {
+    return this.events.at(-1)?.seq ?? 0
+  }
+
+  /** Reads the bundle; the first rows are shown while the rest of a large one is parsed. */
+  async open(file: Blob): Promise<void> {
+    try {
+      const b = await openBundle(file, this.fileName, events => {
+        this.events = events
+        this.changed()
+      })
+      this.manifest = b.manifest
+      this.browserId = typeof b.manifest?.browser_id === 'string' ? b.manifest.browser_id : this.fileName
+      this.events = b.events
+      this.warnings = b.warnings
+      this.recording = b.recording
+    } catch (err) {
+      this.error =
+        err instanceof BundleError
+          ? `Cannot open ${this.fileName}: ${err.message}`
+          : `Cannot open ${this.fileName}: ${(err as Error).message}`
+    } finally {
+      this.loading = false
+      this.changed()
+    }
+  }
+
+  async loadLatest(): Promise<void> {}
+  async loadAroundSeq(): Promise<void> {}
+  async loadAroundTime(iso: string): Promise<number> {
+    const us = Date.parse(iso) * 1000
+    return this.events.find(e => e.event.ts >= us)?.seq ?? this.lastSeq
+  }
+  async loadOlder(): Promise<void> {}
+  async loadNewer(): Promise<void> {}
+  startLive(): void {}
+  stopLive(): void {}
+}
