@@ -120,6 +120,7 @@ async function run(): Promise<{ leader: KillFigures; follower: KillFigures; exac
         const off = shipper.onAcked(a => a >= last && (off(), resolve()))
       })
       await cluster.ready()
+      await cluster.caughtUp(STREAM)
       const msgs = await readStream(cluster.urls, STREAM)
       const seqs = new Set(msgs.map(m => m.telemetrySeq))
       const exact = msgs.length === last && seqs.size === last

@@ -59,6 +59,7 @@ t.test(
     t.not(`nats://${s.health().server}`, leader!.url, 'the connection is on a live node')
     await leader!.start()
     await c.ready()
+    await c.caughtUp('BT')
     await assertExactlyOnce(t, c.urls, log)
   },
 )
@@ -88,5 +89,6 @@ t.test('a follower is killed, then the node the shipper is connected to: nothing
   t.equal(s.state(), 'connected')
   await connected!.start()
   await c.ready()
+  await c.caughtUp('BT')
   await assertExactlyOnce(t, c.urls, log)
 })

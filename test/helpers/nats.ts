@@ -235,7 +235,9 @@ export interface NatsCluster {
   urls: string[]
   /** Resolves once JetStream answers through every running node (after a start or a restart). */
   ready(): Promise<void>
-  /** The node that leads `stream` now (asked of any live node), or undefined during an election. */
+  /** Resolves once every replica of `stream` is current with its leader (a restarted node has caught up). */
+  caughtUp(stream: string): Promise<void>
+  /** The live node that leads `stream` (asked of the live nodes, for up to 30 s; undefined if none says). */
   leaderOf(stream: string): Promise<NatsServer | undefined>
   dispose(): Promise<void>
 }
@@ -294,15 +296,41 @@ export async function startNatsCluster(size = 3, name = 'bt-cluster'): Promise<N
     nodes,
     urls,
     ready,
-    async leaderOf(stream) {
-      for (const n of nodes) {
-        if (!n.proc) continue
+    async caughtUp(stream) {
+      const deadline = Date.now() + 60_000
+      for (;;) {
+        const running = nodes.filter(n => n.proc)
         try {
-          const leader = await ask(n.url, async jsm => (await jsm.streams.info(stream)).cluster?.leader)
-          return nodes.find((_, i) => leader === `${name}-${i}`)
+          const info = await ask(running[0]!.url, jsm => jsm.streams.info(stream))
+          const replicas = info.cluster?.replicas ?? []
+          if (
+            info.cluster?.leader &&
+            replicas.length === running.length - 1 &&
+            replicas.every(r => r.current && !r.offline && (r.lag ?? 0) === 0)
+          )
+            return
         } catch {
-          /* this node cannot say now; ask the next */
+          /* electing */
         }
+        if (Date.now() > deadline) throw new Error(`the replicas of ${stream} did not catch up in 60 s`)
+        await new Promise(r => setTimeout(r, 100))
+      }
+    },
+    async leaderOf(stream) {
+      // Asked until a live node names one (an election, or a node too busy to answer in time, says nothing).
+      const deadline = Date.now() + 30_000
+      while (Date.now() < deadline) {
+        for (const n of nodes) {
+          if (!n.proc) continue
+          try {
+            const leader = await ask(n.url, async jsm => (await jsm.streams.info(stream)).cluster?.leader)
+            const node = nodes.find((_, i) => leader === `${name}-${i}`)
+            if (node?.proc) return node
+          } catch {
+            /* this node cannot say now; ask the next */
+          }
+        }
+        await new Promise(r => setTimeout(r, 100))
       }
       return undefined
     },
