@@ -2,42 +2,23 @@
 // viewer's cap), its warnings and its recording. Nothing is fetched: every paging call is answered
 // from what is loaded.
 import { BundleError, openBundle, type BundleManifest, type BundleRecording } from './bundle-source.js'
-import type { Feed, LiveState } from './feed.js'
+import { FeedState, type Feed, type LiveState } from './feed.js'
 import type { Envelope } from './model.js'
 
-export class BundleFeed implements Feed {
+export class BundleFeed extends FeedState implements Feed {
   readonly mode = 'bundle' as const
-  events: Envelope[] = []
   readonly hasOlder = false
   readonly hasNewer = false
   loading = true
   error = ''
   readonly live: LiveState = 'off'
-  version = 0
   browserId = ''
   warnings: string[] = []
   manifest?: BundleManifest
   recording?: BundleRecording
-  private listeners = new Set<() => void>()
 
-  constructor(readonly fileName: string) {}
-
-  subscribe(l: () => void): () => void {
-    this.listeners.add(l)
-    return () => {
-      this.listeners.delete(l)
-    }
-  }
-  private changed(): void {
-    this.version++
-    for (const l of this.listeners) l()
-  }
-
-  get firstSeq(): number {
-    return this.events[0]?.seq ?? 0
-  }
-  get lastSeq(): number {
-    return this.events.at(-1)?.seq ?? 0
+  constructor(readonly fileName: string) {
+    super()
   }
 
   /** Reads the bundle; the first rows are shown while the rest of a large one is parsed. */

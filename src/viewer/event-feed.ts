@@ -2,7 +2,7 @@
 // log), and live follow over the SSE stream (fetch-based so the Authorization header is sent;
 // resumes with Last-Event-ID after a blip). Holds one contiguous window of envelopes in seq order.
 import { createParser } from 'eventsource-parser'
-import type { Feed, LiveState } from './feed.js'
+import { FeedState, type Feed, type LiveState } from './feed.js'
 import type { Envelope } from './model.js'
 
 const TOKEN_KEY = 'browser-telemetry.token'
@@ -48,17 +48,13 @@ export function takeTokenFromFragment(): { browser?: string } {
 export type { LiveState }
 
 /** The viewer's window of envelopes: history pages, live follow, and who is told of changes. */
-export class EventFeed implements Feed {
+export class EventFeed extends FeedState implements Feed {
   readonly mode = 'live' as const
-  events: Envelope[] = []
   hasOlder = false
   hasNewer = false
   loading = false
   error = ''
   live: LiveState = 'off'
-  /** Bumped on every change; the UI re-derives rows when it moves. */
-  version = 0
-  private listeners = new Set<() => void>()
   private liveAbort?: AbortController
   private flushLive?: () => void
   private generation = 0
@@ -67,24 +63,8 @@ export class EventFeed implements Feed {
     readonly base: string,
     public browserId: string,
     private token: string,
-  ) {}
-
-  subscribe(l: () => void): () => void {
-    this.listeners.add(l)
-    return () => {
-      this.listeners.delete(l)
-    }
-  }
-  private changed(): void {
-    this.version++
-    for (const l of this.listeners) l()
-  }
-
-  get firstSeq(): number {
-    return this.events[0]?.seq ?? 0
-  }
-  get lastSeq(): number {
-    return this.events.at(-1)?.seq ?? 0
+  ) {
+    super()
   }
 
   private async page(

@@ -28,3 +28,29 @@ export interface Feed {
   startLive(onAuthError: (e: Error) => void): void
   stopLive(): void
 }
+
+/** What both feeds share: the envelopes held, their bounds, and telling the page of changes. */
+export abstract class FeedState {
+  events: Envelope[] = []
+  /** Bumped on every change; the UI re-derives rows when it moves. */
+  version = 0
+  private readonly listeners = new Set<() => void>()
+
+  subscribe(l: () => void): () => void {
+    this.listeners.add(l)
+    return () => {
+      this.listeners.delete(l)
+    }
+  }
+  protected changed(): void {
+    this.version++
+    for (const l of this.listeners) l()
+  }
+
+  get firstSeq(): number {
+    return this.events[0]?.seq ?? 0
+  }
+  get lastSeq(): number {
+    return this.events.at(-1)?.seq ?? 0
+  }
+}
