@@ -3,7 +3,6 @@
 // from what is loaded.
 import { BundleError, openBundle, type BundleManifest, type BundleRecording } from './bundle-source.js'
 import { FeedState, type Feed, type LiveState } from './feed.js'
-import type { Envelope } from './model.js'
 
 export class BundleFeed extends FeedState implements Feed {
   readonly mode = 'bundle' as const
