@@ -2,7 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { EventInput } from '../src/pipeline.js'
+import { EventLog, type StoredRecord } from '../src/store/event-log.js'
+import { Pipeline, type EmitResult, type EventInput } from '../src/pipeline.js'
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)
@@ -42,4 +43,31 @@ export function realisticEvent(i: number): EventInput {
 
 export function fmt(n: number, digits = 2): string {
   return n.toFixed(digits)
+}
+
+/** The commit promise of an accepted event; a dropped one fails loudly (nothing in a bench should be dropped). */
+export function committedOf(r: EmitResult): Promise<boolean> {
+  if (r.dropped !== undefined) throw new Error(`event dropped: ${r.dropped}`)
+  return r.committed
+}
+
+/** A log in `dir` holding n realistic events (1,000 distinct inputs in turn, shedding off), and its records. */
+export async function filledLog(dir: string, n: number): Promise<{ log: EventLog; records: StoredRecord[] }> {
+  const inputs = Array.from({ length: Math.min(n, 1000) }, (_, i) => realisticEvent(i))
+  const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
+  const pipeline = new Pipeline({ log, shedding: false })
+  let last: Promise<boolean> = Promise.resolve(true)
+  for (let i = 0; i < n; i++) {
+    last = committedOf(pipeline.emit(inputs[i % inputs.length]!))
+    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
+  }
+  await last
+  const records: StoredRecord[] = []
+  for (let cursor = 0; ;) {
+    const page = await log.read({ order: 'asc', cursor, limit: 5000 })
+    records.push(...page.records)
+    if (!page.hasMore) break
+    cursor = page.nextCursor
+  }
+  return { log, records }
 }

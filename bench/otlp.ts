@@ -14,13 +14,13 @@ import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer'
-import { EventLog, type StoredRecord } from '../src/store/event-log.js'
-import { Pipeline, type EmitResult } from '../src/pipeline.js'
+import { EventLog } from '../src/store/event-log.js'
+import { Pipeline } from '../src/pipeline.js'
 import { silentLogger } from '../src/log.js'
 import { startOtlp } from '../src/ship/otlp.js'
 import { logRecordOf, navigationSpanOf, parseEnvelope, sharedOf } from '../src/ship/otlp-model.js'
 import type { Sink } from '../src/ship/sink.js'
-import { fmt, median, realisticEvent, withTempDir } from './common.js'
+import { committedOf, filledLog, fmt, median, realisticEvent, withTempDir } from './common.js'
 
 const N = Number(process.env.N ?? 50_000)
 const RUNS = Number(process.env.RUNS ?? 3)
@@ -28,11 +28,6 @@ const LAG_SECONDS = Number(process.env.LAG_SECONDS ?? 10)
 const OUTAGE_SECONDS = Number(process.env.OUTAGE_SECONDS ?? 0)
 const RATE = 2000
 const INPUTS = Array.from({ length: 1000 }, (_, i) => realisticEvent(i))
-
-function committedOf(r: EmitResult): Promise<boolean> {
-  if (r.dropped !== undefined) throw new Error(`event dropped: ${r.dropped}`)
-  return r.committed
-}
 
 async function sinkReceiver(port = 0): Promise<{ server: Server; url: string; bytes: () => number }> {
   let bytes = 0
@@ -45,25 +40,6 @@ async function sinkReceiver(port = 0): Promise<{ server: Server; url: string; by
   })
   await new Promise<void>(r => server.listen(port, '127.0.0.1', () => r()))
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bytes: () => bytes }
-}
-
-async function fillLog(dir: string, n: number): Promise<{ log: EventLog; records: StoredRecord[] }> {
-  const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
-  const pipeline = new Pipeline({ log, shedding: false })
-  let last: Promise<boolean> = Promise.resolve(true)
-  for (let i = 0; i < n; i++) {
-    last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
-    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
-  }
-  await last
-  const records: StoredRecord[] = []
-  for (let cursor = 0; ;) {
-    const page = await log.read({ order: 'asc', cursor, limit: 5000 })
-    records.push(...page.records)
-    if (!page.hasMore) break
-    cursor = page.nextCursor
-  }
-  return { log, records }
 }
 
 /** The OTLP logs export (protobuf, default batching) of `log` to `endpoint`. */
@@ -112,7 +88,7 @@ function postOnce(url: URL, body: Uint8Array): Promise<void> {
 async function throughputRun(): Promise<{ exporter: number; bare: number; httpOnly: number; cpuUsPerEvent: number }> {
   return withTempDir(async dir => {
     const rcv = await sinkReceiver()
-    const { log, records } = await fillLog(dir, N)
+    const { log, records } = await filledLog(dir, N)
     try {
       // Baselines: (a) the same payloads built and posted by a bare client, two requests at a time;
       // (b) the payloads serialized beforehand, posted alone (what HTTP costs).

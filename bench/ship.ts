@@ -10,16 +10,10 @@ import { join } from 'node:path'
 import { connect, headers } from '@nats-io/transport-node'
 import { jetstream } from '@nats-io/jetstream'
 import { EventLog } from '../src/store/event-log.js'
-import { Pipeline, type EmitResult } from '../src/pipeline.js'
+import { Pipeline } from '../src/pipeline.js'
 import { Shipper } from '../src/ship/shipper.js'
 import { startNatsServer, type NatsServer } from '../test/helpers/nats.js'
-import { fmt, median, realisticEvent, withTempDir } from './common.js'
-
-/** The commit promise of an accepted event; a dropped one fails loudly (nothing here should be dropped). */
-function committedOf(r: EmitResult): Promise<boolean> {
-  if (r.dropped !== undefined) throw new Error(`event dropped: ${r.dropped}`)
-  return r.committed
-}
+import { committedOf, filledLog, fmt, median, realisticEvent, withTempDir } from './common.js'
 
 const N = Number(process.env.N ?? 100_000)
 const RUNS = Number(process.env.RUNS ?? 5)
@@ -27,25 +21,6 @@ const LAG_SECONDS = Number(process.env.LAG_SECONDS ?? 5)
 const RATE = 5000
 const INPUTS = Array.from({ length: 1000 }, (_, i) => realisticEvent(i))
 const LIMITS = { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 }
-
-async function fillLog(dir: string, n: number): Promise<{ log: EventLog; payloads: string[] }> {
-  const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0 })
-  const pipeline = new Pipeline({ log, shedding: false })
-  let last: Promise<boolean> = Promise.resolve(true)
-  for (let i = 0; i < n; i++) {
-    last = committedOf(pipeline.emit(INPUTS[i % 1000]!))
-    if (i % 1000 === 999) await new Promise(r => setImmediate(r))
-  }
-  await last
-  const payloads: string[] = []
-  for (let cursor = 0; ;) {
-    const page = await log.read({ order: 'asc', cursor, limit: 5000 })
-    for (const r of page.records) payloads.push(r.json)
-    if (!page.hasMore) break
-    cursor = page.nextCursor
-  }
-  return { log, payloads }
-}
 
 function until(s: Shipper, seq: number): Promise<void> {
   return new Promise(resolve => {
@@ -222,7 +197,9 @@ try {
   const p50s: number[] = []
   for (let run = 0; run < RUNS; run++) {
     await withTempDir(async dir => {
-      const { log, payloads } = await fillLog(dir, N)
+      const filled = await filledLog(dir, N)
+      const log = filled.log
+      const payloads = filled.records.map(r => r.json)
       const s = await shipRate(nats, log, run)
       await log.close()
       const c = await coreRate(nats, payloads)

@@ -4,14 +4,10 @@
 // wire, so "off" means Chromium stopped sending, not that the daemon dropped what it got.
 import t from 'tap'
 import CDP from 'chrome-remote-interface'
-import { startDaemon } from '../src/main.js'
 import { autoAttachParams, capturePlan } from '../src/monitor/index.js'
-import { parseServeConfig } from '../src/config.js'
-import { silentLogger } from '../src/log.js'
 import { startBrowser } from './helpers/browser.js'
-import { countingRelay } from './helpers/cdp-relay.js'
+import { daemonBehindRelay } from './helpers/cdp-relay.js'
 import { startServer, waitFor } from './helpers/http.js'
-import { tempDir } from './helpers/store.js'
 
 const TOKEN = 'capture-live-token'
 
@@ -26,27 +22,7 @@ t.test(
       },
     })
     const browser = await startBrowser(t)
-    const relay = await countingRelay(t, browser.wsUrl)
-    const dir = await tempDir(t, 'bt-capture-live-')
-    const config = parseServeConfig(
-      [
-        '--listen',
-        '127.0.0.1:0',
-        '--data-dir',
-        dir,
-        '--cdp-url',
-        relay.url,
-        '--token',
-        TOKEN,
-        '--proxy-listen',
-        'off',
-        '--categories',
-        'console,network,page,interaction,control',
-      ],
-      {},
-    )
-    const d = await startDaemon(config, { logger: silentLogger, announce: () => {} })
-    t.teardown(() => d.close())
+    const { d, relay } = await daemonBehindRelay(t, browser.wsUrl, TOKEN)
     const monitor = d.monitor!
 
     // The driver talks to Chromium directly (not through the relay): its traffic is not counted.

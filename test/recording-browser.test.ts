@@ -10,13 +10,11 @@ import CDP from 'chrome-remote-interface'
 import { createHash } from 'node:crypto'
 import { readdir, rename, stat, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { startDaemon, type DaemonHandle } from '../src/main.js'
-import { parseServeConfig } from '../src/config.js'
-import { silentLogger } from '../src/log.js'
+import type { DaemonHandle } from '../src/main.js'
 import type { LaunchedBrowser } from '../src/monitor/launch.js'
 import { frameIndexBeforeSeq } from '../src/viewer/model/recording.js'
 import { startBrowser } from './helpers/browser.js'
-import { countingRelay } from './helpers/cdp-relay.js'
+import { countingRelay, daemonBehindRelay } from './helpers/cdp-relay.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { openStore, tempDir } from './helpers/store.js'
 import { FrameStore, type FrameStoreFs } from '../src/store/frame-store.js'
@@ -38,30 +36,8 @@ import {
 const TOKEN = 'recording-token'
 t.setTimeout(300_000)
 
-async function startRecordingDaemon(t: Test, browser: LaunchedBrowser, args: string[]) {
-  const relay = await countingRelay(t, browser.wsUrl)
-  const dir = await tempDir(t, 'bt-recording-')
-  const config = parseServeConfig(
-    [
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      dir,
-      '--cdp-url',
-      relay.url,
-      '--token',
-      TOKEN,
-      '--proxy-listen',
-      'off',
-      '--categories',
-      'console,network,page,interaction,control',
-      ...args,
-    ],
-    {},
-  )
-  const d = await startDaemon(config, { logger: silentLogger, announce: () => {} })
-  t.teardown(() => d.close())
-  return { d, relay, dir }
+function startRecordingDaemon(t: Test, browser: LaunchedBrowser, args: string[]) {
+  return daemonBehindRelay(t, browser.wsUrl, TOKEN, args)
 }
 
 /** A new tab (the visible one: the last created), navigated once the daemon attached it. */

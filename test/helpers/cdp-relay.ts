@@ -5,6 +5,10 @@ import type { Test } from 'tap'
 import { createServer as createHttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import WebSocket, { WebSocketServer } from 'ws'
+import { parseServeConfig } from '../../src/config.js'
+import { silentLogger } from '../../src/log.js'
+import { startDaemon } from '../../src/main.js'
+import { tempDir } from './store.js'
 
 export interface RelayOptions {
   /** Milliseconds to hold the browser's answer to a command of this method (0 or absent: none). */
@@ -73,4 +77,34 @@ export async function countingRelay(t: Test, upstreamUrl: string, opts: RelayOpt
       commands.filter(c => c.method === method && (sessionId === undefined || c.sessionId === sessionId)),
     commandCount: () => commands.length,
   }
+}
+
+/**
+ * A daemon (in this process) whose CDP connection runs through a counting relay, so a test can count
+ * what it sends and receives; a temp data dir, no proxy, categories console..interaction + control.
+ */
+export async function daemonBehindRelay(t: Test, browserWsUrl: string, token: string, args: string[] = []) {
+  const relay = await countingRelay(t, browserWsUrl)
+  const dir = await tempDir(t, 'bt-relayed-')
+  const config = parseServeConfig(
+    [
+      '--listen',
+      '127.0.0.1:0',
+      '--data-dir',
+      dir,
+      '--cdp-url',
+      relay.url,
+      '--token',
+      token,
+      '--proxy-listen',
+      'off',
+      '--categories',
+      'console,network,page,interaction,control',
+      ...args,
+    ],
+    {},
+  )
+  const d = await startDaemon(config, { logger: silentLogger, announce: () => {} })
+  t.teardown(() => d.close())
+  return { d, relay, dir }
 }
