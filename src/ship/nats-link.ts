@@ -4,7 +4,7 @@
 //
 // Why nc.publish with a reply subject instead of js.publish: the client builds a request (with a
 // stack trace) per js.publish; one ack subscription + one timeout sweep was ~4x faster here (bench/ship.ts).
-import { connect, createInbox, headers, type Msg, type NatsConnection } from '@nats-io/transport-node'
+import { connect, createInbox, MsgHdrsImpl, type Msg, type NatsConnection } from '@nats-io/transport-node'
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
 import type { Category } from '../events/index.js'
 import type { StoredRecord } from '../store/event-log.js'
@@ -36,7 +36,7 @@ export class NatsLink implements ShipLink {
   private connectLoop: Promise<void> | undefined
   private wakeConnectLoop: (() => void) | undefined
   private readonly subjects = new Map<Category, string>()
-  private readonly headers = headers()
+  private readonly headers: ShippedHeaders
 
   constructor(
     private readonly opts: NatsLinkOptions,
@@ -44,7 +44,7 @@ export class NatsLink implements ShipLink {
     private readonly backoff: Backoff,
     private readonly logger: Logger,
   ) {
-    this.headers.set(HEADER_BROWSER_ID, opts.browserId)
+    this.headers = new ShippedHeaders(opts.browserId)
   }
 
   /** The server the connection is on now, credentials removed (undefined while not connected). */
@@ -163,14 +163,14 @@ export class NatsLink implements ShipLink {
   publish(rec: StoredRecord): void {
     const nc = this.nc
     if (!nc) throw new Error('not connected')
-    // One header set, rewritten per message: publish() encodes it synchronously.
+    // One header object, its seq rewritten per message: publish() encodes it synchronously.
     const h = this.headers
-    h.set(HEADER_MSG_ID, msgIdOf(this.opts.browserId, rec.seq))
-    h.set(HEADER_SEQ, String(rec.seq))
+    h.seq = rec.seq
     let subject = this.subjects.get(rec.category)
     if (!subject)
       this.subjects.set(rec.category, (subject = subjectOf(this.opts.subjectPrefix, this.opts.browserId, rec.category)))
-    nc.publish(subject, rec.json, { headers: h, reply: this.inbox + rec.seq })
+    // The stored bytes go out as they are: no decode to a string and encode back.
+    nc.publish(subject, rec.envelopeBytes ?? rec.json, { headers: h, reply: this.inbox + rec.seq })
   }
 
   private onAck(msg: Msg): void {
@@ -182,9 +182,11 @@ export class NatsLink implements ShipLink {
       })
       return
     }
-    // A PubAck is {"stream":..,"seq":..[,"duplicate":true]}; only anything else (an error) is worth parsing.
-    const text = msg.string()
-    if (!text.startsWith('{"stream"') || text.includes('"error"')) {
+    // A PubAck is {"stream":..,"seq":..[,"duplicate":true]}; only anything else (an error) is worth
+    // decoding, so the bytes are checked as they are.
+    const data = Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength)
+    if (!data.subarray(0, 9).equals(PUB_ACK_START) || data.includes(ERROR_KEY)) {
+      const text = msg.string()
       let body: { error?: { code?: number; err_code?: number; description?: string } }
       try {
         body = JSON.parse(text) as typeof body
@@ -199,6 +201,30 @@ export class NatsLink implements ShipLink {
       return
     }
     this.events.ack(seq)
+  }
+}
+
+const PUB_ACK_START = Buffer.from('{"stream"')
+const ERROR_KEY = Buffer.from('"error"')
+
+/**
+ * The three headers of a shipped message, written straight to bytes: the base class rebuilds its
+ * map, validates and encodes every header per message, and these differ only in the seq. The bytes
+ * are what the base class would write (values trimmed; CR/LF refused once, here).
+ */
+export class ShippedHeaders extends MsgHdrsImpl {
+  seq = 0
+  private readonly browserId: string
+  constructor(browserId: string) {
+    super()
+    this.browserId = MsgHdrsImpl.validHeaderValue(browserId)
+  }
+  override encode(): Uint8Array {
+    const id = this.browserId
+    const seq = this.seq
+    return Buffer.from(
+      `NATS/1.0\r\n${HEADER_BROWSER_ID}: ${id}\r\n${HEADER_MSG_ID}: ${msgIdOf(id, seq)}\r\n${HEADER_SEQ}: ${seq}\r\n\r\n`,
+    )
   }
 }
 

@@ -89,7 +89,7 @@ export async function ensureStream(
 
 /**
  * Highest Telemetry-Seq of this browser the stream holds: the last message of each
- * `<prefix>.<browser>.<category>` subject (one small request per category). Used after every
+ * `<prefix>.<browser>.<category>` subject (one small request per category, sent together). Used after every
  * (re)connect instead of trusting our own timers, because the duplicate window may have passed.
  */
 export async function highestStoredSeq(
@@ -98,11 +98,13 @@ export async function highestStoredSeq(
   prefix: string,
   browserId: string,
 ): Promise<number> {
-  let highest = 0
-  for (const category of CATEGORIES) {
-    const m = await jsm.streams.getMessage(stream, { last_by_subj: subjectOf(prefix, browserId, category) })
-    const seq = Number(m?.header.get(HEADER_SEQ))
-    if (Number.isSafeInteger(seq) && seq > highest) highest = seq
-  }
-  return highest
+  // Asked all at once: a fleet of daemons reconnecting together waits one round trip, not one per category.
+  const seqs = await Promise.all(
+    CATEGORIES.map(async category => {
+      const m = await jsm.streams.getMessage(stream, { last_by_subj: subjectOf(prefix, browserId, category) })
+      const seq = Number(m?.header.get(HEADER_SEQ))
+      return Number.isSafeInteger(seq) ? seq : 0
+    }),
+  )
+  return Math.max(0, ...seqs)
 }

@@ -112,9 +112,13 @@ export class EncodedRecord implements StoredRecord {
 
 /** Most events one committed write may hold: block offsets are uint16. */
 export const MAX_WRITE_EVENTS = 65535
+/**
+ * A stored value as a record: its JSON is decoded only when read, so a reader that forwards bytes
+ * (SSE replay, shipping) never builds the string.
+ */
 export function decodeRecord(seq: number, value: Uint8Array): StoredRecord {
   const b = Buffer.from(value.buffer, value.byteOffset, value.byteLength)
-  return { seq, category: CATEGORY_BY_CODE[b[0]!]!, ts: b.readDoubleBE(1), json: b.toString('utf8', 9) }
+  return new EncodedRecord(seq, b.readDoubleBE(1), CATEGORY_BY_CODE[b[0]!]!, b)
 }
 export function tsOfRecord(value: Uint8Array): number {
   return Buffer.from(value.buffer, value.byteOffset, value.byteLength).readDoubleBE(1)
