@@ -3,7 +3,8 @@
 // Phase "paced": every VM emits RATE events/s for SECONDS; per-VM commit -> ack lag p99.
 // Phase "replay": every VM's shipper starts on a log of BURST events written beforehand (like daemons
 // replaying their logs after an outage); aggregate events/s until all are acknowledged.
-// nats-server RSS is sampled throughout. Env: VMS (50), WORKERS (5), RATE (100), PACED_SECONDS (10), BURST (2000).
+// nats-server RSS is sampled throughout; CPU per event of nats-server and of the VMs' processes per phase.
+// Env: VMS (50), WORKERS (5), RATE (400), PACED_SECONDS (10), BURST (2000), WORKER_NODE_ARGS (e.g. --cpu-prof).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { join } from 'node:path'
@@ -12,10 +13,11 @@ import { Pipeline } from '../src/pipeline.js'
 import { Shipper } from '../src/ship/shipper.js'
 import { startNatsServer } from '../test/helpers/nats.js'
 import { fmt, median, realisticEvent, withTempDir } from './common.js'
+import { threadsCpuMs } from './watchers.js'
 
 const VMS = Number(process.env.VMS ?? 50)
 const WORKERS = Number(process.env.WORKERS ?? 5)
-const RATE = Number(process.env.RATE ?? 100)
+const RATE = Number(process.env.RATE ?? 400)
 const SECONDS = Number(process.env.PACED_SECONDS ?? 10)
 const BURST = Number(process.env.BURST ?? 2000)
 const INPUTS = Array.from({ length: 1000 }, (_, i) => realisticEvent(i))
@@ -163,7 +165,8 @@ async function parent(): Promise<void> {
       const ids = Array.from({ length: VMS }, (_, i) => i)
         .filter(i => i % WORKERS === w)
         .map(i => `vm-${String(i).padStart(3, '0')}`)
-      const proc = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname], {
+      const nodeArgs = process.env.WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+      const proc = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', new URL(import.meta.url).pathname], {
         env: { ...process.env, FLEET_WORKER: '1', FLEET_NATS_URL: nats.url, FLEET_VMS: ids.join(',') },
         stdio: ['pipe', 'pipe', 'inherit'],
       })
@@ -178,18 +181,26 @@ async function parent(): Promise<void> {
       for (const c of children) c.proc.stdin!.write(cmd + '\n')
     }
 
+    const cpu = () => ({
+      server: threadsCpuMs(nats.proc!.pid!),
+      workers: children.reduce((n, c) => n + threadsCpuMs(c.proc.pid!), 0),
+    })
+    let c0 = cpu()
     send('paced')
     const paced = await next()
+    const pacedCpu = { server: cpu().server - c0.server, workers: cpu().workers - c0.workers }
     const p99s = paced.flatMap(r => r.paced as number[])
     const pacedEvents = paced.reduce((n, r) => n + (r.events as number), 0)
     const rssAfterPaced = await nats.rssBytes()
 
     send('fill')
     await next()
+    c0 = cpu()
     send('replay')
     const burst = (await next()).map(r => r.burst as { start: number; end: number; events: number })
     const events = burst.reduce((n, b) => n + b.events, 0)
     const seconds = (Math.max(...burst.map(b => b.end)) - Math.min(...burst.map(b => b.start))) / 1000
+    const replayCpu = { server: cpu().server - c0.server, workers: cpu().workers - c0.workers }
     send('quit')
     await Promise.all(children.map(c => new Promise(r => c.proc.once('exit', r))))
 
@@ -202,6 +213,12 @@ async function parent(): Promise<void> {
     console.log(
       `replay: ${VMS} shippers start on logs of ${BURST} events each: ${events} events acknowledged in ${fmt(seconds, 2)} s = ${fmt(events / seconds, 0)} ` +
         `events/s aggregate`,
+    )
+    const perEvent = (ms: number, n: number) => `${fmt((ms * 1000) / n, 1)} µs`
+    console.log(
+      `CPU per event (every thread, /proc): paced: nats-server ${perEvent(pacedCpu.server, pacedEvents)}, the VMs' processes ` +
+        `${perEvent(pacedCpu.workers, pacedEvents)} (capture and shipping); replay: nats-server ${perEvent(replayCpu.server, events)}, ` +
+        `the VMs' processes ${perEvent(replayCpu.workers, events)} (shipping alone)`,
     )
     console.log(
       `nats-server RSS: idle ${fmt(idle / 2 ** 20, 0)} MiB, after paced ${fmt(rssAfterPaced / 2 ** 20, 0)} MiB, peak ${fmt(Math.max(...rss) / 2 ** 20, 0)} MiB`,

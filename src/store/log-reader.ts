@@ -53,6 +53,12 @@ export interface LogPositions {
 
 /** Values are fetched in small batches so a byte-bounded page never holds more than a batch beyond its bound. */
 const BATCH = 16
+/**
+ * A scan in seq order asks LevelDB for the rest of the page at once and lets it stop at this many
+ * bytes (at least one entry): a page of small events costs a few round trips to LevelDB's thread
+ * instead of one per 16, and still never holds more than this beyond its byte bound.
+ */
+const SCAN_CHUNK_BYTES = 256 * 1024
 
 export class LogReader {
   constructor(
@@ -121,10 +127,16 @@ export class LogReader {
       return true
     }
     if (!cats) {
-      const it = this.db.iterator({ gte: eventKey(lo), lt: eventKey(hi), reverse, limit: limit + 1 })
+      const it = this.db.iterator({
+        gte: eventKey(lo),
+        lt: eventKey(hi),
+        reverse,
+        limit: limit + 1,
+        highWaterMarkBytes: SCAN_CHUNK_BYTES,
+      })
       try {
         fill: for (;;) {
-          const entries = await it.nextv(BATCH)
+          const entries = await it.nextv(limit + 1 - records.length)
           if (entries.length === 0) break
           for (const [k, v] of entries) if (!take(seqOfEventKey(k), v)) break fill
         }
