@@ -27,7 +27,7 @@ import type { HttpAnswer } from './otlp-http.js'
 export { OTLP_ERROR_KINDS } from './otlp-link.js'
 
 export interface OtlpDeps {
-  log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq'>
+  log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq' | 'pendingBytes'>
   browserId: string
   version: string
   /** The registry /metrics serves. */

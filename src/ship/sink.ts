@@ -54,11 +54,19 @@ export const SINK_DEFAULTS = {
   behindAfterMs: 5000,
   /** How often the watermark is written to the log's metadata. */
   persistIntervalMs: 1000,
+  /**
+   * Capture first: while the store holds more than this in events appended and not yet committed
+   * (a page sending faster than the disk takes it), the sink sends nothing, so the event loop goes
+   * to capture and no tab waits on shipping. The next commit wakes it.
+   */
+  yieldBacklogBytes: 256 * 1024,
+  /** ... but for at most this long at a time: under a flood that never ends, one window goes out per this. */
+  maxYieldMs: 250,
 }
 type SinkTuning = typeof SINK_DEFAULTS
 
 export interface SinkOptions extends Partial<SinkTuning> {
-  log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq'>
+  log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq' | 'pendingBytes'>
   /** Names the sink in /healthz, /metrics and logs (`nats`, `otlp_logs`, ...). */
   name: string
   /** Metadata name of the durable watermark: one per sink and destination. */
@@ -116,6 +124,8 @@ export class Sink {
   private resumedAt = 0
   /** Earliest time a re-send may start (a destination's Retry-After). */
   private notBefore = 0
+  /** Since when the sink has been standing back for capture (0 = it is not). */
+  private yieldingSince = 0
 
   constructor(opts: SinkOptions) {
     this.opts = opts
@@ -134,6 +144,8 @@ export class Sink {
       retryMaxMs: opts.retryMaxMs,
       behindAfterMs: opts.behindAfterMs,
       persistIntervalMs: opts.persistIntervalMs,
+      yieldBacklogBytes: opts.yieldBacklogBytes,
+      maxYieldMs: opts.maxYieldMs,
     })
     this.logger = opts.logger ?? silentLogger
     this.watermark = new StoredWatermark(opts.log, opts.watermarkName, this.logger)
@@ -398,18 +410,29 @@ export class Sink {
   }
 
   private pump(): void {
+    if (this.phase !== 'publishing') return
     const queue = this.window.queue
     // Read ahead before sending: the read runs off the main thread while the records below are
-    // encoded and sent, and a second page stays queued so the window never waits for the disk.
-    if (
-      this.phase === 'publishing' &&
-      !this.reading &&
-      queue.length < READ_AHEAD_PAGES * READ_PAGE &&
-      this.next <= this.opts.log.lastSeq
-    )
+    // encoded and sent, and a second page stays queued so the window never waits for the disk (nor
+    // for it when the sink sends again after standing back for capture).
+    if (!this.reading && queue.length < READ_AHEAD_PAGES * READ_PAGE && this.next <= this.opts.log.lastSeq)
       void this.readAhead()
+    if (this.yieldsToCapture()) return
     while (this.phase === 'publishing' && this.window.inFlight < this.tuning.maxInFlight && queue.length > 0)
       this.publish(queue.shift()!)
+  }
+
+  /** True while capture has a backlog the store has not taken yet (bounded by maxYieldMs at a time). */
+  private yieldsToCapture(): boolean {
+    if (this.opts.log.pendingBytes <= this.tuning.yieldBacklogBytes) {
+      this.yieldingSince = 0
+      return false
+    }
+    const now = Date.now()
+    if (this.yieldingSince === 0) this.yieldingSince = now
+    if (now - this.yieldingSince < this.tuning.maxYieldMs) return true
+    this.yieldingSince = now
+    return false
   }
 
   private async readAhead(): Promise<void> {
