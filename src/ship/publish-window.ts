@@ -31,7 +31,13 @@ export class PublishWindow {
   }
 
   sent(rec: StoredRecord, now: number): void {
-    this.inflight.set(rec.seq, { seq: rec.seq, ts: rec.ts, bytes: rec.envelopeBytes?.byteLength ?? rec.json.length, sentAt: now, acked: false })
+    this.inflight.set(rec.seq, {
+      seq: rec.seq,
+      ts: rec.ts,
+      bytes: rec.envelopeBytes?.byteLength ?? rec.json.length,
+      sentAt: now,
+      acked: false,
+    })
   }
 
   get(seq: number): InFlight | undefined {
