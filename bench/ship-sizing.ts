@@ -3,22 +3,62 @@
 // heavy bench page (the one bench/overhead.ts loads) LOADS times, each in a fresh tab. Measured:
 // events and stream bytes per page load, stream bytes per event (the stream's own accounting and
 // the store directory on disk), and the nats-server's CPU per stored event (every thread, /proc).
-// Extrapolated (printed apart, from an assumed LOADS_PER_HOUR): stream storage per VM-hour, and
-// the events/s one core of nats-server stores at this mix.
-// Needs dist/ (SKIP_BUILD=1 uses it as it is) and nats-server. Env: LOADS (default 30), LOADS_PER_HOUR (360).
+// Then the server's cost per event at R1 and R3: one shipper catches up a log of N ~500-byte events
+// into a single nats-server and into a 3-node cluster (stream replicas 3); CPU of every server
+// process per event (all nodes summed) and the catch-up rate.
+// Extrapolated (printed apart, from an assumed LOADS_PER_HOUR): stream storage per VM-hour.
+// Needs dist/ (SKIP_BUILD=1 uses it as it is) and nats-server. Env: LOADS (default 30), LOADS_PER_HOUR (360), N (50,000).
 import { execFileSync } from 'node:child_process'
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { connect } from '@nats-io/transport-node'
 import { jetstreamManager } from '@nats-io/jetstream'
 import { launchChromium } from '../src/monitor/launch.js'
-import { startNatsServer } from '../test/helpers/nats.js'
-import { fmt, withTempDir } from './common.js'
+import { Shipper } from '../src/ship/shipper.js'
+import { startNatsCluster, startNatsServer, type NatsServer } from '../test/helpers/nats.js'
+import { filledLog, fmt, withTempDir } from './common.js'
 import { ALL_BUT_SCREENSHOT, Cdp, loadOnce, root, startDaemon, startSite, threadsCpuMs } from './watchers.js'
 
 const LOADS = Number(process.env.LOADS ?? 30)
 const LOADS_PER_HOUR = Number(process.env.LOADS_PER_HOUR ?? 360)
 const STREAM = 'SIZING'
+const N = Number(process.env.N ?? 50_000)
+
+/** One shipper catching up N events into `servers`: events/s and the servers' CPU µs per event (all summed). */
+async function serverCostPerEvent(servers: NatsServer[], replicas: number): Promise<{ rate: number; cpuUs: number }> {
+  return withTempDir(async dir => {
+    const { log } = await filledLog(dir, N)
+    const shipper = new Shipper({
+      log,
+      browserId: `sizing-r${replicas}`,
+      nats: { servers: servers.map(s => s.url) },
+      stream: `COST${replicas}`,
+      subjectPrefix: `cost${replicas}`,
+      limits: { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas },
+    })
+    const acked = (seq: number) =>
+      new Promise<void>(resolve => {
+        if (shipper.ackedSeq >= seq) return resolve()
+        const off = shipper.onAcked(a => {
+          if (a >= seq) {
+            off()
+            resolve()
+          }
+        })
+      })
+    await shipper.start()
+    await acked(1)
+    const cpu = () => servers.reduce((n, s) => n + threadsCpuMs(s.proc!.pid!), 0)
+    const c0 = cpu()
+    const t0 = performance.now()
+    await acked(log.lastSeq)
+    const seconds = (performance.now() - t0) / 1000
+    const cpuMs = cpu() - c0
+    await shipper.stop()
+    await log.close()
+    return { rate: (log.lastSeq - 1) / seconds, cpuUs: (cpuMs * 1000) / (log.lastSeq - 1) }
+  })
+}
 
 async function duBytes(dir: string): Promise<number> {
   let total = 0
@@ -98,5 +138,23 @@ try {
   driver.close()
   await browser.close()
   site.server.close()
+}
+try {
+  const r1 = await serverCostPerEvent([nats], 1)
+  console.log(
+    `server cost, one shipper catching up ${N} ~500-byte events: R1 (one node) ${fmt(r1.rate, 0)} events/s, ` +
+      `${fmt(r1.cpuUs, 1)} µs of nats-server CPU per event = ${fmt(1e6 / r1.cpuUs, 0)} events/s per core`,
+  )
+} finally {
   await nats.dispose()
+}
+const cluster = await startNatsCluster(3, 'bt-sizing')
+try {
+  const r3 = await serverCostPerEvent(cluster.nodes, 3)
+  console.log(
+    `  R3 (3 nodes, replicas 3) ${fmt(r3.rate, 0)} events/s, ${fmt(r3.cpuUs, 1)} µs of CPU per event over the three ` +
+      `nodes = ${fmt(1e6 / r3.cpuUs, 0)} events/s per core of the cluster`,
+  )
+} finally {
+  await cluster.dispose()
 }
