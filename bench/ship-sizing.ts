@@ -82,7 +82,7 @@ try {
       STREAM,
     ])
     const health = async () =>
-      (await (await fetch(`${daemon.api.url}/healthz`)).json()) as {
+      (await (await fetch(`${daemon.api!.url}/healthz`)).json()) as {
         store: { lastSeq: number }
         shipping: { acked_seq: number }
       }
