@@ -1,0 +1,510 @@
+// One browser's telemetry read back from the fleet stream, with the event log's read semantics
+// (`fleet serve`): the same ReadQuery in, the same ReadResult out, cursors being telemetry seqs.
+//
+// A browser's messages sit in the stream in telemetry-seq order and event ts never decreases with
+// seq, so a position is found by binary search over stream sequences: each probe is one
+// STREAM.MSG.GET with next_by_subj (the browser's first message at or after a stream sequence),
+// about log2(stream messages) requests per seek. Pages are then read forward from that position
+// with a short-lived pull consumer (one filter subject per category asked for, merged by seq like
+// the log's category index), so a page costs O(limit x categories) messages, not a scan.
+import { createInbox, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node'
+import { JetStreamApiError, jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream'
+import { CATEGORIES, type Category } from '../events/index.js'
+import { ServiceError } from '../errors.js'
+import {
+  DEFAULT_READ_MAX_BYTES,
+  RECORD_HEADER_BYTES,
+  type ReadQuery,
+  type ReadResult,
+  type StoredRecord,
+} from '../store/event-log.js'
+import { HEADER_SEQ, encodeSubjectToken } from './subject.js'
+
+export interface FleetLogOptions {
+  stream: string
+  subjectPrefix: string
+  /** One JetStream API request's timeout (a read makes a few dozen). */
+  timeoutMs: number
+}
+
+/** What one read or seek asked of the server (the bench reports it; tests pin it). */
+export interface FleetLogStats {
+  /** STREAM.MSG.GET probes. */
+  gets: number
+  /** Pull consumers created (each also one MSG.NEXT per batch). */
+  consumers: number
+}
+
+/** The answer when NATS cannot be asked now: 503, retryable, never a 500. */
+export function unavailable(why: string): ServiceError {
+  return new ServiceError(503, 'unavailable', `the fleet stream cannot be read now: ${why}`, undefined, {
+    'Retry-After': '1',
+  })
+}
+
+/** Messages pulled per MSG.NEXT request. */
+const PULL_BATCH = 256
+/** How long a live feed's pull waits for new messages before the next one is sent. */
+const FOLLOW_PULL_MS = 5000
+/** A consumer nobody pulls from for this long is removed by the server. */
+const CONSUMER_INACTIVE_MS = 30_000
+
+/** A message of the stream as a log record: the payload is the stored envelope byte for byte. */
+class StreamRecord implements StoredRecord {
+  private text: string | undefined
+  private tsUs: number | undefined
+  constructor(
+    readonly seq: number,
+    readonly category: Category,
+    readonly envelopeBytes: Uint8Array,
+    /** Stream sequence (position). */
+    readonly position: number,
+  ) {}
+  get json(): string {
+    return (this.text ??= Buffer.from(
+      this.envelopeBytes.buffer,
+      this.envelopeBytes.byteOffset,
+      this.envelopeBytes.byteLength,
+    ).toString('utf8'))
+  }
+  get ts(): number {
+    return (this.tsUs ??= (JSON.parse(this.json) as { event: { ts: number } }).event.ts)
+  }
+}
+
+interface StreamBounds {
+  first: number
+  /** Last stream sequence (0 when empty). */
+  last: number
+}
+
+/** The fleet stream of one NATS connection; `browser(id)` gives one browser's log view. */
+export class FleetLog {
+  readonly stats: FleetLogStats = { gets: 0, consumers: 0 }
+  private jsmPromise: Promise<JetStreamManager> | undefined
+
+  constructor(
+    private readonly nc: () => NatsConnection | undefined,
+    readonly opts: FleetLogOptions,
+  ) {}
+
+  browser(browserId: string): FleetBrowserLog {
+    return new FleetBrowserLog(this, browserId)
+  }
+
+  /** The live connection, or 503 when there is none. */
+  connection(): NatsConnection {
+    const nc = this.nc()
+    if (!nc || nc.isClosed()) throw unavailable('not connected to NATS')
+    return nc
+  }
+
+  async jsm(): Promise<JetStreamManager> {
+    const nc = this.connection()
+    const p = (this.jsmPromise ??= jetstreamManager(nc, { timeout: this.opts.timeoutMs, checkAPI: false }))
+    try {
+      return await p
+    } catch (err) {
+      this.jsmPromise = undefined
+      throw asUnavailable(err)
+    }
+  }
+
+  /** A new connection replaces the old one: forget what was bound to it. */
+  reset(): void {
+    this.jsmPromise = undefined
+  }
+
+  async bounds(): Promise<StreamBounds> {
+    const jsm = await this.jsm()
+    try {
+      const { state } = await jsm.streams.info(this.opts.stream)
+      return { first: state.first_seq, last: state.messages === 0 ? 0 : state.last_seq }
+    } catch (err) {
+      throw asUnavailable(err)
+    }
+  }
+
+  /** The first message of `filter` at stream sequence >= position, or undefined. */
+  async next(filter: string, position: number): Promise<StreamRecord | undefined> {
+    const jsm = await this.jsm()
+    this.stats.gets++
+    try {
+      // next_by_subj (nats-server 2.9+) is not in the client's request type; it is sent as is.
+      const query = { seq: position, next_by_subj: filter } as unknown as MsgRequest
+      const m = await jsm.streams.getMessage(this.opts.stream, query)
+      if (!m) return undefined
+      return new StreamRecord(Number(m.header.get(HEADER_SEQ)), categoryOf(m.subject), m.data, m.seq)
+    } catch (err) {
+      throw asUnavailable(err)
+    }
+  }
+
+  /**
+   * Messages of `filter` from stream sequence `from`, in stream order, until `stop` says so or
+   * the filter has nothing more: one ephemeral pull consumer (memory, no acks, removed after use
+   * and by the server after inactivity), pulled in batches without waiting for new messages.
+   */
+  async scan(filter: string, from: number, stop: (r: StreamRecord) => boolean): Promise<void> {
+    const nc = this.connection()
+    const name = await this.createConsumer(nc, filter, from)
+    try {
+      for (;;) {
+        const r = await this.pull(nc, name, stop)
+        if (r === 'done') return
+      }
+    } finally {
+      // Not awaited: the page is answered meanwhile; inactive_threshold removes it if this is lost.
+      this.deleteConsumer(nc, name)
+    }
+  }
+
+  /** An ephemeral pull consumer of `filter` from stream sequence `from` (memory, no acks). */
+  private async createConsumer(nc: NatsConnection, filter: string, from: number): Promise<string> {
+    const { stream, timeoutMs } = this.opts
+    this.stats.consumers++
+    try {
+      const created = await nc.request(
+        `$JS.API.CONSUMER.CREATE.${stream}`,
+        JSON.stringify({
+          stream_name: stream,
+          config: {
+            deliver_policy: 'by_start_sequence',
+            opt_start_seq: Math.max(1, from),
+            ack_policy: 'none',
+            filter_subject: filter,
+            mem_storage: true,
+            num_replicas: 1,
+            // The server removes it when this process is gone without deleting it.
+            inactive_threshold: nanos(CONSUMER_INACTIVE_MS),
+          },
+        }),
+        { timeout: timeoutMs },
+      )
+      const answer = created.json<{ name?: string; error?: { code: number; description?: string } }>()
+      if (answer.error || !answer.name)
+        throw unavailable(`consumer create: ${answer.error?.description ?? 'no consumer name in the answer'}`)
+      return answer.name
+    } catch (err) {
+      throw asUnavailable(err)
+    }
+  }
+
+  /** Not awaited: the answer is sent meanwhile; inactive_threshold removes it if this is lost. */
+  private deleteConsumer(nc: NatsConnection, name: string): void {
+    const { stream, timeoutMs } = this.opts
+    nc.request(`$JS.API.CONSUMER.DELETE.${stream}.${name}`, undefined, { timeout: timeoutMs }).catch(() => undefined)
+  }
+
+  /**
+   * Every message of `filter` stored from stream sequence `from` on, as it arrives, until stop():
+   * pulls of PULL_BATCH that wait up to FOLLOW_PULL_MS for messages, one after the other. onEnd
+   * once, when the feed breaks (connection lost, consumer gone, no answer to a pull).
+   */
+  async follow(
+    filter: string,
+    from: number,
+    onRecord: (r: StreamRecord) => void,
+    onEnd: (err: Error) => void,
+  ): Promise<{ stop(): void }> {
+    const nc = this.connection()
+    const name = await this.createConsumer(nc, filter, from)
+    const { stream, timeoutMs } = this.opts
+    const inbox = createInbox()
+    let ended = false
+    let inBatch = 0
+    let watchdog: NodeJS.Timeout | undefined
+    const end = (err?: Error) => {
+      if (ended) return
+      ended = true
+      clearTimeout(watchdog)
+      sub.unsubscribe()
+      this.deleteConsumer(nc, name)
+      if (err) onEnd(err)
+    }
+    const pullNext = () => {
+      inBatch = 0
+      clearTimeout(watchdog)
+      watchdog = setTimeout(
+        () => end(unavailable(`no answer to a pull in ${FOLLOW_PULL_MS + timeoutMs} ms`)),
+        FOLLOW_PULL_MS + timeoutMs,
+      )
+      nc.publish(
+        `$JS.API.CONSUMER.MSG.NEXT.${stream}.${name}`,
+        JSON.stringify({ batch: PULL_BATCH, expires: nanos(FOLLOW_PULL_MS) }),
+        { reply: inbox },
+      )
+    }
+    const sub = nc.subscribe(inbox, {
+      callback: (err, m) => {
+        if (ended) return
+        if (err) return end(asUnavailable(err))
+        if (isStatus(m)) {
+          const code = m.headers!.code
+          // 408: the pull expired without (all) messages; 100 heartbeats are not asked for.
+          if (code === 408 || code === 404) return pullNext()
+          return end(unavailable(`${code} ${m.headers!.description}`))
+        }
+        const info = ackInfo(m.reply)
+        onRecord(new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, info.position))
+        if (++inBatch >= PULL_BATCH) pullNext()
+      },
+    })
+    void sub.closed.then(() => end(unavailable('the NATS connection closed')))
+    pullNext()
+    return { stop: () => end() }
+  }
+
+  /** One MSG.NEXT batch: 'more' when the batch was used up and the filter holds more. */
+  private pull(nc: NatsConnection, consumer: string, stop: (r: StreamRecord) => boolean): Promise<'done' | 'more'> {
+    const { stream, timeoutMs } = this.opts
+    const inbox = createInbox()
+    return new Promise<'done' | 'more'>((resolve, reject) => {
+      let got = 0
+      let sub: Subscription | undefined = undefined
+      const timer = setTimeout(() => finish(unavailable(`no answer from the stream in ${timeoutMs} ms`)), timeoutMs)
+      const finish = (result: 'done' | 'more' | Error) => {
+        clearTimeout(timer)
+        sub?.unsubscribe()
+        sub = undefined
+        if (result instanceof Error) reject(result)
+        else resolve(result)
+      }
+      sub = nc.subscribe(inbox, {
+        callback: (err, m) => {
+          if (!sub) return
+          if (err) return finish(asUnavailable(err))
+          if (isStatus(m)) {
+            // 404 no messages / 408 the no-wait request ended: nothing more now.
+            return finish(
+              m.headers!.code === 404 || m.headers!.code === 408
+                ? 'done'
+                : unavailable(`${m.headers!.code} ${m.headers!.description}`),
+            )
+          }
+          got++
+          const info = ackInfo(m.reply)
+          const r = new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, info.position)
+          if (stop(r) || info.pending === 0) return finish('done')
+          if (got >= PULL_BATCH) return finish('more')
+        },
+      })
+      nc.publish(
+        `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+        JSON.stringify({ batch: PULL_BATCH, no_wait: true }),
+        {
+          reply: inbox,
+        },
+      )
+    })
+  }
+}
+
+/** One browser's messages in the fleet stream, read like the event log (same queries, same pages). */
+export class FleetBrowserLog {
+  private readonly token: string
+  constructor(
+    private readonly fleet: FleetLog,
+    readonly browserId: string,
+  ) {
+    this.token = encodeSubjectToken(browserId)
+  }
+
+  private filter(category?: Category): string {
+    return `${this.fleet.opts.subjectPrefix}.${this.token}.${category ?? '*'}`
+  }
+
+  /** True when the stream holds at least one message of this browser. */
+  async exists(): Promise<boolean> {
+    const { first, last } = await this.fleet.bounds()
+    if (last === 0) return false
+    return (await this.fleet.next(this.filter(), first)) !== undefined
+  }
+
+  /**
+   * The first stream position from which every message of this browser has a key >= target
+   * (key: telemetry seq, or event ts), searched in [lo, hi): the log's seekTs over stream sequences.
+   */
+  async seek(key: 'seq' | 'ts', target: number, lo: number, hi: number): Promise<number> {
+    const filter = this.filter()
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2)
+      const m = await this.fleet.next(filter, mid)
+      if (!m || m.position >= hi) {
+        hi = mid
+        continue
+      }
+      if ((key === 'seq' ? m.seq : m.ts) >= target) hi = mid
+      else lo = m.position + 1
+    }
+    return lo
+  }
+
+  /** Highest telemetry seq of this browser in the stream (0 when none): the last message of each category. */
+  async lastSeq(): Promise<number> {
+    const jsm = await this.fleet.jsm()
+    let highest = 0
+    try {
+      for (const c of CATEGORIES) {
+        this.fleet.stats.gets++
+        const m = await jsm.streams.getMessage(this.fleet.opts.stream, { last_by_subj: this.filter(c) })
+        const seq = Number(m?.header.get(HEADER_SEQ))
+        if (Number.isSafeInteger(seq) && seq > highest) highest = seq
+      }
+    } catch (err) {
+      throw asUnavailable(err)
+    }
+    return highest
+  }
+
+  /**
+   * Every message of this browser stored after now, batched per I/O turn: the feed starts at the
+   * stream's next sequence before lastSeq is asked, so nothing stored in between is missed.
+   */
+  async follow(
+    onRecords: (records: StoredRecord[]) => void,
+    onEnd: (err: Error) => void,
+  ): Promise<{ lastSeq: number; stop(): void }> {
+    const { last } = await this.fleet.bounds()
+    let batch: StoredRecord[] = []
+    let scheduled = false
+    const flush = () => {
+      scheduled = false
+      const records = batch
+      batch = []
+      if (records.length > 0) onRecords(records)
+    }
+    const feed = await this.fleet.follow(
+      this.filter(),
+      last + 1,
+      r => {
+        batch.push(r)
+        if (!scheduled) {
+          scheduled = true
+          setImmediate(flush)
+        }
+      },
+      onEnd,
+    )
+    try {
+      return { lastSeq: await this.lastSeq(), stop: () => feed.stop() }
+    } catch (err) {
+      feed.stop()
+      throw err
+    }
+  }
+
+  /** A page exactly as EventLog.read answers the same query over the same events. */
+  async read(q: ReadQuery): Promise<ReadResult> {
+    const limit = Math.max(1, Math.floor(q.limit))
+    const bounds = await this.fleet.bounds()
+    if (bounds.last === 0) return { records: [], hasMore: false, nextCursor: 0 }
+    let loPos = bounds.first
+    let hiPos = bounds.last + 1 // exclusive
+    if (q.untilUs !== undefined) hiPos = await this.seek('ts', q.untilUs, loPos, hiPos)
+    if (q.order === 'asc') {
+      if (q.cursor !== undefined) loPos = await this.seek('seq', q.cursor, loPos, hiPos)
+      else if (q.sinceUs !== undefined) loPos = await this.seek('ts', q.sinceUs, loPos, hiPos)
+    } else if (q.cursor !== undefined) {
+      hiPos = await this.seek('seq', q.cursor, loPos, hiPos)
+    }
+    if (loPos >= hiPos) return { records: [], hasMore: false, nextCursor: 0 }
+    const cats = q.categories && q.categories.size < CATEGORIES.length ? [...q.categories] : undefined
+    const filters = cats ? cats.map(c => this.filter(c)) : [this.filter()]
+    const want = limit + 1
+    const candidates =
+      q.order === 'asc'
+        ? await this.forward(filters, loPos, hiPos, want)
+        : await this.backward(filters, loPos, hiPos, want)
+    return page(candidates, limit, q.maxBytes ?? DEFAULT_READ_MAX_BYTES, q.order === 'desc')
+  }
+
+  /** Up to `want` records in [loPos, hiPos), oldest first, over every filter (merged by seq). */
+  private async forward(filters: string[], loPos: number, hiPos: number, want: number): Promise<StreamRecord[]> {
+    const all: StreamRecord[] = []
+    for (const f of filters) all.push(...(await this.collect(f, loPos, hiPos, want)))
+    return mergeBySeq(all, false).slice(0, want)
+  }
+
+  /**
+   * Up to `want` records in [loPos, hiPos), newest first: windows of stream positions ending at
+   * hiPos, each twice as long as the last, read forward (only the part not read yet) until `want`
+   * are found or loPos is reached. A browser with a share 1/k of the stream costs about log2(k)
+   * windows for a page; a sparse category log2(distance to its events).
+   */
+  private async backward(filters: string[], loPos: number, hiPos: number, want: number): Promise<StreamRecord[]> {
+    const found: StreamRecord[] = []
+    let upper = hiPos // exclusive position of what is read already
+    for (let span = want; ; span *= 2) {
+      const from = Math.max(loPos, upper - span)
+      for (const f of filters) found.push(...(await this.collect(f, from, upper, Infinity)))
+      upper = from
+      if (found.length >= want || from <= loPos) break
+    }
+    return mergeBySeq(found, true).slice(0, want)
+  }
+
+  /** Records of one filter in [from, to) stream positions, at most `want`. */
+  private async collect(filter: string, from: number, to: number, want: number): Promise<StreamRecord[]> {
+    const out: StreamRecord[] = []
+    if (from >= to) return out
+    let last = 0
+    await this.fleet.scan(filter, from, r => {
+      if (r.position >= to) return true
+      // A re-sent message stored twice (outside the duplicate window) is served once.
+      if (r.seq > last) {
+        out.push(r)
+        last = r.seq
+      }
+      return out.length >= want
+    })
+    return out
+  }
+}
+
+function mergeBySeq(records: StreamRecord[], newestFirst: boolean): StreamRecord[] {
+  return records.sort(newestFirst ? (a, b) => b.seq - a.seq : (a, b) => a.seq - b.seq)
+}
+
+/** The log's page rule: up to limit records and maxBytes (at least one), hasMore when more exists. */
+function page(candidates: StreamRecord[], limit: number, maxBytes: number, reverse: boolean): ReadResult {
+  const records: StoredRecord[] = []
+  let bytes = 0
+  let hasMore = false
+  for (const r of candidates) {
+    const size = RECORD_HEADER_BYTES + r.envelopeBytes.byteLength // counted as the log counts its stored values
+    if (records.length >= limit || (records.length > 0 && bytes + size > maxBytes)) {
+      hasMore = true
+      break
+    }
+    records.push(r)
+    bytes += size
+  }
+  const last = records[records.length - 1]
+  const nextCursor = hasMore && last ? (reverse ? last.seq : last.seq + 1) : 0
+  return { records, hasMore: hasMore && nextCursor > 0, nextCursor }
+}
+
+function categoryOf(subject: string): Category {
+  return subject.slice(subject.lastIndexOf('.') + 1) as Category
+}
+
+function isStatus(m: Msg): boolean {
+  return m.data.length === 0 && m.headers !== undefined && m.headers.code > 0
+}
+
+/** Stream sequence and pending count from a JetStream delivery's reply subject ($JS.ACK...). */
+function ackInfo(reply: string | undefined): { position: number; pending: number } {
+  const t = (reply ?? '').split('.')
+  // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending> or, since 2.9, with
+  // <domain>.<account hash> after ACK and a random token at the end.
+  const base = t.length === 9 ? 2 : 4
+  return { position: Number(t[base + 3]), pending: Number(t[base + 6]) }
+}
+
+/** Any failure to ask NATS is a 503 with the reason; a ServiceError passes as is. */
+export function asUnavailable(err: unknown): ServiceError {
+  if (err instanceof ServiceError) return err
+  if (err instanceof JetStreamApiError && err.code === 404) return unavailable(`stream not found`)
+  return unavailable((err as Error).message ?? String(err))
+}
