@@ -148,12 +148,9 @@ t.test('fleet serve SSE: replay, resume, live, cap; the SDK after the VM is gone
         before[i],
         `same list through fleet serve: ${JSON.stringify(queries[i])}`,
       )
-    await t.rejects(
-      list(fleetClient, { limit: 1 }).then(() =>
-        list(new Kernel({ apiKey: 'nope', baseURL: fx.fleet.url, maxRetries: 0 }), {}),
-      ),
-      { status: 401 },
-      'a wrong key is refused (401)',
+    const refused = await list(new Kernel({ apiKey: 'nope', baseURL: fx.fleet.url, maxRetries: 0 }), {}).catch(
+      (err: { status?: number }) => err.status,
     )
+    t.equal(refused, 401, 'a wrong key is refused (401)')
   })
 })
