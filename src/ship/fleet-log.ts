@@ -316,9 +316,8 @@ export class FleetBrowserLog {
 
   /** True when the stream holds at least one message of this browser. */
   async exists(): Promise<boolean> {
-    const { first, last } = await this.fleet.bounds()
-    if (last === 0) return false
-    return (await this.fleet.next(this.filter(), first)) !== undefined
+    // From sequence 0: the browser's first message wherever the stream starts (one request).
+    return (await this.fleet.next(this.filter(), 0)) !== undefined
   }
 
   /**
