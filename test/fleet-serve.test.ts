@@ -266,6 +266,32 @@ t.test('fleet serve answers every read exactly like the VM', async t => {
     )
   })
 
+  await t.test('a page-end hint saves the seek; a hint whose record is gone is not trusted', async t => {
+    const stats = fx.fleet.source.stats
+    const first = await same(t, 'limit=100&offset=1000')
+    t.equal(first.nextOffset, '1100')
+    let gets = stats.gets
+    const hinted = stats.hinted
+    const second = await same(t, 'limit=100&offset=1100')
+    t.equal(stats.gets - gets, 2, 'the next page: one probe for the browser, one for the hint; no binary search')
+    t.equal(stats.hinted, hinted + 1)
+    t.equal(second.nextOffset, '1200')
+    // The record the hint names (seq 1199) is removed from the stream: the hint must not be used.
+    const reader = fx.fleet.source.browser(BROWSER_ID)
+    const at = await reader.seek('seq', 1199, 1, Number.MAX_SAFE_INTEGER)
+    const { connect } = await import('@nats-io/transport-node')
+    const { jetstreamManager } = await import('@nats-io/jetstream')
+    const nc = await connect({ servers: fx.nats.url })
+    const jsm = await jetstreamManager(nc)
+    const msg = await jsm.streams.getMessage('BT', { seq: at, next_by_subj: 'telemetry.br-test-1.*' } as never)
+    t.equal(msg?.header.get('Telemetry-Seq'), '1199')
+    t.equal(await jsm.streams.deleteMessage('BT', msg!.seq), true)
+    await nc.close()
+    gets = stats.gets
+    await same(t, 'limit=100&offset=1200')
+    t.ok(stats.gets - gets > 3, `searched instead (${stats.gets - gets} probes)`)
+  })
+
   await t.test('NATS down: 503 error objects, never a 500; back when it returns', async t => {
     await fx.nats.kill('SIGKILL')
     const r = await ask(fleet, events(BROWSER_ID, 'limit=1'))

@@ -33,6 +33,8 @@ export interface FleetLogStats {
   gets: number
   /** Pull consumers created (each also one MSG.NEXT per batch). */
   consumers: number
+  /** Cursors whose position came from a hint (then confirmed by one probe, or searched). */
+  hinted: number
 }
 
 /** The answer when NATS cannot be asked now: 503, retryable, never a 500. */
@@ -42,6 +44,8 @@ export function unavailable(why: string): ServiceError {
   })
 }
 
+/** Page-end positions remembered (a few hundred bytes each). */
+const MAX_HINTS = 10_000
 /** Messages pulled per MSG.NEXT request. */
 const PULL_BATCH = 256
 /** How long a live feed's pull waits for new messages before the next one is sent. */
@@ -80,8 +84,10 @@ interface StreamBounds {
 
 /** The fleet stream of one NATS connection; `browser(id)` gives one browser's log view. */
 export class FleetLog {
-  readonly stats: FleetLogStats = { gets: 0, consumers: 0 }
+  readonly stats: FleetLogStats = { gets: 0, consumers: 0, hinted: 0 }
   private jsmPromise: Promise<JetStreamManager> | undefined
+  /** Where the last record of a recently answered page sits, by `<browser token> <next cursor>`. */
+  private readonly hints = new Map<string, { seq: number; position: number }>()
 
   constructor(
     private readonly nc: () => NatsConnection | undefined,
@@ -108,6 +114,24 @@ export class FleetLog {
       this.jsmPromise = undefined
       throw asUnavailable(err)
     }
+  }
+
+  /**
+   * Remembers where the record ending a page sits, so the next page (the client sends that page's
+   * X-Next-Offset) starts with one probe instead of a binary search. Only a speed-up: answers are
+   * the same without it, e.g. when a client's next page goes to another fleet serve process.
+   */
+  hint(token: string, cursor: number, last: StreamRecord): void {
+    const key = `${token} ${cursor}`
+    this.hints.delete(key)
+    this.hints.set(key, { seq: last.seq, position: last.position })
+    if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value!)
+  }
+
+  hintOf(token: string, cursor: number): { seq: number; position: number } | undefined {
+    const h = this.hints.get(`${token} ${cursor}`)
+    if (h) this.stats.hinted++
+    return h
   }
 
   /** A new connection replaces the old one: forget what was bound to it. */
@@ -396,26 +420,53 @@ export class FleetBrowserLog {
   /** A page exactly as EventLog.read answers the same query over the same events. */
   async read(q: ReadQuery): Promise<ReadResult> {
     const limit = Math.max(1, Math.floor(q.limit))
-    const bounds = await this.fleet.bounds()
-    if (bounds.last === 0) return { records: [], hasMore: false, nextCursor: 0 }
-    let loPos = bounds.first
-    let hiPos = bounds.last + 1 // exclusive
-    if (q.untilUs !== undefined) hiPos = await this.seek('ts', q.untilUs, loPos, hiPos)
+    let known: StreamBounds | undefined
+    const bounds = async () => (known ??= await this.fleet.bounds())
+    /** A cursor's position: from this process's hint when one probe confirms it, else a seek. */
+    const cursorPos = async (cursor: number) =>
+      (await this.hinted(cursor)) ?? this.seek('seq', cursor, (await bounds()).first, (await bounds()).last + 1)
+    let loPos: number
+    let hiPos = Infinity // exclusive; asc reads until the filter has nothing more
     if (q.order === 'asc') {
-      if (q.cursor !== undefined) loPos = await this.seek('seq', q.cursor, loPos, hiPos)
-      else if (q.sinceUs !== undefined) loPos = await this.seek('ts', q.sinceUs, loPos, hiPos)
-    } else if (q.cursor !== undefined) {
-      hiPos = await this.seek('seq', q.cursor, loPos, hiPos)
+      if (q.cursor !== undefined) loPos = await cursorPos(q.cursor)
+      else if (q.sinceUs !== undefined)
+        loPos = await this.seek('ts', q.sinceUs, (await bounds()).first, (await bounds()).last + 1)
+      else loPos = (await bounds()).first
+    } else {
+      loPos = (await bounds()).first
+      if (q.cursor !== undefined) hiPos = await cursorPos(q.cursor)
+      else hiPos = (await bounds()).last + 1
     }
-    if (loPos >= hiPos) return { records: [], hasMore: false, nextCursor: 0 }
+    if (q.untilUs !== undefined) {
+      const b = await bounds()
+      hiPos = Math.min(hiPos, await this.seek('ts', q.untilUs, b.first, b.last + 1))
+    }
+    if (known?.last === 0 || loPos >= hiPos) return { records: [], hasMore: false, nextCursor: 0 }
     const cats = q.categories && q.categories.size < CATEGORIES.length ? [...q.categories] : undefined
     const filters = cats ? cats.map(c => this.filter(c)) : [this.filter()]
     const want = limit + 1
     const candidates =
       q.order === 'asc'
         ? await this.forward(filters, loPos, hiPos, want)
-        : await this.backward(filters, loPos, hiPos, want)
-    return page(candidates, limit, q.maxBytes ?? DEFAULT_READ_MAX_BYTES, q.order === 'desc')
+        : await this.backward(filters, loPos, hiPos === Infinity ? (await bounds()).last + 1 : hiPos, want)
+    const result = page(candidates, limit, q.maxBytes ?? DEFAULT_READ_MAX_BYTES, q.order === 'desc')
+    const last = result.records[result.records.length - 1] as StreamRecord | undefined
+    if (result.hasMore && last) this.fleet.hint(this.token, result.nextCursor, last)
+    return result
+  }
+
+  /**
+   * The position of `cursor` when this process answered the page that ended there: the hint names
+   * the last record of that page, and one probe confirms it is still there (messages never move;
+   * retention or a recreated stream make the probe disagree, and the caller seeks instead).
+   */
+  private async hinted(cursor: number): Promise<number | undefined> {
+    const h = this.fleet.hintOf(this.token, cursor)
+    if (!h) return undefined
+    const m = await this.fleet.next(this.filter(), h.position)
+    if (!m || m.position !== h.position || m.seq !== h.seq) return undefined
+    // asc continues after that record (cursor = seq + 1); desc ends before it (cursor = seq).
+    return cursor === h.seq ? h.position : h.position + 1
   }
 
   /** Up to `want` records in [loPos, hiPos), oldest first, over every filter (merged by seq). */
