@@ -266,30 +266,46 @@ t.test('fleet serve answers every read exactly like the VM', async t => {
     )
   })
 
-  await t.test('a page-end hint saves the seek; a hint whose record is gone is not trusted', async t => {
+  await t.test('the next page continues where the last one ended: kept reader, hint, search', async t => {
     const stats = fx.fleet.source.stats
     const first = await same(t, 'limit=100&offset=1000')
     t.equal(first.nextOffset, '1100')
-    let gets = stats.gets
-    const hinted = stats.hinted
+    let before = { ...stats }
     const second = await same(t, 'limit=100&offset=1100')
-    t.equal(stats.gets - gets, 2, 'the next page: one probe for the browser, one for the hint; no binary search')
-    t.equal(stats.hinted, hinted + 1)
     t.equal(second.nextOffset, '1200')
-    // The record the hint names (seq 1199) is removed from the stream: the hint must not be used.
+    t.equal(stats.keptReaders - before.keptReaders, 1, 'the reader of the page before continued')
+    t.equal(stats.consumers - before.consumers, 0, 'no new consumer')
+    t.equal(stats.gets - before.gets, 1, 'one probe (the browser exists), no seek')
+
+    // Another filter at the same cursor has no reader kept: the hint gives its position in one probe.
+    before = { ...stats }
+    await same(t, 'limit=100&offset=1200&category=console')
+    t.equal(stats.hinted - before.hinted, 1)
+    t.equal(stats.gets - before.gets, 2, 'the browser, then the hint confirmed; no binary search')
+    t.equal(stats.consumers - before.consumers, 1)
+
+    // The record the hint names (seq 1199) is removed from the stream: the hint must not be trusted.
     const reader = fx.fleet.source.browser(BROWSER_ID)
     const at = await reader.seek('seq', 1199, 1, Number.MAX_SAFE_INTEGER)
     const { connect } = await import('@nats-io/transport-node')
     const { jetstreamManager } = await import('@nats-io/jetstream')
     const nc = await connect({ servers: fx.nats.url })
+    t.teardown(() => nc.close())
     const jsm = await jetstreamManager(nc)
     const msg = await jsm.streams.getMessage('BT', { seq: at, next_by_subj: 'telemetry.br-test-1.*' } as never)
     t.equal(msg?.header.get('Telemetry-Seq'), '1199')
     t.equal(await jsm.streams.deleteMessage('BT', msg!.seq), true)
-    await nc.close()
-    gets = stats.gets
-    await same(t, 'limit=100&offset=1200')
-    t.ok(stats.gets - gets > 3, `searched instead (${stats.gets - gets} probes)`)
+    before = { ...stats }
+    await same(t, 'limit=100&offset=1200&category=network')
+    t.ok(stats.gets - before.gets > 3, `searched instead (${stats.gets - before.gets} probes)`)
+
+    // A kept reader whose consumer the server no longer has: a new one, same answer.
+    await same(t, 'limit=100&offset=2000')
+    for await (const c of jsm.consumers.list('BT')) await jsm.consumers.delete('BT', c.name)
+    before = { ...stats }
+    await same(t, 'limit=100&offset=2100')
+    t.equal(stats.keptReaders - before.keptReaders, 1, 'the kept reader was tried')
+    t.equal(stats.consumers - before.consumers, 1, 'and replaced')
   })
 
   await t.test('NATS down: 503 error objects, never a 500; back when it returns', async t => {

@@ -35,6 +35,8 @@ export interface FleetLogStats {
   consumers: number
   /** Cursors whose position came from a hint (then confirmed by one probe, or searched). */
   hinted: number
+  /** Pages that continued a reader kept from the page before (no seek, no new consumer). */
+  keptReaders: number
 }
 
 /** The answer when NATS cannot be asked now: 503, retryable, never a 500. */
@@ -44,6 +46,9 @@ export function unavailable(why: string): ServiceError {
   })
 }
 
+/** Readers kept for the next page at most, and for how long (below the consumers' inactive_threshold). */
+const MAX_KEPT_READERS = 256
+const KEPT_READER_MS = 15_000
 /** Page-end positions remembered (a few hundred bytes each). */
 const MAX_HINTS = 10_000
 /** Messages pulled per MSG.NEXT request. */
@@ -84,10 +89,12 @@ interface StreamBounds {
 
 /** The fleet stream of one NATS connection; `browser(id)` gives one browser's log view. */
 export class FleetLog {
-  readonly stats: FleetLogStats = { gets: 0, consumers: 0, hinted: 0 }
+  readonly stats: FleetLogStats = { gets: 0, consumers: 0, hinted: 0, keptReaders: 0 }
   private jsmPromise: Promise<JetStreamManager> | undefined
   /** Where the last record of a recently answered page sits, by `<browser token> <next cursor>`. */
   private readonly hints = new Map<string, { seq: number; position: number }>()
+  /** Readers left where a page ended, by `<browser token> <filter> <next cursor>`. */
+  private readonly readers = new Map<string, { reader: PullReader; at: number }>()
 
   constructor(
     private readonly nc: () => NatsConnection | undefined,
@@ -137,6 +144,8 @@ export class FleetLog {
   /** A new connection replaces the old one: forget what was bound to it. */
   reset(): void {
     this.jsmPromise = undefined
+    for (const { reader } of this.readers.values()) reader.close()
+    this.readers.clear()
   }
 
   async bounds(): Promise<StreamBounds> {
@@ -164,23 +173,40 @@ export class FleetLog {
     }
   }
 
-  /**
-   * Messages of `filter` from stream sequence `from`, in stream order, until `stop` says so or
-   * the filter has nothing more: one ephemeral pull consumer (memory, no acks, removed after use
-   * and by the server after inactivity), pulled in batches without waiting for new messages.
-   */
-  async scan(filter: string, from: number, stop: (r: StreamRecord) => boolean): Promise<void> {
+  /** A reader of `filter` from stream sequence `from`: one ephemeral pull consumer. */
+  async openReader(filter: string, from: number): Promise<PullReader> {
     const nc = this.connection()
-    const name = await this.createConsumer(nc, filter, from)
-    try {
-      for (;;) {
-        const r = await this.pull(nc, name, stop)
-        if (r === 'done') return
-      }
-    } finally {
-      // Not awaited: the page is answered meanwhile; inactive_threshold removes it if this is lost.
-      this.deleteConsumer(nc, name)
+    return new PullReader(this, nc, await this.createConsumer(nc, filter, from))
+  }
+
+  /**
+   * Keeps a reader whose next record is the first of `filter` with seq >= cursor (the page it
+   * served ended just before), for the page that continues there: no seek, no new consumer.
+   */
+  keepReader(token: string, filter: string, cursor: number, reader: PullReader): void {
+    const key = `${token} ${filter} ${cursor}`
+    this.readers.get(key)?.reader.close()
+    this.readers.delete(key)
+    this.readers.set(key, { reader, at: Date.now() })
+    if (this.readers.size > MAX_KEPT_READERS) {
+      const [oldest, kept] = this.readers.entries().next().value!
+      this.readers.delete(oldest)
+      kept.reader.close()
     }
+  }
+
+  /** The kept reader for this continuation, if one is fresh (taken: one request uses it). */
+  takeReader(token: string, filter: string, cursor: number): PullReader | undefined {
+    const key = `${token} ${filter} ${cursor}`
+    const kept = this.readers.get(key)
+    if (!kept) return undefined
+    this.readers.delete(key)
+    if (Date.now() - kept.at > KEPT_READER_MS) {
+      kept.reader.close()
+      return undefined
+    }
+    this.stats.keptReaders++
+    return kept.reader
   }
 
   /** An ephemeral pull consumer of `filter` from stream sequence `from` (memory, no acks). */
@@ -215,7 +241,7 @@ export class FleetLog {
   }
 
   /** Not awaited: the answer is sent meanwhile; inactive_threshold removes it if this is lost. */
-  private deleteConsumer(nc: NatsConnection, name: string): void {
+  deleteConsumer(nc: NatsConnection, name: string): void {
     const { stream, timeoutMs } = this.opts
     nc.request(`$JS.API.CONSUMER.DELETE.${stream}.${name}`, undefined, { timeout: timeoutMs }).catch(() => undefined)
   }
@@ -278,48 +304,93 @@ export class FleetLog {
     pullNext()
     return { stop: () => end() }
   }
+}
 
-  /** One MSG.NEXT batch: 'more' when the batch was used up and the filter holds more. */
-  private pull(nc: NatsConnection, consumer: string, stop: (r: StreamRecord) => boolean): Promise<'done' | 'more'> {
-    const { stream, timeoutMs } = this.opts
+/**
+ * Reads one filter forward through an ephemeral pull consumer, in batches that never ask for more
+ * than the caller still wants (a no-wait pull ends with a status when the filter has fewer), so
+ * every message the server sent is accounted for and the reader can continue on the next page.
+ */
+export class PullReader {
+  /** Records delivered but not handed out yet, in stream order. */
+  readonly lookahead: StreamRecord[] = []
+  private lastSeq = 0
+  private closed = false
+
+  constructor(
+    private readonly fleet: FleetLog,
+    private readonly nc: NatsConnection,
+    readonly consumer: string,
+  ) {}
+
+  /** Up to `want` records at positions below `to`, in stream order (records at or past `to` are kept). */
+  async read(to: number, want: number): Promise<StreamRecord[]> {
+    const out: StreamRecord[] = []
+    let exhausted = false
+    for (;;) {
+      while (this.lookahead.length > 0 && out.length < want) {
+        const r = this.lookahead[0]!
+        if (r.position >= to) return out
+        this.lookahead.shift()
+        // A re-sent message stored twice (outside the duplicate window) is served once.
+        if (r.seq > this.lastSeq) {
+          out.push(r)
+          this.lastSeq = r.seq
+        }
+      }
+      if (out.length >= want || exhausted) return out
+      const got = await this.pull(Math.min(PULL_BATCH, want - out.length))
+      this.lookahead.push(...got.records)
+      exhausted = got.exhausted
+    }
+  }
+
+  /** Puts records back in front (a page did not use them); they are the next ones read. */
+  unread(records: StreamRecord[]): void {
+    this.lookahead.unshift(...records)
+    if (records.length > 0) this.lastSeq = Math.min(this.lastSeq, records[0]!.seq - 1)
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.fleet.deleteConsumer(this.nc, this.consumer)
+  }
+
+  /** One no-wait MSG.NEXT of `batch`: what it delivered, and whether it ended short (a 404/408 status). */
+  private pull(batch: number): Promise<{ records: StreamRecord[]; exhausted: boolean }> {
+    const { stream, timeoutMs } = this.fleet.opts
+    const nc = this.nc
     const inbox = createInbox()
-    return new Promise<'done' | 'more'>((resolve, reject) => {
-      let got = 0
+    return new Promise((resolve, reject) => {
+      const records: StreamRecord[] = []
       let sub: Subscription | undefined = undefined
       const timer = setTimeout(() => finish(unavailable(`no answer from the stream in ${timeoutMs} ms`)), timeoutMs)
-      const finish = (result: 'done' | 'more' | Error) => {
+      const finish = (result: Error | boolean) => {
         clearTimeout(timer)
         sub?.unsubscribe()
         sub = undefined
         if (result instanceof Error) reject(result)
-        else resolve(result)
+        else resolve({ records, exhausted: result })
       }
       sub = nc.subscribe(inbox, {
         callback: (err, m) => {
           if (!sub) return
           if (err) return finish(asUnavailable(err))
           if (isStatus(m)) {
-            // 404 no messages / 408 the no-wait request ended: nothing more now.
-            return finish(
-              m.headers!.code === 404 || m.headers!.code === 408
-                ? 'done'
-                : unavailable(`${m.headers!.code} ${m.headers!.description}`),
-            )
+            const code = m.headers!.code
+            return finish(code === 404 || code === 408 ? true : unavailable(`${code} ${m.headers!.description}`))
           }
-          got++
           const info = ackInfo(m.reply)
-          const r = new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, info.position)
-          if (stop(r) || info.pending === 0) return finish('done')
-          if (got >= PULL_BATCH) return finish('more')
+          records.push(
+            new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, info.position),
+          )
+          if (records.length >= batch) finish(false)
         },
       })
-      nc.publish(
-        `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
-        JSON.stringify({ batch: PULL_BATCH, no_wait: true }),
-        {
-          reply: inbox,
-        },
-      )
+      nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${this.consumer}`, JSON.stringify({ batch, no_wait: true }), {
+        reply: inbox,
+      })
     })
   }
 }
@@ -425,31 +496,43 @@ export class FleetBrowserLog {
     /** A cursor's position: from this process's hint when one probe confirms it, else a seek. */
     const cursorPos = async (cursor: number) =>
       (await this.hinted(cursor)) ?? this.seek('seq', cursor, (await bounds()).first, (await bounds()).last + 1)
-    let loPos: number
     let hiPos = Infinity // exclusive; asc reads until the filter has nothing more
-    if (q.order === 'asc') {
-      if (q.cursor !== undefined) loPos = await cursorPos(q.cursor)
-      else if (q.sinceUs !== undefined)
-        loPos = await this.seek('ts', q.sinceUs, (await bounds()).first, (await bounds()).last + 1)
-      else loPos = (await bounds()).first
-    } else {
-      loPos = (await bounds()).first
-      if (q.cursor !== undefined) hiPos = await cursorPos(q.cursor)
-      else hiPos = (await bounds()).last + 1
-    }
     if (q.untilUs !== undefined) {
       const b = await bounds()
-      hiPos = Math.min(hiPos, await this.seek('ts', q.untilUs, b.first, b.last + 1))
+      hiPos = await this.seek('ts', q.untilUs, b.first, b.last + 1)
     }
-    if (known?.last === 0 || loPos >= hiPos) return { records: [], hasMore: false, nextCursor: 0 }
     const cats = q.categories && q.categories.size < CATEGORIES.length ? [...q.categories] : undefined
     const filters = cats ? cats.map(c => this.filter(c)) : [this.filter()]
     const want = limit + 1
-    const candidates =
-      q.order === 'asc'
-        ? await this.forward(filters, loPos, hiPos, want)
-        : await this.backward(filters, loPos, hiPos === Infinity ? (await bounds()).last + 1 : hiPos, want)
-    const result = page(candidates, limit, q.maxBytes ?? DEFAULT_READ_MAX_BYTES, q.order === 'desc')
+    const maxBytes = q.maxBytes ?? DEFAULT_READ_MAX_BYTES
+    let result: ReadResult
+    if (q.order === 'asc') {
+      let start: Promise<number> | undefined
+      const from = () =>
+        (start ??=
+          q.cursor !== undefined
+            ? cursorPos(q.cursor)
+            : q.sinceUs !== undefined
+              ? bounds().then(b => this.seek('ts', q.sinceUs!, b.first, b.last + 1))
+              : bounds().then(b => b.first))
+      const { records, readers } = await this.forward(filters, from, hiPos, want, q.cursor)
+      result = page(records, limit, maxBytes, false)
+      const last = result.records[result.records.length - 1] as StreamRecord | undefined
+      for (const { filter, reader, got } of readers) {
+        if (result.hasMore && last) {
+          // What this filter read beyond the page is where the next page starts.
+          reader.unread(got.filter(r => r.seq > last.seq))
+          this.fleet.keepReader(this.token, filter, result.nextCursor, reader)
+        } else reader.close()
+      }
+    } else {
+      const b = await bounds()
+      if (b.last === 0) return { records: [], hasMore: false, nextCursor: 0 }
+      if (q.cursor !== undefined) hiPos = Math.min(hiPos, await cursorPos(q.cursor))
+      hiPos = Math.min(hiPos, b.last + 1)
+      if (b.first >= hiPos) return { records: [], hasMore: false, nextCursor: 0 }
+      result = page(await this.backward(filters, b.first, hiPos, want), limit, maxBytes, true)
+    }
     const last = result.records[result.records.length - 1] as StreamRecord | undefined
     if (result.hasMore && last) this.fleet.hint(this.token, result.nextCursor, last)
     return result
@@ -469,11 +552,44 @@ export class FleetBrowserLog {
     return cursor === h.seq ? h.position : h.position + 1
   }
 
-  /** Up to `want` records in [loPos, hiPos), oldest first, over every filter (merged by seq). */
-  private async forward(filters: string[], loPos: number, hiPos: number, want: number): Promise<StreamRecord[]> {
+  /**
+   * Up to `want` records in [from, hiPos), oldest first, over every filter (merged by seq), and
+   * the reader of each filter with what it read. A reader kept where the previous page ended
+   * (same cursor) continues; otherwise one starts at `from()` (a hint probe or a seek).
+   */
+  private async forward(
+    filters: string[],
+    from: () => Promise<number>,
+    hiPos: number,
+    want: number,
+    cursor: number | undefined,
+  ): Promise<{ records: StreamRecord[]; readers: { filter: string; reader: PullReader; got: StreamRecord[] }[] }> {
     const all: StreamRecord[] = []
-    for (const f of filters) all.push(...(await this.collect(f, loPos, hiPos, want)))
-    return mergeBySeq(all, false).slice(0, want)
+    const readers: { filter: string; reader: PullReader; got: StreamRecord[] }[] = []
+    try {
+      for (const filter of filters) {
+        let reader = cursor !== undefined ? this.fleet.takeReader(this.token, filter, cursor) : undefined
+        let got: StreamRecord[] | undefined
+        if (reader) {
+          // A kept consumer the server dropped meanwhile (restart, inactivity): start a new one.
+          got = await reader.read(hiPos, want).catch(() => undefined)
+          if (!got) reader.close()
+        }
+        if (!got) {
+          const start = await from()
+          if (start >= hiPos) continue
+          reader = await this.fleet.openReader(filter, start)
+          readers.push({ filter, reader, got: [] })
+          got = await reader.read(hiPos, want)
+        } else readers.push({ filter, reader: reader!, got })
+        readers[readers.length - 1]!.got = got
+        all.push(...got)
+      }
+    } catch (err) {
+      for (const r of readers) r.reader.close()
+      throw err
+    }
+    return { records: mergeBySeq(all, false).slice(0, want), readers }
   }
 
   /**
@@ -496,19 +612,13 @@ export class FleetBrowserLog {
 
   /** Records of one filter in [from, to) stream positions, at most `want`. */
   private async collect(filter: string, from: number, to: number, want: number): Promise<StreamRecord[]> {
-    const out: StreamRecord[] = []
-    if (from >= to) return out
-    let last = 0
-    await this.fleet.scan(filter, from, r => {
-      if (r.position >= to) return true
-      // A re-sent message stored twice (outside the duplicate window) is served once.
-      if (r.seq > last) {
-        out.push(r)
-        last = r.seq
-      }
-      return out.length >= want
-    })
-    return out
+    if (from >= to) return []
+    const reader = await this.fleet.openReader(filter, from)
+    try {
+      return await reader.read(to, want)
+    } finally {
+      reader.close()
+    }
   }
 }
 
