@@ -72,7 +72,7 @@ const SPEC: CommandSpec = {
   notes: [
     'Examples:',
     '  browser-telemetry fleet serve --nats-url nats://nats:4222 --listen 0.0.0.0:10223 --token-file /etc/bt/tokens',
-    "  curl -H 'Authorization: Bearer $TOKEN' 'http://127.0.0.1:10223/browsers/vm-42/telemetry/events?since=1h&limit=100'",
+    `  curl -H "Authorization: Bearer $TOKEN" 'http://127.0.0.1:10223/browsers/vm-42/telemetry/events?since=1h&limit=100'`,
   ],
 }
 

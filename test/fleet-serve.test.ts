@@ -182,6 +182,25 @@ t.test('fleet serve answers every read exactly like the VM', async t => {
     }
   })
 
+  await t.test('hostile parameters: the same answers as the VM, bounded', async t => {
+    const every = 'console,network,page,interaction,control,connection,system,screenshot,captcha,monitor'
+    await same(t, `category=${every}&limit=100&offset=2950`)
+    await same(t, `category=${Array(500).fill('captcha').join(',')}&limit=2`)
+    await same(t, `${Array(200).fill('category=page').join('&')}&order=desc&limit=2`)
+    for (const q of [
+      `since=${'9'.repeat(2000)}`,
+      'offset=1e3',
+      'limit=1e2',
+      'offset=1500.0',
+      'order=DESC',
+      'since=5x',
+    ]) {
+      const a = await same(t, q)
+      t.equal(a.status, 400, `400 for ${q.slice(0, 40)}`)
+    }
+    await same(t, 'unknown=1&limit=2&offset=5')
+  })
+
   await t.test('the other browser is served from the same stream, filtered', async t => {
     const r = await ask(fleet, events(OTHER_BROWSER_ID, 'limit=100&since=1h'))
     t.equal(r.status, 200)
