@@ -5,8 +5,9 @@
 // seq, so a position is found by binary search over stream sequences: each probe is one
 // STREAM.MSG.GET with next_by_subj (the browser's first message at or after a stream sequence),
 // about log2(stream messages) requests per seek. Pages are then read forward from that position
-// with a short-lived pull consumer (one filter subject per category asked for, merged by seq like
-// the log's category index), so a page costs O(limit x categories) messages, not a scan.
+// with a pull consumer per filter (one filter subject per category asked for, merged by seq like
+// the log's category index), so a page costs O(limit x categories) messages, not a scan. A page's
+// consumers are kept where it ended for the page that continues there (no seek, no new consumer).
 import { createInbox, nanos, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node'
 import { JetStreamApiError, jetstreamManager, type JetStreamManager, type MsgRequest } from '@nats-io/jetstream'
 import { CATEGORIES, type Category } from '../events/index.js'
@@ -295,8 +296,9 @@ export class FleetLog {
           if (code === 408 || code === 404) return pullNext()
           return end(unavailable(`${code} ${m.headers!.description}`))
         }
-        const info = ackInfo(m.reply)
-        onRecord(new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, info.position))
+        onRecord(
+          new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, positionOf(m.reply)),
+        )
         if (++inBatch >= PULL_BATCH) pullNext()
       },
     })
@@ -381,9 +383,8 @@ export class PullReader {
             const code = m.headers!.code
             return finish(code === 404 || code === 408 ? true : unavailable(`${code} ${m.headers!.description}`))
           }
-          const info = ackInfo(m.reply)
           records.push(
-            new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, info.position),
+            new StreamRecord(Number(m.headers?.get(HEADER_SEQ)), categoryOf(m.subject), m.data, positionOf(m.reply)),
           )
           if (records.length >= batch) finish(false)
         },
@@ -653,13 +654,12 @@ function isStatus(m: Msg): boolean {
   return m.data.length === 0 && m.headers !== undefined && m.headers.code > 0
 }
 
-/** Stream sequence and pending count from a JetStream delivery's reply subject ($JS.ACK...). */
-function ackInfo(reply: string | undefined): { position: number; pending: number } {
+/** The stream sequence of a JetStream delivery, from its reply subject. */
+function positionOf(reply: string | undefined): number {
   const t = (reply ?? '').split('.')
-  // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending> or, since 2.9, with
+  // $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>, or with
   // <domain>.<account hash> after ACK and a random token at the end.
-  const base = t.length === 9 ? 2 : 4
-  return { position: Number(t[base + 3]), pending: Number(t[base + 6]) }
+  return Number(t[t.length === 9 ? 5 : 7])
 }
 
 /** Any failure to ask NATS is a 503 with the reason; a ServiceError passes as is. */
