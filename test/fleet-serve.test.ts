@@ -2,8 +2,7 @@
 // a second browser in the same stream. Every query is asked of both; bodies and paging headers
 // must be identical, page after page, in both orders, and so must the 400s.
 import t, { type Test } from 'tap'
-
-type Tap = Test
+import { waitFor } from './helpers/http.js'
 import {
   BROWSER_ID,
   OTHER_BROWSER_ID,
@@ -14,6 +13,8 @@ import {
   STEP_US,
   fleetFixture,
 } from './helpers/fleet-serve.js'
+
+type Tap = Test
 
 const N = 3000
 
@@ -335,8 +336,15 @@ t.test('fleet serve answers every read exactly like the VM', async t => {
     t.equal(body.code, 'unavailable')
     t.match(body.message, /^the fleet stream cannot be read now: /)
     t.equal((await ask(fleet, '/browsers/nope/telemetry/stream')).status, 503, 'the stream route too')
-    const h = await fetch(fleet + '/healthz')
-    t.equal(h.status, 503)
+    // The client learns of the lost connection from its socket: /healthz follows within moments.
+    const h = await waitFor(
+      async () => {
+        const r = await fetch(fleet + '/healthz')
+        return r.status === 503 ? r : undefined
+      },
+      10_000,
+      '/healthz to report the lost connection',
+    )
     t.equal(((await h.json()) as { nats: { state: string } }).nats.state, 'reconnecting')
     await fx.nats.start()
     t.ok(await fx.fleet.source.connected(20_000), 'reconnected')
