@@ -119,6 +119,44 @@ t.test('fleet serve SSE: replay, resume, live, cap; the SDK after the VM is gone
     for (const a of aborts) a.abort()
   })
 
+  await t.test('pages cut by bytes (8 MiB) are the same as the VM cuts them', async t => {
+    // 60 console events of ~400 KB: a page of 100 holds ~20 of them.
+    const from = fx.api.log.lastSeq + 1
+    await fx.emitEvents(
+      Array.from({ length: 60 }, (_, i) => ({
+        type: 'console_log',
+        data: { level: 'log', text: String.fromCharCode(97 + (i % 26)).repeat(400_000), args: [] },
+      })) as never,
+    )
+    const events = `/browsers/${BROWSER_ID}/telemetry/events`
+    for (const base of [
+      `?limit=100&offset=${from}`,
+      `?limit=100&order=desc`,
+      `?limit=100&category=console&offset=${from}`,
+    ]) {
+      let query = base
+      let pages = 0
+      for (;;) {
+        const ask = async (url: string) => {
+          const res = await fetch(url + events + query, { headers: { authorization: `Bearer ${TOKEN}` } })
+          return {
+            status: res.status,
+            body: await res.text(),
+            more: res.headers.get('x-has-more'),
+            next: res.headers.get('x-next-offset'),
+          }
+        }
+        const a = await ask(fx.api.url)
+        const b = await ask(fx.fleet.url)
+        t.same(b, a, `${base}: page ${pages} identical`)
+        pages++
+        if (a.more !== 'true' || pages > 10) break
+        query = `${base.replace(/&offset=\d+/, '')}&offset=${a.next}`
+      }
+      t.ok(pages >= 3, `${base}: cut into ${pages} pages by bytes`)
+    }
+  })
+
   await t.test('the SDK pages a VM whose daemon is stopped and data dir deleted, as it paged the VM', async t => {
     const total = fx.api.log.lastSeq
     const list = async (client: Kernel, query: Record<string, unknown>) => {

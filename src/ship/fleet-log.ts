@@ -52,8 +52,13 @@ const MAX_KEPT_READERS = 256
 const KEPT_READER_MS = 15_000
 /** Page-end positions remembered (a few hundred bytes each). */
 const MAX_HINTS = 10_000
-/** Messages pulled per MSG.NEXT request. */
+/** Messages pulled per MSG.NEXT request at most, and bytes (a larger message comes alone). */
 const PULL_BATCH = 256
+const PULL_MAX_BYTES = 1024 * 1024
+/** How long a kept reader's first pull may take before a new consumer replaces it. */
+const KEPT_READER_CHECK_MS = 1000
+/** A reader is kept for the next page only if it buffers at most this much. */
+const KEPT_READER_MAX_BYTES = 256 * 1024
 /** How long a live feed's pull waits for new messages before the next one is sent. */
 const FOLLOW_PULL_MS = 5000
 /** A consumer nobody pulls from for this long is removed by the server. */
@@ -318,6 +323,8 @@ export class PullReader {
   readonly lookahead: StreamRecord[] = []
   private lastSeq = 0
   private closed = false
+  /** The last pull found nothing more (a later one may: new messages arrive). */
+  private exhausted = false
 
   constructor(
     private readonly fleet: FleetLog,
@@ -325,32 +332,69 @@ export class PullReader {
     readonly consumer: string,
   ) {}
 
-  /** Up to `want` records at positions below `to`, in stream order (records at or past `to` are kept). */
-  async read(to: number, want: number): Promise<StreamRecord[]> {
-    const out: StreamRecord[] = []
-    let exhausted = false
+  /**
+   * The next record at a position below `to` (undefined: none now), pulling when nothing is
+   * buffered: at most `want` messages and `maxBytes` bytes (at least one message), so what is
+   * in flight and buffered stays bounded whatever the envelopes weigh.
+   */
+  async peek(to: number, want: number, maxBytes: number): Promise<StreamRecord | undefined> {
     for (;;) {
-      while (this.lookahead.length > 0 && out.length < want) {
-        const r = this.lookahead[0]!
-        if (r.position >= to) return out
-        this.lookahead.shift()
+      const r = this.lookahead[0]
+      if (r) {
         // A re-sent message stored twice (outside the duplicate window) is served once.
-        if (r.seq > this.lastSeq) {
-          out.push(r)
-          this.lastSeq = r.seq
+        if (r.seq <= this.lastSeq) {
+          this.lookahead.shift()
+          continue
         }
+        return r.position < to ? r : undefined
       }
-      if (out.length >= want || exhausted) return out
-      const got = await this.pull(Math.min(PULL_BATCH, want - out.length))
+      if (this.exhausted) return undefined
+      const batch = Math.max(1, Math.min(PULL_BATCH, want))
+      let got = await this.pull(batch, Math.max(1, Math.min(maxBytes, PULL_MAX_BYTES)))
+      // The next message alone is larger than the bound: it is fetched by itself.
+      if (got.records.length === 0 && !got.exhausted) got = await this.pull(1)
       this.lookahead.push(...got.records)
-      exhausted = got.exhausted
+      this.exhausted = got.exhausted
+      if (got.records.length === 0) return undefined
     }
+  }
+
+  /** Pulls once now unless `want` records are buffered (a kept reader's check that its consumer is there). */
+  async prefetch(want: number, maxBytes: number, timeoutMs: number): Promise<void> {
+    if (this.lookahead.length >= want) return
+    const got = await this.pull(
+      Math.max(1, Math.min(PULL_BATCH, want - this.lookahead.length)),
+      Math.max(1, Math.min(maxBytes, PULL_MAX_BYTES)),
+      timeoutMs,
+    )
+    this.lookahead.push(...got.records)
+    this.exhausted = got.exhausted
+  }
+
+  /** A new page: a filter that had run out may hold new messages now. */
+  startPage(): void {
+    this.exhausted = false
+  }
+
+  /** Takes the record peek() returned. */
+  take(): StreamRecord {
+    const r = this.lookahead.shift()!
+    this.lastSeq = r.seq
+    return r
+  }
+
+  /** Bytes of the records buffered. */
+  get bufferedBytes(): number {
+    let n = 0
+    for (const r of this.lookahead) n += r.envelopeBytes.byteLength
+    return n
   }
 
   /** Puts records back in front (a page did not use them); they are the next ones read. */
   unread(records: StreamRecord[]): void {
     this.lookahead.unshift(...records)
     if (records.length > 0) this.lastSeq = Math.min(this.lastSeq, records[0]!.seq - 1)
+    this.exhausted = false
   }
 
   close(): void {
@@ -359,9 +403,16 @@ export class PullReader {
     this.fleet.deleteConsumer(this.nc, this.consumer)
   }
 
-  /** One no-wait MSG.NEXT of `batch`: what it delivered, and whether it ended short (a 404/408 status). */
-  private pull(batch: number): Promise<{ records: StreamRecord[]; exhausted: boolean }> {
-    const { stream, timeoutMs } = this.fleet.opts
+  /**
+   * One no-wait MSG.NEXT of `batch` (and `maxBytes`): what it delivered, and whether the filter
+   * ran out (404/408). A 409 "exceeds MaxBytes" ends a batch without losing the message.
+   */
+  private pull(
+    batch: number,
+    maxBytes?: number,
+    timeoutMs = this.fleet.opts.timeoutMs,
+  ): Promise<{ records: StreamRecord[]; exhausted: boolean }> {
+    const { stream } = this.fleet.opts
     const nc = this.nc
     const inbox = createInbox()
     return new Promise((resolve, reject) => {
@@ -381,6 +432,7 @@ export class PullReader {
           if (err) return finish(asUnavailable(err))
           if (isStatus(m)) {
             const code = m.headers!.code
+            if (code === 409 && /MaxBytes/i.test(m.headers!.description)) return finish(false)
             return finish(code === 404 || code === 408 ? true : unavailable(`${code} ${m.headers!.description}`))
           }
           records.push(
@@ -389,9 +441,8 @@ export class PullReader {
           if (records.length >= batch) finish(false)
         },
       })
-      nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${this.consumer}`, JSON.stringify({ batch, no_wait: true }), {
-        reply: inbox,
-      })
+      const request = maxBytes === undefined ? { batch, no_wait: true } : { batch, no_wait: true, max_bytes: maxBytes }
+      nc.publish(`$JS.API.CONSUMER.MSG.NEXT.${stream}.${this.consumer}`, JSON.stringify(request), { reply: inbox })
     })
   }
 }
@@ -516,15 +567,15 @@ export class FleetBrowserLog {
             : q.sinceUs !== undefined
               ? bounds().then(b => this.seek('ts', q.sinceUs!, b.first, b.last + 1))
               : bounds().then(b => b.first))
-      const { records, readers } = await this.forward(filters, from, hiPos, want, q.cursor)
+      const { records, readers } = await this.forward(filters, from, hiPos, want, maxBytes, q.cursor)
       result = page(records, limit, maxBytes, false)
       const last = result.records[result.records.length - 1] as StreamRecord | undefined
-      for (const { filter, reader, got } of readers) {
-        if (result.hasMore && last) {
-          // What this filter read beyond the page is where the next page starts.
-          reader.unread(got.filter(r => r.seq > last.seq))
+      for (const { filter, reader, taken } of readers) {
+        // What this filter read beyond the page is where the next page starts.
+        if (last) reader.unread(taken.filter(r => r.seq > last.seq))
+        if (result.hasMore && reader.bufferedBytes <= KEPT_READER_MAX_BYTES)
           this.fleet.keepReader(this.token, filter, result.nextCursor, reader)
-        } else reader.close()
+        else reader.close()
       }
     } else {
       const b = await bounds()
@@ -532,7 +583,7 @@ export class FleetBrowserLog {
       if (q.cursor !== undefined) hiPos = Math.min(hiPos, await cursorPos(q.cursor))
       hiPos = Math.min(hiPos, b.last + 1)
       if (b.first >= hiPos) return { records: [], hasMore: false, nextCursor: 0 }
-      result = page(await this.backward(filters, b.first, hiPos, want), limit, maxBytes, true)
+      result = page(await this.backward(filters, b.first, hiPos, want, maxBytes), limit, maxBytes, true)
     }
     const last = result.records[result.records.length - 1] as StreamRecord | undefined
     if (result.hasMore && last) this.fleet.hint(this.token, result.nextCursor, last)
@@ -554,73 +605,136 @@ export class FleetBrowserLog {
   }
 
   /**
-   * Up to `want` records in [from, hiPos), oldest first, over every filter (merged by seq), and
-   * the reader of each filter with what it read. A reader kept where the previous page ended
-   * (same cursor) continues; otherwise one starts at `from()` (a hint probe or a seek).
+   * The candidates of an asc page in [from, hiPos): the filters merged by seq, up to `want`
+   * records or until their bytes pass maxBytes (the record that passes is the last candidate, as
+   * the log's page rule needs), with each filter's reader and the records taken from it. A reader
+   * kept where the previous page ended (same cursor) continues; otherwise one starts at `from()`
+   * (a hint probe or a seek).
    */
   private async forward(
     filters: string[],
     from: () => Promise<number>,
     hiPos: number,
     want: number,
+    maxBytes: number,
     cursor: number | undefined,
-  ): Promise<{ records: StreamRecord[]; readers: { filter: string; reader: PullReader; got: StreamRecord[] }[] }> {
-    const all: StreamRecord[] = []
-    const readers: { filter: string; reader: PullReader; got: StreamRecord[] }[] = []
+  ): Promise<{ records: StreamRecord[]; readers: { filter: string; reader: PullReader; taken: StreamRecord[] }[] }> {
+    const readers: { filter: string; reader: PullReader; taken: StreamRecord[] }[] = []
+    const records: StreamRecord[] = []
     try {
       for (const filter of filters) {
         let reader = cursor !== undefined ? this.fleet.takeReader(this.token, filter, cursor) : undefined
-        let got: StreamRecord[] | undefined
+        reader?.startPage()
         if (reader) {
-          // A kept consumer the server dropped meanwhile (restart, inactivity): start a new one.
-          got = await reader.read(hiPos, want).catch(() => undefined)
-          if (!got) reader.close()
+          // A kept consumer the server dropped meanwhile (restart, inactivity) does not answer its
+          // next pull: asked now, briefly, and replaced by a new one if it is gone.
+          const ok = await reader.prefetch(want, maxBytes, KEPT_READER_CHECK_MS).then(
+            () => true,
+            () => false,
+          )
+          if (!ok) {
+            reader.close()
+            reader = undefined
+          }
         }
-        if (!got) {
+        if (!reader) {
           const start = await from()
           if (start >= hiPos) continue
           reader = await this.fleet.openReader(filter, start)
-          readers.push({ filter, reader, got: [] })
-          got = await reader.read(hiPos, want)
-        } else readers.push({ filter, reader: reader!, got })
-        readers[readers.length - 1]!.got = got
-        all.push(...got)
+        }
+        readers.push({ filter, reader, taken: [] })
+      }
+      let bytes = 0
+      while (records.length < want && bytes <= maxBytes) {
+        let best: { r: StreamRecord; i: number } | undefined
+        for (let i = 0; i < readers.length; i++) {
+          const r = await readers[i]!.reader.peek(hiPos, want - records.length, maxBytes - bytes)
+          if (r && (!best || r.seq < best.r.seq)) best = { r, i }
+        }
+        if (!best) break
+        const r = readers[best.i]!.reader.take()
+        readers[best.i]!.taken.push(r)
+        records.push(r)
+        bytes += RECORD_HEADER_BYTES + r.envelopeBytes.byteLength
       }
     } catch (err) {
       for (const r of readers) r.reader.close()
       throw err
     }
-    return { records: mergeBySeq(all, false).slice(0, want), readers }
+    return { records, readers }
   }
 
   /**
-   * Up to `want` records in [loPos, hiPos), newest first: windows of stream positions ending at
-   * hiPos, each twice as long as the last, read forward (only the part not read yet) until `want`
-   * are found or loPos is reached. A browser with a share 1/k of the stream costs about log2(k)
-   * windows for a page; a sparse category log2(distance to its events).
+   * The candidates of a desc page in [loPos, hiPos), newest first: windows of stream positions
+   * ending at hiPos, each twice as long as the last, read forward (only the part not read yet)
+   * until `want` are found or loPos is reached. A browser with a share 1/k of the stream costs
+   * about log2(k) windows for a page; a sparse category log2(distance to its events). Only the
+   * newest records a page can hold are kept (want, and maxBytes plus the one that passes it).
    */
-  private async backward(filters: string[], loPos: number, hiPos: number, want: number): Promise<StreamRecord[]> {
-    const found: StreamRecord[] = []
+  private async backward(
+    filters: string[],
+    loPos: number,
+    hiPos: number,
+    want: number,
+    maxBytes: number,
+  ): Promise<StreamRecord[]> {
+    let found: StreamRecord[] = [] // newest first
     let upper = hiPos // exclusive position of what is read already
     for (let span = want; ; span *= 2) {
       const from = Math.max(loPos, upper - span)
-      for (const f of filters) found.push(...(await this.collect(f, from, upper, Infinity)))
+      const window: StreamRecord[] = []
+      for (const f of filters) window.push(...(await this.collect(f, from, upper, want, maxBytes)))
+      found = newest([...found, ...window], want, maxBytes)
       upper = from
       if (found.length >= want || from <= loPos) break
     }
-    return mergeBySeq(found, true).slice(0, want)
+    return found
   }
 
-  /** Records of one filter in [from, to) stream positions, at most `want`. */
-  private async collect(filter: string, from: number, to: number, want: number): Promise<StreamRecord[]> {
+  /** The newest records of one filter in [from, to) a desc page can use (see newest()). */
+  private async collect(
+    filter: string,
+    from: number,
+    to: number,
+    want: number,
+    maxBytes: number,
+  ): Promise<StreamRecord[]> {
     if (from >= to) return []
     const reader = await this.fleet.openReader(filter, from)
     try {
-      return await reader.read(to, want)
+      let kept: StreamRecord[] = []
+      let bytes = 0
+      for (;;) {
+        const r = await reader.peek(to, PULL_BATCH, PULL_MAX_BYTES)
+        if (!r) return kept
+        kept.push(reader.take())
+        bytes += r.envelopeBytes.byteLength
+        // Trimmed as it grows: older records past what a page can hold are never needed.
+        if (kept.length > 2 * want || bytes > 2 * (maxBytes + PULL_MAX_BYTES)) {
+          kept = newest(kept, want, maxBytes).reverse()
+          bytes = kept.reduce((n, k) => n + k.envelopeBytes.byteLength, 0)
+        }
+      }
     } finally {
       reader.close()
     }
   }
+}
+
+/**
+ * Newest first, only what a desc page can use: at most `want` records, and no older record once
+ * the newer ones pass maxBytes (the one that passes stays: it is the page's "more" candidate).
+ */
+function newest(records: StreamRecord[], want: number, maxBytes: number): StreamRecord[] {
+  const sorted = mergeBySeq(records, true)
+  const out: StreamRecord[] = []
+  let bytes = 0
+  for (const r of sorted) {
+    if (out.length >= want || bytes > maxBytes) break
+    out.push(r)
+    bytes += RECORD_HEADER_BYTES + r.envelopeBytes.byteLength
+  }
+  return out
 }
 
 function mergeBySeq(records: StreamRecord[], newestFirst: boolean): StreamRecord[] {

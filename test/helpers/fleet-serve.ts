@@ -46,6 +46,8 @@ export interface FleetFixture {
   startFleet(): Promise<FleetServe>
   /** Emits n more events on the VM (ts continues) and waits until they are in the stream. */
   emit(n: number): Promise<void>
+  /** Emits these events on the VM (one step of ts each) and waits until they are in the stream. */
+  emitEvents(inputs: EventInput[]): Promise<void>
   /** "now" of both servers: `nowAfter` events after the first one. */
   nowUs: number
 }
@@ -100,6 +102,14 @@ export async function fleetFixture(t: Test, n: number, nowAfter = n + 1000): Pro
     await ackedUpTo(otherShipper, () => other.log.lastSeq)
   }
   await emit(n)
+  const emitEvents = async (inputs: EventInput[]) => {
+    for (const input of inputs) {
+      if (api.pipeline.emit(input).dropped !== undefined) throw new Error(`event ${i} dropped`)
+      i++
+    }
+    await api.log.flush()
+    await ackedUpTo(shipper, () => api.log.lastSeq)
+  }
 
   const dir = await tempDir(t, 'bt-fleet-serve-')
   const tokenFile = join(dir, 'tokens')
@@ -123,7 +133,7 @@ export async function fleetFixture(t: Test, n: number, nowAfter = n + 1000): Pro
     return f
   }
   const fleet = await startFleet()
-  return { nats, api, shipper, fleet, startFleet, emit, nowUs }
+  return { nats, api, shipper, fleet, startFleet, emit, emitEvents, nowUs }
 }
 
 export { BROWSER_ID, TOKEN }
