@@ -6,6 +6,7 @@ import { FollowedStreams } from '../src/api/followed-streams.js'
 import type { FollowedSource } from '../src/api/telemetry-source.js'
 import type { ReadQuery, ReadResult, StoredRecord } from '../src/store/event-log.js'
 import { RecordingResponse } from './helpers/sse.js'
+import { waitFor } from './helpers/http.js'
 import type { ServerResponse } from 'node:http'
 
 const rec = (seq: number): StoredRecord => ({
@@ -106,8 +107,9 @@ t.test('keepalive while idle; a broken feed ends the stream; the cap refuses bey
   const streams = new FollowedStreams(() => source, { keepaliveMs: 20, maxClients: 1 })
   const res = new RecordingResponse()
   const done = (await streams.prepare('vm', { kind: 'new' }))(res as unknown as ServerResponse)
-  await new Promise(r => setTimeout(r, 70))
-  t.ok(res.writes.filter(w => w === ': keepalive\n\n').length >= 2, 'keepalive comments while idle')
+  const keepalives = () => res.writes.filter(w => w === ': keepalive\n\n').length
+  await waitFor(() => keepalives() >= 2, 5000, 'two keepalives')
+  t.same(new Set(res.writes), new Set([': keepalive\n\n']), 'only keepalive comments while idle')
   t.equal(streams.refuseIfFull(), true, 'a second stream would pass maxClients')
   t.equal(streams.stats.refused, 1)
   source.end()
