@@ -6,6 +6,7 @@ import { realpathSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { ConfigError, envName, parseServeConfig, SERVE_OPTIONS } from './config.js'
 import { startDaemon } from './main.js'
+import { runFleetServe } from './fleet-serve.js'
 import { clientCommands } from './cli/index.js'
 import { helpText, type CommandSpec } from './cli/args.js'
 import { notifyReady, notifyStopping } from './systemd-notify.js'
@@ -92,7 +93,11 @@ export const COMMANDS: Command[] = [
     name,
     summary: c.summary,
     usage: '',
-    run: argv => c.run(argv),
+    // `fleet serve` is a server like `serve` (it runs until a signal), wired here; the rest of `fleet` reads the stream.
+    run:
+      name === 'fleet'
+        ? argv => (argv[0] === 'serve' ? runFleetServe(argv.slice(1)) : c.run(argv))
+        : argv => c.run(argv),
   })),
 ]
 

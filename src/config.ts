@@ -9,13 +9,13 @@ import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
 import { OptionsError, parseOptions, type OptionValue } from './util/options.js'
-import { SERVE_OPTIONS, envName } from './serve-options.js'
+import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from './serve-options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
 import type { NatsConfig } from './ship/index.js'
 import { parseOtlpConfig, type OtlpConfig } from './ship/otlp-config.js'
 
-export { SERVE_OPTIONS, envName } from './serve-options.js'
+export { SERVE_OPTIONS, FLEET_SERVE_OPTIONS, envName } from './serve-options.js'
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -353,5 +353,73 @@ function natsConfig(get: (flag: string) => string | undefined): NatsConfig | und
     maxBytes: sizeOrOff('nats-max-bytes', maxBytesText),
     replicas,
     maxInFlight: int('nats-max-in-flight', get('nats-max-in-flight')!, 1),
+  }
+}
+
+export interface FleetServeConfig {
+  listen: HostPort
+  token?: string
+  tokenFile?: string
+  nats: { servers: string[]; credsFile?: string; tokenFile?: string; tlsCa?: string }
+  stream: string
+  subjectPrefix: string
+  requestTimeoutMs: number
+  maxStreamClients: number
+  logLevel: string
+}
+
+/** `fleet serve` flags and their BROWSER_TELEMETRY_<NAME> twins (flags win), validated once. */
+export function parseFleetServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): FleetServeConfig {
+  let values: Record<string, OptionValue>
+  try {
+    values = parseOptions(FLEET_SERVE_OPTIONS, argv).values
+  } catch (err) {
+    if (err instanceof OptionsError) throw new ConfigError(err.message)
+    throw err
+  }
+  const get = (flag: string): string | undefined => {
+    const v = values[flag]
+    if (typeof v === 'string') return v
+    const e = env[envName(flag)]
+    if (e !== undefined && e !== '') return e
+    return FLEET_SERVE_OPTIONS[flag]!.default
+  }
+  const url = get('nats-url')
+  if (url === undefined) throw new ConfigError('--nats-url is required (or BROWSER_TELEMETRY_NATS_URL)')
+  let servers: string[]
+  try {
+    servers = parseNatsServers(url)
+  } catch (err) {
+    throw new ConfigError(`--nats-url: ${(err as Error).message}`)
+  }
+  const token = get('token')
+  const tokenFile = get('token-file')
+  if (token === undefined && tokenFile === undefined)
+    throw new ConfigError(
+      '--token or --token-file is required (fleet serve has no data dir to keep a generated token in)',
+    )
+  const stream = get('nats-stream')!
+  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream))
+    throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
+  const subjectPrefix = get('nats-subject-prefix')!
+  if (!isValidSubjectPrefix(subjectPrefix))
+    throw new ConfigError(
+      `--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`,
+    )
+  const requestTimeoutMs = duration('nats-timeout', get('nats-timeout')!)
+  if (requestTimeoutMs < 100) throw new ConfigError('--nats-timeout: at least 100ms')
+  const logLevel = get('log-level')!
+  if (!['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].includes(logLevel))
+    throw new ConfigError(`--log-level: unknown level ${JSON.stringify(logLevel)}`)
+  return {
+    listen: parseHostPort(get('listen')!, '--listen'),
+    token,
+    tokenFile,
+    nats: { servers, credsFile: get('nats-creds-file'), tokenFile: get('nats-token-file'), tlsCa: get('nats-tls-ca') },
+    stream,
+    subjectPrefix,
+    requestTimeoutMs,
+    maxStreamClients: int('max-stream-clients', get('max-stream-clients')!, 1),
+    logLevel,
   }
 }

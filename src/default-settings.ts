@@ -48,6 +48,8 @@ export const DEFAULT_SETTINGS = {
   natsMaxBytes: 0,
   natsReplicas: 1,
   natsMaxInFlight: 256,
+  /** fleet serve: one JetStream API request's timeout (a page makes a few dozen). */
+  fleetServeRequestTimeoutMs: 5 * SECOND,
   /** OTLP/HTTP: one export request's timeout (OTEL_EXPORTER_OTLP_TIMEOUT's default). */
   otlpTimeoutMs: 10 * SECOND,
   /** OTLP/HTTP: records per export request at most, and how long a partial batch waits to fill. */

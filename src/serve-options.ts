@@ -300,3 +300,26 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
 export function envName(flag: string): string {
   return 'BROWSER_TELEMETRY_' + flag.toUpperCase().replace(/-/g, '_')
 }
+
+/** `browser-telemetry fleet serve` flags (same env twins as serve); the shared ones keep serve's text. */
+export const FLEET_SERVE_OPTIONS: Record<string, OptionSpec> = {
+  listen: { type: 'string', default: '127.0.0.1:10223', help: 'API listen address host:port' },
+  token: { type: 'string', help: 'API bearer token with every scope (this or --token-file is required)' },
+  'token-file': SERVE_OPTIONS['token-file']!,
+  'nats-url': {
+    type: 'string',
+    help: "The fleet stream's NATS server(s): nats://host:port, comma-separated (required)",
+  },
+  'nats-creds-file': SERVE_OPTIONS['nats-creds-file']!,
+  'nats-token-file': SERVE_OPTIONS['nats-token-file']!,
+  'nats-tls-ca': SERVE_OPTIONS['nats-tls-ca']!,
+  'nats-stream': { type: 'string', default: 'BROWSER_TELEMETRY', help: 'JetStream stream the daemons ship to' },
+  'nats-subject-prefix': SERVE_OPTIONS['nats-subject-prefix']!,
+  'nats-timeout': {
+    type: 'string',
+    default: formatDuration(D.fleetServeRequestTimeoutMs),
+    help: 'Timeout of one JetStream request; a read that hits it answers 503',
+  },
+  'max-stream-clients': SERVE_OPTIONS['max-stream-clients']!,
+  'log-level': SERVE_OPTIONS['log-level']!,
+}

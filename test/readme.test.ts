@@ -2,7 +2,7 @@
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { SERVE_OPTIONS, envName } from '../src/config.js'
+import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from '../src/config.js'
 import { EVENT_DEFS, EVENT_TYPES } from '../src/events/index.js'
 
 const root = join(import.meta.dirname, '..')
@@ -11,6 +11,18 @@ t.test('README documents every serve flag with its env twin and default', async 
   const readme = await readFile(join(root, 'README.md'), 'utf8')
   for (const [flag, spec] of Object.entries(SERVE_OPTIONS)) {
     const row = readme.split('\n').find(l => l.startsWith(`| \`--${flag}\``))
+    t.ok(row, `row for --${flag}`)
+    t.match(row, `\`${envName(flag)}\``, `env twin of --${flag}`)
+    if (spec.default !== undefined) t.match(row, `\`${spec.default}\``, `default of --${flag}`)
+  }
+})
+
+t.test('README documents every fleet serve flag with its env twin and default in its own table', async t => {
+  const readme = await readFile(join(root, 'README.md'), 'utf8')
+  const section = readme.slice(readme.indexOf("### Reading any VM's telemetry: `fleet serve`"))
+  const lines = section.slice(0, section.indexOf('\n## ')).split('\n')
+  for (const [flag, spec] of Object.entries(FLEET_SERVE_OPTIONS)) {
+    const row = lines.find(l => l.startsWith(`| \`--${flag}\``))
     t.ok(row, `row for --${flag}`)
     t.match(row, `\`${envName(flag)}\``, `env twin of --${flag}`)
     if (spec.default !== undefined) t.match(row, `\`${spec.default}\``, `default of --${flag}`)

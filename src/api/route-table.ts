@@ -25,7 +25,7 @@ export interface ResponseDoc {
 
 export interface RouteDef {
   method: HttpMethod
-  /** Koa-style path (`/browsers/:id/telemetry`). A `:id` right after `/browsers/` must equal the served browser id (else 404). */
+  /** Koa-style path (`/browsers/:id/telemetry`). A `:id` right after `/browsers/` must name a served browser (else 404). */
   path: string
   operationId: string
   summary: string
@@ -46,6 +46,9 @@ export interface RouteDef {
   handler: ApiMiddleware
 }
 
+/** Decides whether `/browsers/{id}` names a browser this server answers for; throws an ApiError (400, 404, 503) when not. */
+export type BrowserCheck = (id: string) => Promise<void>
+
 export class ApiRouter {
   readonly routes: RouteDef[] = []
   readonly koa = new Router<ApiState>()
@@ -54,11 +57,14 @@ export class ApiRouter {
    * @param browserId the one browser session this daemon serves under /browsers/{id}.
    * @param authenticate bearer auth (auth.ts); runs inside each non-public route, after the route's
    *   operation id is known, so a rejected request is still attributed to its operation.
+   * @param browserCheck replaces the equality check with browserId when one server answers for
+   *   many browsers (`fleet serve`).
    */
   constructor(
     readonly browserId: string,
     private readonly authenticate: ApiMiddleware,
     private readonly writeGuard?: () => ApiError | undefined,
+    private readonly browserCheck?: BrowserCheck,
   ) {}
 
   add(def: RouteDef): void {
@@ -99,7 +105,8 @@ export class ApiRouter {
   }
 
   private readonly requireBrowser: ApiMiddleware = async (ctx, next) => {
-    if (ctx.params.id !== this.browserId) throw notFound(`browser ${JSON.stringify(ctx.params.id)} not found`)
+    if (this.browserCheck) await this.browserCheck(ctx.params.id!)
+    else if (ctx.params.id !== this.browserId) throw notFound(`browser ${JSON.stringify(ctx.params.id)} not found`)
     await next()
   }
 }

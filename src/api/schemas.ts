@@ -104,3 +104,23 @@ export const HealthSchema = Type.Object(
   { $id: 'Health' },
 )
 export type Health = Static<typeof HealthSchema>
+
+/** GET /healthz of `fleet serve`: its NATS connection and open streams (it has no log of its own). */
+export const FleetHealthSchema = Type.Object(
+  {
+    status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+    reason: Type.Optional(Type.String({ description: 'Why reads cannot be answered now' })),
+    version: Type.String(),
+    uptime_s: Type.Number(),
+    nats: Type.Object({
+      state: Type.Union([Type.Literal('connected'), Type.Literal('connecting'), Type.Literal('reconnecting')]),
+      server: Type.Optional(Type.String({ description: 'The NATS server the connection is on now' })),
+      stream: Type.String(),
+      subject_prefix: Type.String(),
+      last_error: Type.Optional(Type.String()),
+    }),
+    streams: Type.Object({ open: Type.Integer(), slowDisconnects: Type.Integer(), refused: Type.Integer() }),
+  },
+  { $id: 'FleetHealth' },
+)
+export type FleetHealth = Static<typeof FleetHealthSchema>

@@ -11,7 +11,10 @@ export interface ApiServer {
   close(graceMs?: number): Promise<void>
 }
 
-export async function startApiServer(app: ApiApp, listen: { host: string; port: number }): Promise<ApiServer> {
+export async function startApiServer(
+  app: Pick<ApiApp, 'koa' | 'closeStreams'>,
+  listen: { host: string; port: number },
+): Promise<ApiServer> {
   const handle = app.koa.callback() // answers every error itself (the error middleware)
   const server = createServer({ noDelay: true, keepAliveTimeout: 5000 }, (req, res) => void handle(req, res))
   await new Promise<void>((resolve, reject) => {

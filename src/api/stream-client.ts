@@ -4,7 +4,8 @@
 // final `: lagging` comment (it resumes with Last-Event-ID). TelemetryStreams (telemetry-stream.ts)
 // owns every client and the fan-out.
 import type { ServerResponse } from 'node:http'
-import type { EventLog, StoredRecord } from '../store/event-log.js'
+import type { StoredRecord } from '../store/event-log.js'
+import type { EventReader } from './telemetry-source.js'
 import type { Logger } from '../log.js'
 import type { FrameBatch, FrameRing } from './frame-ring.js'
 import { frames } from './sse-frames.js'
@@ -32,7 +33,8 @@ export interface StreamHub {
     bufferBytes: number
     lagCloseGraceMs: number
   }>
-  readonly log: EventLog
+  /** The events streamed: the log, or a followed source with the last seq it held when the feed started. */
+  readonly log: EventReader & { readonly lastSeq: number }
   readonly ring: FrameRing
   readonly stats: StreamStats
   readonly logger: Logger

@@ -102,6 +102,11 @@ export class TelemetryStreams {
     return true
   }
 
+  /** The route's entry (StreamOpener): nothing can fail before the response starts for the log. */
+  prepare(_browserId: string, start: StreamStart): Promise<(res: ServerResponse) => Promise<void>> {
+    return Promise.resolve(res => this.open(res, start))
+  }
+
   /** Takes over `res` (headers, body, end) and streams from `start`. Returns the stream's end. */
   open(res: ServerResponse, start: StreamStart): Promise<void> {
     if (this.closing) {

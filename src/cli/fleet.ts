@@ -240,13 +240,14 @@ const FLEET_HELP = [
   '',
   'Commands:',
   ...Object.entries(fleetSubcommands).map(([n, c]) => `  ${n.padEnd(6)}${c.summary}`),
+  "  serve Serve any VM's telemetry from the stream with the daemon's read API (events pages, SSE).",
   '',
   'Run `browser-telemetry fleet <command> --help` for its options.',
   '',
 ].join('\n')
 
 export const fleetCommand: ClientCommand = {
-  summary: 'Watch a fleet from one place: tail or read the NATS JetStream stream daemons ship to.',
+  summary: 'Watch a fleet from one place: tail, read or serve the NATS JetStream stream daemons ship to.',
   async run(argv, io: CliIO = processIO()) {
     const [sub, ...rest] = argv
     if (sub === undefined || sub === '--help' || sub === '-h' || sub === 'help') {
@@ -254,7 +255,7 @@ export const fleetCommand: ClientCommand = {
       return sub === undefined ? 2 : 0
     }
     const cmd = (fleetSubcommands as Record<string, ClientCommand>)[sub]
-    if (!cmd) return fail('fleet', usageError(`unknown command ${JSON.stringify(sub)} (tail, read)`), io)
+    if (!cmd) return fail('fleet', usageError(`unknown command ${JSON.stringify(sub)} (tail, read, serve)`), io)
     return cmd.run(rest, io)
   },
 }

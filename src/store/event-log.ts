@@ -13,6 +13,7 @@ import { markClean, recover } from './log-meta.js'
 import { ModuleMeta } from './module-meta.js'
 
 export type { StoredRecord } from './keys.js'
+export { RECORD_HEADER_BYTES } from './keys.js'
 export type { CommitListener } from './log-writer.js'
 export { DEFAULT_READ_MAX_BYTES, type ReadQuery, type ReadResult } from './log-reader.js'
 

@@ -62,6 +62,9 @@ export interface StoredRecord {
   readonly envelopeBytes?: Uint8Array
 }
 
+/** Bytes of a stored value before the envelope: category code (1) + ts (8). Reads bound pages by value bytes. */
+export const RECORD_HEADER_BYTES = 9
+
 /** The stored envelope's prefix; the record is `prefix + eventJson + '}'` (ASCII prefix: chars = bytes). */
 export function envelopePrefix(seq: number): string {
   return `{"seq":${seq},"event":`

@@ -14,6 +14,8 @@ export const BROWSER_ID = 'br-test-1'
 
 export interface TestApi {
   url: string
+  /** The log's directory (a test may delete it after closing the log). */
+  dir: string
   app: ApiApp
   server: ApiServer
   log: Awaited<ReturnType<typeof openStore>>['log']
@@ -32,7 +34,7 @@ export interface TestApiOptions {
 }
 
 export async function startApi(t: Test, opts: TestApiOptions = {}): Promise<TestApi> {
-  const { log, pipeline } = await openStore(t, opts.logOpts, opts.pipeOpts)
+  const { dir, log, pipeline } = await openStore(t, opts.logOpts, opts.pipeOpts)
   const tokens = new TokenSet()
   tokens.add(TOKEN, ALL_SCOPES)
   for (const [tok, scopes] of Object.entries(opts.tokens ?? {})) tokens.add(tok, scopes)
@@ -46,5 +48,5 @@ export async function startApi(t: Test, opts: TestApiOptions = {}): Promise<Test
     if (!headers.has('authorization')) headers.set('authorization', `Bearer ${TOKEN}`)
     return fetch(server.url + path, { ...init, headers })
   }
-  return { url: server.url, app, server, log, pipeline, client, get }
+  return { url: server.url, dir, app, server, log, pipeline, client, get }
 }

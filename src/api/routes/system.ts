@@ -67,6 +67,15 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
     },
   })
 
+  registerOpenApiRoute(
+    router,
+    deps.version,
+    'In-VM browser telemetry daemon: paged reads, live SSE stream, capture configuration, uploads and extensions.',
+  )
+}
+
+/** GET /openapi.json: the document of every route registered on this router. */
+export function registerOpenApiRoute(router: ApiRouter, version: string, description: string): void {
   let doc: OpenApiDocument | undefined
   router.add({
     method: 'GET',
@@ -82,12 +91,7 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
     },
     handler: async ctx => {
       // Built on first use, when every route group has registered.
-      doc ??= buildOpenApi(router.routes, {
-        title: 'browser-telemetry',
-        version: deps.version,
-        description:
-          'In-VM browser telemetry daemon: paged reads, live SSE stream, capture configuration, uploads and extensions.',
-      })
+      doc ??= buildOpenApi(router.routes, { title: 'browser-telemetry', version, description })
       ctx.body = doc
     },
   })

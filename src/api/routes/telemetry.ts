@@ -11,6 +11,8 @@ import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '..
 import type { QueryValues } from '../query-params.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
+import type { EventReader } from '../telemetry-source.js'
+import type { ServerResponse } from 'node:http'
 import type { RecordingSwitch } from '../../recording-switch.js'
 
 export interface TelemetryRouteDeps {
@@ -27,10 +29,36 @@ export interface TelemetryRouteDeps {
   now?: () => number
 }
 
+/** The SSE streams a server offers: the daemon's TelemetryStreams, or fleet serve's followed sources. */
+export interface StreamOpener {
+  readonly opts: { readonly maxClients: number }
+  /** True when another stream would exceed maxClients (the route answers 429). */
+  refuseIfFull(): boolean
+  /**
+   * Everything that can fail before the response starts (the route answers those with an error
+   * object); then the returned function takes over the response and streams from `start`.
+   */
+  prepare(browserId: string, start: StreamStart): Promise<(res: ServerResponse) => Promise<void>>
+}
+
+export interface TelemetryReadRouteDeps {
+  /** The events of the browser named in the path (already checked by the route table). */
+  readerOf: (browserId: string) => EventReader
+  streams: StreamOpener
+  /** Unix microseconds (tests pin it). */
+  now?: () => number
+}
+
 /** Extra reads when a filtered page comes back empty but more exists (retention racing a read). */
 const MAX_EMPTY_PAGE_RETRIES = 16
 
 export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteDeps): void {
+  registerTelemetryReadRoutes(router, { readerOf: () => deps.log, streams: deps.streams, now: deps.now })
+  registerTelemetryConfigRoutes(router, deps)
+}
+
+/** The paged read and the SSE stream: the same rules wherever the events come from. */
+export function registerTelemetryReadRoutes(router: ApiRouter, deps: TelemetryReadRouteDeps): void {
   const now = deps.now ?? (() => Date.now() * 1000)
 
   router.add({
@@ -61,10 +89,11 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
     },
     handler: async ctx => {
       const q = readQueryOf(ctx.state.query!, now())
-      let page = await deps.log.read(q)
+      const reader = deps.readerOf(ctx.params.id!)
+      let page = await reader.read(q)
       // The real client stops on an empty page: never answer one while more matches exist.
       for (let i = 0; page.records.length === 0 && page.hasMore && i < MAX_EMPTY_PAGE_RETRIES; i++) {
-        page = await deps.log.read({ ...q, cursor: page.nextCursor })
+        page = await reader.read({ ...q, cursor: page.nextCursor })
       }
       const hasMore = page.hasMore && page.records.length > 0
       ctx.set('X-Has-More', hasMore ? 'true' : 'false')
@@ -105,12 +134,16 @@ export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteD
           { 'Retry-After': '5' },
         )
       }
+      const begin = await deps.streams.prepare(ctx.params.id!, start)
       ctx.status = 200
       ctx.respond = false // the stream writes the raw response from here on
-      void deps.streams.open(ctx.res, start)
+      void begin(ctx.res)
     },
   })
+}
 
+/** Capture configuration (the daemon only: it changes what this VM captures). */
+function registerTelemetryConfigRoutes(router: ApiRouter, deps: TelemetryRouteDeps): void {
   const configDoc = {
     responses: { 200: { description: 'The capture configuration now in effect', schema: TelemetryConfigSchema } },
   }
