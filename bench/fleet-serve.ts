@@ -20,6 +20,7 @@ import { Shipper } from '../src/ship/shipper.js'
 import type { EventLog } from '../src/store/event-log.js'
 import { startNatsServer } from '../test/helpers/nats.js'
 import { filledLog, fmt, median, withTempDir } from './common.js'
+import { threadsCpuMs } from './watchers.js'
 
 const N = Number(process.env.N ?? 50_000)
 const RUNS = Number(process.env.RUNS ?? 3)
@@ -46,11 +47,23 @@ async function acked(shippers: Shipper[], logs: EventLog[]): Promise<void> {
   while (shippers.some((s, i) => s.ackedSeq < logs[i]!.lastSeq)) await new Promise(r => setTimeout(r, 50))
 }
 
-async function drain(client: Kernel): Promise<{ ms: number; n: number }> {
+/** One paged drain; its CPU in this process (the client and the server it reads) and in nats-server. */
+async function drain(
+  client: Kernel,
+  natsPid: number,
+): Promise<{ ms: number; n: number; cpuMs: number; natsCpuMs: number }> {
   const start = performance.now()
+  const cpu0 = process.cpuUsage()
+  const nats0 = threadsCpuMs(natsPid)
   let n = 0
   for await (const _ of client.browsers.telemetry.events(BROWSER, { since: '24h', limit: 100 } as never)) n++
-  return { ms: performance.now() - start, n }
+  const cpu = process.cpuUsage(cpu0)
+  return {
+    ms: performance.now() - start,
+    n,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    natsCpuMs: threadsCpuMs(natsPid) - nats0,
+  }
 }
 
 const nats = await startNatsServer()
@@ -104,9 +117,15 @@ try {
 
     const vmRates: number[] = []
     const fleetRates: number[] = []
+    const vmCpuUs: number[] = []
+    const fleetCpuUs: number[] = []
+    const natsCpuUs: number[] = []
     for (let run = 0; run < RUNS; run++) {
-      const a = await drain(vmClient)
-      const b = await drain(fleetClient)
+      const a = await drain(vmClient, nats.proc!.pid!)
+      const b = await drain(fleetClient, nats.proc!.pid!)
+      vmCpuUs.push((a.cpuMs * 1000) / N)
+      fleetCpuUs.push((b.cpuMs * 1000) / N)
+      natsCpuUs.push((b.natsCpuMs * 1000) / N)
       if (a.n !== N || b.n !== N) throw new Error(`drained ${a.n} (VM) and ${b.n} (fleet serve), expected ${N}`)
       vmRates.push((N / a.ms) * 1000)
       fleetRates.push((N / b.ms) * 1000)
@@ -116,6 +135,11 @@ try {
     }
     console.log(
       `paged drain (pages of 100, ${N} events): VM ${fmt(median(vmRates), 0)}/s, fleet serve ${fmt(median(fleetRates), 0)}/s, ratio ${fmt(median(fleetRates) / median(vmRates))} (goal >= 0.5)`,
+    )
+    console.log(
+      `CPU per drained event: VM path ${fmt(median(vmCpuUs), 1)} µs (client + API), fleet path ${fmt(median(fleetCpuUs), 1)} µs ` +
+        `(client + fleet serve) + nats-server ${fmt(median(natsCpuUs), 1)} µs; fleet serve with its client: ` +
+        `${fmt(1e6 / median(fleetCpuUs), 0)} events/s per core, nats-server ${fmt(1e6 / median(natsCpuUs), 0)} events/s per core`,
     )
 
     // One seek by seq: a page of one event at a random cursor; the requests it made.
