@@ -5,7 +5,7 @@
 // Why nc.publish with a reply subject instead of js.publish: the client builds a request (with a
 // stack trace) per js.publish; one ack subscription + one timeout sweep was ~4x faster here (bench/ship.ts).
 import { connect, createInbox, MsgHdrsImpl, type Msg, type NatsConnection } from '@nats-io/transport-node'
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream'
 import type { Category } from '../events/index.js'
 import type { StoredRecord } from '../store/event-log.js'
 import type { Logger } from '../log.js'
@@ -100,7 +100,9 @@ export class NatsLink implements ShipLink {
         nc.subscribe(`$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${this.opts.stream}`, {
           callback: () => this.events.moved?.(),
         })
-        this.jsm = await jetstreamManager(nc, { timeout: 5000 })
+        // No account-info probe: the stream request of the resync fails as clearly when JetStream is off,
+        // and a fleet reconnecting together asks one round trip less.
+        this.jsm = await jetstreamManager(nc, { timeout: 5000, checkAPI: false })
         this.events.ready()
         const closedWith = await nc.closed()
         if (!this.running) return
@@ -147,14 +149,27 @@ export class NatsLink implements ShipLink {
     if (!jsm) throw new Error('not connected')
     try {
       const probe = subjectOf(this.opts.subjectPrefix, this.opts.browserId, 'console')
-      const ensured = await ensureStream(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.limits, probe)
+      // Both questions at once (one round trip, not two): a stream that had to be created holds
+      // nothing of ours, so its "not found" answers to the second mean 0.
+      const [ensured, held] = await Promise.all([
+        ensureStream(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.limits, probe),
+        highestStoredSeq(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.browserId).catch((err: unknown) => {
+          if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return -1
+          throw err
+        }),
+      ])
       if (ensured.created)
         this.logger.info(
           { stream: this.opts.stream, subjects: ensured.info.config.subjects },
           'created JetStream stream',
         )
       if (ensured.warning) this.logger.warn(ensured.warning)
-      return await highestStoredSeq(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.browserId)
+      if (held >= 0) return held
+      // Not found while we asked, found or created by ensureStream: ask again (another daemon may
+      // have created it between, but it holds nothing of this browser unless we sent it).
+      return ensured.created
+        ? 0
+        : await highestStoredSeq(jsm, this.opts.stream, this.opts.subjectPrefix, this.opts.browserId)
     } catch (err) {
       throw new Error(`JetStream stream ${this.opts.stream}: ${(err as Error).message}`, { cause: err })
     }
