@@ -8,7 +8,7 @@ import { defaultShedding, type ShedOptions } from './shedding.js'
 import type { StateBounds } from './bounds.js'
 import { parseDuration } from './util/duration.js'
 import { parseSize } from './util/size.js'
-import { OptionsError, parseOptions, type OptionValue } from './util/options.js'
+import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from './util/options.js'
 import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from './serve-options.js'
 import { parseNatsServers } from './ship/connect.js'
 import { isValidSubjectPrefix } from './ship/subject.js'
@@ -164,10 +164,14 @@ function sheddingConfig(get: (flag: string) => string | undefined): ShedOptions 
   }
 }
 
-export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
+/**
+ * A command's flags read once: each value from its flag, else its BROWSER_TELEMETRY_<NAME> twin
+ * (empty = unset), else its default.
+ */
+function readOptions(spec: Record<string, OptionSpec>, argv: string[], env: NodeJS.ProcessEnv) {
   let values: Record<string, OptionValue>
   try {
-    values = parseOptions(SERVE_OPTIONS, argv).values
+    values = parseOptions(spec, argv).values
   } catch (err) {
     if (err instanceof OptionsError) throw new ConfigError(err.message)
     throw err
@@ -177,8 +181,13 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
     if (typeof v === 'string') return v
     const e = env[envName(flag)]
     if (e !== undefined && e !== '') return e
-    return SERVE_OPTIONS[flag]!.default
+    return spec[flag]!.default
   }
+  return { values, get }
+}
+
+export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
+  const { values, get } = readOptions(SERVE_OPTIONS, argv, env)
   const list = (flag: string): string[] => {
     const v = values[flag]
     if (Array.isArray(v) && v.length > 0) return v
@@ -370,20 +379,7 @@ export interface FleetServeConfig {
 
 /** `fleet serve` flags and their BROWSER_TELEMETRY_<NAME> twins (flags win), validated once. */
 export function parseFleetServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): FleetServeConfig {
-  let values: Record<string, OptionValue>
-  try {
-    values = parseOptions(FLEET_SERVE_OPTIONS, argv).values
-  } catch (err) {
-    if (err instanceof OptionsError) throw new ConfigError(err.message)
-    throw err
-  }
-  const get = (flag: string): string | undefined => {
-    const v = values[flag]
-    if (typeof v === 'string') return v
-    const e = env[envName(flag)]
-    if (e !== undefined && e !== '') return e
-    return FLEET_SERVE_OPTIONS[flag]!.default
-  }
+  const { get } = readOptions(FLEET_SERVE_OPTIONS, argv, env)
   const url = get('nats-url')
   if (url === undefined) throw new ConfigError('--nats-url is required (or BROWSER_TELEMETRY_NATS_URL)')
   let servers: string[]

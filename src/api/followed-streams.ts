@@ -8,21 +8,14 @@ import type { ServerResponse } from 'node:http'
 import { silentLogger, type Logger } from '../log.js'
 import type { StoredRecord } from '../store/event-log.js'
 import { withDefaults } from '../util/defaults.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
 import { FrameRing } from './frame-ring.js'
 import { frames } from './sse-frames.js'
 import { StreamClient, type StreamHub, type StreamStart, type StreamStats } from './stream-client.js'
 import type { FollowedSource } from './telemetry-source.js'
+import { CLIENT_STREAM_DEFAULTS } from './telemetry-stream.js'
 import type { StreamOpener } from './routes/telemetry.js'
 
-const FOLLOWED_DEFAULTS = {
-  keepaliveMs: DEFAULT_SETTINGS.streamKeepaliveMs,
-  bufferEvents: DEFAULT_SETTINGS.streamBufferEvents,
-  bufferBytes: DEFAULT_SETTINGS.streamBufferBytes,
-  maxClients: DEFAULT_SETTINGS.maxStreamClients,
-  lagCloseGraceMs: 5000,
-  pageSize: 500,
-}
+const FOLLOWED_DEFAULTS = CLIENT_STREAM_DEFAULTS
 export type FollowedStreamTuning = typeof FOLLOWED_DEFAULTS
 
 /** No ring: every stream has its own feed, so a resume reads the source from its point. */

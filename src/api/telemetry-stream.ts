@@ -31,8 +31,11 @@ import { StreamClient, type StreamStart, type StreamStats } from './stream-clien
 export { frames } from './sse-frames.js'
 export type { StreamStart, StreamStats } from './stream-client.js'
 
-/** Every option's default, set once here (the daemon's come from its configuration). */
-const STREAM_DEFAULTS = {
+/**
+ * Every option's default, set once here (the daemon's come from its configuration). The first six
+ * are every SSE client's, whatever feeds it (fleet serve's streams use them too).
+ */
+export const CLIENT_STREAM_DEFAULTS = {
   /** Interval of `: keepalive` comments while no event was written. */
   keepaliveMs: DEFAULT_SETTINGS.streamKeepaliveMs,
   /** Queued events per client (socket not draining) before it is disconnected. */
@@ -45,6 +48,9 @@ const STREAM_DEFAULTS = {
   lagCloseGraceMs: 5000,
   /** Backlog page size. */
   pageSize: 500,
+}
+const STREAM_DEFAULTS = {
+  ...CLIENT_STREAM_DEFAULTS,
   /**
    * Live writes to a client at most this often: commits arriving sooner are coalesced into the
    * next write. A commit after a quiet spell is written at once; under a flood each client gets
