@@ -4,9 +4,16 @@
 import { pathToFileURL } from 'node:url'
 import { realpathSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
-import { ConfigError, envName, parseServeConfig, SERVE_OPTIONS } from './config.js'
+import {
+  ConfigError,
+  envName,
+  FLEET_SERVE_OPTIONS,
+  parseFleetServeConfig,
+  parseServeConfig,
+  SERVE_OPTIONS,
+} from './config.js'
 import { startDaemon } from './main.js'
-import { runFleetServe } from './fleet-serve.js'
+import { startFleetServe, type FleetServe } from './fleet-serve.js'
 import { clientCommands } from './cli/index.js'
 import { helpText, type CommandSpec } from './cli/args.js'
 import { notifyReady, notifyStopping } from './systemd-notify.js'
@@ -85,6 +92,48 @@ const serve: Command = {
       process.on('SIGINT', stop)
     })
   },
+}
+
+const FLEET_SERVE_SPEC: CommandSpec = {
+  name: 'fleet serve',
+  summary:
+    "Serve any VM's telemetry from the fleet stream with the daemon's read API (events pages, SSE). Each flag is also read from the env var shown in brackets.",
+  connection: false,
+  options: Object.fromEntries(Object.entries(FLEET_SERVE_OPTIONS).map(([f, o]) => [f, { ...o, env: envName(f) }])),
+  notes: [
+    'Examples:',
+    '  browser-telemetry fleet serve --nats-url nats://nats:4222 --listen 0.0.0.0:10223 --token-file /etc/bt/tokens',
+    `  curl -H "Authorization: Bearer $TOKEN" 'http://127.0.0.1:10223/browsers/vm-42/telemetry/events?since=1h&limit=100'`,
+  ],
+}
+
+/** `fleet serve`: runs until SIGINT/SIGTERM; the exit code. */
+async function runFleetServe(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(helpText(FLEET_SERVE_SPEC))
+    return 0
+  }
+  let handle: FleetServe
+  try {
+    handle = await startFleetServe(parseFleetServeConfig(argv, process.env))
+  } catch (err) {
+    process.stderr.write(
+      `browser-telemetry fleet serve: ${err instanceof ConfigError ? '' : 'cannot start: '}${(err as Error).message}\n`,
+    )
+    return 1
+  }
+  process.stderr.write(`browser-telemetry fleet serve: listening on ${handle.url}\n`)
+  return new Promise<number>(resolve => {
+    const stop = () => {
+      setTimeout(() => resolve(1), 5000).unref()
+      handle.close().then(
+        () => resolve(0),
+        () => resolve(1),
+      )
+    }
+    process.once('SIGTERM', stop)
+    process.once('SIGINT', stop)
+  })
 }
 
 export const COMMANDS: Command[] = [

@@ -186,6 +186,19 @@ function readOptions(spec: Record<string, OptionSpec>, argv: string[], env: Node
   return { values, get }
 }
 
+/** --nats-stream and --nats-subject-prefix, checked (the daemon ships to them, fleet serve reads them). */
+function streamNames(get: (flag: string) => string | undefined): { stream: string; subjectPrefix: string } {
+  const stream = get('nats-stream')!
+  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream))
+    throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
+  const subjectPrefix = get('nats-subject-prefix')!
+  if (!isValidSubjectPrefix(subjectPrefix))
+    throw new ConfigError(
+      `--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`,
+    )
+  return { stream, subjectPrefix }
+}
+
 export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): ServeConfig {
   const { values, get } = readOptions(SERVE_OPTIONS, argv, env)
   const list = (flag: string): string[] => {
@@ -336,14 +349,7 @@ function natsConfig(get: (flag: string) => string | undefined): NatsConfig | und
   } catch (err) {
     throw new ConfigError(`--nats-url: ${(err as Error).message}`)
   }
-  const stream = get('nats-stream')!
-  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream))
-    throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
-  const subjectPrefix = get('nats-subject-prefix')!
-  if (!isValidSubjectPrefix(subjectPrefix))
-    throw new ConfigError(
-      `--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`,
-    )
+  const { stream, subjectPrefix } = streamNames(get)
   const duplicateWindowMs = duration('nats-duplicate-window', get('nats-duplicate-window')!)
   if (duplicateWindowMs < MIN_NATS_DUPLICATE_WINDOW_MS)
     throw new ConfigError('--nats-duplicate-window: must be at least 2m (re-sends after a reconnect rely on it)')
@@ -394,14 +400,7 @@ export function parseFleetServeConfig(argv: string[], env: NodeJS.ProcessEnv = p
     throw new ConfigError(
       '--token or --token-file is required (fleet serve has no data dir to keep a generated token in)',
     )
-  const stream = get('nats-stream')!
-  if (!/^[A-Za-z0-9_-]{1,255}$/.test(stream))
-    throw new ConfigError(`--nats-stream: letters, digits, "_" and "-" only, got ${JSON.stringify(stream)}`)
-  const subjectPrefix = get('nats-subject-prefix')!
-  if (!isValidSubjectPrefix(subjectPrefix))
-    throw new ConfigError(
-      `--nats-subject-prefix: dot-separated tokens without spaces, "*" or ">", got ${JSON.stringify(subjectPrefix)}`,
-    )
+  const { stream, subjectPrefix } = streamNames(get)
   const requestTimeoutMs = duration('nats-timeout', get('nats-timeout')!)
   if (requestTimeoutMs < 100) throw new ConfigError('--nats-timeout: at least 100ms')
   const logLevel = get('log-level')!
