@@ -86,6 +86,8 @@ for (const c of cases) {
     let storedConsole = 0
     let storedRequests = 0
     let storedResponses = 0
+    // Which flood lines were stored, by their counter: a failure names the duplicated or unusual ones.
+    const floodCounters = new Map<string, number>()
     const r = await runHostileCase(t, {
       name: c.name,
       pages: site(c.script, sent),
@@ -95,7 +97,11 @@ for (const c of cases) {
         await doneStored(ctx, c.kinds.length)
       },
       inspect({ event }) {
-        if (event.type === 'console_log' && event.data.text === 'flood') storedConsole++
+        if (event.type === 'console_log' && event.data.text === 'flood') {
+          storedConsole++
+          const c = String((event.data.args as string[] | undefined)?.[1] ?? '?')
+          floodCounters.set(c, (floodCounters.get(c) ?? 0) + 1)
+        }
         const url = String(event.data.url ?? '')
         if (/\/r\/\d+$/.test(url)) {
           if (event.type === 'network_request') storedRequests++
@@ -104,6 +110,9 @@ for (const c of cases) {
       },
     })
     const dropped = r.metrics.shed + r.metrics.overBudget
+    const repeated = [...floodCounters].filter(([, n]) => n > 1).slice(0, 10)
+    if (repeated.length > 0)
+      t.comment(`flood lines stored more than once (counter, times): ${JSON.stringify(repeated)}`)
     t.comment(
       JSON.stringify({ sent, storedConsole, storedRequests, storedResponses, missing: r.missing, metrics: r.metrics }),
     )
