@@ -60,7 +60,14 @@ async function plainStatic(t: Test): Promise<string> {
     )
   })
   await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>(r => srv.close(() => r())))
+  // Chromium keeps (and pre-opens) connections to a page's server; close() alone waits for them.
+  t.teardown(
+    () =>
+      new Promise<void>(r => {
+        srv.close(() => r())
+        srv.closeAllConnections()
+      }),
+  )
   return `http://127.0.0.1:${(srv.address() as { port: number }).port}/`
 }
 
