@@ -79,6 +79,8 @@ export interface SinkOptions extends Partial<SinkTuning> {
   describe?: () => Record<string, unknown>
   /** What the destination's answer is called in the ack-timeout error ("JetStream ack"). */
   ackName?: string
+  /** Milliseconds of the capture-first window (default Date.now; tests pass a manual clock). */
+  now?: () => number
   /** Log lines that name the destination. */
   messages?: { started: string; stopped: string; resumed: string }
   logger?: Logger
@@ -418,8 +420,12 @@ export class Sink {
     if (!this.reading && queue.length < READ_AHEAD_PAGES * READ_PAGE && this.next <= this.opts.log.lastSeq)
       void this.readAhead()
     if (this.yieldsToCapture()) return
+    const before = queue.length
     while (this.phase === 'publishing' && this.window.inFlight < this.tuning.maxInFlight && queue.length > 0)
       this.publish(queue.shift()!)
+    // A window went out while standing back: the next maxYieldMs starts now (not before, so a wake-up
+    // that found nothing queued yet does not use up its turn).
+    if (this.yieldingSince !== 0 && queue.length < before) this.yieldingSince = this.clock()
   }
 
   /** True while capture has a backlog the store has not taken yet (bounded by maxYieldMs at a time). */
@@ -428,11 +434,13 @@ export class Sink {
       this.yieldingSince = 0
       return false
     }
-    const now = Date.now()
+    const now = this.clock()
     if (this.yieldingSince === 0) this.yieldingSince = now
-    if (now - this.yieldingSince < this.tuning.maxYieldMs) return true
-    this.yieldingSince = now
-    return false
+    return now - this.yieldingSince < this.tuning.maxYieldMs
+  }
+
+  private clock(): number {
+    return (this.opts.now ?? Date.now)()
   }
 
   private async readAhead(): Promise<void> {

@@ -58,7 +58,7 @@ export interface StoredRecord {
   readonly category: Category
   /** The envelope exactly as stored: `{"seq":..,"event":{..}}`. Served without re-serialising. */
   readonly json: string
-  /** The same envelope as UTF-8 bytes, when at hand (records from the write path): SSE frames copy these. */
+  /** The same envelope as UTF-8 bytes, when at hand (records of the log, written or read): SSE frames and shipping send these. */
   readonly envelopeBytes?: Uint8Array
 }
 
@@ -82,12 +82,12 @@ export function encodeRecord(
   eventBytes = Buffer.byteLength(eventJson),
 ): Buffer {
   const prefix = envelopePrefix(seq)
-  const b = Buffer.allocUnsafe(9 + prefix.length + eventBytes + 1)
+  const b = Buffer.allocUnsafe(RECORD_HEADER_BYTES + prefix.length + eventBytes + 1)
   b[0] = CATEGORY_CODE.get(category)!
   b.writeDoubleBE(ts, 1)
-  b.write(prefix, 9, 'latin1')
+  b.write(prefix, RECORD_HEADER_BYTES, 'latin1')
   // As many bytes as UTF-16 units: plain ASCII, where a latin1 write is a byte copy (utf8 has to encode).
-  b.write(eventJson, 9 + prefix.length, eventBytes === eventJson.length ? 'latin1' : 'utf8')
+  b.write(eventJson, RECORD_HEADER_BYTES + prefix.length, eventBytes === eventJson.length ? 'latin1' : 'utf8')
   b[b.length - 1] = 0x7d // '}'
   return b
 }
@@ -106,10 +106,10 @@ export class EncodedRecord implements StoredRecord {
     readonly value: Buffer,
   ) {}
   get json(): string {
-    return (this.decoded ??= this.value.toString('utf8', 9))
+    return (this.decoded ??= this.value.toString('utf8', RECORD_HEADER_BYTES))
   }
   get envelopeBytes(): Buffer {
-    return this.value.subarray(9)
+    return this.value.subarray(RECORD_HEADER_BYTES)
   }
 }
 
