@@ -38,7 +38,7 @@ async function daemon(dir: string): Promise<void> {
   const { ALL_SCOPES, TokenSet } = await import('../src/api/auth.js')
   const { startApiServer } = await import('../src/api/server.js')
   const { CONFIGURABLE_CATEGORIES } = await import('../src/events/index.js')
-  const { Pipeline } = await import('../src/pipeline.js')
+  const { Pipeline } = await import('../src/pipeline/pipeline.js')
   const { EventLog } = await import('../src/store/event-log.js')
   const log = await EventLog.open({ path: join(dir, 'log'), retentionIntervalMs: 0, maxBytes: 64 * 1024 ** 3 })
   const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, shedding: false }) // seeding floods one page: no shedding gaps

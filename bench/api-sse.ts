@@ -430,7 +430,7 @@ const root = join(import.meta.dirname, '..')
 const dist = (p: string) => JSON.stringify(pathToFileURL(join(root, 'dist', p)).href)
 const DAEMON = `
 import { EventLog } from ${dist('src/store/event-log.js')}
-import { Pipeline } from ${dist('src/pipeline.js')}
+import { Pipeline } from ${dist('src/pipeline/pipeline.js')}
 import { CONFIGURABLE_CATEGORIES } from ${dist('src/events/index.js')}
 import { createApiApp } from ${dist('src/api/app.js')}
 import { ALL_SCOPES, TokenSet } from ${dist('src/api/auth.js')}

@@ -22,7 +22,7 @@ const dist = (p: string) => JSON.stringify(pathToFileURL(join(root, 'dist', p)).
 // The daemon side. Counts its committed events (EventLog.onCommit) and reads them back on request.
 const DAEMON = `
 import { EventLog } from ${dist('src/store/event-log.js')}
-import { Pipeline } from ${dist('src/pipeline.js')}
+import { Pipeline } from ${dist('src/pipeline/pipeline.js')}
 import { Monitor } from ${dist('src/monitor/index.js')}
 import { createConsoleCollector } from ${dist('collectors/console.js')}
 const [wsUrl, dir, n] = process.argv.slice(-3)

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EventLog, type StoredRecord } from '../src/store/event-log.js'
-import { Pipeline, type EmitResult, type EventInput } from '../src/pipeline.js'
+import { Pipeline, type EmitResult, type EventInput } from '../src/pipeline/pipeline.js'
 
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b)

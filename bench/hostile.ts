@@ -13,7 +13,7 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { categoryOf, type TelemetryEvent } from '../src/events/index.js'
-import { fitEvent } from '../src/envelope-fit.js'
+import { fitEvent } from '../src/pipeline/envelope-fit.js'
 import {
   hostileCases,
   runHostileCase,

@@ -18,7 +18,7 @@ import { CdpProxy } from '../src/proxy/cdp-proxy.js'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Pipeline, type EventInput } from '../src/pipeline.js'
+import { Pipeline, type EventInput } from '../src/pipeline/pipeline.js'
 import { EventLog } from '../src/store/event-log.js'
 import { CONFIGURABLE_CATEGORIES } from '../src/events/index.js'
 

@@ -6,7 +6,7 @@
 import { ClassicLevel } from 'classic-level'
 import { join } from 'node:path'
 import { EventLog } from '../src/store/event-log.js'
-import { Pipeline } from '../src/pipeline.js'
+import { Pipeline } from '../src/pipeline/pipeline.js'
 import { eventKey } from '../src/store/keys.js'
 import { median, withTempDir, realisticEvent, fmt } from './common.js'
 

@@ -1,6 +1,6 @@
 // Child of store-rss.ts: the daemon's ingest core (compiled), fed N events, then reports its RSS.
 import { EventLog } from '../dist/src/store/event-log.js'
-import { Pipeline } from '../dist/src/pipeline.js'
+import { Pipeline } from '../dist/src/pipeline/pipeline.js'
 const [dir, nText] = process.argv.slice(2)
 const n = Number(nText)
 const log = await EventLog.open({ path: dir, retentionIntervalMs: 0 })

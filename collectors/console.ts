@@ -3,9 +3,9 @@
 import type { Protocol } from 'devtools-protocol'
 import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
 import { Disposer } from '../src/util/disposer.js'
-import type { Emit } from '../src/pipeline.js'
+import type { Emit } from '../src/pipeline/pipeline.js'
 import type { EventData } from '../src/events/index.js'
-import { Bounds } from '../src/bounds.js'
+import { Bounds } from '../src/pipeline/bounds.js'
 import { cutChars, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 
 export interface ConsoleCollectorOptions {

@@ -8,11 +8,11 @@
 // monitor's session, never from the page.
 import { randomBytes } from 'node:crypto'
 import { validateData, type Context } from '../src/events/index.js'
-import type { Emit, EventInput } from '../src/pipeline.js'
+import type { Emit, EventInput } from '../src/pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import { DOCUMENT_TYPES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
 import { buildInteractionScript } from './interaction-script.js'
-import { INTERACTION_BUDGET } from '../src/shedding.js'
+import { INTERACTION_BUDGET } from '../src/pipeline/shedding.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */

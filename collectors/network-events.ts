@@ -3,7 +3,7 @@
 import { STATUS_CODES } from 'node:http'
 import type { Protocol } from 'devtools-protocol'
 import type { Context, EventData } from '../src/events/index.js'
-import type { Bounds } from '../src/bounds.js'
+import type { Bounds } from '../src/pipeline/bounds.js'
 import type { CutBody } from './network-body.js'
 import { headerValue } from '../src/util/headers.js'
 

@@ -5,9 +5,9 @@
 // through the pipeline's load shedding like every other producer.
 import type { Protocol } from 'devtools-protocol'
 import type { TargetSession } from '../src/monitor/types.js'
-import type { Emit } from '../src/pipeline.js'
+import type { Emit } from '../src/pipeline/pipeline.js'
 import type { Context, EventData } from '../src/events/index.js'
-import type { Bounds } from '../src/bounds.js'
+import type { Bounds } from '../src/pipeline/bounds.js'
 import { Disposer } from '../src/util/disposer.js'
 import { cutBody } from './network-body.js'
 

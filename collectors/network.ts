@@ -4,7 +4,7 @@
 // a bounded number of Network.getResponseBody calls in total.
 import type { Protocol } from 'devtools-protocol'
 import { DEFAULT_BODY_MAX_BYTES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
-import type { Emit } from '../src/pipeline.js'
+import type { Emit } from '../src/pipeline/pipeline.js'
 import type { EventData } from '../src/events/index.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
@@ -13,7 +13,7 @@ import { attachSocketEvents } from './network-sockets.js'
 import { systemClock, type Clock } from '../src/util/clock.js'
 import { Disposer } from '../src/util/disposer.js'
 import { withTimeout } from '../src/util/with-timeout.js'
-import { Bounds } from '../src/bounds.js'
+import { Bounds } from '../src/pipeline/bounds.js'
 import {
   entryBytes,
   headerText,

@@ -4,8 +4,8 @@
 // Dialogs and downloads are only observed: nothing here answers a dialog or changes where a
 // download goes (the events come from the Page domain the capture plan enables anyway).
 import type { Protocol } from 'devtools-protocol'
-import { Bounds, cutUtf8 } from '../src/bounds.js'
-import { maskValue } from '../src/redact.js'
+import { Bounds, cutUtf8 } from '../src/pipeline/bounds.js'
+import { maskValue } from '../src/events/redact.js'
 import {
   DOCUMENT_TYPES,
   type BrowserScope,
@@ -13,7 +13,7 @@ import {
   type Detach,
   type TargetSession,
 } from '../src/monitor/types.js'
-import type { Emit } from '../src/pipeline.js'
+import type { Emit } from '../src/pipeline/pipeline.js'
 import type { EventData } from '../src/events/index.js'
 import { Disposer } from '../src/util/disposer.js'
 import { NavigationSettleRule, LAYOUT_STABLE_MS } from './page-settle.js'

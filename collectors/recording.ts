@@ -36,7 +36,7 @@ export interface CapturedFrame {
   jpeg: Buffer
 }
 
-/** Where frames go: the frame store (src/store/frame-store.ts). Must not block. */
+/** Where frames go: the frame store (src/recording/frame-store.ts). Must not block. */
 export interface FrameSink {
   add(frame: CapturedFrame): { dropped?: string }
 }

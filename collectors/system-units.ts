@@ -10,7 +10,7 @@
 // A clean `systemctl stop` (inactive, Result=success) is not a crash.
 import { execFile } from 'node:child_process'
 import type { EventData } from '../src/events/index.js'
-import type { Emit } from '../src/pipeline.js'
+import type { Emit } from '../src/pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 
 export const UNIT_PROPERTIES = [

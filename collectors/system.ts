@@ -13,7 +13,7 @@
 // pair on the monitor's typed events; one kmsg poll timer (500 ms) holding one open fd; one systemctl
 // poll timer (2 s) when units are watched. The unclean-stop report is emitted once at start.
 import type { EventData } from '../src/events/index.js'
-import type { Emit } from '../src/pipeline.js'
+import type { Emit } from '../src/pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../src/log.js'
 import type { Timers } from '../src/util/clock.js'
 import type { BrowserExit, MonitorState, MonitorView } from '../src/monitor/types.js'

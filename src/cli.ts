@@ -11,12 +11,12 @@ import {
   parseFleetServeConfig,
   parseServeConfig,
   SERVE_OPTIONS,
-} from './config.js'
+} from './config/config.js'
 import { startDaemon } from './main.js'
-import { startFleetServe, type FleetServe } from './fleet-serve.js'
+import { startFleetServe, type FleetServe } from './fleet/serve.js'
 import { clientCommands } from './cli/index.js'
 import { helpText, type CommandSpec } from './cli/args.js'
-import { notifyReady, notifyStopping } from './systemd-notify.js'
+import { notifyReady, notifyStopping } from './daemon/systemd-notify.js'
 
 export interface Command {
   name: string

@@ -1,6 +1,6 @@
 // Structured JSON logging (pino) with secrets redacted. One root logger; modules take a child.
 import { pino, type Logger } from 'pino'
-import { Redactor } from './redact.js'
+import { Redactor } from './events/redact.js'
 
 export type { Logger }
 

@@ -3,7 +3,7 @@
 import t, { type Test } from 'tap'
 import { BROWSER_ID, startApi, type TestApi } from './helpers/api.js'
 import type { Category, Envelope } from '../src/events/index.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 
 const N = 3000
 const STEP_US = 10_000 // 10 ms between events: 30 s of data

@@ -10,7 +10,7 @@ import { RecordingResponse, dechunk } from './helpers/sse.js'
 import { openStore } from './helpers/store.js'
 import { TelemetryStreams } from '../src/api/telemetry-stream.js'
 import type { Envelope } from '../src/events/index.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 
 const STREAM = `/browsers/${BROWSER_ID}/telemetry/stream`
 const tick = (): EventInput => ({ type: 'cdp_connect', data: {} })

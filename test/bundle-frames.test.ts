@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { BundleManifest } from '../src/bundle/manifest.js'
-import { FrameStore, type FrameMeta } from '../src/store/frame-store.js'
+import { FrameStore, type FrameMeta } from '../src/recording/frame-store.js'
 import { BROWSER_ID, T0_US, startBundleApi, unzipAll, standardToolsAccept } from './helpers/bundle.js'
 import { tempDir } from './helpers/store.js'
 

@@ -10,7 +10,7 @@ import { toHar } from '../src/har/index.js'
 import type { Envelope } from '../src/events/index.js'
 import { DEFAULT_BUNDLE_LIMITS } from '../src/bundle/bundle.js'
 import type { BundleManifest } from '../src/bundle/manifest.js'
-import { Redactor } from '../src/redact.js'
+import { Redactor } from '../src/events/redact.js'
 import type { EventLog } from '../src/store/event-log.js'
 import {
   BROWSER_ID,

@@ -2,7 +2,7 @@
 // commands of attach and of each live change, their order against collectors' attach/detach, and
 // a change racing an attach. Chromium itself: test/capture-live.test.ts.
 import t from 'tap'
-import { Bounds } from '../src/bounds.js'
+import { Bounds } from '../src/pipeline/bounds.js'
 import { AttachedTarget } from '../src/monitor/target-session.js'
 import { ProtocolErrorLog } from '../src/monitor/protocol-error.js'
 import { TargetCapture } from '../src/monitor/capture.js'

@@ -7,7 +7,7 @@ import {
   stackTraceOf,
   errorMessage,
 } from '../collectors/console-format.js'
-import { fitEvent } from '../src/envelope-fit.js'
+import { fitEvent } from '../src/pipeline/envelope-fit.js'
 import type { TelemetryEvent } from '../src/events/index.js'
 
 t.test('primitives render as the console prints them', async t => {

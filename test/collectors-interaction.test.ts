@@ -3,7 +3,7 @@
 import t from 'tap'
 import CDP from 'chrome-remote-interface'
 import { Monitor, type Collector, type TargetSession } from '../src/monitor/index.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import { createInteractionCollector } from '../collectors/interaction.js'
 import { startBrowser } from './helpers/browser.js'
 import { startServer, waitFor } from './helpers/http.js'

@@ -5,7 +5,7 @@ import { FakeTimers } from './helpers/fake-timers.js'
 import { BodyFetchQueue, cutBody, cutUtf8, isTextMime, postDataText } from '../collectors/network-body.js'
 import { NetworkIdleRule } from '../collectors/network-idle.js'
 import { RequestTable } from '../collectors/network-requests.js'
-import { Bounds } from '../src/bounds.js'
+import { Bounds } from '../src/pipeline/bounds.js'
 
 t.test('isTextMime keeps the documented text types and nothing else', async t => {
   for (const m of [

@@ -5,7 +5,7 @@ import { FakeTimers } from './helpers/fake-timers.js'
 import { fakeSession } from './helpers/fake-session.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import { fakeAccepted } from './helpers/store.js'
 
 function recorder() {

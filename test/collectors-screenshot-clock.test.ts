@@ -7,7 +7,7 @@ import { FakeClock } from './helpers/fake-timers.js'
 import { fakeAccepted } from './helpers/store.js'
 import { fakeSession } from './helpers/fake-session.js'
 import { createScreenshotCollector } from '../collectors/screenshot.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 
 /** A page session whose captureScreenshot answers with a fresh frame each time (or never, when `stuck`). */
 function fakePage(id = 'P1') {

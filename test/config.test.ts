@@ -1,5 +1,5 @@
 import t from 'tap'
-import { parseServeConfig, ConfigError, envName, SERVE_OPTIONS } from '../src/config.js'
+import { parseServeConfig, ConfigError, envName, SERVE_OPTIONS } from '../src/config/config.js'
 import { parseDuration } from '../src/util/duration.js'
 import { parseSize } from '../src/util/size.js'
 

@@ -2,7 +2,7 @@
 // validity, largest fields cut first, producer objects untouched; plus the pipeline end to end.
 import t from 'tap'
 import { EVENT_TYPES, categoryOf, validateEvent, type TelemetryEvent } from '../src/events/index.js'
-import { fitEvent, encodedBytes, cutToEncoded, ENVELOPE_OVERHEAD } from '../src/envelope-fit.js'
+import { fitEvent, encodedBytes, cutToEncoded, ENVELOPE_OVERHEAD } from '../src/pipeline/envelope-fit.js'
 import { genEvent, genString, rng, type GenShape } from './helpers/event-gen.js'
 import { accepted, openStore } from './helpers/store.js'
 

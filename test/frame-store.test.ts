@@ -4,7 +4,7 @@
 import t from 'tap'
 import { appendFile, readdir, readFile, rename, stat, truncate, unlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { FrameStore, type FrameInput, type FrameStoreFs } from '../src/store/frame-store.js'
+import { FrameStore, type FrameInput, type FrameStoreFs } from '../src/recording/frame-store.js'
 import { tempDir } from './helpers/store.js'
 
 /** A fake "JPEG": SOI, n filler bytes carrying a tag (so every frame differs), EOI. */

@@ -4,7 +4,7 @@
 import t from 'tap'
 import { HarBuilder, toHar, type HarStreamBounds } from '../src/har/index.js'
 import { categoryOf, type Envelope } from '../src/events/index.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import { sessionStep } from './helpers/session-mix.js'
 
 function envelopes(inputs: { at: number; input: EventInput }[]): Envelope[] {

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
 import { waitFor } from './helpers/http.js'
-import { DEFAULT_BOUNDS } from '../src/bounds.js'
+import { DEFAULT_BOUNDS } from '../src/pipeline/bounds.js'
 import { CdpClient, CdpCommandError, ConnectionClosedError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {

@@ -2,7 +2,7 @@
 // test receiver (official OTLP definitions). One heavy page with a console error, a failed request
 // and a request carrying the agent's W3C traceparent.
 import t from 'tap'
-import { parseServeConfig } from '../src/config.js'
+import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
 import type { Sink } from '../src/ship/sink.js'

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from '../src/config.js'
+import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from '../src/config/config.js'
 import { EVENT_DEFS, EVENT_TYPES } from '../src/events/index.js'
 
 const root = join(import.meta.dirname, '..')

@@ -2,8 +2,8 @@
 // parameters, 404 for unknown frames and browsers, 401 without a token, the JPEG itself, the
 // recording state, and the capture config's `recording` switch (PATCH / PUT / GET).
 import t, { type Test } from 'tap'
-import { FrameStore } from '../src/store/frame-store.js'
-import { RecordingSwitch } from '../src/recording-switch.js'
+import { FrameStore } from '../src/recording/frame-store.js'
+import { RecordingSwitch } from '../src/recording/switch.js'
 import { registerRecordingRoutes } from '../src/api/routes/recording.js'
 import { startApi, BROWSER_ID, TOKEN } from './helpers/api.js'
 import { tempDir } from './helpers/store.js'

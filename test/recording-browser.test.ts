@@ -17,7 +17,7 @@ import { startBrowser } from './helpers/browser.js'
 import { countingRelay, daemonBehindRelay } from './helpers/cdp-relay.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { openStore, tempDir } from './helpers/store.js'
-import { FrameStore, type FrameStoreFs } from '../src/store/frame-store.js'
+import { FrameStore, type FrameStoreFs } from '../src/recording/frame-store.js'
 import { createRecordingCollector } from '../collectors/recording.js'
 import { Monitor, RECORDING, capturePlan } from '../src/monitor/index.js'
 import {

@@ -1,6 +1,6 @@
 // The recording's flags and env twins, and the capture plan's `recording` (pages only).
 import t from 'tap'
-import { parseServeConfig, ConfigError } from '../src/config.js'
+import { parseServeConfig, ConfigError } from '../src/config/config.js'
 import { capturePlan, CAPTURE_CATEGORIES, RECORDING } from '../src/monitor/index.js'
 import { jpegSize } from '../collectors/recording.js'
 

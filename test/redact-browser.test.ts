@@ -4,10 +4,10 @@
 // bearer token and a cookie; neither may appear in the log either.
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { parseServeConfig } from '../src/config.js'
+import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
 import { createLogger } from '../src/log.js'
-import { Redactor } from '../src/redact.js'
+import { Redactor } from '../src/events/redact.js'
 import { toHar } from '../src/har/index.js'
 import type { Envelope } from '../src/events/index.js'
 import { startServer, waitFor } from './helpers/http.js'

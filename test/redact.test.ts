@@ -1,7 +1,7 @@
 // Redactor: exact masking of headers, URLs (userinfo, query, fragment), form/JSON bodies, log objects.
 import t from 'tap'
-import { Redactor, maskValue } from '../src/redact.js'
-import { Pipeline } from '../src/pipeline.js'
+import { Redactor, maskValue } from '../src/events/redact.js'
+import { Pipeline } from '../src/pipeline/pipeline.js'
 import { accepted as ok, openStore } from './helpers/store.js'
 
 const r = new Redactor({ headers: ['X-Custom-Secret'], params: ['otp'] })

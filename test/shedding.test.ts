@@ -12,10 +12,10 @@ import {
   QUIET_EVENTS_PER_SEC,
   defaultShedding,
   type ShedOptions,
-} from '../src/shedding.js'
+} from '../src/pipeline/shedding.js'
 import { EventLog } from '../src/store/event-log.js'
-import { Pipeline, type EventInput } from '../src/pipeline.js'
-import { createMetrics } from '../src/metrics.js'
+import { Pipeline, type EventInput } from '../src/pipeline/pipeline.js'
+import { createMetrics } from '../src/metrics/metrics.js'
 import { accepted, openStore } from './helpers/store.js'
 import { BROWSER_ID, startApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'

@@ -3,8 +3,8 @@ import type { ClassicLevel } from 'classic-level'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { EventLog, DataDirLockedError, DEFAULT_READ_MAX_BYTES } from '../src/store/event-log.js'
-import { Pipeline } from '../src/pipeline.js'
-import type { EventInput } from '../src/pipeline.js'
+import { Pipeline } from '../src/pipeline/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import { accepted, keepLevel, openStore, tempDir } from './helpers/store.js'
 
 const call = (i: number): EventInput => ({

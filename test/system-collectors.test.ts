@@ -17,7 +17,7 @@ import {
 } from '../src/monitor/index.js'
 import { CdpProxy } from '../src/proxy/cdp-proxy.js'
 import type { Envelope } from '../src/events/index.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import {
   OomWatcher,
   reportPreviousUncleanStop,

@@ -9,7 +9,7 @@ import {
   type UnitStatus,
   type UnitTrack,
 } from '../collectors/system-units.js'
-import type { EventInput } from '../src/pipeline.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import { validateData } from '../src/events/index.js'
 import { fakeAccepted } from './helpers/store.js'
 

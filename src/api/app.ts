@@ -2,7 +2,7 @@
 // `(router: ApiRouter) => void` functions, so uploads/extensions/ingest plug in without touching this file.
 import Koa from 'koa'
 import type { EventLog } from '../store/event-log.js'
-import type { ConfigurableCategory, Pipeline } from '../pipeline.js'
+import type { ConfigurableCategory, Pipeline } from '../pipeline/pipeline.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
 import { bearerAuth, type TokenSet } from './auth.js'
@@ -13,7 +13,7 @@ import { ApiError } from './errors.js'
 import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes } from './routes/telemetry.js'
-import type { RecordingSwitch } from '../recording-switch.js'
+import type { RecordingSwitch } from '../recording/switch.js'
 import { TelemetryStreams } from './telemetry-stream.js'
 
 export interface ApiDeps {

@@ -8,7 +8,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Middleware } from 'koa'
 import type { ApiState } from './operation.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 
 export interface DrainLimits {
   /** Most body bytes read and discarded after a refusal before the connection is destroyed. */

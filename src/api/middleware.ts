@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Middleware } from 'koa'
-import type { Emit } from '../pipeline.js'
+import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import { ServiceError } from '../errors.js'
 import { ApiError } from './errors.js'

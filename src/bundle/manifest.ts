@@ -1,6 +1,6 @@
 // manifest.json of a bundle: what the bundle holds and under which rules it was made. Tools read it
 // (its field names are a contract, like the file names), so it only grows new fields.
-import type { RedactionPolicy } from '../redact.js'
+import type { RedactionPolicy } from '../events/redact.js'
 import type { FrameGap } from './frames.js'
 
 export const BUNDLE_FORMAT = 'browser-telemetry-bundle'

@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node'
 import { parseTimeBound } from '../api/telemetry-query.js'
 import type { Category, Envelope } from '../events/index.js'
 import { parseNatsServers, type NatsAuth } from '../ship/connect.js'
-import { connectFleet, readFleet, type FleetMessage } from '../ship/fleet-reader.js'
+import { connectFleet, readFleet, type FleetMessage } from '../fleet/reader.js'
 import {
   intOption,
   helpText,

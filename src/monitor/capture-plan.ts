@@ -24,7 +24,7 @@
 // - Auto-attach: OOPIFs only when a category reports from them (console, network, page,
 //   interaction); dedicated/shared/service workers only for console or network.
 import type { Category, TargetType } from '../events/index.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 import { DOCUMENT_TYPES, FRAME_TYPES, WORKER_TYPES } from './target-types.js'
 
 /** Categories whose capture needs CDP work on targets. */

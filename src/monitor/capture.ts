@@ -3,7 +3,7 @@
 // detaches the collectors switched off, disables / enables the domains that changed and attaches
 // the collectors switched on, on the same session (no reattach; other categories' state untouched).
 import type { Protocol } from 'devtools-protocol'
-import type { Emit } from '../pipeline.js'
+import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import {
   TIMELINE_EVENT_TYPES,

@@ -1,9 +1,9 @@
 // One browser-level CDP connection and every target attached through it. A reconnect never reuses
 // a BrowserConnection: the monitor closes the old one (dropping all per-target state) and opens a new one.
 import type { TargetType } from '../events/index.js'
-import type { Emit } from '../pipeline.js'
+import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
-import type { Bounds } from '../bounds.js'
+import type { Bounds } from '../pipeline/bounds.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { autoAttachParams, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'

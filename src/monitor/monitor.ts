@@ -1,10 +1,10 @@
 // The monitor: finds or launches the browser, owns the one CDP connection (BrowserConnection) and
 // runs the reconnect state machine (collecting -> disconnected -> collecting | failed).
 import { EventEmitter } from 'node:events'
-import type { Emit, EventInput } from '../pipeline.js'
+import type { Emit, EventInput } from '../pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
-import { Bounds } from '../bounds.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { Bounds } from '../pipeline/bounds.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { BrowserConnection } from './connection.js'

@@ -1,7 +1,7 @@
 // One attached target (a flattened CDP session): its context bookkeeping and its collectors' listeners.
 // The connection routes every message carrying this sessionId to dispatch(); the monitor's own
 // bookkeeping (track) runs before any collector handler of the same event.
-import type { Bounds } from '../bounds.js'
+import type { Bounds } from '../pipeline/bounds.js'
 import type { Protocol } from 'devtools-protocol'
 import type { Context, TargetType } from '../events/index.js'
 import type { Logger } from '../log.js'

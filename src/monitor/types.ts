@@ -2,7 +2,7 @@
 // pipeline types); the monitor implements it.
 import type { ProtocolMapping } from 'devtools-protocol/types/protocol-mapping.js'
 import type { Context, TargetType } from '../events/index.js'
-import type { Emit } from '../pipeline.js'
+import type { Emit } from '../pipeline/pipeline.js'
 import type { PlanCollector } from './capture-plan.js'
 
 export type CdpCommand = keyof ProtocolMapping.Commands

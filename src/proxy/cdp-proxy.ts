@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer, type RawData } from 'ws'
-import type { Emit } from '../pipeline.js'
+import type { Emit } from '../pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import {
   authorize,
@@ -21,7 +21,7 @@ import {
 import { CommandLog } from './command-log.js'
 import { answerDiscovery } from './discovery-route.js'
 import { upstreamPathFor } from './discovery.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 
 export { proxyAuthRequired, type CdpProxyAuth } from './admission.js'
 

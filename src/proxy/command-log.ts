@@ -3,7 +3,7 @@
 // (no_answer). The browser's events are never parsed: an answer is recognised by its first bytes
 // (Chromium writes `{"id":N,` first and `"sessionId":"..."}` last), and only error answers, target
 // attachments and, when parameters are captured, results are parsed whole.
-import type { Emit } from '../pipeline.js'
+import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 
 export interface CommandLogOptions {

@@ -16,7 +16,7 @@
 //   the transport may say what the destination already holds (NATS does; OTLP cannot).
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 import { Backoff } from '../util/backoff.js'
 import { withDefaults } from '../util/defaults.js'
 import type { LinkEvents, Refusal, ShipLink } from './link.js'

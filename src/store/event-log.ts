@@ -4,7 +4,7 @@
 import { ClassicLevel } from 'classic-level'
 import type { TelemetryEvent } from '../events/index.js'
 import { silentLogger } from '../log.js'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 import type { Logger } from '../log.js'
 import { LogWriter, WRITE_MERGE_EVENTS, type Appended, type CommitListener, type WriterHealth } from './log-writer.js'
 import { LogReader, type ReadQuery, type ReadResult } from './log-reader.js'

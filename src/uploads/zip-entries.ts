@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { Readable } from 'node:stream'
 import { crc32 } from 'node:zlib'
 import yauzl from 'yauzl'
-import { DEFAULT_SETTINGS } from '../default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 import { invalidZip, unsafeEntry, UploadError } from './errors.js'
 
 export interface ZipLimits {

@@ -1,4 +1,4 @@
-// The one command-line option parser: `serve` (src/config.ts) and every client command
+// The one command-line option parser: `serve` (src/config/config.ts) and every client command
 // (src/cli/args.ts) describe their flags as OptionSpec tables, parse them with node:util parseArgs
 // through parseOptions, and print them with optionLines. Callers turn OptionsError into their own
 // error (ConfigError for serve, a usage error for client commands).

@@ -6,7 +6,7 @@ import { ALL_SCOPES, TokenSet } from '../../src/api/auth.js'
 import type { Scope } from '../../src/api/operation.js'
 import { startApiServer, type ApiServer } from '../../src/api/server.js'
 import type { EventLogOptions } from '../../src/store/event-log.js'
-import type { PipelineOptions } from '../../src/pipeline.js'
+import type { PipelineOptions } from '../../src/pipeline/pipeline.js'
 import { openStore } from './store.js'
 
 export const TOKEN = 'test-token-all'

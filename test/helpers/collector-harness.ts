@@ -5,7 +5,7 @@ import { startBrowser } from './browser.js'
 import { waitFor } from './http.js'
 import { openStore } from './store.js'
 import { Monitor, type CaptureSource, type Collector, type TargetSession } from '../../src/monitor/index.js'
-import type { Emit, EventInput } from '../../src/pipeline.js'
+import type { Emit, EventInput } from '../../src/pipeline/pipeline.js'
 import type { Logger } from '../../src/log.js'
 import type { Envelope, EventType, EventData } from '../../src/events/index.js'
 

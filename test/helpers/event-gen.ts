@@ -3,7 +3,7 @@
 // elements, many header entries. Used by the envelope-cap property tests and bench/hostile.ts.
 import { Kind, OptionalKind, type TSchema } from '@sinclair/typebox'
 import { EVENT_DEFS, type EventType } from '../../src/events/index.js'
-import type { EventInput } from '../../src/pipeline.js'
+import type { EventInput } from '../../src/pipeline/pipeline.js'
 
 export interface GenShape {
   /** Longest generated string, UTF-16 units. */

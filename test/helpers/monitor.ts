@@ -1,5 +1,5 @@
 // Shared bits of the monitor tests: a recording emit and a minimal console collector.
-import type { Emit, EventInput, Pipeline } from '../../src/pipeline.js'
+import type { Emit, EventInput, Pipeline } from '../../src/pipeline/pipeline.js'
 import type { Collector, TargetSession } from '../../src/monitor/index.js'
 
 /** Wraps pipeline.emit (validation + gating stay real) and remembers every accepted input. */

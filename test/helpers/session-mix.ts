@@ -3,7 +3,7 @@
 // with messages, agent commands and screenshots. Step n is one "second" of the session; the bundle
 // tests, the CLI tests and bench/bundle.ts build their logs with it.
 import { randomBytes } from 'node:crypto'
-import type { EventInput } from '../../src/pipeline.js'
+import type { EventInput } from '../../src/pipeline/pipeline.js'
 
 /** A 1x1 PNG (what the screenshot collector stores, base64). */
 export const TINY_PNG =

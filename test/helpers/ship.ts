@@ -1,6 +1,6 @@
 // Waiting on a sink without sleeping, and a producer of small valid events of every category mix.
 import type { Sink } from '../../src/ship/sink.js'
-import type { EventInput, Pipeline } from '../../src/pipeline.js'
+import type { EventInput, Pipeline } from '../../src/pipeline/pipeline.js'
 
 /** Resolves once the shipper's watermark reaches `seq` (an event, not a poll). */
 export function ackedUpTo(s: Sink, seq: () => number): Promise<void> {

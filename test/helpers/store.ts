@@ -11,7 +11,7 @@ import {
   type EmitResult,
   type EventInput,
   type PipelineOptions,
-} from '../../src/pipeline.js'
+} from '../../src/pipeline/pipeline.js'
 import { categoryOf, type TelemetryEvent } from '../../src/events/index.js'
 import { ExtensionMetaStore } from '../../src/uploads/extension-meta.js'
 

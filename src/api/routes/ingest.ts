@@ -26,7 +26,7 @@ import {
   type EventType,
   type Source,
 } from '../../events/index.js'
-import type { EventInput, Pipeline } from '../../pipeline.js'
+import type { EventInput, Pipeline } from '../../pipeline/pipeline.js'
 import { ApiError, invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiRouter } from '../route-table.js'

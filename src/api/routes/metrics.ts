@@ -2,7 +2,7 @@
 import type { Middleware } from 'koa'
 import { performance } from 'node:perf_hooks'
 import { Type } from '@sinclair/typebox'
-import type { Metrics } from '../../metrics.js'
+import type { Metrics } from '../../metrics/metrics.js'
 import type { ApiState } from '../operation.js'
 import type { ApiRouter } from '../route-table.js'
 

@@ -1,9 +1,9 @@
 // Screen recording routes (read scope): frame metadata paged like the events API, one frame's JPEG,
 // and the recording's state (on/off, store use, gaps). Frames live in the frame store
-// (src/store/frame-store.ts), never in the event log.
+// (src/recording/frame-store.ts), never in the event log.
 import { Type } from '@sinclair/typebox'
-import type { FrameStore } from '../../store/frame-store.js'
-import type { RecordingSwitch } from '../../recording-switch.js'
+import type { FrameStore } from '../../recording/frame-store.js'
+import type { RecordingSwitch } from '../../recording/switch.js'
 import { invalidInput, notFound } from '../errors.js'
 import type { ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'

@@ -16,7 +16,7 @@ export interface SystemRouteDeps {
   shippingState?: () => Health['shipping']
   /** OTLP export state per sink (src/ship); absent = off. */
   sinksState?: () => Record<string, { state: string }>
-  /** Full-disk read-only mode (src/disk-guard.ts). */
+  /** Full-disk read-only mode (src/daemon/disk-guard.ts). */
   diskState?: () => { readOnly: boolean; reason?: string }
 }
 

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { CONFIGURABLE_CATEGORIES, EnvelopeSchema, type EventData } from '../../events/index.js'
-import type { ConfigurableCategory, Pipeline } from '../../pipeline.js'
+import type { ConfigurableCategory, Pipeline } from '../../pipeline/pipeline.js'
 import type { EventLog } from '../../store/event-log.js'
 import { ApiError, invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
@@ -13,7 +13,7 @@ import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
 import type { EventReader } from '../telemetry-source.js'
 import type { ServerResponse } from 'node:http'
-import type { RecordingSwitch } from '../../recording-switch.js'
+import type { RecordingSwitch } from '../../recording/switch.js'
 
 export interface TelemetryRouteDeps {
   log: EventLog

@@ -1,6 +1,6 @@
 // GET /viewer/: the session viewer's static assets (built by scripts/build-viewer.mjs into
 // dist/viewer). Assets hold no data, so they need no token; the page's own data calls use the
-// bearer token against the telemetry routes. The assets, read once at startup (src/viewer-assets.ts),
+// bearer token against the telemetry routes. The assets, read once at startup (src/api/viewer-assets.ts),
 // are served from memory: no request path reaches the disk.
 import {
   VIEWER_CSP,
@@ -9,7 +9,7 @@ import {
   loadViewerAssets,
   type ViewerAsset,
   type ViewerAssets,
-} from '../../viewer-assets.js'
+} from '../viewer-assets.js'
 import { Type } from '@sinclair/typebox'
 import { ApiError, notFound } from '../errors.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'

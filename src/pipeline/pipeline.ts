@@ -15,13 +15,13 @@ import {
   type Source,
   type TelemetryEvent,
   type ValidationIssue,
-} from './events/index.js'
-import type { EventLog } from './store/event-log.js'
-import { silentLogger, type Logger } from './log.js'
+} from '../events/index.js'
+import type { EventLog } from '../store/event-log.js'
+import { silentLogger, type Logger } from '../log.js'
 import { fitEvent, ENVELOPE_OVERHEAD } from './envelope-fit.js'
 import { LoadShedder, defaultShedding, type ShedOptions } from './shedding.js'
-import { Redactor } from './redact.js'
-import { DEFAULT_SETTINGS } from './default-settings.js'
+import { Redactor } from '../events/redact.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 
 export type ConfigurableCategory = Exclude<Category, 'monitor'>
 
@@ -69,11 +69,11 @@ export interface PipelineOptions {
   categories?: Iterable<ConfigurableCategory>
   /** Envelope size cap in UTF-8 bytes (default 1 MiB). */
   maxEnvelopeBytes?: number
-  /** Secret masking (src/redact.ts); default: the built-in header and parameter lists. */
+  /** Secret masking (src/events/redact.ts); default: the built-in header and parameter lists. */
   redactor?: Redactor
   /** Unix microseconds; injectable so tests can step the clock back. */
   clock?: () => number
-  /** Load shedding and the fixed caps (src/shedding.ts); default defaultShedding(512 MiB), false disables. */
+  /** Load shedding and the fixed caps (src/pipeline/shedding.ts); default defaultShedding(512 MiB), false disables. */
   shedding?: ShedOptions | false
   /** Monotonic milliseconds for the shedding windows and caps (tests). */
   sheddingClock?: () => number
@@ -276,7 +276,7 @@ export class Pipeline {
     if (this.invalidLogged++ < 20) this.logger.warn({ type: input.type, issues }, 'dropped invalid event')
   }
 
-  /** Cuts the event to the envelope cap (src/envelope-fit.ts); returns the event JSON. */
+  /** Cuts the event to the envelope cap (src/pipeline/envelope-fit.ts); returns the event JSON. */
   private fit(event: TelemetryEvent): string {
     const { json, cut } = fitEvent(event, this.maxBytes)
     if (cut) this.stats.truncated++

@@ -2,8 +2,8 @@
 // tables) and the counters of what was cut or evicted to stay within them. One `Bounds` per daemon
 // (main.ts builds it from the config) is handed to the connection and the collectors through their
 // options and read by /metrics; tests build their own.
-import { DEFAULT_SETTINGS } from './default-settings.js'
-import { withDefaults } from './util/defaults.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
+import { withDefaults } from '../util/defaults.js'
 
 export interface StateBounds {
   /** URLs kept in events and per-target state, UTF-8 bytes. */

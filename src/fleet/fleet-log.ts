@@ -19,7 +19,7 @@ import {
   type ReadResult,
   type StoredRecord,
 } from '../store/event-log.js'
-import { HEADER_SEQ, encodeSubjectToken } from './subject.js'
+import { HEADER_SEQ, encodeSubjectToken } from '../ship/subject.js'
 
 export interface FleetLogOptions {
   stream: string

@@ -47,9 +47,9 @@ export const VIEWER_SECURITY_HEADERS: Record<string, string> = {
   'Cross-Origin-Resource-Policy': 'same-origin',
 }
 
-/** Where the built assets are: dist/viewer, seen from dist/src (built) or src (tsx). */
+/** Where the built assets are: dist/viewer, seen from dist/src/api (built) or src/api (tsx). */
 export function defaultViewerDir(): string {
-  const up = fileURLToPath(new URL('../', import.meta.url))
+  const up = fileURLToPath(new URL('../../', import.meta.url))
   for (const dir of [join(up, 'viewer'), join(up, 'dist', 'viewer')])
     if (existsSync(join(dir, 'index.html'))) return dir
   return join(up, 'dist', 'viewer')

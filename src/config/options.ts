@@ -1,12 +1,12 @@
 // Every `browser-telemetry serve` flag: type, default and help, each with a BROWSER_TELEMETRY_<NAME>
 // env twin. Numeric defaults are formatted from DEFAULT_SETTINGS, so --help, the README's
 // configuration table and the env example state the values the modules use. config.ts parses them.
-import { DEFAULT_CATEGORIES } from './pipeline.js'
-import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from './redact.js'
-import { DEFAULT_SETTINGS as D } from './default-settings.js'
-import { formatDuration } from './util/duration.js'
-import { formatSize } from './util/size.js'
-import type { OptionSpec } from './util/options.js'
+import { DEFAULT_CATEGORIES } from '../pipeline/pipeline.js'
+import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from '../events/redact.js'
+import { DEFAULT_SETTINGS as D } from '../defaults.js'
+import { formatDuration } from '../util/duration.js'
+import { formatSize } from '../util/size.js'
+import type { OptionSpec } from '../util/options.js'
 
 /** Every serve flag. The README's configuration table and the env example are written from this. */
 export const SERVE_OPTIONS: Record<string, OptionSpec> = {

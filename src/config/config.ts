@@ -1,21 +1,21 @@
-// The configuration of `browser-telemetry serve`: the flags of serve-options.ts (each with a
+// The configuration of `browser-telemetry serve`: the flags of config/options.ts (each with a
 // BROWSER_TELEMETRY_<NAME> env twin) parsed and validated once into a ServeConfig. Pure:
 // parseServeConfig(argv, env) throws ConfigError.
-import { CONFIGURABLE_CATEGORIES } from './events/index.js'
-import type { ConfigurableCategory } from './pipeline.js'
-import { MIN_ENVELOPE_BYTES } from './envelope-fit.js'
-import { defaultShedding, type ShedOptions } from './shedding.js'
-import type { StateBounds } from './bounds.js'
-import { parseDuration } from './util/duration.js'
-import { parseSize } from './util/size.js'
-import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from './util/options.js'
-import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from './serve-options.js'
-import { parseNatsServers } from './ship/connect.js'
-import { isValidSubjectPrefix } from './ship/subject.js'
-import type { NatsConfig } from './ship/index.js'
-import { parseOtlpConfig, type OtlpConfig } from './ship/otlp-config.js'
+import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
+import type { ConfigurableCategory } from '../pipeline/pipeline.js'
+import { MIN_ENVELOPE_BYTES } from '../pipeline/envelope-fit.js'
+import { defaultShedding, type ShedOptions } from '../pipeline/shedding.js'
+import type { StateBounds } from '../pipeline/bounds.js'
+import { parseDuration } from '../util/duration.js'
+import { parseSize } from '../util/size.js'
+import { OptionsError, parseOptions, type OptionSpec, type OptionValue } from '../util/options.js'
+import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from './options.js'
+import { parseNatsServers } from '../ship/connect.js'
+import { isValidSubjectPrefix } from '../ship/subject.js'
+import type { NatsConfig } from '../ship/index.js'
+import { parseOtlpConfig, type OtlpConfig } from '../ship/otlp-config.js'
 
-export { SERVE_OPTIONS, FLEET_SERVE_OPTIONS, envName } from './serve-options.js'
+export { SERVE_OPTIONS, FLEET_SERVE_OPTIONS, envName } from './options.js'
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -157,7 +157,7 @@ export function parseCategories(text: string, what = '--categories'): Configurab
 }
 
 function sheddingConfig(get: (flag: string) => string | undefined): ShedOptions {
-  // The page cap follows the retention: a share of it (src/shedding.ts, README "Limits").
+  // The page cap follows the retention: a share of it (src/pipeline/shedding.ts, README "Limits").
   return {
     ...defaultShedding(size('retention-bytes', get('retention-bytes')!)),
     backlogBytes: minSize('shed-backlog-bytes', get('shed-backlog-bytes')!, 1024 * 1024),

@@ -1,12 +1,12 @@
 // `fleet serve` wiring (its command lives in cli.ts, next to `serve`). The fleet stream as a source (src/ship) behind the
 // daemon's telemetry read and stream routes (src/api), on its own port. Stateless: everything it
 // answers comes from the stream at the time of the request, so several can run side by side.
-import { createFleetApiApp, type FleetApiApp } from './api/fleet-app.js'
-import { loadTokens } from './api/auth.js'
-import { startApiServer } from './api/server.js'
-import type { FleetServeConfig } from './config.js'
-import { createLogger, type Logger } from './log.js'
-import { FleetSource } from './ship/fleet-source.js'
+import { createFleetApiApp, type FleetApiApp } from './app.js'
+import { loadTokens } from '../api/auth.js'
+import { startApiServer } from '../api/server.js'
+import type { FleetServeConfig } from '../config/config.js'
+import { createLogger, type Logger } from '../log.js'
+import { FleetSource } from './source.js'
 
 export interface FleetServe {
   url: string

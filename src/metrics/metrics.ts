@@ -3,9 +3,9 @@
 // onEmit observer and the log's onCommit listener, gauges read callbacks at scrape time, and the few
 // things only a module knows (HTTP requests, SSE clients without a callback) have handles it calls.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { EmitObservation, Pipeline } from './pipeline.js'
-import type { EventLog } from './store/event-log.js'
-import type { MonitorStatus } from './monitor/index.js'
+import type { EmitObservation, Pipeline } from '../pipeline/pipeline.js'
+import type { EventLog } from '../store/event-log.js'
+import type { MonitorStatus } from '../monitor/index.js'
 
 export type { Registry }
 

@@ -4,7 +4,7 @@
 // restarted in a loop. A background check resumes writing once space is back (reserve re-made).
 import { open, statfs, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { silentLogger, type Logger } from './log.js'
+import { silentLogger, type Logger } from '../log.js'
 
 export interface DiskGuardOptions {
   dir: string

@@ -8,8 +8,8 @@
 // A masked value becomes `[redacted:<n>]`, n its length class (the next power of two >= its length,
 // at least 8), so a reader still sees that a field was there and roughly how big it was. The field
 // itself always stays.
-import type { TelemetryEvent } from './events/index.js'
-import { headerValue } from './util/headers.js'
+import type { TelemetryEvent } from './index.js'
+import { headerValue } from '../util/headers.js'
 
 export const DEFAULT_REDACTED_HEADERS = [
   'authorization',

@@ -8,7 +8,7 @@
 // share of the retention bytes (a page must not push every other page's history out of
 // retention), and the interaction category's human rate (forged input events).
 // Pure and clock-injectable; the pipeline decides what a refusal means (a drop that consumes its seq).
-import { DEFAULT_SETTINGS } from './default-settings.js'
+import { DEFAULT_SETTINGS } from '../defaults.js'
 
 export interface CategoryEventBudget {
   eventsPerSec: number

@@ -10,7 +10,7 @@
 //      strings are water-filled again with no floor.
 // Every cut keeps the event valid against its schema (no array has minItems, header and metadata
 // maps are open records, strings are cut as prefixes so maxLength/pattern rules still hold).
-import type { TelemetryEvent } from './events/index.js'
+import type { TelemetryEvent } from '../events/index.js'
 
 /** `{"seq":` + 16 digits (any safe integer) + `,"event":` + `}`. */
 export const ENVELOPE_OVERHEAD = 7 + 16 + 9 + 1
