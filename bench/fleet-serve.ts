@@ -145,7 +145,7 @@ try {
     // One seek by seq: a page of one event at a random cursor; the requests it made.
     const reader = fleet.source.browser(BROWSER)
     const stats = fleet.source.stats
-    const info = await fleet.source.log.bounds()
+    const info = await fleet.source.log.stream.bounds()
     const gets: number[] = []
     const ms: number[] = []
     for (let i = 0; i < SEEKS; i++) {

@@ -7,7 +7,8 @@ import { silentLogger } from '../log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import type { Logger } from '../log.js'
 import { LogWriter, WRITE_MERGE_EVENTS, type Appended, type CommitListener, type WriterHealth } from './log-writer.js'
-import { LogReader, type ReadQuery, type ReadResult } from './log-reader.js'
+import { LogReader } from './log-reader.js'
+import type { ReadQuery, ReadResult } from './page.js'
 import { Retention } from './retention.js'
 import { markClean, recover } from './log-meta.js'
 import { ModuleMeta } from './module-meta.js'
@@ -15,7 +16,16 @@ import { ModuleMeta } from './module-meta.js'
 export type { StoredRecord } from './keys.js'
 export { RECORD_HEADER_BYTES } from './keys.js'
 export type { CommitListener } from './log-writer.js'
-export { DEFAULT_READ_MAX_BYTES, type ReadQuery, type ReadResult } from './log-reader.js'
+export {
+  DEFAULT_READ_MAX_BYTES,
+  PageCut,
+  pageLimit,
+  seekPosition,
+  storedBytes,
+  type PositionProbe,
+  type ReadQuery,
+  type ReadResult,
+} from './page.js'
 
 export interface EventLogOptions {
   path: string

@@ -11,39 +11,17 @@ import {
   tsOfRecord,
   EVENT_RANGE_START,
   EVENT_RANGE_END,
-  type StoredRecord,
   CATEGORY_BY_CODE,
   MAX_WRITE_EVENTS,
 } from './keys.js'
-
-export interface ReadQuery {
-  order: 'asc' | 'desc'
-  limit: number
-  /** asc: first position to read; desc: exclusive upper position. Opaque to clients. */
-  cursor?: number
-  /** asc only; ignored when cursor is set. Unix microseconds, inclusive. */
-  sinceUs?: number
-  /** Unix microseconds, exclusive. Bounds the page in both directions, cursor or not. */
-  untilUs?: number
-  /** Only these categories (undefined = all). */
-  categories?: ReadonlySet<Category>
-  /**
-   * Stop adding records once their stored bytes would pass this (default DEFAULT_READ_MAX_BYTES; a page
-   * always holds at least one): hundreds of envelopes of up to 1 MiB each must never be materialised at
-   * once by a reader (events API, SSE replay, shipper). hasMore/nextCursor continue after the cut.
-   */
-  maxBytes?: number
-}
-
-/** Bytes of stored records one read() materialises at most (plus one batch of values in flight). */
-export const DEFAULT_READ_MAX_BYTES = 8 * 1024 * 1024
-
-export interface ReadResult {
-  records: StoredRecord[]
-  hasMore: boolean
-  /** Where the next page starts; 0 when there is nothing more. */
-  nextCursor: number
-}
+import {
+  DEFAULT_READ_MAX_BYTES,
+  PageCut,
+  pageLimit,
+  seekPosition,
+  type ReadQuery,
+  type ReadResult,
+} from './page.js'
 
 /** The retained range: oldest retained seq and last committed seq (both move while reads run). */
 export interface LogPositions {
@@ -66,28 +44,15 @@ export class LogReader {
     private readonly positions: LogPositions,
   ) {}
 
-  /** First seq whose ts >= tsUs (or lastSeq + 1 when none): binary search over positions, O(log n) seeks. */
+  /** First seq whose ts >= tsUs (or lastSeq + 1 when none): the page module's seek over positions. */
   async seekTs(tsUs: number): Promise<number> {
     const it = this.db.iterator({ gte: EVENT_RANGE_START, lt: EVENT_RANGE_END })
     try {
-      let lo = this.positions.firstSeq
-      let hi = this.positions.lastSeq + 1
-      while (lo < hi) {
-        const mid = Math.floor((lo + hi) / 2)
+      const lo = await seekPosition(this.positions.firstSeq, this.positions.lastSeq + 1, tsUs, async mid => {
         it.seek(eventKey(mid))
         const entry = await it.next()
-        if (!entry) {
-          hi = mid
-          continue
-        }
-        const seq = seqOfEventKey(entry[0])
-        if (seq >= hi) {
-          hi = mid
-          continue
-        }
-        if (tsOfRecord(entry[1]) >= tsUs) hi = mid
-        else lo = seq + 1
-      }
+        return entry && { position: seqOfEventKey(entry[0]), key: tsOfRecord(entry[1]) }
+      })
       // lo is a position; report the first existing record at or after it.
       it.seek(eventKey(lo))
       const entry = await it.next()
@@ -98,7 +63,7 @@ export class LogReader {
   }
 
   async read(q: ReadQuery): Promise<ReadResult> {
-    const limit = Math.max(1, Math.floor(q.limit))
+    const limit = pageLimit(q)
     let lo = 0
     let hi = Number.MAX_SAFE_INTEGER // exclusive
     if (q.untilUs !== undefined) hi = await this.seekTs(q.untilUs)
@@ -112,18 +77,11 @@ export class LogReader {
     if (lo >= hi) return { records: [], hasMore: false, nextCursor: 0 }
     const reverse = q.order === 'desc'
     const cats = q.categories && q.categories.size < CATEGORY_BY_CODE.length ? q.categories : undefined
-    const maxBytes = q.maxBytes ?? DEFAULT_READ_MAX_BYTES
-    const records: StoredRecord[] = []
-    let bytes = 0
-    let hasMore = false
-    /** Adds one value unless the page is full (by count or bytes); false = stop, more exists. */
+    const page = new PageCut(limit, q.maxBytes ?? DEFAULT_READ_MAX_BYTES, reverse)
+    /** Adds one stored value unless the page is full; false = stop, more exists. */
     const take = (seq: number, v: Uint8Array): boolean => {
-      if (records.length >= limit || (records.length > 0 && bytes + v.length > maxBytes)) {
-        hasMore = true
-        return false
-      }
-      records.push(decodeRecord(seq, v))
-      bytes += v.length
+      if (!page.fits(v.length)) return false
+      page.add(decodeRecord(seq, v), v.length)
       return true
     }
     if (!cats) {
@@ -136,7 +94,7 @@ export class LogReader {
       })
       try {
         fill: for (;;) {
-          const entries = await it.nextv(limit + 1 - records.length)
+          const entries = await it.nextv(limit + 1 - page.records.length)
           if (entries.length === 0) break
           for (const [k, v] of entries) if (!take(seqOfEventKey(k), v)) break fill
         }
@@ -158,9 +116,7 @@ export class LogReader {
         }
       }
     }
-    const last = records[records.length - 1]
-    const nextCursor = hasMore && last ? (reverse ? last.seq : last.seq + 1) : 0
-    return { records, hasMore: hasMore && nextCursor > 0, nextCursor }
+    return page.result()
   }
 
   /** Up to `want` seqs of one category in [lo, hi), in read order, from the per-write index blocks. */
