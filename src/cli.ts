@@ -6,7 +6,6 @@ import { realpathSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import {
   ConfigError,
-  envName,
   FLEET_SERVE_OPTIONS,
   parseFleetServeConfig,
   parseServeConfig,
@@ -30,7 +29,7 @@ const SERVE_SPEC: CommandSpec = {
   summary:
     'Run the daemon: event log, capture pipeline and HTTP API. Each flag is also read from the env var shown in brackets.',
   connection: false,
-  options: Object.fromEntries(Object.entries(SERVE_OPTIONS).map(([flag, o]) => [flag, { ...o, env: envName(flag) }])),
+  options: SERVE_OPTIONS,
 }
 
 /** The daemon's old-generation growth per full collection (V8's default is dynamic, up to 300%). */
@@ -99,7 +98,7 @@ const FLEET_SERVE_SPEC: CommandSpec = {
   summary:
     "Serve any VM's telemetry from the fleet stream with the daemon's read API (events pages, SSE). Each flag is also read from the env var shown in brackets.",
   connection: false,
-  options: Object.fromEntries(Object.entries(FLEET_SERVE_OPTIONS).map(([f, o]) => [f, { ...o, env: envName(f) }])),
+  options: FLEET_SERVE_OPTIONS,
   notes: [
     'Examples:',
     '  browser-telemetry fleet serve --nats-url nats://nats:4222 --listen 0.0.0.0:10223 --token-file /etc/bt/tokens',

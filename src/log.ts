@@ -4,6 +4,9 @@ import { Redactor } from './events/redact.js'
 
 export type { Logger }
 
+/** The levels --log-level takes, most verbose first. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const
+
 // Fixed paths first (cheap, exact); the formatter then masks header maps, URL fields and token-ish
 // keys at any depth with the same Redactor the pipeline uses.
 const REDACT = [

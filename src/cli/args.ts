@@ -4,6 +4,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { optionLines, OptionsError, parseOptions, type OptionSpec, type OptionValue } from '../util/options.js'
+import { CONNECTION_OPTIONS, OPTIONS } from '../config/options.js'
+import { ResolvedOptions, type OptionTable } from '../config/resolve.js'
 import { usageError } from './io.js'
 
 export type { OptionSpec }
@@ -26,22 +28,7 @@ export interface CommandSpec {
   connection?: boolean
 }
 
-export const DEFAULT_URL = 'http://127.0.0.1:10222'
-
-export const CONNECTION_OPTIONS: Record<string, OptionSpec> = {
-  url: { type: 'string', arg: 'URL', help: `Daemon API base URL (env BROWSER_TELEMETRY_URL; default ${DEFAULT_URL})` },
-  token: {
-    type: 'string',
-    arg: 'TOKEN',
-    help: 'Bearer token (env BROWSER_TELEMETRY_TOKEN; default: <data dir>/token when readable)',
-  },
-  'browser-id': {
-    type: 'string',
-    arg: 'ID',
-    help: 'Browser session id (env BROWSER_TELEMETRY_BROWSER_ID; default: asked from the daemon)',
-  },
-  help: { type: 'boolean', short: 'h', help: 'Show this help' },
-}
+export { CONNECTION_OPTIONS }
 
 export interface Parsed {
   values: Record<string, OptionValue>
@@ -52,7 +39,7 @@ export interface Parsed {
 /** The command's own options plus the connection options it takes (always --help). */
 function optionsOf(spec: CommandSpec): Record<string, OptionSpec> {
   return spec.connection === false
-    ? { ...spec.options, help: CONNECTION_OPTIONS.help! }
+    ? { ...spec.options, help: CONNECTION_OPTIONS.help }
     : { ...spec.options, ...CONNECTION_OPTIONS }
 }
 
@@ -117,19 +104,33 @@ export interface Connection {
   browserId?: string
 }
 
+/** A command's parsed values read through the option table: flag, else env twin, else default. */
+export function resolved<T extends OptionTable>(table: T, values: Parsed['values'], env: NodeJS.ProcessEnv) {
+  const o = new ResolvedOptions(table, values, [], env)
+  return {
+    get: <K extends keyof T & string>(flag: K) => asUsageError(() => o.get(flag)),
+    value: <K extends keyof T & string>(flag: K) => asUsageError(() => o.value(flag)),
+  }
+}
+
+function asUsageError<T>(f: () => T): T {
+  try {
+    return f()
+  } catch (err) {
+    if (err instanceof OptionsError) throw usageError(err.message)
+    throw err
+  }
+}
+
 /** Flag, then env twin; the token finally falls back to the daemon's generated token file. */
 export function connectionOf(values: Parsed['values'], env: NodeJS.ProcessEnv): Connection {
-  const pick = (flag: string, name: string) => stringOption(values[flag]) ?? (env[name] !== '' ? env[name] : undefined)
-  const url = (pick('url', 'BROWSER_TELEMETRY_URL') ?? DEFAULT_URL).replace(/\/+$/, '')
-  if (!/^https?:\/\/[^/]/.test(url)) throw usageError(`--url: expected http://host:port, got ${JSON.stringify(url)}`)
-  const token = pick('token', 'BROWSER_TELEMETRY_TOKEN') ?? generatedToken(env)
-  const browserId = pick('browser-id', 'BROWSER_TELEMETRY_BROWSER_ID')
-  return { url, token, browserId }
+  const o = resolved(CONNECTION_OPTIONS, values, env)
+  return { url: o.value('url'), token: o.get('token') ?? generatedToken(env), browserId: o.get('browser-id') }
 }
 
 /** The token a local daemon generated (`serve` without --token keeps it in <data dir>/token). */
 function generatedToken(env: NodeJS.ProcessEnv): string | undefined {
-  const dir = env.BROWSER_TELEMETRY_DATA_DIR || './data'
+  const dir = env.BROWSER_TELEMETRY_DATA_DIR || OPTIONS['data-dir'].default!
   try {
     const t = readFileSync(join(dir, 'token'), 'utf8').trim()
     return t === '' ? undefined : t

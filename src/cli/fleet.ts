@@ -3,12 +3,14 @@
 import type { NatsConnection } from '@nats-io/transport-node'
 import { parseTimeBound } from '../api/telemetry-query.js'
 import type { Category, Envelope } from '../events/index.js'
-import { parseNatsServers, type NatsAuth } from '../ship/connect.js'
+import { FLEET_READ_OPTIONS } from '../config/options.js'
+import { natsTarget, type NatsTarget } from '../config/config.js'
 import { connectFleet, readFleet, type FleetMessage } from '../fleet/reader.js'
 import {
   intOption,
   helpText,
   parseCommand,
+  resolved,
   stringOption,
   type CommandSpec,
   type OptionSpec,
@@ -20,70 +22,23 @@ import { CliError, processIO, usageError, useColor, writeOut, type CliIO } from 
 import { categoriesOption } from './read.js'
 
 const NATS_OPTIONS: Record<string, OptionSpec> = {
-  'nats-url': {
-    type: 'string',
-    arg: 'URL',
-    help: 'nats://host:port, comma-separated (env BROWSER_TELEMETRY_NATS_URL)',
-  },
-  'nats-creds-file': {
-    type: 'string',
-    arg: 'FILE',
-    help: 'NATS credentials file (env BROWSER_TELEMETRY_NATS_CREDS_FILE)',
-  },
-  'nats-token-file': {
-    type: 'string',
-    arg: 'FILE',
-    help: 'File holding a NATS token (env BROWSER_TELEMETRY_NATS_TOKEN_FILE)',
-  },
-  'nats-tls-ca': {
-    type: 'string',
-    arg: 'FILE',
-    help: 'CA bundle of the NATS server certificate (env BROWSER_TELEMETRY_NATS_TLS_CA)',
-  },
-  'nats-stream': {
-    type: 'string',
-    arg: 'NAME',
-    help: 'Stream name (env BROWSER_TELEMETRY_NATS_STREAM; default BROWSER_TELEMETRY)',
-  },
-  'nats-subject-prefix': {
-    type: 'string',
-    arg: 'PREFIX',
-    help: 'Subject prefix (env BROWSER_TELEMETRY_NATS_SUBJECT_PREFIX; default telemetry)',
-  },
-  'browser-id': { type: 'string', arg: 'ID', help: "Only this VM's browser (default: every browser in the stream)" },
+  ...FLEET_READ_OPTIONS,
   category: { type: 'string', multiple: true, arg: 'NAME', help: 'Only these categories, comma-separated' },
   json: { type: 'boolean', help: 'NDJSON: each envelope as shipped, with "browser_id" added first' },
 }
 
-interface FleetTarget {
-  auth: NatsAuth
-  stream: string
-  subjectPrefix: string
+interface FleetTarget extends NatsTarget {
   browserId?: string
   categories: Category[]
 }
 
 function targetOf(values: Parsed['values'], env: NodeJS.ProcessEnv): FleetTarget {
-  const pick = (flag: string) =>
-    stringOption(values[flag]) ?? (env[`BROWSER_TELEMETRY_${flag.toUpperCase().replace(/-/g, '_')}`] || undefined)
-  const url = pick('nats-url')
-  if (!url) throw usageError('--nats-url is required (or BROWSER_TELEMETRY_NATS_URL)')
-  let servers: string[]
-  try {
-    servers = parseNatsServers(url)
-  } catch (err) {
-    throw usageError(`--nats-url: ${(err as Error).message}`)
-  }
+  const o = resolved(FLEET_READ_OPTIONS, values, env)
+  const nats = natsTarget(o)
+  if (!nats) throw usageError('--nats-url is required (or BROWSER_TELEMETRY_NATS_URL)')
   return {
-    auth: {
-      servers,
-      credsFile: pick('nats-creds-file'),
-      tokenFile: pick('nats-token-file'),
-      tlsCa: pick('nats-tls-ca'),
-    },
-    stream: pick('nats-stream') ?? 'BROWSER_TELEMETRY',
-    subjectPrefix: pick('nats-subject-prefix') ?? 'telemetry',
-    browserId: stringOption(values['browser-id']),
+    ...nats,
+    browserId: o.get('browser-id'),
     categories: categoriesOption(values.category) as Category[],
   }
 }

@@ -14,14 +14,7 @@ import {
   CATEGORY_BY_CODE,
   MAX_WRITE_EVENTS,
 } from './keys.js'
-import {
-  DEFAULT_READ_MAX_BYTES,
-  PageCut,
-  pageLimit,
-  seekPosition,
-  type ReadQuery,
-  type ReadResult,
-} from './page.js'
+import { DEFAULT_READ_MAX_BYTES, PageCut, pageLimit, seekPosition, type ReadQuery, type ReadResult } from './page.js'
 
 /** The retained range: oldest retained seq and last committed seq (both move while reads run). */
 export interface LogPositions {
