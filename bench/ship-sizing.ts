@@ -84,14 +84,14 @@ try {
     const health = async () =>
       (await (await fetch(`${daemon.api!.url}/healthz`)).json()) as {
         store: { lastSeq: number }
-        shipping: { acked_seq: number }
+        sinks: { nats: { acked_seq: number } }
       }
     try {
       for (let i = 0; i < 3; i++) await loadOnce(driver, site.url(`warm${i}`))
       const shipped = async () => {
         for (;;) {
           const h = await health()
-          if (h.store.lastSeq > 0 && h.shipping.acked_seq >= h.store.lastSeq) return h.store.lastSeq
+          if (h.store.lastSeq > 0 && h.sinks.nats.acked_seq >= h.store.lastSeq) return h.store.lastSeq
           await new Promise(r => setTimeout(r, 100))
         }
       }

@@ -12,8 +12,7 @@ import type { Pipeline } from './pipeline/pipeline.js'
 import type { ApiApp } from './api/app.js'
 import type { Monitor } from './monitor/index.js'
 import type { CdpProxy } from './proxy/cdp-proxy.js'
-import type { Shipper } from './ship/index.js'
-import type { OtlpExport } from './ship/otlp.js'
+import type { SinkList } from './ship/sinks.js'
 import {
   announceReady,
   attachMetrics,
@@ -25,7 +24,7 @@ import {
   startApi,
   startMonitor,
   startProxy,
-  startShipper,
+  startSinkList,
   startSystem,
   type Base,
   type DaemonOptions,
@@ -52,10 +51,8 @@ export interface DaemonHandle {
   monitor?: Monitor
   /** Undefined with --proxy-listen off. */
   proxy?: CdpProxy
-  /** Undefined unless --nats-url is set. */
-  shipper?: Shipper
-  /** Undefined unless --otlp-endpoint is set. */
-  otlp?: OtlpExport
+  /** Every destination of committed events (NATS, OTLP); empty when none is configured. */
+  sinks: SinkList
   /** Set when no token was configured: the generated (or reused) token and its file. */
   generatedToken?: { token: string; path: string }
   /** Graceful stop: stop accepting, end streams, flush and close the log. Idempotent. */
@@ -91,7 +88,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     const identity = { ...base, ...(await step('config', resolveIdentity(base))) }
     const stored = { ...identity, ...(await step('store', openStore(identity))) }
     const core = { ...stored, ...(await step('pipeline', buildPipeline(stored))) }
-    const shipping = { ...core, ...(await step('ship', startShipper(core))) }
+    const shipping = { ...core, ...(await step('sinks', startSinkList(core))) }
     const browser = { ...shipping, ...(await step('monitor', startMonitor(shipping))) }
     const system = { ...browser, ...(await step('system', startSystem(browser))) }
     const uploads = { ...system, ...(await step('uploads', prepareUploads(system))) }
@@ -111,8 +108,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       api: d.api,
       monitor: d.monitor,
       proxy: d.proxy,
-      shipper: d.shipper,
-      otlp: d.otlp,
+      sinks: d.sinks,
       generatedToken: d.tokens.generated
         ? { token: d.tokens.generated.token, path: d.tokens.generated.path }
         : undefined,

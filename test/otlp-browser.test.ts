@@ -76,7 +76,7 @@ fetch('http://127.0.0.1:${closedPort}/nope').catch(() => {})
     )
     const d = await startDaemon(config, { logger: silentLogger, announce: () => {}, showNewToken: false })
     t.teardown(() => d.close())
-    const [logsSink, tracesSink] = d.otlp!.sinks
+    const [logsSink, tracesSink] = d.sinks.sinks
     t.equal(logsSink!.name, 'otlp_logs')
     t.equal(tracesSink!.name, 'otlp_traces')
 
@@ -181,7 +181,7 @@ fetch('http://127.0.0.1:${closedPort}/nope').catch(() => {})
       sinkState.some(p => p.attributes.sink === 'otlp_logs'),
       'per-sink series are exported too',
     )
-    const h = (await (await fetch(`${d.url}/healthz`)).json()) as { otlp: Record<string, { state: string }> }
-    t.same(Object.keys(h.otlp).sort(), ['otlp_logs', 'otlp_metrics', 'otlp_traces'])
+    const h = (await (await fetch(`${d.url}/healthz`)).json()) as { sinks: Record<string, { state: string }> }
+    t.same(Object.keys(h.sinks).sort(), ['otlp_logs', 'otlp_metrics', 'otlp_traces'])
   },
 )

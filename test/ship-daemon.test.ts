@@ -36,11 +36,22 @@ function captureLogger(lines: Record<string, unknown>[]) {
   )
 }
 
+interface SinkRecord {
+  state: string
+  acked_seq?: number
+  last_error?: string
+  lag_events?: number
+}
 interface Health {
-  shipping: { state: string; acked_seq?: number; last_error?: string; lag_events?: number }
+  sinks: { nats?: SinkRecord }
   store: { lastSeq: number }
 }
 const health = async (url: string) => (await (await fetch(`${url}/healthz`)).json()) as Health
+/** The NATS sink's /healthz record (the test fails if it is missing). */
+const natsSink = async (url: string): Promise<SinkRecord & { store: Health['store'] }> => {
+  const h = await health(url)
+  return { ...(h.sinks.nats ?? { state: 'missing' }), store: h.store }
+}
 
 async function post(url: string, browserId: string, i: number): Promise<number> {
   const res = await fetch(`${url}/browsers/${browserId}/telemetry/events`, {
@@ -90,14 +101,14 @@ t.test(
     t.teardown(() => d.close())
     const h = await waitFor(
       async () => {
-        const h = await health(d.url)
-        return h.shipping.last_error ? h : undefined
+        const h = await natsSink(d.url)
+        return h.last_error ? h : undefined
       },
       10_000,
       'a shipping error in /healthz',
     )
-    t.equal(h.shipping.state, 'reconnecting')
-    t.match(h.shipping.last_error, /^cannot connect to NATS \(nats:\/\/127\.0\.0\.1:\d+\): .*Authorization Violation/i)
+    t.equal(h.state, 'reconnecting')
+    t.match(h.last_error, /^cannot connect to NATS \(nats:\/\/127\.0\.0\.1:\d+\): .*Authorization Violation/i)
     const logged = lines.find(l => l.module === 'ship' && l.level === 50)
     t.match(logged?.msg, /Authorization Violation/i, 'logged as an error by the ship module')
     t.notMatch(JSON.stringify(lines), /wrong-token/, 'the token never reaches the log')
@@ -106,14 +117,14 @@ t.test(
 
     await writeFile(tokenFile, 'right-token\n')
     await waitFor(
-      async () => (await health(d.url)).shipping.state === 'connected',
+      async () => (await natsSink(d.url)).state === 'connected',
       15_000,
       'shipping to connect with the fixed token',
     )
     await waitFor(
       async () => {
-        const h = await health(d.url)
-        return h.shipping.acked_seq === h.store.lastSeq
+        const h = await natsSink(d.url)
+        return h.acked_seq === h.store.lastSeq
       },
       10_000,
       'the event to be shipped',
@@ -121,15 +132,16 @@ t.test(
 
     const metrics = await (await fetch(`${d.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
     const lastSeq = (await health(d.url)).store.lastSeq
-    t.match(metrics, `browser_telemetry_ship_state{state="connected"} 1`)
-    t.match(metrics, `browser_telemetry_ship_state{state="reconnecting"} 0`)
-    t.match(metrics, `browser_telemetry_ship_acked_seq ${lastSeq}`)
-    t.match(metrics, /browser_telemetry_ship_events_total [1-9]\d*/)
-    t.match(metrics, /browser_telemetry_ship_bytes_total [1-9]\d*/)
-    t.match(metrics, /browser_telemetry_ship_errors_total\{kind="connect"\} [1-9]\d*/)
-    t.match(metrics, 'browser_telemetry_ship_errors_total{kind="timeout"} 0')
-    t.match(metrics, 'browser_telemetry_ship_lag_events 0')
-    t.match(metrics, 'browser_telemetry_ship_lag_seconds 0')
+    t.match(metrics, `browser_telemetry_sink_state{sink="nats",state="connected"} 1`)
+    t.match(metrics, `browser_telemetry_sink_state{sink="nats",state="reconnecting"} 0`)
+    t.match(metrics, `browser_telemetry_sink_acked_seq{sink="nats"} ${lastSeq}`)
+    t.match(metrics, /browser_telemetry_sink_delivered_events_total\{sink="nats"\} [1-9]\d*/)
+    t.match(metrics, /browser_telemetry_sink_delivered_bytes_total\{sink="nats"\} [1-9]\d*/)
+    t.match(metrics, /browser_telemetry_sink_errors_total\{sink="nats",kind="connect"\} [1-9]\d*/)
+    t.match(metrics, 'browser_telemetry_sink_errors_total{sink="nats",kind="timeout"} 0')
+    t.match(metrics, 'browser_telemetry_sink_lag_events{sink="nats"} 0')
+    t.match(metrics, 'browser_telemetry_sink_lag_seconds{sink="nats"} 0')
+    t.notMatch(metrics, 'browser_telemetry_ship_', 'NATS is counted once, as a sink')
   },
 )
 
@@ -158,14 +170,14 @@ t.test('unreachable URL: the daemon starts at once, reports reconnecting; shippi
   t.teardown(() => d.close())
   const h = await waitFor(
     async () => {
-      const h = await health(d.url)
-      return h.shipping.last_error ? h : undefined
+      const h = await natsSink(d.url)
+      return h.last_error ? h : undefined
     },
     10_000,
     'a shipping error',
   )
-  t.equal(h.shipping.state, 'reconnecting')
-  t.match(h.shipping.last_error, `cannot connect to NATS (nats://127.0.0.1:${port})`)
+  t.equal(h.state, 'reconnecting')
+  t.match(h.last_error, `cannot connect to NATS (nats://127.0.0.1:${port})`)
   const off = await startDaemon(
     parseServeConfig(
       [
@@ -184,8 +196,8 @@ t.test('unreachable URL: the daemon starts at once, reports reconnecting; shippi
     { logger: pino({ level: 'silent' }), announce: () => undefined },
   )
   t.teardown(() => off.close())
-  t.same((await health(off.url)).shipping, { state: 'off' })
-  t.equal(off.shipper, undefined)
+  t.same((await health(off.url)).sinks, {}, 'no destination: an empty sinks section')
+  t.same(off.sinks.sinks, [])
 })
 
 interface DaemonProc {
@@ -268,7 +280,7 @@ t.test('daemon killed -9 mid-run and restarted: every stored event reaches the s
   })
   const p1 = producers(d1.url, 12)
   // Kill while events flow and publishes are in flight, once a good part has been acknowledged.
-  await waitFor(async () => ((await health(d1.url)).shipping.acked_seq ?? 0) >= 600, 30_000, '600 events shipped')
+  await waitFor(async () => ((await natsSink(d1.url)).acked_seq ?? 0) >= 600, 30_000, '600 events shipped')
   d1.child.kill('SIGKILL')
   await d1.exited
   await p1.stop()
@@ -283,8 +295,8 @@ t.test('daemon killed -9 mid-run and restarted: every stored event reaches the s
   await p2.stop()
   await waitFor(
     async () => {
-      const h = await health(d2.url)
-      return h.shipping.acked_seq === h.store.lastSeq
+      const h = await natsSink(d2.url)
+      return h.acked_seq === h.store.lastSeq
     },
     30_000,
     'shipping to catch up',

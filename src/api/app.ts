@@ -45,8 +45,7 @@ export interface ApiDeps {
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
   monitorState?: () => unknown
-  /** Reported by /healthz under `shipping` (fleet shipper health; absent = off). */
-  shippingState?: SystemRouteDeps['shippingState']
+  /** Reported by /healthz under `sinks`. */
   sinksState?: SystemRouteDeps['sinksState']
   /** Full-disk read-only mode: /healthz reports it, write and publish routes answer 507. */
   diskState?: SystemRouteDeps['diskState']
@@ -105,7 +104,6 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     streams,
     version: deps.version ?? '0.0.0',
     monitorState: deps.monitorState,
-    shippingState: deps.shippingState,
     sinksState: deps.sinksState,
     diskState,
   })

@@ -71,34 +71,25 @@ export const HealthSchema = Type.Object(
       description: 'State of the CDP monitor (collecting, disconnected, failed, disabled, ...)',
     }),
     streams: Type.Object({ open: Type.Integer(), slowDisconnects: Type.Integer() }),
-    shipping: Type.Object(
+    sinks: Type.Record(
+      Type.String(),
+      Type.Object(
+        {
+          state: Type.String({ description: 'off, connected, reconnecting or behind' }),
+          acked_seq: Type.Optional(Type.Integer()),
+          lag_events: Type.Optional(Type.Integer()),
+          lag_seconds: Type.Optional(Type.Number()),
+          in_flight: Type.Optional(Type.Integer()),
+          last_error: Type.Optional(Type.String()),
+          last_error_at: Type.Optional(Type.String()),
+          retention_dropped_events: Type.Optional(Type.Integer()),
+        },
+        { additionalProperties: true },
+      ),
       {
-        state: Type.Union([
-          Type.Literal('off'),
-          Type.Literal('connected'),
-          Type.Literal('reconnecting'),
-          Type.Literal('behind'),
-        ]),
-        stream: Type.Optional(Type.String()),
-        subject_prefix: Type.Optional(Type.String()),
-        server: Type.Optional(
-          Type.String({ description: 'The NATS server the connection is on now (credentials removed)' }),
-        ),
-        acked_seq: Type.Optional(Type.Integer()),
-        lag_events: Type.Optional(Type.Integer()),
-        lag_seconds: Type.Optional(Type.Number()),
-        in_flight: Type.Optional(Type.Integer()),
-        last_error: Type.Optional(Type.String()),
-        last_error_at: Type.Optional(Type.String()),
-        retention_dropped_events: Type.Optional(Type.Integer()),
-      },
-      { description: 'Fleet shipping to NATS JetStream (off unless --nats-url is set); never affects status' },
-    ),
-    otlp: Type.Optional(
-      Type.Record(Type.String(), Type.Object({ state: Type.String() }, { additionalProperties: true }), {
         description:
-          'OTLP export per sink (otlp_logs, otlp_traces, otlp_metrics); present only with --otlp-endpoint; never affects status',
-      }),
+          'Every destination of committed events by name (nats, otlp_logs, otlp_traces, otlp_metrics), each with its own fields (stream, endpoint, server, ...); empty when none is configured; never affects status',
+      },
     ),
   },
   { $id: 'Health' },

@@ -44,8 +44,7 @@ import { createInteractionCollector, type InteractionCollector } from '../../col
 import { createScreenshotCollector } from '../../collectors/screenshot.js'
 import { createRecordingCollector, type RecordingCollector } from '../../collectors/recording.js'
 import { startSystemCollectors, type SystemCollectors } from '../../collectors/system.js'
-import { startShipping, type Shipper } from '../ship/index.js'
-import { startOtlp, type OtlpExport } from '../ship/otlp.js'
+import { startSinks, type SinkList } from '../ship/sinks.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -95,10 +94,9 @@ export interface Core {
   bounds: Bounds
   recording: RecordingSwitch
 }
-/** ship (undefined unless --nats-url), OTLP export (undefined unless --otlp-endpoint) */
+/** sinks: every destination of committed events (NATS unless --nats-url is unset, OTLP unless --otlp-endpoint is) */
 export interface Shipping {
-  shipper: Shipper | undefined
-  otlp: OtlpExport | undefined
+  sinks: SinkList
 }
 /** monitor (undefined without a browser), with its interaction collector (binding actions for /metrics) and the screencast. */
 export interface Browser {
@@ -213,32 +211,15 @@ export function buildPipeline(d: Base & Store): Started<Core> {
 }
 
 /**
- * Sinks: fleet shipping (off unless --nats-url) and OTLP export (off unless --otlp-endpoint). Both
- * follow committed envelopes and never wait for their destination; they stop before the log closes.
+ * Sinks: every destination of committed events, as one list. They follow the log and never wait
+ * for their destination; they stop before the log closes.
  */
-export async function startShipper(d: Base & Identity & Store & Core): Promise<Started<Shipping>> {
-  const shipper = await startShipping(d.config.nats, {
-    log: d.log,
-    browserId: d.browserId,
-    logger: d.logger.child({ module: 'ship' }),
-  })
-  let otlp: OtlpExport | undefined
-  try {
-    otlp = await startOtlp(d.config.otlp, {
-      log: d.log,
-      browserId: d.browserId,
-      version: packageVersion(),
-      metrics: d.metrics.registry,
-      logger: d.logger.child({ module: 'otlp' }),
-    })
-  } catch (err) {
-    await shipper?.stop()
-    throw err
-  }
-  const stop = async () => {
-    await Promise.all([shipper?.stop(), otlp?.stop()])
-  }
-  return { part: { shipper, otlp }, stop: shipper || otlp ? stop : undefined }
+export async function startSinkList(d: Base & Identity & Store & Core): Promise<Started<Shipping>> {
+  const sinks = await startSinks(
+    { nats: d.config.nats, otlp: d.config.otlp },
+    { log: d.log, browserId: d.browserId, version: packageVersion(), metrics: d.metrics.registry, logger: d.logger },
+  )
+  return { part: { sinks }, stop: () => sinks.stop() }
 }
 
 /**
@@ -392,7 +373,7 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
 export async function startApi(
   d: Base & Identity & Store & Core & Shipping & Browser & System & Uploads,
 ): Promise<Started<Api>> {
-  const { config, pipeline, monitor, system, shipper, metrics, disk } = d
+  const { config, pipeline, monitor, system, sinks, metrics, disk } = d
   const monitorState = (): unknown => ({
     ...(monitor ? monitor.health() : { state: 'disabled' }),
     kernel_log: system.kmsg(),
@@ -410,8 +391,7 @@ export async function startApi(
     maxStreamClients: config.maxStreamClients,
     defaultCategories: config.categories,
     monitorState,
-    shippingState: shipper ? () => shipper.health() : undefined,
-    sinksState: d.otlp ? () => d.otlp!.health() : undefined,
+    sinksState: () => sinks.health(),
     version: packageVersion(),
     outerMiddleware: [httpMetrics(metrics)],
     drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
@@ -476,16 +456,14 @@ export async function startProxy(d: Base & Identity & Core & Browser): Promise<S
 
 /** /metrics reads every part built so far; detached first at shutdown. */
 export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy): Started<object> {
-  const sinks = [...(d.shipper ? [d.shipper] : []), ...(d.otlp?.sinks ?? [])]
-  const { monitor, proxy, api, interaction } = d
+  const { monitor, proxy, api, interaction, sinks } = d
   const stop = d.metrics.attach({
     pipeline: d.pipeline,
     log: d.log,
     monitor,
     sseClients: () => api.streams.stats.open,
     proxyConnections: proxy ? () => proxy.connectionCount : undefined,
-    ship: d.shipper,
-    sinks: sinks.length > 0 ? () => sinks : undefined,
+    sinks: () => sinks.sinks,
     refusedConnections: () => ({ sse: api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
     sseLagDisconnects: () => api.streams.stats.slowDisconnects,
     evictions: () => d.bounds.evictions,

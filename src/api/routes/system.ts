@@ -12,10 +12,8 @@ export interface SystemRouteDeps {
   version: string
   /** State of the CDP monitor, reported as is (the monitor owns its shape). */
   monitorState?: () => unknown
-  /** Fleet shipping state (src/ship); absent = off. */
-  shippingState?: () => Health['shipping']
-  /** OTLP export state per sink (src/ship); absent = off. */
-  sinksState?: () => Record<string, { state: string }>
+  /** Every destination of committed events by name (src/ship); absent = none. */
+  sinksState?: () => Health['sinks']
   /** Full-disk read-only mode (src/daemon/disk-guard.ts). */
   diskState?: () => { readOnly: boolean; reason?: string }
 }
@@ -58,8 +56,7 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
         store,
         monitor: deps.monitorState ? deps.monitorState() : { state: 'disabled' },
         streams: { ...deps.streams.stats },
-        shipping: deps.shippingState ? deps.shippingState() : { state: 'off' },
-        ...(deps.sinksState ? { otlp: deps.sinksState() } : {}),
+        sinks: deps.sinksState ? deps.sinksState() : {},
       }
       ctx.status = healthy ? 200 : 503
       ctx.set('Cache-Control', 'no-store')
