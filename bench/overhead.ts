@@ -75,7 +75,7 @@ for (const c of ['network', 'page', 'console', 'interaction']) {
   bareBlocks.set(b.name, b)
 }
 const ALL_BLOCKS: Block[] = [{ name: 'none', kind: 'none', arg: '' }, ...bareBlocks.values(), ...daemonBlocks]
-/** What each domain alone costs (the README's category table): run only when named in BLOCKS. */
+/** What each domain alone costs (bench/README.md, single CDP domains): run only when named in BLOCKS. */
 const DOMAIN_BLOCKS: Block[] = ['Page', 'Runtime', 'Network', 'PerformanceTimeline'].map(d => ({
   name: `bare:${d}`,
   kind: 'bare',

@@ -22,7 +22,7 @@ t.test('sizes', async t => {
   t.equal(parseSize('12 parsecs'), undefined)
 })
 
-t.test('the documented defaults (README configuration table, docs/architecture.md)', async t => {
+t.test('the documented defaults (docs/configuration.md, docs/architecture.md)', async t => {
   const c = parseServeConfig([], {})
   t.same(c.listen, { host: '127.0.0.1', port: 10222 })
   t.equal(c.dataDir, './data')

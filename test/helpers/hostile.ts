@@ -106,7 +106,7 @@ function shebangFlags(): string[] {
 
 /**
  * The daemon runs at the priority its systemd unit gives it (Nice=-5: a flooding page can keep it
- * busy; see README "Limits"), and the /healthz probe beside it, as a
+ * busy; see docs/limits.md), and the /healthz probe beside it, as a
  * supervisor's probe would. nice(1) keeps the current niceness where lowering it is not permitted.
  */
 const DAEMON_NICE = ['-n', '-5']
