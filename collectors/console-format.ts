@@ -1,7 +1,7 @@
 // Pure rendering of CDP Runtime values the way a DevTools console prints them, so console events
 // carry readable strings (`{a: 1, b: "x"}`, `[1, 2]`) instead of `[object Object]`.
 import type { Protocol } from 'devtools-protocol'
-import type { StackTrace } from '../src/events/index.js'
+import type { StackTrace } from '../src/collector-kit.js'
 
 type RemoteObject = Protocol.Runtime.RemoteObject
 type ObjectPreview = Protocol.Runtime.ObjectPreview

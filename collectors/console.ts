@@ -1,11 +1,15 @@
 // Console collector: Runtime.consoleAPICalled -> console_log / console_error, Runtime.exceptionThrown
 // -> console_error. Context is stamped from the session at the moment the CDP event arrives.
 import type { Protocol } from 'devtools-protocol'
-import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
-import { Disposer } from '../src/util/disposer.js'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import type { EventData } from '../src/events/index.js'
-import { Bounds } from '../src/pipeline/bounds.js'
+import {
+  Bounds,
+  Disposer,
+  type Collector,
+  type Detach,
+  type Emit,
+  type EventData,
+  type TargetSession,
+} from '../src/collector-kit.js'
 import { cutChars, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 
 export interface ConsoleCollectorOptions {

@@ -7,12 +7,20 @@
 // against the event schema and rate-limited per session; every context field comes from the
 // monitor's session, never from the page.
 import { randomBytes } from 'node:crypto'
-import { validateData, type Context } from '../src/events/index.js'
-import type { Emit, EventInput } from '../src/pipeline/pipeline.js'
-import { silentLogger, type Logger } from '../src/log.js'
-import { DOCUMENT_TYPES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
+import {
+  DOCUMENT_TYPES,
+  INTERACTION_BUDGET,
+  silentLogger,
+  validateData,
+  type Collector,
+  type Context,
+  type Detach,
+  type Emit,
+  type EventInput,
+  type Logger,
+  type TargetSession,
+} from '../src/collector-kit.js'
 import { buildInteractionScript } from './interaction-script.js'
-import { INTERACTION_BUDGET } from '../src/pipeline/shedding.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */

@@ -1,6 +1,6 @@
 // Response bodies: which MIME types get one, how it is cut to the cap, and a bounded queue for
 // Network.getResponseBody so body fetches never pile up on the CDP connection.
-import type { Bounds } from '../src/pipeline/bounds.js'
+import type { Bounds } from '../src/collector-kit.js'
 
 /** Exact text types whose bodies are kept (besides any `+json` / `+xml` suffix type). */
 const TEXT_MIME_TYPES = new Set([

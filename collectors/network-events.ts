@@ -2,10 +2,8 @@
 // network_response data built from CDP payloads (no session, no timers: tested without a browser).
 import { STATUS_CODES } from 'node:http'
 import type { Protocol } from 'devtools-protocol'
-import type { Context, EventData } from '../src/events/index.js'
-import type { Bounds } from '../src/pipeline/bounds.js'
+import { headerValue, type Bounds, type Context, type EventData } from '../src/collector-kit.js'
 import type { CutBody } from './network-body.js'
-import { headerValue } from '../src/util/headers.js'
 
 export interface ResponseRecord {
   url: string

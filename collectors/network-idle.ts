@@ -1,7 +1,7 @@
 // The network_idle rule, pure and clock-injected: fire once per navigation after `quietMs` with no
 // request of the page's session in flight. The collector feeds it; tests drive it with a fake clock.
 
-import { systemClock, type Timers } from '../src/util/clock.js'
+import { systemClock, type Timers } from '../src/collector-kit.js'
 
 export const NETWORK_QUIET_MS = 500
 

@@ -4,11 +4,14 @@
 // payloads are cut to the body cap, binary frames summarised by their size. A chatty socket goes
 // through the pipeline's load shedding like every other producer.
 import type { Protocol } from 'devtools-protocol'
-import type { TargetSession } from '../src/monitor/types.js'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import type { Context, EventData } from '../src/events/index.js'
-import type { Bounds } from '../src/pipeline/bounds.js'
-import { Disposer } from '../src/util/disposer.js'
+import {
+  Disposer,
+  type Bounds,
+  type Context,
+  type Emit,
+  type EventData,
+  type TargetSession,
+} from '../src/collector-kit.js'
 import { cutBody } from './network-body.js'
 
 /** Sockets and streams remembered per session (their URL); oldest forgotten first. */

@@ -3,17 +3,23 @@
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
 import type { Protocol } from 'devtools-protocol'
-import { DEFAULT_BODY_MAX_BYTES, type Collector, type Detach, type TargetSession } from '../src/monitor/types.js'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import type { EventData } from '../src/events/index.js'
+import {
+  Bounds,
+  DEFAULT_BODY_MAX_BYTES,
+  Disposer,
+  systemClock,
+  withTimeout,
+  type Clock,
+  type Collector,
+  type Detach,
+  type Emit,
+  type EventData,
+  type TargetSession,
+} from '../src/collector-kit.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
 import { attachSocketEvents } from './network-sockets.js'
-import { systemClock, type Clock } from '../src/util/clock.js'
-import { Disposer } from '../src/util/disposer.js'
-import { withTimeout } from '../src/util/with-timeout.js'
-import { Bounds } from '../src/pipeline/bounds.js'
 import {
   entryBytes,
   headerText,

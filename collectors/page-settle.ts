@@ -2,7 +2,7 @@
 // page session; every input carries the nav_seq it belongs to, and a newer nav_seq resets the state,
 // so nothing of an old navigation (timer, flag) can leak into a newer one.
 
-import type { Timers } from '../src/util/clock.js'
+import type { Timers } from '../src/collector-kit.js'
 
 export const LAYOUT_STABLE_MS = 1000
 

@@ -4,20 +4,22 @@
 // Dialogs and downloads are only observed: nothing here answers a dialog or changes where a
 // download goes (the events come from the Page domain the capture plan enables anyway).
 import type { Protocol } from 'devtools-protocol'
-import { Bounds, cutUtf8 } from '../src/pipeline/bounds.js'
-import { maskValue } from '../src/events/redact.js'
 import {
+  Bounds,
+  cutUtf8,
+  Disposer,
   DOCUMENT_TYPES,
+  maskValue,
+  systemClock,
   type BrowserScope,
+  type Clock,
   type Collector,
   type Detach,
+  type Emit,
+  type EventData,
   type TargetSession,
-} from '../src/monitor/types.js'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import type { EventData } from '../src/events/index.js'
-import { Disposer } from '../src/util/disposer.js'
+} from '../src/collector-kit.js'
 import { NavigationSettleRule, LAYOUT_STABLE_MS } from './page-settle.js'
-import { systemClock, type Clock } from '../src/util/clock.js'
 
 export interface PageCollectorOptions {
   /** page_layout_settled stable period (default 1 s). */

@@ -19,10 +19,16 @@
 // (Unix µs, the clock the pipeline stamps with) and the seq of the last committed event then.
 import { createHash } from 'node:crypto'
 import type { Protocol } from 'devtools-protocol'
-import type { Logger } from '../src/log.js'
-import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
-import { systemClock, type Clock, type TimerHandle } from '../src/util/clock.js'
-import { Disposer } from '../src/util/disposer.js'
+import {
+  Disposer,
+  systemClock,
+  type Clock,
+  type Collector,
+  type Detach,
+  type Logger,
+  type TargetSession,
+  type TimerHandle,
+} from '../src/collector-kit.js'
 
 /** One frame as the collector hands it over (the frame store's input). */
 export interface CapturedFrame {

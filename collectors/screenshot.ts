@@ -10,13 +10,21 @@
 // is skipped; a PNG that would not fit the envelope cap is captured again at a smaller scale
 // (never truncated: half a PNG is useless).
 import { createHash } from 'node:crypto'
-import { DEFAULT_MAX_ENVELOPE_BYTES, type Emit } from '../src/pipeline/pipeline.js'
-import { silentLogger, type Logger } from '../src/log.js'
-import type { Collector, Detach, TargetSession } from '../src/monitor/types.js'
-import { systemClock, type Clock, type TimerHandle } from '../src/util/clock.js'
-import { Disposer } from '../src/util/disposer.js'
-import { withTimeout } from '../src/util/with-timeout.js'
-import { DEFAULT_SETTINGS } from '../src/defaults.js'
+import {
+  DEFAULT_MAX_ENVELOPE_BYTES,
+  DEFAULT_SETTINGS,
+  Disposer,
+  silentLogger,
+  systemClock,
+  withTimeout,
+  type Clock,
+  type Collector,
+  type Detach,
+  type Emit,
+  type Logger,
+  type TargetSession,
+  type TimerHandle,
+} from '../src/collector-kit.js'
 
 export interface ScreenshotCollectorOptions {
   /** Whether the `screenshot` category is enabled now (e.g. () => pipeline.isEnabled('screenshot')). */

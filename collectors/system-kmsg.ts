@@ -7,10 +7,7 @@
 // kills happened before this daemon ran, or were reported by its previous run).
 import { open, type FileHandle } from 'node:fs/promises'
 import { constants, readSync } from 'node:fs'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import { silentLogger, type Logger } from '../src/log.js'
-import { systemClock, type Timers } from '../src/util/clock.js'
-import { withDefaults } from '../src/util/defaults.js'
+import { silentLogger, systemClock, withDefaults, type Emit, type Logger, type Timers } from '../src/collector-kit.js'
 import { OomReportAssembler, parseKmsgRecord } from './system-oom.js'
 
 export interface KmsgStatus {

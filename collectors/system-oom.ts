@@ -12,7 +12,7 @@
 //   oom-kill:constraint=CONSTRAINT_MEMCG,...                                 (4.19+)
 //   [Memory cgroup ]Out of memory: Killed process 1234 (tail) total-vm:..kB, anon-rss:..kB, file-rss:..kB, shmem-rss:..kB[, UID:..]
 //   (4.19 also prints "Out of memory: Kill process N (x) score S or sacrifice child" before it.)
-import type { EventData } from '../src/events/index.js'
+import type { EventData } from '../src/collector-kit.js'
 
 export type OomKill = EventData<'system_oom_kill'>
 type Constraint = NonNullable<OomKill['constraint']>

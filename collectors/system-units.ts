@@ -9,9 +9,7 @@
 //   reported once per failure, with no pid.
 // A clean `systemctl stop` (inactive, Result=success) is not a crash.
 import { execFile } from 'node:child_process'
-import type { EventData } from '../src/events/index.js'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import { silentLogger, type Logger } from '../src/log.js'
+import { silentLogger, type Emit, type EventData, type Logger } from '../src/collector-kit.js'
 
 export const UNIT_PROPERTIES = [
   'LoadState',

@@ -12,11 +12,16 @@
 // Lifetimes (all from startSystemCollectors() to its stop()): one 'browser-exit'/'state' listener
 // pair on the monitor's typed events; one kmsg poll timer (500 ms) holding one open fd; one systemctl
 // poll timer (2 s) when units are watched. The unclean-stop report is emitted once at start.
-import type { EventData } from '../src/events/index.js'
-import type { Emit } from '../src/pipeline/pipeline.js'
-import { silentLogger, type Logger } from '../src/log.js'
-import type { Timers } from '../src/util/clock.js'
-import type { BrowserExit, MonitorState, MonitorView } from '../src/monitor/types.js'
+import {
+  silentLogger,
+  type BrowserExit,
+  type Emit,
+  type EventData,
+  type Logger,
+  type MonitorState,
+  type MonitorView,
+  type Timers,
+} from '../src/collector-kit.js'
 import { OomWatcher, type KmsgStatus } from './system-kmsg.js'
 import { UnitWatcher, type SystemctlRunner } from './system-units.js'
 

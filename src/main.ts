@@ -1,38 +1,32 @@
-// Wiring only: startDaemon runs the startup steps of daemon/steps.ts in order. Each step takes the
-// typed record of what the steps before it built and returns its own part and how to stop it;
-// shutdown runs those stops in reverse. To add a part: write one step function there (its parameter
-// type says what it reads) and call it here at its place in the order.
+// Wiring only: startDaemon runs the startup steps of daemon/ in order. Each step takes the typed
+// record of what the steps before it built and returns its own part and how to stop it; shutdown
+// runs those stops in reverse. To add a part: write one step function in daemon/ (steps.ts for
+// capture, serve-steps.ts for serving; its parameter type says what it reads) and call it here at
+// its place in the order.
 import type { ServeConfig } from './config/config.js'
 import { createLogger } from './log.js'
 import type { EventLog } from './store/event-log.js'
 import type { FrameStore } from './recording/frame-store.js'
 import type { RecordingSwitch } from './recording/switch.js'
-import type { RecordingCollector } from '../collectors/recording.js'
+import type { RecordingCollector } from '../collectors/index.js'
 import type { Pipeline } from './pipeline/pipeline.js'
 import type { ApiApp } from './api/app.js'
 import type { Monitor } from './monitor/index.js'
 import type { CdpProxy } from './proxy/cdp-proxy.js'
 import type { SinkList } from './ship/sinks.js'
 import {
-  announceReady,
-  attachMetrics,
   buildPipeline,
   openStore,
-  prepareUploads,
   redactorOf,
   resolveIdentity,
-  startApi,
   startMonitor,
-  startProxy,
   startSinkList,
   startSystem,
-  type Base,
-  type DaemonOptions,
-  type Started,
-  type StopStep,
 } from './daemon/steps.js'
+import { announceReady, attachMetrics, prepareUploads, startApi, startProxy } from './daemon/serve-steps.js'
+import type { Base, DaemonOptions, Started, StopStep } from './daemon/parts.js'
 
-export { packageVersion, type DaemonOptions, type StopStep } from './daemon/steps.js'
+export { packageVersion, type DaemonOptions, type StopStep } from './daemon/parts.js'
 
 export interface DaemonHandle {
   /** e.g. http://127.0.0.1:10222 */

@@ -1,6 +1,21 @@
 // The screen recording: on/off, JPEG bytes held, frames by outcome.
 import { Counter, Gauge } from 'prom-client'
-import type { Family } from './sources.js'
+import type { Family, FrameStoreCounts, ScreencastCounts } from './sources.js'
+
+/** Frames by outcome: what the screencast collector saw, then what the frame store did with them. */
+function framesByOutcome(store: FrameStoreCounts, capture: ScreencastCounts | undefined): Record<string, number> {
+  return {
+    received: capture?.received ?? 0,
+    duplicate: capture?.duplicates ?? 0,
+    rate_limited: capture?.rateLimited ?? 0,
+    hidden: capture?.hidden ?? 0,
+    stored: store.stored_total,
+    dropped_backpressure: store.dropped.backpressure,
+    dropped_write_error: store.dropped.write_error,
+    dropped_too_large: store.dropped.too_large,
+    removed_retention: store.removed_by_retention,
+  }
+}
 
 export function recordingMetrics({ registers, source }: Family): void {
   new Gauge({
@@ -18,7 +33,7 @@ export function recordingMetrics({ registers, source }: Family): void {
     registers,
     collect() {
       const r = source.deps?.recording?.()
-      if (r) this.set(r.bytes)
+      if (r) this.set(r.store.bytes)
     },
   })
   new Counter({
@@ -30,7 +45,7 @@ export function recordingMetrics({ registers, source }: Family): void {
       const r = source.deps?.recording?.()
       if (!r) return
       this.reset()
-      for (const [outcome, n] of Object.entries(r.frames)) this.inc({ outcome }, n)
+      for (const [outcome, n] of Object.entries(framesByOutcome(r.store, r.capture))) this.inc({ outcome }, n)
     },
   })
 }

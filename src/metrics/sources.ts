@@ -10,6 +10,22 @@ export interface MonitorProbe {
   status(): Pick<MonitorStatus, 'state' | 'targets' | 'reconnects' | 'cdpErrors' | 'refusedTargets'>
 }
 
+/** What the frame store counts (recording/frame-store.ts stats()). */
+export interface FrameStoreCounts {
+  bytes: number
+  stored_total: number
+  dropped: { backpressure: number; write_error: number; too_large: number }
+  removed_by_retention: number
+}
+
+/** What the screencast collector counts (its stats). */
+export interface ScreencastCounts {
+  received: number
+  duplicates: number
+  rateLimited: number
+  hidden: number
+}
+
 /** Any sink of src/ship (NATS, OTLP logs, OTLP traces): its name labels the browser_telemetry_sink_* series. */
 export interface SinkProbe {
   readonly name: string
@@ -47,8 +63,8 @@ export interface MetricsDeps {
   interactionBinding?: () => Record<string, number>
   /** Per-target state cut or evicted to stay within its byte bound, by table (the daemon's Bounds). */
   evictions?: () => ReadonlyMap<string, number>
-  /** The screen recording: on/off, JPEG bytes held, frames by outcome. */
-  recording?: () => { enabled: boolean; bytes: number; frames: Record<string, number> }
+  /** The screen recording: on/off, the frame store's counts, the screencast collector's counts. */
+  recording?: () => { enabled: boolean; store: FrameStoreCounts; capture?: ScreencastCounts }
 }
 
 /** Monitor states (src/monitor MonitorState) plus none (no browser). */

@@ -1,0 +1,59 @@
+// Every CDP collector the daemon runs, in one list: the wiring passes its settings and gets the
+// collectors the monitor attaches to each target, plus the two whose counters /metrics reads. A new
+// collector is a file in this folder and a row here.
+import type { Bounds, Collector, Logger } from '../src/collector-kit.js'
+import { createConsoleCollector } from './console.js'
+import { createInteractionCollector, type InteractionCollector } from './interaction.js'
+import { createNetworkCollector } from './network.js'
+import { createPageCollector } from './page.js'
+import { createRecordingCollector, type RecordingCollector, type RecordingCollectorOptions } from './recording.js'
+import { createScreenshotCollector } from './screenshot.js'
+
+export { startSystemCollectors, type SystemCollectors } from './system.js'
+export type { InteractionCollector, RecordingCollector }
+
+export interface CollectorSettings {
+  bounds: Bounds
+  /** Whether a category is enabled now, and a subscription to changes of the enabled set. */
+  isEnabled: (category: 'network' | 'screenshot') => boolean
+  onCategoriesChanged: (listener: (enabled: ReadonlySet<string>) => void) => () => void
+  networkBodyMaxBytes: number
+  screenshotIntervalMs: number
+  maxEnvelopeBytes: number
+  /** The screen recording's frame sink and limits. */
+  recording: Pick<RecordingCollectorOptions, 'sink' | 'lastSeq' | 'maxFps' | 'quality' | 'maxWidth' | 'maxHeight'>
+  logger: Logger
+}
+
+export interface Collectors {
+  /** What the monitor attaches to every target, in this order. */
+  list: Collector[]
+  /** The binding actions against flooding pages (/metrics). */
+  interaction: InteractionCollector
+  /** The screencast: frames received, kept and dropped (/metrics, the recording routes). */
+  screencast: RecordingCollector
+}
+
+export function createCollectors(s: CollectorSettings): Collectors {
+  const interaction = createInteractionCollector({ logger: s.logger })
+  const screencast = createRecordingCollector({ ...s.recording, logger: s.logger })
+  const list: Collector[] = [
+    createConsoleCollector({ bounds: s.bounds }),
+    createNetworkCollector({
+      bodyMaxBytes: s.networkBodyMaxBytes,
+      bounds: s.bounds,
+      isEnabled: () => s.isEnabled('network'),
+    }),
+    createPageCollector({ bounds: s.bounds }),
+    interaction,
+    createScreenshotCollector({
+      intervalMs: s.screenshotIntervalMs,
+      maxBytes: s.maxEnvelopeBytes,
+      isEnabled: () => s.isEnabled('screenshot'),
+      onEnabledChange: l => s.onCategoriesChanged(c => l(c.has('screenshot'))),
+      logger: s.logger,
+    }),
+    screencast,
+  ]
+  return { list, interaction, screencast }
+}

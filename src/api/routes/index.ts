@@ -1,0 +1,33 @@
+// The route groups the daemon serves beside the core (health, OpenAPI and telemetry, which the app
+// registers itself), each with what it needs. A new group is a file in this folder and a row here.
+import type { ApiRouter } from '../route-table.js'
+import { registerBundleRoutes, type BundleRouteDeps } from './bundle.js'
+import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.js'
+import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
+import { registerMetricsRoute, type MetricsRouteDeps } from './metrics.js'
+import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
+import { registerUploadRoutes, type UploadRouteDeps } from './uploads.js'
+import { registerViewerRoutes } from './viewer.js'
+
+export interface DaemonRouteDeps {
+  uploads: UploadRouteDeps
+  extensions: ExtensionRouteDeps
+  ingest: IngestRouteDeps
+  metrics: MetricsRouteDeps
+  recording: RecordingRouteDeps
+  bundle: BundleRouteDeps
+}
+
+export type RouteGroup = (router: ApiRouter) => void
+
+export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
+  return [
+    r => registerUploadRoutes(r, d.uploads),
+    r => registerExtensionRoutes(r, d.extensions),
+    r => registerIngestRoutes(r, d.ingest),
+    r => registerMetricsRoute(r, d.metrics),
+    r => registerViewerRoutes(r),
+    r => registerRecordingRoutes(r, d.recording),
+    r => registerBundleRoutes(r, d.bundle),
+  ]
+}

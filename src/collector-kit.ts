@@ -1,0 +1,27 @@
+// Everything a collector may use of the daemon, in one place: the session it attaches to, the
+// emit function and event types, the byte bounds, the logger and a few timing helpers. Collectors
+// (the top-level collectors/ folder) import src/ through this file only.
+export type { Context, EventData, StackTrace } from './events/index.js'
+export { validateData } from './events/index.js'
+export { maskValue } from './events/redact.js'
+export { DEFAULT_MAX_ENVELOPE_BYTES, type Emit, type EventInput } from './pipeline/pipeline.js'
+export { Bounds, cutUtf8 } from './pipeline/bounds.js'
+export { INTERACTION_BUDGET } from './pipeline/shedding.js'
+export {
+  DEFAULT_BODY_MAX_BYTES,
+  DOCUMENT_TYPES,
+  type BrowserExit,
+  type BrowserScope,
+  type Collector,
+  type Detach,
+  type MonitorState,
+  type MonitorView,
+  type TargetSession,
+} from './monitor/types.js'
+export { silentLogger, type Logger } from './log.js'
+export { DEFAULT_SETTINGS } from './defaults.js'
+export { systemClock, type Clock, type TimerHandle, type Timers } from './util/clock.js'
+export { Disposer } from './util/disposer.js'
+export { withTimeout } from './util/with-timeout.js'
+export { headerValue } from './util/headers.js'
+export { withDefaults } from './util/defaults.js'

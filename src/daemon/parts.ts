@@ -1,0 +1,114 @@
+// The daemon's parts as its startup steps build them: what every step may read (Base), what each
+// adds (one interface per step), and what a step returns (its part and how to stop it).
+import { existsSync, readFileSync } from 'node:fs'
+import type { ServeConfig } from '../config/config.js'
+import type { Logger } from '../log.js'
+import { DiskGuard } from './disk-guard.js'
+import { Pipeline } from '../pipeline/pipeline.js'
+import { Bounds } from '../pipeline/bounds.js'
+import { EventLog } from '../store/event-log.js'
+import { FrameStore } from '../recording/frame-store.js'
+import { RecordingSwitch } from '../recording/switch.js'
+import { type ApiApp } from '../api/app.js'
+import { type LoadedTokens } from '../api/auth.js'
+import type { ApiRouter } from '../api/route-table.js'
+import { type ApiServer } from '../api/server.js'
+import type { ExtensionRouteDeps } from '../api/routes/extensions.js'
+import type { UploadRouteDeps } from '../api/routes/uploads.js'
+import { type Metrics } from '../metrics/metrics.js'
+import { Monitor } from '../monitor/index.js'
+import { CdpProxy } from '../proxy/cdp-proxy.js'
+import { type InteractionCollector, type RecordingCollector, type SystemCollectors } from '../../collectors/index.js'
+import { type SinkList } from '../ship/sinks.js'
+
+export interface DaemonOptions {
+  logger?: Logger
+  /** Where startup lines for the user go (the token file's path + curl line). Default: stderr. */
+  announce?: (line: string) => void
+  /**
+   * Whether a just-generated token may be shown in clear (default: stderr is a terminal). A journal
+   * or a log file must never receive it; the path to the 0600 file is always shown instead.
+   */
+  showNewToken?: boolean
+  /** How often free disk space is checked (default 5 s; tests shorten it). */
+  diskCheckIntervalMs?: number
+  /** Extra route groups (tests, or parts not yet wired below). */
+  routes?: ((router: ApiRouter) => void)[]
+}
+
+/** Stops what a step started. Shutdown calls these in reverse step order. */
+export type StopStep = () => Promise<void> | void
+
+/** What a step built, and how to stop it (nothing to stop: no stop). */
+export interface Started<Part> {
+  part: Part
+  stop?: StopStep
+}
+
+/** What every step may read. */
+export interface Base {
+  readonly config: ServeConfig
+  readonly logger: Logger
+  readonly opts: DaemonOptions
+}
+/** config: browser id, API tokens, and the data dir's free space (read-only, 507 on writes, while the disk is full). */
+export interface Identity {
+  browserId: string
+  tokens: LoadedTokens
+  disk: DiskGuard
+}
+/** store: the event log, and the screen recording's frame store beside it. */
+export interface Store {
+  log: EventLog
+  frames: FrameStore
+}
+/** pipeline: the one way into the log, metrics, the byte bounds of per-target state, the recording switch. */
+export interface Core {
+  pipeline: Pipeline
+  metrics: Metrics
+  bounds: Bounds
+  recording: RecordingSwitch
+}
+/** sinks: every destination of committed events (NATS unless --nats-url is unset, OTLP unless --otlp-endpoint is) */
+export interface Shipping {
+  sinks: SinkList
+}
+/** monitor (undefined without a browser), with its interaction collector (binding actions for /metrics) and the screencast. */
+export interface Browser {
+  monitor: Monitor | undefined
+  interaction: InteractionCollector | undefined
+  screencast: RecordingCollector | undefined
+}
+/** system */
+export interface System {
+  system: SystemCollectors
+}
+/** uploads: what the upload and extension routes write to. */
+export interface Uploads {
+  uploads: UploadRouteDeps
+  extensions: ExtensionRouteDeps
+}
+/** api */
+export interface Api {
+  api: ApiApp
+  server: ApiServer
+}
+/** proxy (undefined with --proxy-listen off or without a browser) */
+export interface Proxy {
+  proxy: CdpProxy | undefined
+}
+
+export function packageVersion(): string {
+  // src/daemon/steps.ts and dist/src/daemon/steps.js sit at different depths below package.json.
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    const url = new URL(rel, import.meta.url)
+    if (existsSync(url)) {
+      try {
+        return (JSON.parse(readFileSync(url, 'utf8')) as { version?: string }).version ?? '0.0.0'
+      } catch {
+        /* next */
+      }
+    }
+  }
+  return '0.0.0'
+}

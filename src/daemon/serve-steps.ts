@@ -1,0 +1,203 @@
+// The daemon's serving steps: uploads, the HTTP API with every route group, the CDP proxy, the
+// metrics wiring and the ready announcement. Same contract as steps.ts.
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { createApiApp } from '../api/app.js'
+import { startApiServer } from '../api/server.js'
+import { httpMetrics } from '../api/routes/metrics.js'
+import { daemonRoutes } from '../api/routes/index.js'
+import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
+import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
+import { COMMAND_PARAMS_MAX_BYTES } from '../proxy/command-log.js'
+import { ExtensionStore } from '../uploads/extension-store.js'
+import { ExtensionMetaStore } from '../uploads/extension-meta.js'
+import { prepareUploadRoots } from '../uploads/upload-roots.js'
+import { sweepSpool } from '../uploads/multipart-spool.js'
+import { UploadSlots } from '../uploads/upload-slots.js'
+import type { ZipLimits } from '../uploads/zip-entries.js'
+import {
+  type Started,
+  type Base,
+  type Identity,
+  type Store,
+  type Core,
+  type Shipping,
+  type Browser,
+  type System,
+  type Uploads,
+  type Api,
+  type Proxy,
+  packageVersion,
+} from './parts.js'
+import { redactorOf } from './steps.js'
+
+/**
+ * Uploads and extensions live under the data dir. Interrupted merges are settled first (rolled back
+ * or forward through their journals) and leftovers of interrupted uploads swept, before the API opens.
+ */
+export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
+  const { config } = d
+  const spoolDir = join(config.dataDir, 'tmp')
+  await mkdir(spoolDir, { recursive: true })
+  await sweepSpool(spoolDir, undefined, r => {
+    if (r.rolledBack + r.settled + r.failed.length > 0)
+      d.logger.warn(
+        { rolledBack: r.rolledBack, settled: r.settled, failed: r.failed },
+        'settled upload merges interrupted by a crash',
+      )
+  })
+  const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
+  const zipLimits: ZipLimits = {
+    maxEntries: config.zipMaxEntries,
+    maxTotalBytes: config.zipMaxTotalBytes,
+    maxRatio: config.zipMaxRatio,
+  }
+  // Extension metadata has its own database, so nothing done to the telemetry log can touch it.
+  const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'))
+  let extensions: ExtensionStore
+  try {
+    extensions = await ExtensionStore.open({ dir: join(config.dataDir, 'extensions'), db: meta })
+  } catch (err) {
+    await meta.close()
+    throw err
+  }
+  const slots = new UploadSlots(config.uploadMaxConcurrent)
+  return {
+    part: {
+      uploads: { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
+      extensions: { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
+    },
+    stop: () => meta.close(),
+  }
+}
+
+export async function startApi(
+  d: Base & Identity & Store & Core & Shipping & Browser & System & Uploads,
+): Promise<Started<Api>> {
+  const { config, pipeline, monitor, system, sinks, metrics, disk } = d
+  const monitorState = (): unknown => ({
+    ...(monitor ? monitor.health() : { state: 'disabled' }),
+    kernel_log: system.kmsg(),
+  })
+  const api = createApiApp({
+    browserId: d.browserId,
+    log: d.log,
+    pipeline,
+    tokens: d.tokens.tokens,
+    logger: d.logger.child({ module: 'api' }),
+    streamKeepaliveMs: config.streamKeepaliveMs,
+    streamBufferEvents: config.streamBufferEvents,
+    streamBufferBytes: config.streamBufferBytes,
+    streamRingBytes: config.streamRingBytes,
+    maxStreamClients: config.maxStreamClients,
+    defaultCategories: config.categories,
+    monitorState,
+    sinksState: () => sinks.health(),
+    version: packageVersion(),
+    outerMiddleware: [httpMetrics(metrics)],
+    drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
+    diskState: () => disk.status,
+    recording: d.recording,
+    defaultRecording: config.recording.enabled,
+    routes: [
+      ...daemonRoutes({
+        uploads: d.uploads,
+        extensions: d.extensions,
+        ingest: { pipeline, browserId: d.browserId },
+        metrics: { metrics },
+        recording: {
+          frames: d.frames,
+          recording: d.recording,
+          captureStats: d.screencast ? () => ({ ...d.screencast!.stats }) : undefined,
+        },
+        bundle: {
+          source: {
+            browserId: d.browserId,
+            daemonVersion: packageVersion(),
+            log: d.log,
+            frames: d.frames,
+            recordingEnabled: () => d.recording.enabled,
+            categories: () => CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c)),
+            redaction: redactorOf(config).policy(),
+          },
+          logger: d.logger.child({ module: 'bundle' }),
+        },
+      }),
+      ...(d.opts.routes ?? []),
+    ],
+  })
+  const server = await startApiServer(api, config.listen)
+  return { part: { api, server }, stop: () => server.close() }
+}
+
+/** CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect). */
+export async function startProxy(d: Base & Identity & Core & Browser): Promise<Started<Proxy>> {
+  const { config, monitor, tokens } = d
+  if (!config.proxyListen || !monitor) return { part: { proxy: undefined } }
+  const proxy = new CdpProxy({
+    listen: config.proxyListen,
+    upstream: () => monitor.browserWsUrl,
+    onUpstreamChanged: l => {
+      monitor.events.on('upstream', l)
+      return () => {
+        monitor.events.off('upstream', l)
+      }
+    },
+    emit: d.pipeline.emit,
+    auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth)
+      ? { verify: t => tokens.tokens.lookup(t) }
+      : undefined,
+    logger: d.logger.child({ module: 'proxy' }),
+    maxConnections: config.proxyMaxConnections,
+    captureCommandParams: config.captureCommandParams ? { maxBytes: COMMAND_PARAMS_MAX_BYTES } : undefined,
+  })
+  await proxy.start()
+  return { part: { proxy }, stop: () => proxy.close() }
+}
+
+/** /metrics reads every part built so far; detached first at shutdown. */
+export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy): Started<object> {
+  const { monitor, proxy, api, interaction, sinks } = d
+  const stop = d.metrics.attach({
+    pipeline: d.pipeline,
+    log: d.log,
+    monitor,
+    sseClients: () => api.streams.stats.open,
+    proxyConnections: proxy ? () => proxy.connectionCount : undefined,
+    sinks: () => sinks.sinks,
+    refusedConnections: () => ({ sse: api.streams.stats.refused, cdp_proxy: proxy?.refusedConnections ?? 0 }),
+    sseLagDisconnects: () => api.streams.stats.slowDisconnects,
+    evictions: () => d.bounds.evictions,
+    recording: () => ({ enabled: d.recording.enabled, store: d.frames.stats(), capture: d.screencast?.stats }),
+    interactionBinding: (): Record<string, number> => {
+      const s = interaction?.stats
+      return s ? { paused: s.paused, resumed: s.resumed, terminated: s.terminated, invalid: s.invalid } : {}
+    },
+  })
+  return { part: {}, stop }
+}
+
+export function announceReady(d: Base & Identity & Api): void {
+  const { config, server, browserId } = d
+  d.logger.info(
+    { url: server.url, browserId, dataDir: config.dataDir, categories: config.categories },
+    'browser-telemetry listening',
+  )
+  const generated = d.tokens.generated
+  if (generated) {
+    const announce =
+      d.opts.announce ??
+      ((line: string) => {
+        process.stderr.write(line + '\n')
+      })
+    // Never logged. The token itself is shown once, when just created and a person is watching
+    // (stderr is a terminal); a journal only ever gets the file's path.
+    const show = generated.created && (d.opts.showNewToken ?? process.stderr.isTTY === true)
+    announce(
+      `API token ${generated.created ? 'generated and ' : ''}stored in ${generated.path} (mode 0600)${show ? `: ${generated.token}` : ''}`,
+    )
+    announce(
+      `Try: curl -H "Authorization: Bearer $(cat ${generated.path})" '${server.url}/browsers/${browserId}/telemetry/events?limit=10'`,
+    )
+  }
+}
