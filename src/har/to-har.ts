@@ -1,6 +1,7 @@
 // Network envelopes -> HAR 1.2. Pure: no I/O, no clock. Envelopes may come in any order and any mix
 // of categories; only network_* and page_* events are used. Each exchange of the shared join
-// (exchanges.ts: one per request hop) is one entry.
+// (exchanges.ts: one per request hop) is one entry. One idea: HAR entries from the join, field by
+// field as HAR 1.2 defines them; the join itself and WebSocket frames live beside it.
 import type { Envelope, TelemetryEvent } from '../events/index.js'
 import { headerValue } from '../util/headers.js'
 import { ExchangeJoin, exchangeKey, firstOf, type Exchange } from './exchanges.js'

@@ -1,5 +1,7 @@
 // One browser-level CDP connection and every target attached through it. A reconnect never reuses
 // a BrowserConnection: the monitor closes the old one (dropping all per-target state) and opens a new one.
+// One idea, kept whole on purpose: the lifetime of a connection and of the targets it attaches, whose
+// setup, routing and teardown share one map of sessions and must change together.
 import type { TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'

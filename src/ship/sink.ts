@@ -2,7 +2,8 @@
 // (a ShipLink: NATS JetStream, OTLP/HTTP) exactly once in effect, and never blocks capture, the API
 // or the log. It owns the cursor over the committed log, the durable watermark, reading ahead, the
 // bounded in-flight window, acks, retries with backoff, health and counters; a transport only sends
-// records and reports answers.
+// records and reports answers. One idea, in one file because its state machine, window and
+// watermark move together; its settings and phases are in sink-options.ts.
 //
 // How "exactly once in effect" holds:
 // - Records go out in seq order, at most `maxInFlight` unacknowledged. Each carries an identity the
@@ -14,77 +15,17 @@
 // - On any failure (ack timeout, refusal, disconnect) everything unacknowledged is re-sent from
 //   acked + 1 after a backoff (or the destination's Retry-After). Before that, after every (re)connect,
 //   the transport may say what the destination already holds (NATS does; OTLP cannot).
-import type { EventLog, StoredRecord } from '../store/event-log.js'
+import type { StoredRecord } from '../store/event-log.js'
 import { silentLogger, type Logger } from '../log.js'
-import { DEFAULT_SETTINGS } from '../defaults.js'
 import { Backoff } from '../util/backoff.js'
 import { withDefaults } from '../util/defaults.js'
 import type { LinkEvents, Refusal, ShipLink } from './link.js'
+import { SINK_DEFAULTS, TRANSITIONS, type Phase, type SinkOptions, type SinkTuning } from './sink-options.js'
+
+export { SINK_DEFAULTS, type SinkOptions } from './sink-options.js'
 import { PublishWindow } from './publish-window.js'
 import { StoredWatermark } from './watermark.js'
 import type { SinkHealth, ShipState, SinkStats } from './ship-health.js'
-
-/**
- * The shipper's life, one value, changed only by `enter()`:
- *   stopped    -> connecting   start()
- *   connecting -> resyncing    the link is up; nothing is sent until the stream says what it holds
- *   resyncing  -> publishing   it said
- *   publishing -> resyncing    a publish failed (ack timeout, refusal): the window is dropped, ask again after a backoff
- *   any        -> connecting   the connection is lost: the window is dropped
- *   any        -> stopped      stop()
- */
-type Phase = 'stopped' | 'connecting' | 'resyncing' | 'publishing'
-const TRANSITIONS: Record<Phase, readonly Phase[]> = {
-  stopped: ['connecting'],
-  connecting: ['connecting', 'resyncing', 'stopped'],
-  resyncing: ['connecting', 'publishing', 'stopped'],
-  publishing: ['connecting', 'resyncing', 'stopped'],
-}
-
-/** Tuning defaults; the daemon passes `maxInFlight` from its configuration. */
-export const SINK_DEFAULTS = {
-  /** Unacknowledged publishes at most (1,024 was no faster than 256). */
-  maxInFlight: DEFAULT_SETTINGS.natsMaxInFlight,
-  /** An unacknowledged publish older than this restarts sending from the watermark. */
-  ackTimeoutMs: 5000,
-  /** Retry delays after failures: doubling from initial to max. */
-  retryInitialMs: 250,
-  retryMaxMs: 10_000,
-  /** Reported as `behind` when the oldest unshipped event is older than this. */
-  behindAfterMs: 5000,
-  /** How often the watermark is written to the log's metadata. */
-  persistIntervalMs: 1000,
-  /**
-   * Capture first: while the store holds more than this in events appended and not yet committed
-   * (a page sending faster than the disk takes it), the sink sends nothing, so the event loop goes
-   * to capture and no tab waits on shipping. The next commit wakes it.
-   */
-  yieldBacklogBytes: 256 * 1024,
-  /** ... but for at most this long at a time: under a flood that never ends, one window goes out per this. */
-  maxYieldMs: 250,
-}
-type SinkTuning = typeof SINK_DEFAULTS
-
-export interface SinkOptions extends Partial<SinkTuning> {
-  log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq' | 'pendingBytes'>
-  /** Names the sink in /healthz, /metrics and logs (`nats`, `otlp_logs`, ...). */
-  name: string
-  /** Metadata name of the durable watermark: one per sink and destination. */
-  watermarkName: string
-  /** Every error kind the transport reports (counters start at 0 for each). */
-  errorKinds: readonly string[]
-  /** Builds the transport; it reports to `events` and may use the sink's backoff for its own reconnects. */
-  link: (events: LinkEvents, backoff: Backoff, logger: Logger) => ShipLink
-  /** Destination fields /healthz shows next to the core's (e.g. stream, endpoint). */
-  describe?: () => Record<string, unknown>
-  /** What the destination's answer is called in the ack-timeout error ("JetStream ack"). */
-  ackName?: string
-  /** Milliseconds of the capture-first window (default Date.now; tests pass a manual clock). */
-  now?: () => number
-  /** Log lines that name the destination. */
-  messages?: { started: string; stopped: string; resumed: string }
-  logger?: Logger
-}
 
 const READ_PAGE = 512
 /** Pages kept queued ahead of the window. */
