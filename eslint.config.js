@@ -4,6 +4,35 @@ import js from '@eslint/js'
 import globals from 'globals'
 import prettier from 'eslint-config-prettier'
 import tseslint from 'typescript-eslint'
+import { MAY_IMPORT } from './scripts/layers.mjs'
+
+/** A part's name in an import: a folder, or a loose file without .ts. */
+const nameOf = part => part.replace(/\.ts$/, '')
+const PARTS = [...new Set([...Object.keys(MAY_IMPORT).map(nameOf), 'collectors'])]
+
+/** One no-restricted-imports rule per part of src/: every other part it does not list is refused. */
+const boundaries = Object.entries(MAY_IMPORT).map(([part, allowed]) => {
+  const loose = part.endsWith('.ts')
+  const refused = PARTS.filter(p => p !== nameOf(part) && !allowed.includes(p))
+  // From a loose file, siblings are ./x; from inside a folder, ../x (or ../../x from a subfolder).
+  const up = loose ? '\\./' : '(\\.\\./)+'
+  return {
+    files: loose ? [`src/${part}`] : [`src/${part}/**/*.ts`, `src/${part}/**/*.tsx`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^${up}(${refused.join('|')})(/|\\.js$)`,
+              message: `${nameOf(part)} may import only: ${allowed.join(', ') || 'nothing of ours'} (scripts/layers.mjs)`,
+            },
+          ],
+        },
+      ],
+    },
+  }
+})
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.tap/**', 'data/**', 'test/fixtures/**'] },
@@ -48,6 +77,23 @@ export default tseslint.config(
     // Plain scripts (build helpers, bench children) run under Node without a tsconfig.
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { ...globals.node } },
+  },
+  ...boundaries,
+  {
+    files: ['collectors/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^\\.\\./src/(?!collector-kit\\.js$)',
+              message: 'collectors import src/ only through src/collector-kit.ts',
+            },
+          ],
+        },
+      ],
+    },
   },
   prettier,
   {

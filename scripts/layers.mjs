@@ -1,0 +1,76 @@
+// The import rules of the source tree, read by eslint.config.js (which enforces them) and by
+// test/layout.test.ts (which holds the folder READMEs to them).
+
+/**
+ * Who may import whom (imports point downward). Keys are the folders of src/ and its loose files
+ * (with .ts); each lists everything of ours it may import, nothing else. docs/architecture.md
+ * draws the same layers, and each folder's README states its row. The collectors (top-level
+ * folder) reach src/ only through src/collector-kit.ts.
+ */
+export const MAY_IMPORT = {
+  util: [],
+  'errors.ts': [],
+  'defaults.ts': [],
+  events: ['util'],
+  'log.ts': ['events'],
+  store: ['events', 'log', 'defaults', 'util'],
+  pipeline: ['store', 'events', 'log', 'defaults', 'util'],
+  recording: ['log', 'util'],
+  har: ['events', 'util'],
+  monitor: ['pipeline', 'events', 'log', 'defaults', 'util'],
+  ship: ['store', 'events', 'log', 'defaults', 'util'],
+  uploads: ['errors', 'defaults', 'util'],
+  bundle: ['har', 'recording', 'store', 'events', 'util'],
+  metrics: ['monitor', 'pipeline', 'store'],
+  proxy: ['pipeline', 'log', 'defaults', 'util'],
+  'collector-kit.ts': ['monitor', 'pipeline', 'events', 'log', 'defaults', 'util'],
+  api: [
+    'bundle',
+    'metrics',
+    'recording',
+    'uploads',
+    'store',
+    'pipeline',
+    'events',
+    'log',
+    'errors',
+    'defaults',
+    'util',
+  ],
+  config: ['api', 'ship', 'pipeline', 'events', 'log', 'defaults', 'util'],
+  fleet: ['api', 'config', 'ship', 'store', 'events', 'log', 'errors', 'util'],
+  daemon: [
+    'api',
+    'collectors',
+    'config',
+    'metrics',
+    'monitor',
+    'pipeline',
+    'proxy',
+    'recording',
+    'ship',
+    'store',
+    'uploads',
+    'events',
+    'log',
+    'errors',
+    'defaults',
+    'util',
+  ],
+  cli: ['api', 'config', 'fleet', 'har', 'recording', 'events', 'util'],
+  viewer: ['events', 'har', 'util'],
+  'main.ts': [
+    'api',
+    'collectors',
+    'config',
+    'daemon',
+    'monitor',
+    'pipeline',
+    'proxy',
+    'recording',
+    'ship',
+    'store',
+    'log',
+  ],
+  'cli.ts': ['cli', 'config', 'daemon', 'fleet', 'main'],
+}
