@@ -49,8 +49,8 @@ const serve: Command = {
     // V8 lets the old generation grow up to 4x its live size before a full collection. Huge CDP
     // messages (a page's 1.6 MB console calls) leave their JSON text and serialisations as large
     // objects that only a full collection frees: 10 such calls grew the daemon's RSS by ~90 MB.
-    // Growing by 25% at most keeps those collections small and frequent (README "Limits"). Read
-    // at every collection, so setting it here, before the daemon allocates, is enough.
+    // Growing by 25% at most keeps those collections small and frequent (docs/limits.md, heap
+    // growth). Read at every collection, so setting it here, before the daemon allocates, is enough.
     setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
     let handle: Awaited<ReturnType<typeof startDaemon>>
     try {

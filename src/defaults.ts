@@ -1,5 +1,5 @@
-// Every numeric default of the daemon, once, as numbers. config.ts formats them for --help, the
-// README's configuration table and the env example; the modules that also run without the config
+// Every numeric default of the daemon, once, as numbers. config/options.ts formats them for --help,
+// docs/configuration.md and the env example; the modules that also run without the config
 // (tests, tools, the bench) read the same values. Imports nothing.
 
 const KiB = 1024

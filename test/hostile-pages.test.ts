@@ -4,7 +4,7 @@
 // (seqs with no envelope = over_budget + shed drops in /metrics, exactly). /healthz is probed the way a
 // supervisor would: a separate process, a fresh connection per probe, 20 ms apart, a 2 s timeout
 // counted as a failure; latency = request sent to last body byte. The daemon and the probe run at
-// the daemon's deployed priority (Nice=-5, README "Limits"). A probe during which the machine
+// the daemon's deployed priority (Nice=-5, docs/limits.md). A probe during which the machine
 // starved either of CPU for over 50 ms (the prober's own event-loop delay; the daemon main thread's
 // kernel run-queue wait; the hypervisor's steal time on a VM) is counted apart, not used as a
 // latency sample: it has to be answered (200, within 2 s) but its latency is the machine's, which

@@ -14,11 +14,15 @@ const rules = MAY_IMPORT
 const folders = readdirSync(src).filter(n => statSync(join(src, n)).isDirectory())
 const loose = readdirSync(src).filter(n => n.endsWith('.ts'))
 
-/** The README's `May import:` line as a list of part names (backticked), or [] for "nothing of ours". */
+/**
+ * The README's `May import:` line as a list of part names (backticked), or [] for "nothing of ours".
+ * Parts of src/ are written `src/<name>` (`.ts` for a loose file); the top-level collectors folder
+ * (in the daemon's row) is written `collectors/`.
+ */
 function mayImportLine(readme: string): string[] | undefined {
   const line = readme.split('\n').find(l => l.startsWith('May import:'))
   if (!line) return undefined
-  return [...line.matchAll(/`src\/([a-z-]+)(?:\.ts)?\/?`/g)].map(m => m[1]!)
+  return [...line.matchAll(/`(?:src\/([a-z-]+)(?:\.ts)?|(collectors))\/?`/g)].map(m => (m[1] ?? m[2])!)
 }
 
 t.test('every folder of src/ has an import rule and a README stating it', async t => {

@@ -291,7 +291,8 @@ t.test(
     await writeFile(path, '')
     const rec = recorder()
     const r = recordingTimers()
-    // What main.ts does: kmsgPollMs is not set, so the option is present with the value undefined.
+    // What the daemon does (src/daemon/steps.ts, startSystem): kmsgPollMs is not set, so the option
+    // is present with the value undefined.
     const sys = await startSystemCollectors({
       emit: rec.emit,
       kmsgPath: path,

@@ -1,5 +1,5 @@
 // What the telemetry read and stream routes need of a browser's events. The daemon's event log is
-// one such source; `fleet serve` gives each browser's copy in the fleet stream (src/ship) the same
+// one such source; `fleet serve` gives each browser's copy in the fleet stream (src/fleet) the same
 // shape, so both serve the same routes with the same paging rules.
 import type { ReadQuery, ReadResult, StoredRecord } from '../store/event-log.js'
 

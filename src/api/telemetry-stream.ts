@@ -3,7 +3,7 @@
 // Exact handover between stored backlog and live events: a stream is registered for commits
 // *before* it reads the backlog. While it pages the store from its resume point, committed batches
 // are buffered; once a read finds nothing more, the buffer is drained from the last seq sent. So
-// every record is sent once, in seq order, with no hole (see README.md for the argument).
+// every record is sent once, in seq order, with no hole (see src/api/README.md for the argument).
 //
 // Live fan-out: committed records are framed once per write for every client, and a client gets
 // at most one write per `coalesceMs` (commits in between are joined): at 10k events/s and 100

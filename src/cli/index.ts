@@ -1,4 +1,5 @@
-// The client commands of `browser-telemetry` (everything but `serve`), as a table src/cli.ts mounts.
+// The client commands of `browser-telemetry` (everything but `serve` and `fleet serve`), as a table
+// src/cli.ts mounts.
 import type { ClientCommand } from './command.js'
 import { bundleCommand } from './bundle.js'
 import { viewCommand } from './view.js'

@@ -60,7 +60,7 @@ export interface ServeConfig {
   /** Store CDP proxy commands' parameters and results (redacted, cut to 4 KiB each) in cdp_command events. */
   captureCommandParams: boolean
   maxTargets: number
-  /** maxEnvelopeBytes joins them at startup (src/main.ts), from --max-envelope-bytes. */
+  /** maxEnvelopeBytes joins them at startup (src/daemon/steps.ts, buildPipeline), from --max-envelope-bytes. */
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
   logLevel: string
   maxEnvelopeBytes: number

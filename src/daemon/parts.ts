@@ -99,7 +99,7 @@ export interface Proxy {
 }
 
 export function packageVersion(): string {
-  // src/daemon/steps.ts and dist/src/daemon/steps.js sit at different depths below package.json.
+  // src/daemon/parts.ts and dist/src/daemon/parts.js sit at different depths below package.json.
   for (const rel of ['../../package.json', '../../../package.json']) {
     const url = new URL(rel, import.meta.url)
     if (existsSync(url)) {

@@ -1,6 +1,7 @@
-// `fleet serve` wiring (its command lives in cli.ts, next to `serve`). The fleet stream as a source (src/ship) behind the
-// daemon's telemetry read and stream routes (src/api), on its own port. Stateless: everything it
-// answers comes from the stream at the time of the request, so several can run side by side.
+// `fleet serve` wiring (its command lives in cli.ts, next to `serve`). The fleet stream as a source
+// (source.ts) behind the daemon's telemetry read and stream routes (src/api, through app.ts), on its
+// own port. Stateless: everything it answers comes from the stream at the time of the request, so
+// several can run side by side.
 import { createFleetApiApp, type FleetApiApp } from './app.js'
 import { loadTokens } from '../api/auth.js'
 import { startApiServer } from '../api/server.js'

@@ -1,7 +1,8 @@
 // The capture plan: from the enabled categories, exactly which CDP domains each kind of
 // target gets, which collectors run on it (and so which scripts, bindings and body fetches), and
 // which targets are auto-attached at all. Pure; the monitor applies it (capture.ts), at attach and
-// live whenever the categories change. One place, so the README's cost table and the tests read it.
+// live whenever the categories change. One place, so the cost table of docs/configuration.md and
+// the tests read it.
 //
 // What each category truly needs (derived from the collectors and the event model):
 // - Page on every frame-bearing target (page, iframe, background_page) whatever is on: the monitor's

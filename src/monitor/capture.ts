@@ -16,7 +16,7 @@ import type { AttachedTarget } from './target-session.js'
 import { IGNORED_CDP_TYPES, WORKER_TYPES } from './target-types.js'
 import type { Collector, Detach } from './types.js'
 
-/** Where the monitor reads the plan and hears about changes (main.ts: from the pipeline's categories). */
+/** Where the monitor reads the plan and hears about changes (src/daemon/steps.ts: from the pipeline's categories). */
 export interface CaptureSource {
   current(): CapturePlan
   /** Returns the unsubscribe. */

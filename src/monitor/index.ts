@@ -1,4 +1,5 @@
-// Public surface of the monitor: main.ts and collectors import from here (collectors: types only).
+// Public surface of the monitor: the daemon (src/daemon/, src/main.ts) and src/metrics import from
+// here; collectors reach its types through src/collector-kit.ts.
 export { Monitor, DEFAULT_RECONNECT } from './monitor.js'
 export type { MonitorOptions, MonitorLaunchOptions, ReconnectOptions } from './monitor.js'
 export type {

@@ -104,7 +104,8 @@ export class Monitor implements MonitorView {
     this.launchPort = opts.launch?.port
     this.capture = opts.capture ?? fixedCapture()
     this.bounds = opts.bounds ?? new Bounds()
-    // main.ts, /healthz, metrics and collectors may all listen; the default cap of 10 would warn.
+    // The daemon's steps (src/daemon/), /healthz, metrics and collectors may all listen; the default
+    // cap of 10 would warn.
     this.events.setMaxListeners(50)
   }
 

@@ -1,11 +1,12 @@
-// Fleet shipping: committed envelopes -> NATS JetStream. main.ts calls startShipping once.
+// Fleet shipping: committed envelopes -> NATS JetStream. The sink list (sinks.ts) calls
+// startShipping once.
 import type { Logger } from '../log.js'
 import type { EventLog } from '../store/event-log.js'
 import { Shipper } from './shipper.js'
 
 export { Shipper, type ShipHealth, type ShipState } from './shipper.js'
 
-/** The --nats-* flags as the daemon parsed them (config.ts). */
+/** The --nats-* flags as the daemon parsed them (src/config/config.ts). */
 export interface NatsConfig {
   servers: string[]
   credsFile?: string

@@ -1,4 +1,4 @@
-// The --otlp-* settings: parsed once at startup (pure; config.ts calls it). The standard
+// The --otlp-* settings: parsed once at startup (pure; src/config/config.ts calls it). The standard
 // OTEL_EXPORTER_OTLP_* variables are read where they mean the same thing; our own flag and its
 // BROWSER_TELEMETRY_ twin win over them.
 import { readFile } from 'node:fs/promises'
@@ -25,7 +25,7 @@ export interface OtlpConfig {
   serviceName?: string
 }
 
-/** Setting values as config.ts resolved them: `explicit` is a flag or its twin, undefined when neither is set. */
+/** Setting values as src/config/config.ts resolved them: `explicit` is a flag or its twin, undefined when neither is set. */
 export interface OtlpSettingSource {
   explicit(flag: string): string | undefined
   default(flag: string): string

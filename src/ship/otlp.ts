@@ -1,6 +1,7 @@
 // OTLP/HTTP export: one sink per signal on the shared sink core (logs and traces follow the
 // committed log with their own durable watermarks `otlp:<signal>:<endpoint>`), plus the metrics
-// exporter on an interval. main.ts calls startOtlp once; nothing waits for the collector.
+// exporter on an interval. The sink list (sinks.ts) calls startOtlp once; nothing waits for the
+// collector.
 import { readFile } from 'node:fs/promises'
 import {
   JsonLogsSerializer,

@@ -19,7 +19,7 @@ export interface SinkHealth {
   [destination: string]: unknown
 }
 
-/** The NATS shipper's record (`shipping` in /healthz). */
+/** The NATS shipper's record (`sinks.nats` in /healthz). */
 export interface ShipHealth extends SinkHealth {
   stream: string
   subject_prefix: string

@@ -1,9 +1,10 @@
 // Subjects and message ids of shipped envelopes: `<prefix>.<browser token>.<category>`, msg id
 // `<browser_id>:<seq>`. A browser id is one subject token; ids that are not valid tokens are encoded.
 //
-// Encoding rule (reversible, documented in README.md and docs/fleet.md): every UTF-8 byte of the id
-// outside [A-Za-z0-9_-] is written as `~` + two upper-case hex digits. So `vm.7` -> `vm~2E7`,
-// `a b` -> `a~20b`, `~` itself -> `~7E`. An id made only of [A-Za-z0-9_-] is its own token.
+// Encoding rule (reversible, documented in src/ship/README.md and docs/fleet.md): every UTF-8 byte
+// of the id outside [A-Za-z0-9_-] is written as `~` + two upper-case hex digits. So `vm.7` ->
+// `vm~2E7`, `a b` -> `a~20b`, `~` itself -> `~7E`. An id made only of [A-Za-z0-9_-] is its own
+// token.
 import type { Category } from '../events/index.js'
 
 const PLAIN = /^[A-Za-z0-9_-]+$/

@@ -1,7 +1,7 @@
-// The one command-line option parser: `serve` (src/config/config.ts) and every client command
-// (src/cli/args.ts) describe their flags as OptionSpec tables, parse them with node:util parseArgs
-// through parseOptions, and print them with optionLines. Callers turn OptionsError into their own
-// error (ConfigError for serve, a usage error for client commands).
+// The one command-line option parser: every command's flags are OptionSpec tables (picked from the
+// one option table, src/config/options.ts), parsed with node:util parseArgs through parseOptions
+// (src/config/resolve.ts, src/cli/args.ts) and printed with optionLines (src/cli/args.ts). Callers
+// turn OptionsError into their own error (ConfigError for serve, a usage error for client commands).
 import { parseArgs } from 'node:util'
 
 export interface OptionSpec {
