@@ -92,7 +92,7 @@ async function axe(page: Page): Promise<{ id: string; impact: string }[]> {
 }
 
 t.test('a bundle opened with no daemon shows what the live session showed', async t => {
-  t.setTimeout(180_000)
+  t.setTimeout(150_000)
   const dir = await tempDir(t, 'bt-viewer-bundle-')
   const config = parseServeConfig(
     [
