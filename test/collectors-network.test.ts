@@ -1,10 +1,10 @@
 // Network collector against real Chromium through the Monitor: exact request/response/failure data,
 // redirects, network_idle timing, hanging requests, OOPIF and worker sessions, big bodies.
 import t from 'tap'
-import { createServer as createNetServer } from 'node:net'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { startServer, waitFor, type TestServer } from './helpers/http.js'
 import { startCollecting, type Recorded } from './helpers/collector-harness.js'
+import { closedPort } from './helpers/ports.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
 import {
@@ -42,13 +42,6 @@ function hang(seen: { count: number }) {
   return (_req: IncomingMessage, _res: ServerResponse) => {
     seen.count++
   }
-}
-async function closedPort(): Promise<number> {
-  const srv = createNetServer()
-  await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
-  const port = (srv.address() as { port: number }).port
-  await new Promise(r => srv.close(r))
-  return port
 }
 function routes(server: TestServer, hung: { count: number }) {
   server.route('/page', PAGE)
