@@ -20,10 +20,10 @@ const COUNTS = { requests: 1000, iframes: 250, depth: 300 }
 // Seven cases, each a fresh browser and daemon: more than the default per-file 180 s.
 t.setTimeout(900_000)
 
-// Measured at a load average of 2-6 on 2 cores (7 cases): /healthz max 26-76 ms, so 2.6x under this
-// bound (probes during which the machine starved the prober or the daemon are not samples).
+// Measured at a load average of 2-6 on 2 cores (7 cases, 3 runs): /healthz max 26-76 ms, so 2.6x under
+// this bound (probes during which the machine starved the prober or the daemon are not samples).
 const HEALTHZ_MAX_MS = 200
-// Measured as above: peak RSS 88-125 MB, the 8 MB console argument the highest: only 1.2x under the
+// Measured as above: peak RSS 88-134 MB, the 8 MB console argument the highest: only 1.1x under the
 // bound, a product bound of the README's that this suite pins (bench/hostile.ts reports it at full
 // counts). RSS does not follow the machine's load the way latency does; it follows V8's collections.
 const RSS_MAX_MB = 150
