@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import WebSocket from 'ws'
 import { heavyHandler } from '../test/helpers/heavy-page.js'
+import { reservedPort } from '../test/helpers/ports.js'
 import { TIMELINE_EVENT_TYPES } from '../src/monitor/capture-plan.js'
 
 export const root = join(import.meta.dirname, '..')
@@ -172,14 +173,6 @@ export async function startBare(wsUrl: string, domains: string): Promise<Watcher
   }
 }
 
-export async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>(r => s.listen(0, '127.0.0.1', r))
-  const { port } = s.address() as AddressInfo
-  await new Promise(r => s.close(r))
-  return port
-}
-
 /** `#!/usr/bin/env -S node <flags>` of src/cli.ts -> the flags. */
 export function shebangFlags(checkout: string): string[] {
   const first = readFileSync(join(checkout, 'src/cli.ts'), 'utf8').split('\n', 1)[0]!
@@ -202,7 +195,9 @@ export async function startDaemon(
   /** More `serve` flags (e.g. --recording). */
   extraArgs: string[] = [],
 ): Promise<Watcher> {
-  const port = await freePort()
+  // Outside the ephemeral range (a port from listen(0), released, could be taken meanwhile); the
+  // daemon logs at warn, so it could not tell a port it picked itself.
+  const port = await reservedPort()
   const base = `http://127.0.0.1:${port}`
   const nodeArgs = extraNodeArgs?.split(' ').filter(Boolean) ?? []
   // The node flags of that checkout's `browser-telemetry` shebang (how the daemon is run) first, so a knob can override them.

@@ -110,6 +110,8 @@ export function createRecordingCollector(opts: RecordingCollectorOptions): Recor
   const now = opts.now ?? (() => Date.now() * 1000)
   const clock = opts.clock ?? systemClock
   const intervalMs = 1000 / cfg.maxFps
+  /** Per page switched off: the unsubscribe of its closed recorder, which still acknowledges frames. */
+  const stillAcking = new WeakMap<TargetSession, () => void>()
 
   return {
     name: 'recording',
@@ -120,6 +122,9 @@ export function createRecordingCollector(opts: RecordingCollectorOptions): Recor
       if (session.targetType !== 'page') return () => undefined
       const page = new PageRecorder(session, opts.sink, opts.lastSeq, now, clock, intervalMs, stats)
       const bag = new Disposer()
+      // Switched on again: the new recorder acknowledges every frame from here (one ack per frame).
+      stillAcking.get(session)?.()
+      stillAcking.delete(session)
       const offFrames = session.on('Page.screencastFrame', p => page.onFrame(p))
       bag.add(session.on('Page.screencastVisibilityChanged', p => page.onVisibility(p.visible)))
       recording.add(session.targetId)
@@ -136,9 +141,12 @@ export function createRecordingCollector(opts: RecordingCollectorOptions): Recor
           offFrames()
           return
         }
-        // Switched off with the page still there: stop Chromium's capture. Frames already on the
-        // wire come before the answer and are still acknowledged (a closed PageRecorder only acks).
-        void session.sendMayFail('Page.stopScreencast').finally(offFrames)
+        // Switched off with the page still there: stop Chromium's capture. A frame can still come
+        // after the answer (Chromium does not promise otherwise) and one left unacknowledged stalls
+        // the page's compositor, so the closed recorder (it only acks) keeps listening until the
+        // session goes away or recording is switched on again.
+        stillAcking.set(session, offFrames)
+        void session.sendMayFail('Page.stopScreencast')
       })
       return () => bag.dispose()
     },

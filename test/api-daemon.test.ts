@@ -146,7 +146,7 @@ function runCli(args: string[], env: Record<string, string> = {}) {
 }
 
 t.test('serve: prints the token + curl line, serves, SIGTERM -> exit 0 with the log closed cleanly', async t => {
-  t.setTimeout(120_000)
+  t.setTimeout(60_000)
   const dir = await tempDir(t)
   const p = runCli(['serve', '--listen', '127.0.0.1:0', '--data-dir', dir, '--no-browser', '--log-level', 'silent'])
   t.teardown(() => {
@@ -187,7 +187,7 @@ t.test('serve: prints the token + curl line, serves, SIGTERM -> exit 0 with the 
 })
 
 t.test('serve: startup errors are one line and exit 1', async t => {
-  t.setTimeout(120_000)
+  t.setTimeout(60_000)
   const dir = await tempDir(t)
   const bad = runCli(['serve', '--listen', 'nonsense', '--data-dir', dir])
   t.equal(await bad.exited, 1)

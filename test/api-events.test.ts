@@ -65,7 +65,7 @@ const tsIso = (us: number) =>
   new Date(Math.floor(us / 1000)).toISOString().replace('Z', String(us % 1000).padStart(3, '0') + 'Z')
 
 t.test('real client pages: every event of the window exactly once, in order', async t => {
-  t.setTimeout(240_000)
+  t.setTimeout(120_000)
   const api = await seeded(t)
   const all = await everything(api)
   t.equal(all.length, N)

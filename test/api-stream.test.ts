@@ -114,7 +114,7 @@ t.test('bad Last-Event-ID or replay value -> 400 naming it', async t => {
 })
 
 t.test('resume is exact under concurrent emits: no duplicate, no hole at the handover', async t => {
-  t.setTimeout(120_000)
+  t.setTimeout(60_000)
   // Small backlog pages and a small hold buffer force many pages and hold-buffer overflows.
   const api = await startApi(t, { deps: { streamPageSize: 37, streamBufferEvents: 200 } })
   await emitN(api, 3000)
@@ -215,7 +215,7 @@ t.test('keepalive comments while idle', async t => {
 })
 
 t.test('a slow client is disconnected past its buffer, others and ingest are unaffected, and it resumes', async t => {
-  t.setTimeout(120_000)
+  t.setTimeout(60_000)
   // Small commit batches so the fast reader (same process) gets turns between them.
   const api = await startApi(t, { deps: { streamBufferEvents: 100 }, logOpts: { commitMaxEvents: 16 } })
   const fast = await openStream(api)

@@ -80,7 +80,7 @@ t.test('RequestTable: byte bound evicts oldest first, counted; byte accounting e
 t.test(
   'SSE: a lagging client past its byte buffer gets a final comment, is closed, and resumes losslessly',
   async t => {
-    t.setTimeout(120_000)
+    t.setTimeout(60_000)
     const api = await startApi(t, {
       deps: { streamBufferEvents: 1_000_000, streamBufferBytes: 1024 * 1024 },
       logOpts: { commitMaxEvents: 16 },
@@ -234,7 +234,7 @@ t.test('CDP proxy connection cap: 503 too_many_connections with an error object 
 })
 
 t.test('attached targets are capped: more tabs are left unwatched, counted and logged', async t => {
-  t.setTimeout(120_000)
+  t.setTimeout(60_000)
   const browser = await startBrowser(t)
   const { pipeline } = await openStore(t)
   const lines: string[] = []

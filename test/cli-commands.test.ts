@@ -2,8 +2,6 @@
 import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import harValidator from 'har-validator'
 import { startDaemon, type DaemonHandle } from '../src/main.js'
 import { parseServeConfig } from '../src/config/config.js'
@@ -12,17 +10,9 @@ import { clientCommands, type CliIO } from '../src/cli/index.js'
 import type { EventInput } from '../src/pipeline/pipeline.js'
 import { accepted, tempDir } from './helpers/store.js'
 import { waitFor } from './helpers/http.js'
+import { closedPort } from './helpers/ports.js'
 
 const TOKEN = 'cli-test-token'
-
-/** A port nothing listens on (bound, then released). */
-async function freePort(): Promise<number> {
-  const srv = createServer()
-  await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
-  const port = (srv.address() as AddressInfo).port
-  await new Promise<void>(r => srv.close(() => r()))
-  return port
-}
 
 interface Captured {
   io: CliIO
@@ -198,12 +188,12 @@ t.test('read, har and tail against a running daemon', async t => {
     const bad = capture()
     t.equal(await clientCommands.read!.run(['--url', h.url, '--token', 'wrong'], bad.io), 1)
     t.equal(bad.err(), 'browser-telemetry read: 401 unauthorized: unknown bearer token\n')
-    const closedPort = await freePort()
+    const refusing = await closedPort()
     const down = capture()
-    t.equal(await clientCommands.read!.run(['--url', `http://127.0.0.1:${closedPort}`, '--token', TOKEN], down.io), 1)
+    t.equal(await clientCommands.read!.run(['--url', `http://127.0.0.1:${refusing}`, '--token', TOKEN], down.io), 1)
     t.equal(
       down.err(),
-      `browser-telemetry read: cannot reach http://127.0.0.1:${closedPort} (ECONNREFUSED); is the daemon running? (--url / BROWSER_TELEMETRY_URL)\n`,
+      `browser-telemetry read: cannot reach http://127.0.0.1:${refusing} (ECONNREFUSED); is the daemon running? (--url / BROWSER_TELEMETRY_URL)\n`,
     )
     const usage = capture()
     t.equal(await clientCommands.read!.run([...conn, '--order', 'sideways'], usage.io), 2)

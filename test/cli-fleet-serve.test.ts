@@ -6,7 +6,8 @@ import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConfigError, parseFleetServeConfig } from '../src/config/config.js'
 import { waitFor } from './helpers/http.js'
-import { freePort, startNatsServer } from './helpers/nats.js'
+import { startNatsServer } from './helpers/nats.js'
+import { reservedPort } from './helpers/ports.js'
 import { tempDir } from './helpers/store.js'
 
 const repo = join(import.meta.dirname, '..')
@@ -60,7 +61,7 @@ t.test('the command: serves before NATS is up (503), then reads; SIGTERM exits 0
   const dir = await tempDir(t)
   const tokens = join(dir, 'tokens')
   await writeFile(tokens, 'cli-token read\n')
-  const port = await freePort()
+  const port = await reservedPort()
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', 'src/cli.ts', 'fleet', 'serve', '--listen', '127.0.0.1:0', '--token-file', tokens],

@@ -7,7 +7,8 @@ import type { Envelope } from '../src/events/index.js'
 import type { EmitResult, EventInput, Pipeline } from '../src/pipeline/pipeline.js'
 import { Shipper } from '../src/ship/shipper.js'
 import type { EventLog } from '../src/store/event-log.js'
-import { freePort, startNatsServer } from './helpers/nats.js'
+import { startNatsServer } from './helpers/nats.js'
+import { closedPort } from './helpers/ports.js'
 import { openStore } from './helpers/store.js'
 
 /** The commit promise of an accepted event; a dropped one fails loudly (nothing here should be dropped). */
@@ -216,7 +217,7 @@ t.test('fleet: usage and connection errors are one clear line', async t => {
   const bad = capture()
   t.equal(await fleet.run(['tail', '--nats-url', 'http://x'], bad.io), 2)
   t.match(bad.err(), /--nats-url: expected nats:\/\/host:port/)
-  const port = await freePort()
+  const port = await closedPort()
   const down = capture()
   t.equal(await fleet.run(['read', '--nats-url', `nats://127.0.0.1:${port}`], down.io), 1)
   t.match(

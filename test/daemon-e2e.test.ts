@@ -1,8 +1,11 @@
-// The daemon as a user runs it: the README's start command in a fresh clone of this repository,
-// a launched headless Chromium, real events over the API, and a clean SIGTERM shutdown.
+// The daemon as a user runs it: the README's start command in a fresh checkout of this repository
+// as it is now (the working tree: tracked files as edited and new files not ignored, no
+// node_modules or dist/), a launched headless Chromium, real events over the API, and a clean
+// SIGTERM shutdown.
 import t from 'tap'
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { cp, readFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
@@ -12,6 +15,21 @@ const repo = join(import.meta.dirname, '..')
 // The clone runs the README's start command, npm ci and build included: minutes on a loaded 2-core
 // machine, more than tap's default 180 s per file (the listen wait alone allows 240 s).
 t.setTimeout(480_000)
+
+/**
+ * Copies the working tree into dir as a fresh clone would lay it out: what git would commit now
+ * (tracked files as they are, deleted ones left out, untracked ones that are not ignored), nothing
+ * it ignores. A clone of the last commit would test what was committed, not what is being tested.
+ */
+async function freshCheckout(dir: string): Promise<void> {
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: repo,
+    encoding: 'utf8',
+  })
+    .split('\0')
+    .filter(f => f !== '' && existsSync(join(repo, f)))
+  for (const f of new Set(files)) await cp(join(repo, f), join(dir, f), { verbatimSymlinks: true })
+}
 
 interface Daemon {
   child: ChildProcess
@@ -62,11 +80,17 @@ async function getEvents(d: Daemon, token: string, browserId: string, query = 's
 }
 
 t.test(
-  'README start command in a fresh clone: launched Chromium, real events, clean SIGTERM, no gap on restart',
+  'README start command in a fresh checkout: launched Chromium, real events, clean SIGTERM, no gap on restart',
   async t => {
     const scratch = await tempDir(t, 'bt-clone-')
     const clone = join(scratch, 'browser-telemetry')
-    execFileSync('git', ['clone', '--quiet', '--depth', '1', `file://${repo}`, clone])
+    await freshCheckout(clone)
+    t.equal(
+      await readFile(join(clone, 'test/daemon-e2e.test.ts'), 'utf8'),
+      await readFile(import.meta.filename, 'utf8'),
+      'the checkout is the working tree (this file as it runs)',
+    )
+    t.notOk(existsSync(join(clone, 'node_modules')) || existsSync(join(clone, 'dist')), 'nothing built yet')
     const site = await startServer(t, {
       '/': '<!doctype html><title>demo</title><h1>demo</h1><script>console.log("hello from demo"); fetch("/api")</script>',
       '/api': (_req, res) => {
@@ -136,6 +160,7 @@ t.test(
     const stopAt = Date.now()
     d.child.kill('SIGTERM')
     t.equal(await d.exited, 0, 'SIGTERM exits 0')
+    // Measured: 75-86 ms at a load average of 4 on 2 cores (the bound is 50x that).
     t.ok(Date.now() - stopAt < 5000, `stopped within 5 s (${Date.now() - stopAt} ms)`)
 
     const log = await EventLog.open({ path: join(dataDir, 'events'), retentionIntervalMs: 0 })

@@ -46,7 +46,7 @@ function canMountTmpfs(dir: string): string | undefined {
 }
 
 t.test('a daemon started on a full disk stays up read-only and resumes when space returns (real tmpfs)', async t => {
-  t.setTimeout(120_000)
+  t.setTimeout(60_000)
   const mnt = await tempDir(t, 'bt-fulldisk-')
   const why = canMountTmpfs(mnt)
   if (why) {
@@ -138,7 +138,7 @@ t.test('a daemon started on a full disk stays up read-only and resumes when spac
 })
 
 t.test('first start on a full disk never leaves an empty token or browser-id (real tmpfs)', async t => {
-  t.setTimeout(60_000)
+  t.setTimeout(30_000)
   const mnt = await tempDir(t, 'bt-fulldisk-')
   const why = canMountTmpfs(mnt)
   if (why) {

@@ -54,7 +54,7 @@ const seqsOf = (frames: Frame[]) => frames.map(f => Number(f.id))
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
 t.test('fleet serve SSE: replay, resume, live, cap; the SDK after the VM is gone', async t => {
-  t.setTimeout(300_000)
+  t.setTimeout(150_000)
   const fx = await fleetFixture(t, N)
   const path = `/browsers/${BROWSER_ID}/telemetry/stream`
 

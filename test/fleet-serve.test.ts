@@ -39,7 +39,7 @@ async function ask(base: string, path: string, token = TOKEN): Promise<Answer> {
 const iso = (us: number) => new Date(Math.floor(us / 1000)).toISOString()
 
 t.test('fleet serve answers every read exactly like the VM', async t => {
-  t.setTimeout(600_000)
+  t.setTimeout(150_000)
   const fx = await fleetFixture(t, N)
   const vm = fx.api.url
   const fleet = fx.fleet.url

@@ -1,21 +1,12 @@
 // HAR from what real Chromium did: network + page collectors through the monitor, then toHar.
 import t from 'tap'
 import harValidator from 'har-validator'
-import { createServer } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import { startServer, waitFor } from './helpers/http.js'
 import { startCollecting } from './helpers/collector-harness.js'
+import { closedPort } from './helpers/ports.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
 import { toHar } from '../src/har/index.js'
-
-async function closedPort(): Promise<number> {
-  const srv = createServer()
-  await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
-  const port = (srv.address() as AddressInfo).port
-  await new Promise<void>(r => srv.close(() => r()))
-  return port
-}
 
 t.test('a real page load becomes a valid HAR with exactly one entry per request hop', async t => {
   const deadPort = await closedPort()

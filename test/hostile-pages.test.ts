@@ -20,7 +20,12 @@ const COUNTS = { requests: 1000, iframes: 250, depth: 300 }
 // Seven cases, each a fresh browser and daemon: more than the default per-file 180 s.
 t.setTimeout(900_000)
 
+// Measured at a load average of 2-6 on 2 cores (7 cases, 3 runs): /healthz max 26-76 ms, so 2.6x under
+// this bound (probes during which the machine starved the prober or the daemon are not samples).
 const HEALTHZ_MAX_MS = 200
+// Measured as above: peak RSS 88-134 MB, the 8 MB console argument the highest: only 1.1x under the
+// bound, a product bound of the README's that this suite pins (bench/hostile.ts reports it at full
+// counts). RSS does not follow the machine's load the way latency does; it follows V8's collections.
 const RSS_MAX_MB = 150
 
 const extra: Record<string, (t: Test, r: CaseResult) => void> = {
@@ -45,6 +50,8 @@ const extra: Record<string, (t: Test, r: CaseResult) => void> = {
   },
   'interaction binding': (t, r) => {
     const clicks = r.storedByType.interaction_click ?? 0
+    // The interaction budget's burst and rate over a wall-clock span that contains the flood: a bound
+    // of the code, which load cannot break (it only lengthens the span).
     t.ok(clicks <= 100 + 50 * (r.elapsedMs / 1000) + 5, `forged clicks rate-limited: ${clicks}`)
     // Stopped at the source: the binding removed on the first drop, and the script looping over it
     // (Chromium applies the removal only between tasks) terminated, once.
@@ -67,7 +74,8 @@ const extra: Record<string, (t: Test, r: CaseResult) => void> = {
 
 for (const c of hostileCases(COUNTS)) {
   t.test(c.name, async t => {
-    t.setTimeout(300_000)
+    // Seven cases of at most 120 s each fit the file's 900 s (each takes under 10 s unloaded).
+    t.setTimeout(120_000)
     const r = await runHostileCase(t, c)
     t.comment(
       JSON.stringify({

@@ -148,7 +148,7 @@ t.test(
   'a root daemon runs Chromium as nobody, sandboxed, in its own 0700 profile; file://<data-dir>/token gives nothing',
   { skip: isRoot ? false : NEEDS_ROOT },
   async t => {
-    t.setTimeout(90_000)
+    t.setTimeout(45_000)
     const dir = await tempDir(t)
     process.env.BROWSER_TELEMETRY_TEST_SECRET = 'daemon-env-secret'
     t.teardown(() => {
@@ -269,7 +269,7 @@ t.test(
   'relaunch after a crash keeps the user; shutdown kills and reaps it and removes its profile',
   { skip: isRoot ? false : NEEDS_ROOT },
   async t => {
-    t.setTimeout(90_000)
+    t.setTimeout(45_000)
     const dir = await tempDir(t)
     const { d } = await startLaunchDaemon(t, dir, ['--reconnect-initial-backoff', '50ms'])
     const first = d.monitor!.launched!
@@ -324,7 +324,7 @@ t.test('--chromium-user naming a user that does not exist: the daemon refuses to
 t.test(
   'a sandbox that cannot start: one warn line with the reason, --no-sandbox, and no second probe on relaunch',
   async t => {
-    t.setTimeout(90_000)
+    t.setTimeout(45_000)
     // A wrapper that fails like Chromium on a kernel without user namespaces unless --no-sandbox is given.
     const bin = await mkdtemp(join(tmpdir(), 'bt-fake-chromium-'))
     t.teardown(() => rm(bin, { recursive: true, force: true }))

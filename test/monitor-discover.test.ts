@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { fetchBrowserWsUrl, resolveBrowserWsUrl } from '../src/monitor/discover.js'
 import { startServer } from './helpers/http.js'
+import { closedPort } from './helpers/ports.js'
 
 const WS = 'ws://127.0.0.1:1/devtools/browser/abc'
 
@@ -57,10 +58,7 @@ t.test('refusals say what is wrong', async t => {
 })
 
 t.test('unreachable and silent endpoints', async t => {
-  const closed = createServer()
-  await new Promise<void>(r => closed.listen(0, '127.0.0.1', r))
-  const port = (closed.address() as AddressInfo).port
-  await new Promise<void>(r => closed.close(() => r()))
+  const port = await closedPort()
   await t.rejects(fetchBrowserWsUrl(`http://127.0.0.1:${port}`), {
     message: `cannot reach http://127.0.0.1:${port}/json/version: connect ECONNREFUSED 127.0.0.1:${port}`,
   })

@@ -8,7 +8,7 @@ import { silentLogger } from '../src/log.js'
 import type { Sink } from '../src/ship/sink.js'
 import { startServer } from './helpers/http.js'
 import { heavyHandler, heavyHtml } from './helpers/heavy-page.js'
-import { freePort } from './helpers/nats.js'
+import { closedPort } from './helpers/ports.js'
 import { tempDir } from './helpers/store.js'
 import { startReceiver } from './helpers/otlp-receiver.js'
 
@@ -36,13 +36,13 @@ t.test(
   async t => {
     const receiver = await startReceiver()
     t.teardown(() => receiver.close())
-    const closedPort = await freePort()
+    const refusing = await closedPort()
     const site = await startServer(t, {
       '/otlp.html': (_req, res) => {
         const extra = `<script>
 console.error('otlp boom', 42)
 fetch('/api/traced', { headers: { traceparent: '00-${AGENT_TRACE}-${AGENT_SPAN}-01' } }).then(r => r.text())
-fetch('http://127.0.0.1:${closedPort}/nope').catch(() => {})
+fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
 </script>`
         res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'no-store' })
         res.end(heavyHtml('otlp').replace('</body>', `${extra}</body>`))
@@ -158,7 +158,7 @@ fetch('http://127.0.0.1:${closedPort}/nope').catch(() => {})
       'the traced request links to the agent trace',
     )
     t.equal(traced?.attributes['http.response.status_code'], 200)
-    const failed = requestSpans.find(s => String(s.attributes['url.full']).includes(`:${closedPort}/nope`))
+    const failed = requestSpans.find(s => String(s.attributes['url.full']).includes(`:${refusing}/nope`))
     t.equal(failed?.status?.code, 2, 'the failed request span has status ERROR')
     t.same(
       root.events.map(e => e.name).filter(n => n === 'DOMContentLoaded' || n === 'load'),

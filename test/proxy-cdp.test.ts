@@ -397,6 +397,14 @@ t.test('real Chromium: discovery, Playwright, Puppeteer, raw client counts, ever
   t.test('pairing over the whole run: every disconnect follows its own connect, joined by connection_id', async t => {
     const open = new Set<string>()
     const seen = new Set<string>()
+    // The connections the subtests above made: Playwright 1, Puppeteer 1, raw 2 (browser and page),
+    // overlapping 3, URL change 1, restart 2 (before and after), proxy close 1; two events each.
+    const CONNECTIONS = 11
+    t.same(
+      { connects: rec.connects().length, disconnects: rec.disconnects().length, events: rec.events.length },
+      { connects: CONNECTIONS, disconnects: CONNECTIONS, events: 2 * CONNECTIONS },
+      'one connect and one disconnect per connection made',
+    )
     for (const e of rec.events) {
       const id = (e.data as { connection_id?: string }).connection_id
       t.match(id, /^[0-9a-f-]{36}$/, `${e.type} carries a connection_id`)

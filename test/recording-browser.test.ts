@@ -5,6 +5,9 @@
 // that started the screencast, so another client attached to the page could never see the daemon's
 // frames, whatever runs. The relay sits on the daemon's own connection: no Page.startScreencast
 // sent and no Page.screencastFrame received there means Chromium captures nothing for the daemon.
+// "Nothing came" is proved by order, not by waiting a while: the relay sends a command of its own in
+// the daemon's session that answers only after the page painted more animation frames; a frame
+// Chromium took for the daemon meanwhile is on that wire before the answer.
 import t, { type Test } from 'tap'
 import CDP from 'chrome-remote-interface'
 import { createHash } from 'node:crypto'
@@ -64,6 +67,26 @@ async function openTab(t: Test, browser: LaunchedBrowser, d: DaemonHandle, url: 
 
 const evaluate = (driver: CDP.Client, expression: string) =>
   driver.send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true })
+
+type Relay = Awaited<ReturnType<typeof countingRelay>>
+
+/** A barrier in the daemon's own CDP session: answered once the page painted `n` more animation frames. */
+async function painted(relay: Relay, sessionId: string, n = 10): Promise<void> {
+  const answer = (await relay.inject(sessionId, 'Runtime.evaluate', {
+    expression: `new Promise(r => { let n = ${n}; const f = () => (--n > 0 ? requestAnimationFrame(f) : r(true)); requestAnimationFrame(f) })`,
+    awaitPromise: true,
+    returnByValue: true,
+  })) as { result?: { result?: { value?: unknown } } }
+  if (answer.result?.result?.value !== true) throw new Error(`paint barrier: ${JSON.stringify(answer)}`)
+}
+
+/** Waits, on the wire, until the daemon acknowledged every frame it was sent on the session. */
+const allAcked = (relay: Relay, sessionId: string) =>
+  relay.until(
+    () => relay.sent('Page.screencastFrameAck', sessionId).length === relay.count('Page.screencastFrame', sessionId),
+    10_000,
+    'one ack per frame received',
+  )
 
 async function events(d: DaemonHandle) {
   await d.log.flush()
@@ -134,7 +157,6 @@ t.test('recording on: 10 content changes come as frames in order, and a click li
   t.ok(frames[0]!.ts >= nav.event.ts - 5_000_000 && frames.at(-1)!.ts <= Date.now() * 1000, 'ts on the events clock')
 
   // The click: its marker goes on the frame before the click's seq, which still shows state 10.
-  await new Promise(r => setTimeout(r, 300))
   for (const type of ['mousePressed', 'mouseReleased'] as const)
     await driver.send('Input.dispatchMouseEvent', { type, x: 100, y: 100, button: 'left', clickCount: 1 })
   const click = await waitFor(
@@ -165,7 +187,7 @@ t.test('recording off: no screencast on the wire; PATCH switches it on and off a
   const browser = await startBrowser(t)
   const { d, relay } = await startRecordingDaemon(t, browser, [])
   const { targetId, sessionId } = await openTab(t, browser, d, site.url + 'raf')
-  await new Promise(r => setTimeout(r, 1500))
+  await painted(relay, sessionId)
   t.equal(relay.sent('Page.startScreencast').length, 0, 'no screencast started while off')
   t.equal(relay.count('Page.screencastFrame', sessionId), 0, 'no frame flows to the daemon while off')
   t.same(await framesOf(d, targetId), [], 'nothing stored')
@@ -187,20 +209,23 @@ t.test('recording off: no screencast on the wire; PATCH switches it on and off a
   t.ok(relay.count('Page.screencastFrame', sessionId) > 0, 'frames flow while on')
   await patch(false)
   t.equal(relay.sent('Page.stopScreencast', sessionId).length, 1, 'screencast stopped on the page')
-  await new Promise(r => setTimeout(r, 500)) // frames already on the wire
+  await relay.until(() => relay.answered('Page.stopScreencast', sessionId) === 1, 10_000, 'the stop answered')
+  // Frames Chromium took before it stopped come before this barrier's answer.
+  await painted(relay, sessionId)
   const seen = relay.count('Page.screencastFrame', sessionId)
   const stored = (await framesOf(d, targetId)).length
-  await new Promise(r => setTimeout(r, 1500))
+  await painted(relay, sessionId)
   t.equal(
     relay.count('Page.screencastFrame', sessionId),
     seen,
     'no frame flows once switched off (the page still repaints)',
   )
   t.equal((await framesOf(d, targetId)).length, stored, 'nothing more stored')
+  await allAcked(relay, sessionId)
   t.equal(
     relay.sent('Page.screencastFrameAck', sessionId).length,
     relay.count('Page.screencastFrame', sessionId),
-    'every frame received was acknowledged',
+    'every frame received was acknowledged, those after the stop too',
   )
   await patch(true)
   await waitFor(async () => (await framesOf(d, targetId)).length > stored, 10_000, 'frames again once on')
@@ -219,8 +244,10 @@ t.test('a tab switch moves the recording to the tab now visible', async t => {
     'frames of tab B once it is the visible one',
   )
   const aCount = (await framesOf(d, a.targetId)).length
-  await new Promise(r => setTimeout(r, 1000))
-  t.ok((await framesOf(d, a.targetId)).length <= aCount + 1, 'hidden tab A is not recorded')
+  // Five more frames of the visible tab B: frames tab A would have had meanwhile come no later.
+  const bCount = (await framesOf(d, b.targetId)).length
+  await waitFor(async () => (await framesOf(d, b.targetId)).length >= bCount + 5, 10_000, '5 more frames of tab B')
+  t.equal((await framesOf(d, a.targetId)).length, aCount, 'hidden tab A is not recorded')
   const browserCdp = await CDP({ target: browser.wsUrl, local: true })
   t.teardown(() => browserCdp.close())
   await browserCdp.send('Target.activateTarget', { targetId: a.targetId })
@@ -237,33 +264,32 @@ t.test('identical frames are dropped; the rate cap holds', async t => {
   const { d } = await startRecordingDaemon(t, browser, ['--recording', '--recording-max-fps', '4'])
   const same = await openTab(t, browser, d, site.url + 'same')
   const dupBefore = d.screencast!.stats.duplicates
-  await new Promise(r => setTimeout(r, 2000))
-  t.ok(
-    d.screencast!.stats.duplicates - dupBefore > 10,
-    `identical repaints received and dropped (${d.screencast!.stats.duplicates - dupBefore})`,
-  )
+  await waitFor(() => d.screencast!.stats.duplicates - dupBefore > 10, 10_000, '10 identical repaints received')
+  // Before the canvas paints, the page may show once blank: at most that and the canvas are kept.
   t.ok((await framesOf(d, same.targetId)).length <= 2, 'a page that repaints the same pixels is stored once')
 
   const raf = await openTab(t, browser, d, site.url + 'raf')
-  await new Promise(r => setTimeout(r, 500))
-  const from = Date.now() * 1000
-  await new Promise(r => setTimeout(r, 3000))
-  const until = Date.now() * 1000
-  const inWindow = (await framesOf(d, raf.targetId)).filter(f => f.ts >= from && f.ts < until)
-  t.ok(inWindow.length <= 4 * 3 + 1, `at most 4 fps: ${inWindow.length} frames in 3 s`)
-  t.ok(inWindow.length >= 6, `and close to it (${inWindow.length})`)
+  const frames = await waitFor(
+    async () => {
+      const f = await framesOf(d, raf.targetId)
+      return f.length >= 16 && f
+    },
+    30_000,
+    '16 frames of a page that changes every animation frame',
+  )
   // A frame waits for its slot and keeps its arrival time, so two can be closer than 1/fps; any one
-  // second still holds at most fps + 1 of them.
-  for (let i = 0; i + 5 < inWindow.length; i++)
-    t.ok(inWindow[i + 5]!.ts - inWindow[i]!.ts > 1_000_000, 'at most 5 frames in any second at 4 fps')
+  // second still holds at most fps + 1 of them (at most 4 fps). How close to 4 fps a loaded machine
+  // gets is bench/recording.ts's to measure (frames per minute of its canvas page).
+  for (let i = 0; i + 5 < frames.length; i++)
+    t.ok(frames[i + 5]!.ts - frames[i]!.ts > 1_000_000, 'at most 5 frames in any second at 4 fps')
 })
 
 t.test('hostile: a page repainting every animation frame, a small store', async t => {
-  const N = 6
   const FPS = 5
   const BOUND = 1024 * 1024
   const site = await startServer(t, { '/raf': RAF_PAGE })
   const browser = await startBrowser(t)
+  const started = Date.now() * 1000
   const { d, dir, relay } = await startRecordingDaemon(t, browser, [
     '--recording',
     '--recording-max-bytes',
@@ -274,16 +300,21 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   const raf = await openTab(t, browser, d, site.url + 'raf?noise')
   const logsBefore = (await evaluate(raf.driver, 'window.logs()')).result.value as number
   const from = Date.now() * 1000
+  // Bytes on disk sampled until the bound forced retention 10 times (the store turned over).
   const bytesSeen: number[] = []
-  const deadline = Date.now() + N * 1000
-  while (Date.now() < deadline) {
-    let sum = 0
-    for (const f of await readdir(join(dir, 'recording', 'frames')))
-      sum += (await stat(join(dir, 'recording', 'frames', f)).catch(() => ({ size: 0 }))).size
-    bytesSeen.push(sum)
-    await new Promise(r => setTimeout(r, 200))
-  }
+  await waitFor(
+    async () => {
+      let sum = 0
+      for (const f of await readdir(join(dir, 'recording', 'frames')))
+        sum += (await stat(join(dir, 'recording', 'frames', f)).catch(() => ({ size: 0 }))).size
+      bytesSeen.push(sum)
+      return d.frames.stats().removed_by_retention >= 10
+    },
+    60_000,
+    'retention forced 10 times',
+  )
   const until = Date.now() * 1000
+  const seconds = (until - from) / 1e6
   const logsAfter = (await evaluate(raf.driver, 'window.logs()')).result.value as number
   await d.frames.flush()
   const stats = d.frames.stats()
@@ -298,9 +329,13 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   const ofPage = all.filter(f => f.target_id === raf.targetId)
   // Frames removed by retention still had their ids: count every id of the page's window.
   const received = d.screencast!.stats
-  t.ok(received.kept <= FPS * (N + 2) + 1 + 20, `kept ${received.kept}`)
+  // Every page since the daemon started (the first blank tab too) is under the same rate cap.
+  const sinceStart = (until - started) / 1e6
+  t.ok(received.kept <= FPS * sinceStart + 1 + 20, `kept ${received.kept} in ${sinceStart.toFixed(1)} s`)
   const ids = new Set(ofPage.map(f => f.frame_id))
-  t.ok(ids.size <= FPS * N + 1, `frames stored in ${N} s: ${ids.size} <= ${FPS * N + 1}`)
+  // Arrival times of kept frames are at least a slot apart but one: at most fps x seconds + 1 in a window.
+  const most = Math.floor(FPS * seconds) + 1
+  t.ok(ids.size <= most, `frames stored in ${seconds.toFixed(1)} s: ${ids.size} <= ${most}`)
   t.ok(stats.removed_by_retention > 0, 'the bound forced retention')
   const state = (await (
     await fetch(`${d.url}/browsers/${d.browserId}/recording`, { headers: { authorization: `Bearer ${TOKEN}` } })
@@ -316,6 +351,8 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   const held = Number(/browser_telemetry_recording_bytes (\d+)/.exec(metrics)?.[1])
   t.ok(held > 0 && held <= BOUND, `recording bytes gauge within the bound (${held})`)
   t.ok(received.received > received.kept, `Chromium sent more than was kept (${received.received} > ${received.kept})`)
+  // Measured: 49-60 ms at a load average of 4-6 on 2 cores (the bound is 16x that); an ack that
+  // waited for the store would come after its 1 MiB-bounded writes and retention.
   t.ok(
     received.maxAckDelayMs < 1000,
     `every frame acknowledged within 1 s of its capture (max ${Math.round(received.maxAckDelayMs)} ms)`,
@@ -327,20 +364,29 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
     body: JSON.stringify({ recording: { enabled: false } }),
   })
   t.equal(res.status, 200)
-  await waitFor(
-    () =>
-      relay.sent('Page.screencastFrameAck', raf.sessionId).length ===
-      relay.count('Page.screencastFrame', raf.sessionId),
-    5000,
+  await d.monitor!.planApplied()
+  await relay.until(() => relay.answered('Page.stopScreencast', raf.sessionId) === 1, 10_000, 'the stop answered')
+  await painted(relay, raf.sessionId)
+  await allAcked(relay, raf.sessionId)
+  t.equal(
+    relay.sent('Page.screencastFrameAck', raf.sessionId).length,
+    relay.count('Page.screencastFrame', raf.sessionId),
     'one ack per frame',
   )
   t.comment(
     `hostile: received ${received.received}, kept ${received.kept}, max ack delay ${Math.round(received.maxAckDelayMs)} ms`,
   )
-  // Event capture unaffected: every console line of the window is stored.
-  await new Promise(r => setTimeout(r, 300))
+  // Event capture unaffected: every console line of the window is stored. A marker logged after them
+  // in the same page is stored after them too.
+  await evaluate(raf.driver, "console.log('tick barrier')")
+  await waitFor(
+    async () => (await events(d)).some(e => e.event.type === 'console_log' && e.event.data.text === 'tick barrier'),
+    10_000,
+    'the marker line stored',
+  )
   const logs = (await events(d))
     .filter(e => e.event.type === 'console_log' && e.event.data.target_id === raf.targetId)
+    .filter(e => e.event.data.text !== 'tick barrier')
     .map(e => Number(String(e.event.data.text).replace('tick ', '')))
   const want = Array.from({ length: logsAfter - logsBefore }, (_, i) => logsBefore + 1 + i)
   t.same(
@@ -393,22 +439,27 @@ t.test('a store that cannot keep up: frames dropped as a gap, every frame still 
   await opener.close()
   const sessionId = (await waitFor(() => monitor.targets().find(x => x.targetId === targetId), 10_000, 'tab attached'))
     .sessionId
-  await new Promise(r => setTimeout(r, 4000))
+  // The writer fell behind and frames kept coming: 30 received while each write takes 1.5 s.
+  await waitFor(
+    () => store.stats().dropped.backpressure > 0 && screencast.stats.received > 30,
+    60_000,
+    'frames dropped under backpressure, 30 received',
+  )
   // Recording off (as a PATCH would): the screencast stops; frames already on the wire are acked too.
   plan = capturePlan([])
   for (const l of planListeners) l(plan)
   await monitor.planApplied()
-  await waitFor(
-    () => relay.sent('Page.screencastFrameAck', sessionId).length >= relay.count('Page.screencastFrame', sessionId),
-    5000,
-    'every frame acknowledged',
-  ).catch(() => undefined)
+  await relay.until(() => relay.answered('Page.stopScreencast', sessionId) === 1, 10_000, 'the stop answered')
+  await painted(relay, sessionId)
+  await allAcked(relay, sessionId)
   t.equal(
     relay.sent('Page.screencastFrameAck', sessionId).length,
     relay.count('Page.screencastFrame', sessionId),
     `one ack per frame received (${relay.count('Page.screencastFrame', sessionId)})`,
   )
-  t.ok(screencast.stats.received > 30, `frames kept flowing (${screencast.stats.received} in 4 s)`)
+  t.ok(screencast.stats.received > 30, `frames kept flowing (${screencast.stats.received})`)
+  // Measured: 30-45 ms at a load average of 4-6 on 2 cores (22x under the bound); an ack that waited
+  // for the store would wait out its 1.5 s writes.
   t.ok(
     screencast.stats.maxAckDelayMs < 1000,
     `acks not delayed by the store (max ${Math.round(screencast.stats.maxAckDelayMs)} ms)`,

@@ -11,7 +11,8 @@ import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
 import { EventLog } from '../src/store/event-log.js'
 import { waitFor } from './helpers/http.js'
-import { assertExactlyOnce, freePort, startNatsServer, type NatsServer } from './helpers/nats.js'
+import { assertExactlyOnce, startNatsServer, type NatsServer } from './helpers/nats.js'
+import { closedPort } from './helpers/ports.js'
 import { tempDir } from './helpers/store.js'
 
 const TOKEN = 'ship-test-token'
@@ -147,7 +148,7 @@ t.test(
 
 t.test('unreachable URL: the daemon starts at once, reports reconnecting; shipping off reports off', async t => {
   const dir = await tempDir(t)
-  const port = await freePort()
+  const port = await closedPort()
   const d = await startDaemon(
     parseServeConfig(
       [

@@ -10,7 +10,8 @@ import { decodeSubjectToken, encodeSubjectToken, subjectOf } from '../src/ship/s
 import type { EventLog } from '../src/store/event-log.js'
 import type { EventInput } from '../src/pipeline/pipeline.js'
 import { openStore } from './helpers/store.js'
-import { assertExactlyOnce, readStream, startNatsServer, freePort, type NatsServer } from './helpers/nats.js'
+import { assertExactlyOnce, readStream, startNatsServer, type NatsServer } from './helpers/nats.js'
+import { reservedPort } from './helpers/ports.js'
 import { ackedUpTo, emitMany, until } from './helpers/ship.js'
 
 const LIMITS = { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 }
@@ -101,7 +102,7 @@ t.test('nats-server SIGKILL mid-run and restarted: capture goes on, nothing lost
 })
 
 t.test('NATS unreachable at startup: capture runs normally, shipping catches up when the server appears', async t => {
-  const port = await freePort()
+  const port = await reservedPort()
   const { log, pipeline } = await openStore(t)
   const s = shipper(t, log, `nats://127.0.0.1:${port}`)
   await s.start() // returns at once although nothing listens

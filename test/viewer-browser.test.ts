@@ -18,23 +18,15 @@ import { viewerUrl } from '../src/cli/open.js'
 import { VIEWER_CSP } from '../src/api/routes/viewer.js'
 import { startBrowser } from './helpers/browser.js'
 import { startServer, waitFor } from './helpers/http.js'
-import { createServer } from 'node:net'
 import { WebSocket, WebSocketServer } from 'ws'
 import { tempDir } from './helpers/store.js'
+import { closedPort } from './helpers/ports.js'
 
 const repo = join(import.meta.dirname, '..')
 const artifacts = join(repo, 'test-output', 'viewer')
 const TOKEN = 'viewer-test-token'
 const require = createRequire(import.meta.url)
 const axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8')
-
-async function freePort(): Promise<number> {
-  const srv = createServer()
-  await new Promise<void>(r => srv.listen(0, '127.0.0.1', r))
-  const port = (srv.address() as { port: number }).port
-  await new Promise<void>(r => srv.close(() => r()))
-  return port
-}
 
 interface Env {
   seq: number
@@ -43,6 +35,8 @@ interface Env {
 interface Daemon {
   child: ChildProcess
   url: string
+  /** The CDP proxy's port (from its "CDP proxy listening" line). */
+  proxyPort: number
   exited: Promise<number | null>
 }
 
@@ -59,15 +53,18 @@ async function startDaemon(t: Test, args: string[]): Promise<Daemon> {
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })
-  const url = await waitFor(
+  const [url, proxyPort] = await waitFor(
     () => {
       if (child.exitCode !== null) throw new Error(`daemon exited ${child.exitCode}: ${out.join('').slice(-2000)}`)
-      return /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(out.join(''))?.[1]
+      const all = out.join('')
+      const api = /"url":"(http:\/\/127\.0\.0\.1:\d+)".*browser-telemetry listening/.exec(all)?.[1]
+      const proxy = /"port":(\d+).*CDP proxy listening/.exec(all)?.[1]
+      return api !== undefined && proxy !== undefined && ([api, Number(proxy)] as const)
     },
     60_000,
     'the daemon to listen',
   )
-  return { child, url, exited }
+  return { child, url, proxyPort, exited }
 }
 
 async function allEvents(base: string, browserId: string): Promise<Env[]> {
@@ -115,12 +112,7 @@ t.test('session viewer against a recorded session', async t => {
     return
   }
   await mkdir(artifacts, { recursive: true })
-  const dead = await startServer(t)
-  const deadPort = dead.port
-  await new Promise<void>(r => {
-    dead.server.closeAllConnections()
-    dead.server.close(() => r())
-  }) // a port that refuses
+  const deadPort = await closedPort() // a port that refuses
   const site = await startServer(t, {
     '/': SITE_ONE(deadPort),
     '/two': SITE_TWO,
@@ -140,10 +132,9 @@ t.test('session viewer against a recorded session', async t => {
   // The recorded browser and the daemon attached to it (restarted below without the browser noticing).
   const browser = await startBrowser(t, { startUrl: 'about:blank' })
   const dir = await tempDir(t, 'bt-viewer-')
-  // A fixed port, so the daemon restarted below is where the open viewer reconnects to.
-  const port = await freePort()
-  const proxyPort = await freePort()
-  const daemonArgs = [
+  // Ports the daemon picks at its first start: the daemon restarted below listens on the same ones,
+  // where the open viewer reconnects to.
+  const daemonArgs = (port = 0, proxyPort = 0) => [
     '--cdp-url',
     browser.httpUrl,
     '--data-dir',
@@ -161,7 +152,9 @@ t.test('session viewer against a recorded session', async t => {
     '--categories',
     'console,network,page,interaction,control,connection,system,screenshot,captcha',
   ]
-  let daemon = await startDaemon(t, daemonArgs)
+  let daemon = await startDaemon(t, daemonArgs())
+  const { proxyPort } = daemon
+  const restartArgs = daemonArgs(Number(new URL(daemon.url).port), proxyPort)
   const health = (await (await fetch(`${daemon.url}/healthz`)).json()) as { browser_id: string }
   const browserId = health.browser_id
   await waitFor(
@@ -317,7 +310,7 @@ t.test('session viewer against a recorded session', async t => {
       daemon.child.kill('SIGKILL')
       await daemon.exited
       await page.waitForSelector('#live-status:text("retrying")', { timeout: 10_000 })
-      daemon = await startDaemon(top, daemonArgs)
+      daemon = await startDaemon(top, restartArgs)
       await waitFor(
         async () =>
           ((await (await fetch(`${daemon.url}/healthz`)).json()) as { monitor: { state: string } }).monitor.state ===

@@ -95,20 +95,37 @@ t.test('the recording player', async t => {
     20_000,
     'steps done',
   )
-  await new Promise(r => setTimeout(r, 500))
+  const readEvents = async () => {
+    await d.log.flush()
+    const out: Env[] = []
+    for (let cursor: number | undefined; ;) {
+      const page = await d.log.read({ order: 'asc', limit: 100, cursor, sinceUs: cursor ? undefined : 0 })
+      out.push(...page.records.map(r => JSON.parse(r.json) as Env))
+      if (!page.hasMore) return out
+      cursor = page.nextCursor
+    }
+  }
+  const readFrames = async () => {
+    await d.frames.flush()
+    return listFrames(d.url, d.browserId, TOKEN)
+  }
+  /** Waits until the first event `is` picks is stored and a frame taken after it is stored too. */
+  const frameAfter = (is: (e: Env) => boolean, what: string) =>
+    waitFor(
+      async () => {
+        const e = (await readEvents()).find(is)
+        return e !== undefined && (await readFrames()).some(f => f.after_seq >= e.seq)
+      },
+      20_000,
+      `a frame after ${what}`,
+    )
+  // The last step on a frame of its own before the click.
+  await frameAfter(e => e.event.type === 'console_log' && e.event.data.text === 'step 7', 'the last step')
   for (const type of ['mousePressed', 'mouseReleased'] as const)
     await driver.send('Input.dispatchMouseEvent', { type, x: 280, y: 180, button: 'left', clickCount: 1 })
-  await new Promise(r => setTimeout(r, 1000))
-  await d.log.flush()
-  await d.frames.flush()
-  const events: Env[] = []
-  for (let cursor: number | undefined; ;) {
-    const page = await d.log.read({ order: 'asc', limit: 100, cursor, sinceUs: cursor ? undefined : 0 })
-    events.push(...page.records.map(r => JSON.parse(r.json) as Env))
-    if (!page.hasMore) break
-    cursor = page.nextCursor
-  }
-  const frames: FrameItem[] = await listFrames(d.url, d.browserId, TOKEN)
+  await frameAfter(e => e.event.type === 'interaction_click' && e.event.data.target_id === targetId, 'the click')
+  const events = await readEvents()
+  const frames: FrameItem[] = await readFrames()
   const steps = events.filter(e => e.event.type === 'console_log' && /^step \d$/.test(String(e.event.data.text)))
   const click = events.find(e => e.event.type === 'interaction_click' && e.event.data.target_id === targetId)!
   t.equal(steps.length, 7, 'seven console steps recorded')

@@ -66,7 +66,8 @@ try {
   peak = Math.max(peak, live())
   if (process.env.BT_MEM_TRACE) process.stderr.write(timeline.join(' ') + '\n')
   process.stdout.write(
-    JSON.stringify({ logBytes: written, zipBytes, events: manifest.seq.events, growth: peak - base, base }) + '\n',
+    JSON.stringify({ logBytes: written, zipBytes, events: manifest.seq.events, growth: peak - base, base, peak }) +
+      '\n',
   )
   await log.close()
 } finally {

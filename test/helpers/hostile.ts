@@ -312,6 +312,10 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
     overBudget: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'reason="over_budget"'),
     shed: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'reason="shed"'),
     storeDropped: metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'reason="store"'),
+    /** Console events shed or over a cap (drops are counted per category: what a per-kind account can use). */
+    consoleDropped:
+      metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'category="console",reason="shed"') +
+      metricSum(metricsText, 'browser_telemetry_events_dropped_total', 'category="console",reason="over_budget"'),
     truncated: metricSum(metricsText, 'browser_telemetry_events_truncated_total'),
     targetsRefused: metricSum(metricsText, 'browser_telemetry_targets_refused_total'),
     evictions: metricSum(metricsText, 'browser_telemetry_state_evictions_total'),

@@ -1,15 +1,16 @@
-// A real nats-server (Debian package) with JetStream for tests and benches: 127.0.0.1, a random port,
-// a temp store dir. Ready means the server printed "Server is ready" (an event, not a sleep).
+// A real nats-server (Debian package) with JetStream for tests and benches: 127.0.0.1, a port the
+// server picks itself (-p -1, read back from its "Listening for client connections" line), a temp
+// store dir. Ready means the server printed "Server is ready" (an event, not a sleep).
 // kill('SIGKILL') + start() again keeps the port and the store dir, like a crashed node coming back.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import type { Test } from 'tap'
 import { subjectOf } from '../../src/ship/subject.js'
 import type { EventLog, StoredRecord } from '../../src/store/event-log.js'
+import { reservedPort } from './ports.js'
 
 /** Found the way scripts/setup.sh looks for it: $NATS_SERVER_BIN, the Debian path, then PATH. */
 export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? findNatsServer()
@@ -26,13 +27,17 @@ function findNatsServer(): string {
 export interface NatsServerOptions {
   /** Extra flags, e.g. ['--auth', 'secret']. */
   args?: string[]
+  /** The client port; default: one the server picks (kept for a restart). */
   port?: number
   storeDir?: string
 }
 
+/** nats-server could not bind a port it was given (someone else holds it). */
+export class PortInUseError extends Error {}
+
 export interface NatsServer {
-  url: string
-  port: number
+  readonly url: string
+  readonly port: number
   storeDir: string
   /** The running process (undefined while stopped). */
   proc: ChildProcess | undefined
@@ -46,24 +51,18 @@ export interface NatsServer {
   dispose(): Promise<void>
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
 export async function startNatsServer(opts: NatsServerOptions = {}): Promise<NatsServer> {
-  const port = opts.port ?? (await freePort())
+  // -1: the server binds a port of its choosing; learnt from its log at the first start.
+  let port = opts.port ?? -1
   const storeDir = opts.storeDir ?? (await mkdtemp(join(tmpdir(), 'bt-nats-')))
   let proc: ChildProcess | undefined
   const server: NatsServer = {
-    url: `nats://127.0.0.1:${port}`,
-    port,
+    get url() {
+      return `nats://127.0.0.1:${port}`
+    },
+    get port() {
+      return port
+    },
     storeDir,
     get proc() {
       return proc
@@ -83,6 +82,8 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
         let log = ''
         const onData = (chunk: Buffer) => {
           log += chunk.toString()
+          const bound = /Listening for client connections on 127\.0\.0\.1:(\d+)/.exec(log)
+          if (bound && port === -1) port = Number(bound[1])
           if (log.includes('Server is ready')) {
             child.stderr!.off('data', onData)
             child.stderr!.resume()
@@ -91,9 +92,10 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
         }
         child.stderr!.on('data', onData)
         child.once('error', reject)
-        child.once('exit', code =>
-          reject(new Error(`nats-server exited with ${code} before it was ready:\n${log.slice(-2000)}`)),
-        )
+        child.once('exit', code => {
+          const why = `nats-server exited with ${code} before it was ready:\n${log.slice(-2000)}`
+          reject(/address already in use/.test(log) ? new PortInUseError(why) : new Error(why))
+        })
       })
     },
     async kill(signal = 'SIGTERM') {
@@ -115,7 +117,13 @@ export async function startNatsServer(opts: NatsServerOptions = {}): Promise<Nat
       if (!opts.storeDir) await rm(storeDir, { recursive: true, force: true })
     },
   }
-  await server.start()
+  try {
+    await server.start()
+  } catch (err) {
+    if (!opts.storeDir) await rm(storeDir, { recursive: true, force: true })
+    throw err
+  }
+  if (port === -1) throw new Error('nats-server did not say which client port it listens on')
   return server
 }
 
@@ -229,6 +237,45 @@ export async function assertExactlyOnce(
   t.equal(bad, 0, 'every message: subject, Nats-Msg-Id, Telemetry-* headers and payload as the contract says')
 }
 
+/**
+ * A JetStream cluster needs every node's route port in every node's flags before any starts, so
+ * these cannot be picked by the servers: they are taken outside the kernel's ephemeral range
+ * (test/helpers/ports.ts), where no test's listen(0) can land. A port someone holds all the same
+ * makes that node fail at once ("address already in use"): the nodes are stopped and the cluster
+ * is started again on other ports, at most 3 times.
+ */
+async function startClusterNodes(size: number, name: string): Promise<NatsServer[]> {
+  for (let attempt = 1; ; attempt++) {
+    const routePorts: number[] = []
+    while (routePorts.length < size) {
+      const p = await reservedPort()
+      if (!routePorts.includes(p)) routePorts.push(p)
+    }
+    const routes = routePorts.map(p => `nats://127.0.0.1:${p}`).join(',')
+    const started = await Promise.allSettled(
+      routePorts.map((routePort, i) =>
+        startNatsServer({
+          args: [
+            '-n',
+            `${name}-${i}`,
+            '--cluster_name',
+            name,
+            '--cluster',
+            `nats://127.0.0.1:${routePort}`,
+            '--routes',
+            routes,
+          ],
+        }),
+      ),
+    )
+    const nodes = started.flatMap(r => (r.status === 'fulfilled' ? [r.value] : []))
+    if (nodes.length === size) return nodes
+    await Promise.all(nodes.map(n => n.dispose()))
+    const errors = started.flatMap(r => (r.status === 'rejected' ? [r.reason as Error] : []))
+    if (attempt === 3 || !errors.every(e => e instanceof PortInUseError)) throw errors[0]!
+  }
+}
+
 export interface NatsCluster {
   nodes: NatsServer[]
   /** Every node's client URL. */
@@ -243,30 +290,12 @@ export interface NatsCluster {
 }
 
 /**
- * `size` nats-server processes in one JetStream cluster on 127.0.0.1 (client and route ports random,
- * a temp store dir each). Resolves once JetStream answers through every node (the meta leader is elected).
+ * `size` nats-server processes in one JetStream cluster on 127.0.0.1 (client ports picked by each
+ * server, a temp store dir each). Resolves once JetStream answers through every node (the meta
+ * leader is elected).
  */
 export async function startNatsCluster(size = 3, name = 'bt-cluster'): Promise<NatsCluster> {
-  const clientPorts = await Promise.all(Array.from({ length: size }, () => freePort()))
-  const routePorts = await Promise.all(Array.from({ length: size }, () => freePort()))
-  const routes = routePorts.map(p => `nats://127.0.0.1:${p}`).join(',')
-  const nodes = await Promise.all(
-    clientPorts.map((port, i) =>
-      startNatsServer({
-        port,
-        args: [
-          '-n',
-          `${name}-${i}`,
-          '--cluster_name',
-          name,
-          '--cluster',
-          `nats://127.0.0.1:${routePorts[i]}`,
-          '--routes',
-          routes,
-        ],
-      }),
-    ),
-  )
+  const nodes = await startClusterNodes(size, name)
   const urls = nodes.map(n => n.url)
   const { connect } = await import('@nats-io/transport-node')
   const { jetstreamManager } = await import('@nats-io/jetstream')
