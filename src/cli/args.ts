@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { optionLines, OptionsError, parseOptions, type OptionSpec, type OptionValue } from '../util/options.js'
 import { CONNECTION_OPTIONS, OPTIONS } from '../config/options.js'
-import { ResolvedOptions, type OptionTable } from '../config/resolve.js'
+import { mapOptionsError, ResolvedOptions, type OptionTable } from '../config/resolve.js'
 import { usageError } from './io.js'
 
 export type { OptionSpec }
@@ -114,12 +114,7 @@ export function resolved<T extends OptionTable>(table: T, values: Parsed['values
 }
 
 function asUsageError<T>(f: () => T): T {
-  try {
-    return f()
-  } catch (err) {
-    if (err instanceof OptionsError) throw usageError(err.message)
-    throw err
-  }
+  return mapOptionsError(f, usageError)
 }
 
 /** Flag, then env twin; the token finally falls back to the daemon's generated token file. */

@@ -11,6 +11,7 @@ import { parseOtlpConfig, type OtlpConfig } from '../ship/otlp-config.js'
 import { FLEET_SERVE_OPTIONS, OPTIONS, SERVE_OPTIONS, type NATS_FLAGS } from './options.js'
 import {
   OptionsError,
+  mapOptionsError,
   parseDurationText,
   parseHostPort,
   resolveOptions,
@@ -129,12 +130,7 @@ function resolve<T extends OptionTable>(table: T, argv: string[], env: NodeJS.Pr
 }
 
 function asConfigError<T>(f: () => T): T {
-  try {
-    return f()
-  } catch (err) {
-    if (err instanceof OptionsError) throw new ConfigError(err.message)
-    throw err
-  }
+  return mapOptionsError(f, message => new ConfigError(message))
 }
 
 type ServeOptions = ResolvedOptions<typeof SERVE_OPTIONS>

@@ -59,31 +59,22 @@ export function flag(spec: Described): Option<boolean> {
   return { type: 'boolean', ...spec, parse: v => v === '1' || v === 'true' || v === 'yes' }
 }
 
+/** The non-empty, trimmed parts of a text split at `separators`. */
+function parts(v: string, separators: RegExp): string[] {
+  return v
+    .split(separators)
+    .map(s => s.trim())
+    .filter(Boolean)
+}
+
 /** Repeatable; its env twin holds the values separated by commas, colons or newlines. */
 export function list(spec: Described): Option<string[]> {
-  return {
-    type: 'string',
-    multiple: true,
-    ...spec,
-    parse: v =>
-      v
-        .split(/[,:\n]/)
-        .map(s => s.trim())
-        .filter(Boolean),
-  }
+  return { type: 'string', multiple: true, ...spec, parse: v => parts(v, /[,:\n]/) }
 }
 
 /** Comma-separated names (empty entries ignored). */
 export function names(spec: Described): Option<string[]> {
-  return {
-    type: 'string',
-    ...spec,
-    parse: v =>
-      v
-        .split(',')
-        .map(s => s.trim())
-        .filter(Boolean),
-  }
+  return { type: 'string', ...spec, parse: v => parts(v, /,/) }
 }
 
 /** A whole number >= min. */
@@ -201,6 +192,16 @@ export class ResolvedOptions<T extends OptionTable> {
     const v = this.get(flag)
     if (v === undefined) return (option.multiple ? [] : v) as ReturnType<T[K]['parse']>
     return v
+  }
+}
+
+/** Runs f; an OptionsError it throws becomes the caller's own error (ConfigError, a usage error). */
+export function mapOptionsError<T>(f: () => T, toError: (message: string) => Error): T {
+  try {
+    return f()
+  } catch (err) {
+    if (err instanceof OptionsError) throw toError(err.message)
+    throw err
   }
 }
 
