@@ -1,4 +1,4 @@
-// One definition per documented event type. From each we derive the TS type,
+// One idea: one definition per documented event type. From each we derive the TS type,
 // the JSON Schema and the category, so none of them can drift apart.
 import {
   Type,
@@ -18,6 +18,31 @@ import {
   withContext,
   plain,
 } from './common.js'
+
+/** W3C trace context: version 00, a non-zero trace id and span id, flags. */
+export const TRACEPARENT_PATTERN = '^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$'
+export const STEP_OUTCOMES = ['ok', 'error', 'abandoned'] as const
+export const STEP_ABANDON_REASONS = ['connection_closed', 'open_too_long', 'parent_finished', 'shutdown'] as const
+const Hex = (n: number, description: string) => Type.String({ pattern: `^[0-9a-f]{${n}}$`, description })
+/** The trace a command or step belongs to, when the agent gave one (traceparent) or a step made one. */
+const TraceParentProps = {
+  trace_id: Type.Optional(Hex(32, 'W3C trace id')),
+  parent_span_id: Type.Optional(Hex(16, 'The span this one is a child of (a step, or the agent span)')),
+}
+const StepProps = {
+  step_id: Type.String({ minLength: 1, maxLength: 128 }),
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  parent_step_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  connection_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  via: Type.Union([Type.Literal('http'), Type.Literal('cdp')], { description: 'How the agent started the step' }),
+  attributes: Type.Optional(
+    Type.Record(Type.String({ maxLength: 128 }), Type.Union([Type.String(), Type.Number(), Type.Boolean()]), {
+      maxProperties: 64,
+    }),
+  ),
+  ...TraceParentProps,
+  span_id: Type.Optional(Hex(16, "The step's own span id")),
+}
 
 const Str = (o?: StringOptions) => Type.String(o)
 const OptStr = () => Type.Optional(Type.String())
@@ -304,7 +329,15 @@ export const EVENT_DEFS = {
   cdp_connect: def(
     'cdp_connect',
     'connection',
-    plain({ connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })) }),
+    plain({
+      connection_id: Type.Optional(Str({ minLength: 1, maxLength: 128 })),
+      traceparent: Type.Optional(
+        Str({
+          pattern: TRACEPARENT_PATTERN,
+          description: "The W3C traceparent the client sent on its upgrade (the agent's span)",
+        }),
+      ),
+    }),
   ),
   cdp_disconnect: def(
     'cdp_disconnect',
@@ -344,6 +377,36 @@ export const EVENT_DEFS = {
       ),
       duration_ms_p50: Type.Optional(Num({ minimum: 0 })),
       duration_ms_p90: Type.Optional(Num({ minimum: 0 })),
+      step_id: Type.Optional(Str({ description: 'The innermost agent step open when the command was sent' })),
+      input_type: Type.Optional(
+        Str({ maxLength: 32, description: 'Input.dispatch*Event: the event type (mousePressed, keyDown, ...)' }),
+      ),
+      input_chars: Type.Optional(
+        Int({
+          minimum: 0,
+          description: 'Input.insertText and key events with text: how many characters (never the text)',
+        }),
+      ),
+      input_key: Type.Optional(
+        Str({
+          maxLength: 32,
+          description: 'Key events: the key when it is a named key (Enter, Tab, ArrowDown); never a character',
+        }),
+      ),
+      ...TraceParentProps,
+    }),
+  ),
+  // An agent's own step ("log in", "open the cart"), started over HTTP or the agent's CDP socket.
+  agent_step_started: def('agent_step_started', 'control', plain(StepProps)),
+  agent_step_finished: def(
+    'agent_step_finished',
+    'control',
+    plain({
+      ...StepProps,
+      outcome: Type.Union(STEP_OUTCOMES.map(v => Type.Literal(v))),
+      error_message: OptStr(),
+      abandoned_reason: Type.Optional(Type.Union(STEP_ABANDON_REASONS.map(v => Type.Literal(v)))),
+      duration_ms: Num({ minimum: 0 }),
     }),
   ),
   live_view_connect: def('live_view_connect', 'connection', plain({ session_id: Str({ minLength: 1 }) })),
