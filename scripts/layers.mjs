@@ -22,9 +22,11 @@ export const MAY_IMPORT = {
   uploads: ['errors', 'defaults', 'util'],
   bundle: ['har', 'recording', 'store', 'events', 'util'],
   metrics: ['monitor', 'pipeline', 'store'],
-  proxy: ['pipeline', 'log', 'defaults', 'util'],
+  agent: ['pipeline', 'events', 'errors', 'defaults', 'util'],
+  proxy: ['agent', 'pipeline', 'log', 'errors', 'defaults', 'util'],
   'collector-kit.ts': ['monitor', 'pipeline', 'events', 'log', 'defaults', 'util'],
   api: [
+    'agent',
     'bundle',
     'metrics',
     'recording',
@@ -40,6 +42,7 @@ export const MAY_IMPORT = {
   config: ['api', 'ship', 'pipeline', 'events', 'log', 'defaults', 'util'],
   fleet: ['api', 'config', 'ship', 'store', 'events', 'log', 'errors', 'util'],
   daemon: [
+    'agent',
     'api',
     'collectors',
     'config',
@@ -60,6 +63,7 @@ export const MAY_IMPORT = {
   cli: ['api', 'config', 'fleet', 'har', 'recording', 'events', 'util'],
   viewer: ['events', 'har', 'util'],
   'main.ts': [
+    'agent',
     'api',
     'collectors',
     'config',

@@ -18,6 +18,9 @@ export const DEFAULT_SETTINGS = {
   streamRingBytes: 16 * MiB,
   maxStreamClients: 64,
   proxyMaxConnections: 32,
+  /** Agent steps: open at once, and how long one may stay open before it is finished as abandoned. */
+  stepMaxOpen: 1000,
+  stepMaxOpenMs: 30 * 60 * SECOND,
   maxTargets: 500,
   maxUrlBytes: 8 * KiB,
   maxHeaderBytes: 32 * KiB,

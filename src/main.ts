@@ -13,6 +13,7 @@ import type { Pipeline } from './pipeline/pipeline.js'
 import type { ApiApp } from './api/app.js'
 import type { Monitor } from './monitor/index.js'
 import type { CdpProxy } from './proxy/cdp-proxy.js'
+import type { StepRegistry } from './agent/step-registry.js'
 import type { SinkList } from './ship/sinks.js'
 import {
   buildPipeline,
@@ -23,7 +24,7 @@ import {
   startSinkList,
   startSystem,
 } from './daemon/steps.js'
-import { announceReady, attachMetrics, prepareUploads, startApi, startProxy } from './daemon/serve-steps.js'
+import { announceReady, attachMetrics, prepareUploads, startApi, startProxy, startSteps } from './daemon/serve-steps.js'
 import type { Base, DaemonOptions, Started, StopStep } from './daemon/parts.js'
 
 export { packageVersion, type DaemonOptions, type StopStep } from './daemon/parts.js'
@@ -45,6 +46,8 @@ export interface DaemonHandle {
   monitor?: Monitor
   /** Undefined with --proxy-listen off. */
   proxy?: CdpProxy
+  /** The agent's steps (HTTP and CDP). */
+  steps: StepRegistry
   /** Every destination of committed events (NATS, OTLP); empty when none is configured. */
   sinks: SinkList
   /** Set when no token was configured: the generated (or reused) token and its file. */
@@ -54,7 +57,7 @@ export interface DaemonHandle {
 }
 
 /**
- * Startup order: config → store → pipeline → ship → monitor → system → uploads → api → proxy →
+ * Startup order: config → store → pipeline → ship → monitor → system → uploads → steps → api → proxy →
  * metrics → ready. Shutdown is the reverse: metrics, proxy, API (streams end), extension metadata,
  * system, monitor, the shipper (last acks, watermark saved), then the log (flushed and closed last,
  * so every producer's final events are stored).
@@ -86,7 +89,8 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     const browser = { ...shipping, ...(await step('monitor', startMonitor(shipping))) }
     const system = { ...browser, ...(await step('system', startSystem(browser))) }
     const uploads = { ...system, ...(await step('uploads', prepareUploads(system))) }
-    const served = { ...uploads, ...(await step('api', startApi(uploads))) }
+    const agent = { ...uploads, ...(await step('steps', startSteps(uploads))) }
+    const served = { ...agent, ...(await step('api', startApi(agent))) }
     const d = { ...served, ...(await step('proxy', startProxy(served))) }
     await step('metrics', attachMetrics(d))
     announceReady(d)
@@ -102,6 +106,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       api: d.api,
       monitor: d.monitor,
       proxy: d.proxy,
+      steps: d.steps,
       sinks: d.sinks,
       generatedToken: d.tokens.generated
         ? { token: d.tokens.generated.token, path: d.tokens.generated.path }

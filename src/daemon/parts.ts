@@ -18,6 +18,7 @@ import type { UploadRouteDeps } from '../api/routes/uploads.js'
 import { type Metrics } from '../metrics/metrics.js'
 import { Monitor } from '../monitor/index.js'
 import { CdpProxy } from '../proxy/cdp-proxy.js'
+import type { StepRegistry } from '../agent/step-registry.js'
 import { type InteractionCollector, type RecordingCollector, type SystemCollectors } from '../../collectors/index.js'
 import { type SinkList } from '../ship/sinks.js'
 
@@ -92,6 +93,10 @@ export interface Uploads {
 export interface Api {
   api: ApiApp
   server: ApiServer
+}
+/** the agent's steps (HTTP routes and the CDP proxy share one registry) */
+export interface Steps {
+  steps: StepRegistry
 }
 /** proxy (undefined with --proxy-listen off or without a browser) */
 export interface Proxy {

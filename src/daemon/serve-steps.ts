@@ -8,6 +8,7 @@ import { httpMetrics } from '../api/routes/metrics.js'
 import { daemonRoutes } from '../api/routes/index.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
+import { StepRegistry } from '../agent/step-registry.js'
 import { COMMAND_PARAMS_MAX_BYTES } from '../proxy/command-log.js'
 import { ExtensionStore } from '../uploads/extension-store.js'
 import { ExtensionMetaStore } from '../uploads/extension-meta.js'
@@ -27,6 +28,7 @@ import {
   type Uploads,
   type Api,
   type Proxy,
+  type Steps,
   packageVersion,
 } from './parts.js'
 import { redactorOf } from './steps.js'
@@ -71,8 +73,14 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
   }
 }
 
+/** The agent's steps; at shutdown (after the API and the proxy stop) open steps end as abandoned. */
+export function startSteps(d: Core): Started<Steps> {
+  const steps = new StepRegistry({ emit: d.pipeline.emit })
+  return { part: { steps }, stop: () => steps.close() }
+}
+
 export async function startApi(
-  d: Base & Identity & Store & Core & Shipping & Browser & System & Uploads,
+  d: Base & Identity & Store & Core & Shipping & Browser & System & Uploads & Steps,
 ): Promise<Started<Api>> {
   const { config, pipeline, monitor, system, sinks, metrics, disk } = d
   const monitorState = (): unknown => ({
@@ -104,6 +112,7 @@ export async function startApi(
         uploads: d.uploads,
         extensions: d.extensions,
         ingest: { pipeline, browserId: d.browserId },
+        steps: { steps: d.steps },
         metrics: { metrics },
         recording: {
           frames: d.frames,
@@ -131,7 +140,7 @@ export async function startApi(
 }
 
 /** CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect). */
-export async function startProxy(d: Base & Identity & Core & Browser): Promise<Started<Proxy>> {
+export async function startProxy(d: Base & Identity & Core & Browser & Steps): Promise<Started<Proxy>> {
   const { config, monitor, tokens } = d
   if (!config.proxyListen || !monitor) return { part: { proxy: undefined } }
   const proxy = new CdpProxy({
@@ -144,6 +153,7 @@ export async function startProxy(d: Base & Identity & Core & Browser): Promise<S
       }
     },
     emit: d.pipeline.emit,
+    steps: d.steps,
     auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth)
       ? { verify: t => tokens.tokens.lookup(t) }
       : undefined,

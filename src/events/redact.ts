@@ -373,7 +373,24 @@ export class Redactor {
         if (m !== v) (out ??= { ...data })[k] = m
       }
     }
+    // An agent's step attributes: secret-named keys masked, URLs masked like every URL.
+    const attributes = data.attributes as Record<string, unknown> | undefined
+    if (attributes && typeof attributes === 'object') {
+      const m = this.attributes(attributes)
+      if (m !== attributes) (out ??= { ...data }).attributes = m
+    }
     if (out) (event as { data: unknown }).data = out
+  }
+
+  private attributes(attrs: Record<string, unknown>): Record<string, unknown> {
+    let copy: Record<string, unknown> | undefined
+    for (const [k, v] of Object.entries(attrs)) {
+      let m = v
+      if (this.isSecretName(k) && (typeof v === 'string' || typeof v === 'number')) m = maskValue(String(v))
+      else if (typeof v === 'string' && v.includes('://')) m = this.url(v)
+      if (m !== v) (copy ??= { ...attrs })[k] = m
+    }
+    return copy ?? attrs
   }
 
   private stackTrace(st: StackLike, depth = 0): StackLike {

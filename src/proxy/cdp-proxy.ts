@@ -19,6 +19,8 @@ import {
   type HttpError,
 } from './admission.js'
 import { CommandLog } from './command-log.js'
+import { answerTelemetryCommand, isTelemetryCommand } from './telemetry-domain.js'
+import { parseTraceparent, type StepRegistry } from '../agent/step-registry.js'
 import { answerDiscovery } from './discovery-route.js'
 import { upstreamPathFor } from './discovery.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
@@ -51,6 +53,8 @@ export interface CdpProxyOptions {
   maxConnections?: number
   /** Store each command's parameters and result (JSON text cut to maxBytes, then redacted); off by default. */
   captureCommandParams?: { maxBytes: number }
+  /** The agent's steps: BrowserTelemetry.* commands start and end them; commands carry the innermost. */
+  steps?: StepRegistry
 }
 
 /** Above this many unsent bytes towards one side, the other side is paused until they drain. */
@@ -199,10 +203,20 @@ export class CdpProxy {
     // A session still waiting to learn whether its browser restarted has its answer now.
     this.settleLost(browserUrl)
     const pageTarget = /^\/devtools\/page\/([^/]+)$/.exec(url.pathname)?.[1]
-    this.wss.handleUpgrade(req, socket, head, client => this.relay(client, target, browserUrl, pageTarget))
+    // The agent's span, when its client sent one (an invalid traceparent is ignored, as W3C says).
+    const tp = req.headers.traceparent
+    const traceparent =
+      typeof tp === 'string' && parseTraceparent(tp.trim().toLowerCase()) ? tp.trim().toLowerCase() : undefined
+    this.wss.handleUpgrade(req, socket, head, client => this.relay(client, target, browserUrl, pageTarget, traceparent))
   }
 
-  private relay(client: WebSocket, target: string, browserUrl: string, pageTarget: string | undefined): void {
+  private relay(
+    client: WebSocket,
+    target: string,
+    browserUrl: string,
+    pageTarget: string | undefined,
+    traceparent: string | undefined,
+  ): void {
     const upstream = new WebSocket(target, {
       perMessageDeflate: false,
       maxPayload: this.maxPayload,
@@ -213,6 +227,7 @@ export class CdpProxy {
       handshakeTimeout: 10_000,
     })
     const id = randomUUID()
+    const steps = this.opts.steps
     const r: Relay = {
       id,
       client,
@@ -227,14 +242,28 @@ export class CdpProxy {
         targetId: pageTarget,
         captureParams: this.opts.captureCommandParams,
         logger: this.logger,
+        stampFor: steps ? () => steps.stampFor(id) : undefined,
       }),
       early: [],
     }
     this.relays.add(r)
-    this.opts.emit({ type: 'cdp_connect', data: { connection_id: r.id }, source: SOURCE })
+    steps?.connectionOpened(id, traceparent)
+    this.opts.emit({
+      type: 'cdp_connect',
+      data: { connection_id: r.id, ...(traceparent ? { traceparent } : {}) },
+      source: SOURCE,
+    })
 
     // Relayed first, recorded after: the command log's bookkeeping is not on the round trip.
     client.on('message', (data, isBinary) => {
+      // The daemon's own domain is answered here and never reaches the browser.
+      if (!isBinary && Buffer.isBuffer(data) && isTelemetryCommand(data)) {
+        const answer = answerTelemetryCommand(data, id, steps)
+        if (answer !== undefined) {
+          if (client.readyState === WebSocket.OPEN) client.send(answer)
+          return
+        }
+      }
       if (r.early) {
         r.early.push({ data, binary: isBinary })
         // Bound what a client can pile up before the browser answers.
@@ -342,6 +371,7 @@ export class CdpProxy {
     this.relays.delete(r)
     // Commands still waiting for their answer never get one: recorded before the disconnect.
     r.commands.end()
+    this.opts.steps?.connectionClosed(r.id)
     const durationMs = Math.max(0, Math.round((r.endedAt ?? performance.now()) - r.startedAt))
     this.opts.emit({
       type: 'cdp_disconnect',

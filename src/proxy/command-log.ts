@@ -5,6 +5,7 @@
 // attachments and, when parameters are captured, results are parsed whole.
 import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
+import type { CommandStamp } from '../agent/step-registry.js'
 
 export interface CommandLogOptions {
   emit: Emit
@@ -18,6 +19,8 @@ export interface CommandLogOptions {
   logger?: Logger
   /** Monotonic milliseconds (tests). */
   now?: () => number
+  /** The agent step and trace a command sent now belongs to. */
+  stampFor?: () => CommandStamp | undefined
 }
 
 export type CommandOutcome = 'ok' | 'error' | 'no_answer'
@@ -30,6 +33,15 @@ interface Pending {
   requestBytes: number
   params?: string
   paramsTruncated?: boolean
+  stamp?: CommandStamp
+  input?: InputFacts
+}
+
+/** What an Input.* command did, without what was typed. */
+interface InputFacts {
+  input_type?: string
+  input_chars?: number
+  input_key?: string
 }
 
 /** Answered-ok commands of one session and method recorded one by one per second before the rest are folded. */
@@ -125,8 +137,10 @@ export class CommandLog {
   fromClient(data: Buffer, binary: boolean): void {
     if (this.ended || binary || data.length === 0 || data[0] !== OPEN_BRACE) return
     type Command = { id?: unknown; method?: unknown; sessionId?: unknown; params?: unknown }
-    // Parameters are needed only when stored; otherwise the common layout is read without parsing.
+    // Parameters are needed only when stored (or for input commands, which are few); otherwise the
+    // common layout is read without parsing.
     let msg: Command | undefined = this.opts.captureParams ? undefined : peekCommand(data)
+    if (msg && typeof msg.method === 'string' && msg.method.startsWith('Input.')) msg = undefined
     if (!msg) {
       try {
         msg = JSON.parse(data.toString()) as Command
@@ -155,6 +169,9 @@ export class CommandLog {
       startedAt: this.now(),
       requestBytes: data.length,
     }
+    const stamp = this.opts.stampFor?.()
+    if (stamp) p.stamp = stamp
+    if (msg.method.startsWith('Input.')) p.input = inputFacts(msg.method, msg.params)
     if (this.opts.captureParams && msg.params !== undefined && msg.params !== null && typeof msg.params === 'object') {
       const masked = ALWAYS_MASKED[msg.method]?.(msg.params as Record<string, unknown>) ?? msg.params
       const cut = cutText(JSON.stringify(masked), this.opts.captureParams.maxBytes)
@@ -289,6 +306,8 @@ export class CommandLog {
         ...(p.paramsTruncated ? { params_truncated: true } : {}),
         ...(a.result !== undefined ? { result: a.result } : {}),
         ...(a.resultTruncated ? { result_truncated: true } : {}),
+        ...p.input,
+        ...p.stamp,
       },
     })
   }
@@ -301,7 +320,8 @@ export class CommandLog {
    */
   private fold(p: Pending, durationMs: number, responseBytes: number): boolean {
     const second = Math.floor(this.now() / 1000)
-    const key = `${p.sessionId ?? ''}\u0000${p.method}`
+    // Commands of different steps never share a fold: each keeps its step.
+    const key = `${p.sessionId ?? ''}\u0000${p.method}\u0000${p.stamp?.step_id ?? ''}`
     let f = this.folds.get(key)
     if (f && f.second !== second) {
       this.flushFold(key, f)
@@ -378,6 +398,7 @@ export class CommandLog {
         count: d.length,
         duration_ms_p50: at(0.5),
         duration_ms_p90: at(0.9),
+        ...p.stamp,
       },
     })
   }
@@ -419,6 +440,24 @@ function peekCommand(data: Buffer): { id: number; method: string; sessionId?: st
   const lastSession = sessionId === undefined ? -1 : data.length - 2 - sessionId.length - SESSION_KEY.length
   if (firstSession !== lastSession) return undefined
   return sessionId === undefined ? { id, method } : { id, method, sessionId }
+}
+
+/** Named keys (Enter, Tab, ArrowDown, F5) may be stored; a key that is a character never is. */
+const NAMED_KEY = /^[A-Z][A-Za-z0-9]{1,31}$/
+
+function inputFacts(method: string, params: unknown): InputFacts | undefined {
+  if (params === null || typeof params !== 'object') return undefined
+  const p = params as { type?: unknown; text?: unknown; key?: unknown }
+  const out: InputFacts = {}
+  if (typeof p.type === 'string' && p.type.length <= 32) out.input_type = p.type
+  if (
+    typeof p.text === 'string' &&
+    p.text !== '' &&
+    (method === 'Input.insertText' || method === 'Input.dispatchKeyEvent' || method === 'Input.imeSetComposition')
+  )
+    out.input_chars = [...p.text].length
+  if (method === 'Input.dispatchKeyEvent' && typeof p.key === 'string' && NAMED_KEY.test(p.key)) out.input_key = p.key
+  return out
 }
 
 function keyOf(sessionId: string | undefined, id: number): string {

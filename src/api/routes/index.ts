@@ -6,6 +6,7 @@ import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.j
 import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
 import { registerMetricsRoute, type MetricsRouteDeps } from './metrics.js'
 import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
+import { registerStepRoutes, type StepRouteDeps } from './steps.js'
 import { registerUploadRoutes, type UploadRouteDeps } from './uploads.js'
 import { registerViewerRoutes } from './viewer.js'
 
@@ -16,6 +17,7 @@ export interface DaemonRouteDeps {
   metrics: MetricsRouteDeps
   recording: RecordingRouteDeps
   bundle: BundleRouteDeps
+  steps: StepRouteDeps
 }
 
 export type RouteGroup = (router: ApiRouter) => void
@@ -29,5 +31,6 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerViewerRoutes(r),
     r => registerRecordingRoutes(r, d.recording),
     r => registerBundleRoutes(r, d.bundle),
+    r => registerStepRoutes(r, d.steps),
   ]
 }
