@@ -1,5 +1,5 @@
-// CDP WebSocket proxy: relays external CDP clients (Playwright connectOverCDP, Puppeteer connect,
-// raw WebSocket) to the current browser and reports each connection as cdp_connect/cdp_disconnect
+// One idea, the relay of client connections: external CDP clients (Playwright connectOverCDP,
+// Puppeteer connect, raw WebSocket) reach the current browser and reports each connection as cdp_connect/cdp_disconnect
 // and each command as cdp_command (command-log.ts). Frames are passed through as Buffers (text
 // stays text, binary stays binary). Who may connect is admission.ts; /json/* is discovery-route.ts.
 import { randomUUID } from 'node:crypto'

@@ -2,8 +2,9 @@
 // with a root span from page_navigation to page_navigation_settled (or the next navigation), a child
 // span per request hop (network_request -> network_response / network_loading_failed), page
 // milestones, console errors, layout shifts and LCP as span events on the root; CDP proxy commands
-// as spans under one span per connection. A span is produced when it ends. A request that carried a
-// W3C traceparent header links to that trace (the agent's own).
+// as spans under one span per connection, or, when the agent gave a trace context, under its
+// innermost step (or the agent's span); the agent's steps as spans of that trace. A span is
+// produced when it ends. A request that carried a W3C traceparent header links to that trace.
 //
 // State is bounded (open navigations and requests are capped; the oldest is ended early, marked
 // `browser.telemetry.incomplete`). Ids are deterministic, so spans produced again after a restart
@@ -199,17 +200,50 @@ export class TraceBuilder {
         const attrs = attributesOf(env)
         for (const k of ['outcome', 'error_code', 'error_message', 'count', 'request_bytes', 'response_bytes'])
           if (typeof d[k] === 'string' || typeof d[k] === 'number') attrs[`browser.cdp.${k}`] = d[k]
+        if (typeof d.step_id === 'string') attrs['browser.step.id'] = d.step_id
+        // In the agent's trace (under its innermost step, or the agent's span) when the proxy knew one.
+        const traced = typeof d.trace_id === 'string' && typeof d.parent_span_id === 'string'
         out.push(
           this.span({
             name: str(d.method) ?? 'cdp_command',
             kind: SpanKind.CLIENT,
-            traceId: connectionTraceId(b, conn),
+            traceId: traced ? (d.trace_id as string) : connectionTraceId(b, conn),
             spanId: commandSpanId(b, env.seq),
-            parentSpanId: connectionSpanId(b, conn),
+            parentSpanId: traced ? (d.parent_span_id as string) : connectionSpanId(b, conn),
             start: ts - duration,
             end: ts,
             attributes: attrs,
             error: d.outcome === 'ok' ? undefined : (str(d.error_message) ?? str(d.outcome)),
+          }),
+        )
+        break
+      }
+      case 'agent_step_finished': {
+        const traceId = str(d.trace_id)
+        const spanId = str(d.span_id)
+        if (!traceId || !spanId) break
+        const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
+        const attrs = attributesOf(env)
+        for (const k of ['step_id', 'parent_step_id', 'connection_id', 'via', 'outcome', 'abandoned_reason'])
+          if (typeof d[k] === 'string') attrs[`browser.step.${k === 'step_id' ? 'id' : k}`] = d[k]
+        const own = d.attributes as Record<string, string | number | boolean> | undefined
+        if (own) for (const [k, v] of Object.entries(own)) attrs[`browser.step.attributes.${k}`] = v
+        out.push(
+          this.span({
+            name: str(d.name) ?? 'agent_step',
+            kind: SpanKind.INTERNAL,
+            traceId,
+            spanId,
+            parentSpanId: str(d.parent_span_id),
+            start: ts - duration,
+            end: ts,
+            attributes: attrs,
+            error:
+              d.outcome === 'error'
+                ? (str(d.error_message) ?? 'error')
+                : d.outcome === 'abandoned'
+                  ? `abandoned (${str(d.abandoned_reason) ?? 'unknown'})`
+                  : undefined,
           }),
         )
         break
