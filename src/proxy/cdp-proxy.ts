@@ -1,7 +1,8 @@
 // One idea, the relay of client connections: external CDP clients (Playwright connectOverCDP,
 // Puppeteer connect, raw WebSocket) reach the current browser through it; each connection is
-// reported as cdp_connect/cdp_disconnect and each command as cdp_command (command-log.ts). Frames are passed through as Buffers (text
-// stays text, binary stays binary). Who may connect is admission.ts; /json/* is discovery-route.ts.
+// reported as cdp_connect/cdp_disconnect and each command as cdp_command (command-log.ts). Frames
+// are passed through as Buffers (text stays text, binary stays binary). Who may connect is
+// admission.ts; /json/* is discovery-route.ts.
 import { randomUUID } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
