@@ -1,10 +1,12 @@
 // The agent's steps over HTTP: start one (optionally in the agent's trace, nested, or bound to one
 // CDP proxy connection), end it. The registry (src/agent/) holds the rules; these routes only read
 // the body and answer. Like publishing events, this is telemetry plumbing: no api_call per step.
+// The answer does not wait for the group commit (up to its delay, 10 ms by default): an agent marks
+// steps on its own critical path, and the seq it gets is the one the event is stored under.
 import { Type } from '@sinclair/typebox'
 import type { StepRegistry } from '../../agent/step-registry.js'
 import { TRACEPARENT_PATTERN } from '../../events/index.js'
-import { ApiError, invalidInput } from '../errors.js'
+import { invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiRouter } from '../route-table.js'
 
@@ -79,7 +81,7 @@ export function registerStepRoutes(router: ApiRouter, deps: StepRouteDeps): void
     requestBody: { contentType: 'application/json', schema: StartStepBodySchema, required: true },
     responses: { 201: { description: 'The step started', schema: StartedSchema } },
     middleware: [stepBody],
-    handler: async ctx => {
+    handler: ctx => {
       const b = objectBody(ctx.request.body, START_FIELDS)
       const started = deps.steps.start('http', {
         name: b.name,
@@ -88,7 +90,6 @@ export function registerStepRoutes(router: ApiRouter, deps: StepRouteDeps): void
         connectionId: b.connection_id,
         traceparent: b.traceparent,
       })
-      await stored(started.committed)
       ctx.status = 201
       ctx.body = { step_id: started.stepId, ...(started.seq !== undefined ? { seq: started.seq } : {}) }
     },
@@ -107,10 +108,9 @@ export function registerStepRoutes(router: ApiRouter, deps: StepRouteDeps): void
     requestBody: { contentType: 'application/json', schema: EndStepBodySchema, required: false },
     responses: { 200: { description: 'The step finished', schema: EndedSchema } },
     middleware: [optionalStepBody],
-    handler: async ctx => {
+    handler: ctx => {
       const b = ctx.request.body === undefined ? {} : objectBody(ctx.request.body, END_FIELDS)
       const ended = deps.steps.end(ctx.params.step_id, { outcome: b.outcome, errorMessage: b.error_message })
-      await stored(ended.committed)
       ctx.status = 200
       ctx.body = ended.seq !== undefined ? { seq: ended.seq } : {}
     },
@@ -123,11 +123,6 @@ function objectBody(body: unknown, fields: readonly string[]): Record<string, un
   for (const k of Object.keys(body))
     if (!fields.includes(k)) throw invalidInput(k, `unknown field (allowed: ${fields.join(', ')})`)
   return body as Record<string, unknown>
-}
-
-async function stored(committed: Promise<boolean> | undefined): Promise<void> {
-  if (committed && !(await committed))
-    throw new ApiError(503, 'unavailable', 'the event log could not store the step; retry later')
 }
 
 const stepBody = jsonBody({
