@@ -344,8 +344,11 @@ t.test('HTTP: start and end through the API app; refusals stored nothing', async
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: raw ?? JSON.stringify(body),
     })
-  const stored = async () =>
-    (await log.read({ order: 'asc', limit: 100 })).records.map(r => JSON.parse(r.json) as Envelope)
+  // The routes answer before the group commit: a read flushes first.
+  const stored = async () => {
+    await log.flush()
+    return (await log.read({ order: 'asc', limit: 100 })).records.map(r => JSON.parse(r.json) as Envelope)
+  }
 
   const res = await post('', { name: 'checkout', attributes: { cart: 3 }, traceparent: TRACEPARENT })
   t.equal(res.status, 201)
