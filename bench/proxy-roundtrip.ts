@@ -6,9 +6,11 @@
 // that every proxied connection's cdp_disconnect.message_count is exactly 20,000. The proxy records
 // every command as the daemon does (a cdp_command through the real pipeline into a LevelDB log in
 // a temp dir; COMMANDS=off drops them at the category gate instead) and the proxy process's CPU per
-// relayed command is printed.
+// relayed command is printed. STEPS=open keeps three nested agent steps open over the whole run
+// (every recorded command carries the innermost one), to compare with a run without.
 //
 //   npx tsx bench/proxy-roundtrip.ts            COMMANDS=off npx tsx bench/proxy-roundtrip.ts
+//   STEPS=open npx tsx bench/proxy-roundtrip.ts
 //   PROXY_CPU_PROF=/tmp/prof npx tsx bench/proxy-roundtrip.ts   (a CPU profile of the proxy process)
 import { fork, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -21,12 +23,14 @@ import { join } from 'node:path'
 import { Pipeline, type EventInput } from '../src/pipeline/pipeline.js'
 import { EventLog } from '../src/store/event-log.js'
 import { CONFIGURABLE_CATEGORIES } from '../src/events/index.js'
+import { StepRegistry } from '../src/agent/step-registry.js'
 
 const ROUND_TRIPS = 10_000
 const RUNS = 7
 const WINDOW = 100
 
 const COMMANDS = process.env.COMMANDS !== 'off'
+const STEPS_OPEN = process.env.STEPS === 'open'
 
 type FromChild =
   | { port: number }
@@ -44,7 +48,11 @@ if (process.argv[2] === '--serve') {
   })
   let commands = 0
   let dropped = 0
+  const steps = STEPS_OPEN ? new StepRegistry({ emit: pipeline.emit }) : undefined
+  let parentStepId: string | undefined
+  for (const name of ['session', 'task', 'action']) parentStepId = steps?.start('http', { name, parentStepId }).stepId
   const proxy = new CdpProxy({
+    steps,
     listen: { host: '127.0.0.1', port: 0 },
     upstream: () => browserWsUrl,
     emit: (e: EventInput) => {
