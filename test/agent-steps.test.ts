@@ -403,3 +403,15 @@ t.test('HTTP: start and end through the API app; refusals stored nothing', async
   t.equal(noBody.status, 200, 'end without a body means ok')
   t.equal(((await stored()).at(-1)!.event.data as Finished).outcome, 'ok')
 })
+
+t.test('control off: steps still cover commands, nothing is stored, the answer has no seq', async t => {
+  const { log, pipeline } = await openStore(t, {}, { categories: ['console'] })
+  const steps = new StepRegistry({ emit: pipeline.emit })
+  t.teardown(() => steps.close())
+  const started = steps.start('http', { name: 'quiet' })
+  t.equal(started.seq, undefined)
+  t.equal(steps.stampFor('any')?.step_id, started.stepId, 'the step still covers commands')
+  t.same(steps.end(started.stepId, {}), {})
+  await log.flush()
+  t.equal((await log.read({ order: 'asc', limit: 10 })).records.length, 0)
+})
