@@ -239,6 +239,50 @@ t.test('folded commands are one command; a helper after an action stays with it'
   )
 })
 
+t.test("script calls between two inputs: the click's tail, the next input's checks, evaluates between", async t => {
+  const click = (s: SessionBuilder, ms: number) => {
+    s.cmd(ms, 'Input.dispatchMouseEvent', { input_type: 'mousePressed' })
+    s.cmd(ms + 1, 'Input.dispatchMouseEvent', { input_type: 'mouseReleased' })
+  }
+  // A script that goes straight on: the hit-target check and its release right after the click,
+  // a pause, then the fill's checks.
+  const tight = new SessionBuilder()
+  click(tight, 100) // 1 2
+  tight.cmd(103, 'Runtime.callFunctionOn', { dur: 1 }) // 3
+  tight.cmd(105, 'Runtime.releaseObject', { dur: 1 }) // 4
+  tight.cmd(150, 'Runtime.callFunctionOn', { dur: 1 }) // 5
+  tight.cmd(152, 'Runtime.callFunctionOn', { dur: 1 }) // 6
+  tight.cmd(154, 'Input.insertText', { input_chars: 3 }) // 7
+  tight.cmd(156, 'Runtime.releaseObject', { dur: 1 }) // 8: the fill's own tail
+  tight.cmd(158, 'Runtime.callFunctionOn', { dur: 1 }) // 9
+  tight.cmd(160, 'Input.dispatchKeyEvent', { input_type: 'keyDown', input_key: 'Tab' }) // 10
+  t.same(
+    deriveActions(tight.envelopes).map(a => [a.kind, a.command_seqs]),
+    [
+      ['click', [1, 2, 3, 4]],
+      ['type', [5, 6, 7, 8]],
+      ['press', [9, 10]],
+    ],
+  )
+  // An agent that thinks between actions: tails and checks are apart, an evaluate sits between.
+  const slow = new SessionBuilder()
+  click(slow, 100) // 1 2
+  slow.cmd(103, 'Runtime.callFunctionOn', { dur: 1 }) // 3
+  slow.cmd(104, 'Runtime.releaseObject', { dur: 0.5 }) // 4
+  slow.cmd(3000, 'Runtime.evaluate', { dur: 2 }) // 5
+  slow.cmd(3001, 'Runtime.releaseObject', { dur: 0.5 }) // 6
+  slow.cmd(6000, 'Runtime.callFunctionOn', { dur: 1 }) // 7
+  click(slow, 6002) // 8 9
+  t.same(
+    deriveActions(slow.envelopes).map(a => [a.kind, a.command_seqs]),
+    [
+      ['click', [1, 2, 3, 4]],
+      ['evaluate', [5, 6]],
+      ['click', [7, 8, 9]],
+    ],
+  )
+})
+
 t.test('failures: an error or an unanswered command makes the action an error', async t => {
   const s = new SessionBuilder()
   s.cmd(10, 'Runtime.callFunctionOn', { outcome: 'error', error_code: -32000, error_message: 'Node is detached' }) // 1

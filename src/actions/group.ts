@@ -148,43 +148,71 @@ const TAKES_PREP = new Set<Role>(['mouse', 'key', 'text', 'scroll', 'screenshot'
 
 /**
  * The drafts of one stream's commands (already in send order). Setup commands go to one setup
- * draft. Script (eval) and helper (prep) commands wait in `pending` until the next action command:
- * the run of them that leads up to it without a gap over PREP_GAP_US (same step) is its
- * actionability check when it is an input or a screenshot; the rest become evaluate drafts (a
- * helper right after an action, with no script between, stays with that action).
+ * draft. Script (eval) and helper (prep) commands wait in `pending` until the next action command
+ * (or the end), then are shared out: the run that follows the previous action without a gap over
+ * PREP_GAP_US is its tail (helpers; for a mouse action also script calls: Playwright checks the hit
+ * target after a click), the run that leads up to an input or a screenshot the same way is its
+ * actionability check, and what lies between becomes evaluate drafts. When the two runs meet (a
+ * script that goes straight on), they are cut at the longest pause before a script call.
  */
 export function groupStream(cmds: readonly Cmd[]): Draft[] {
   const out: Draft[] = []
   let setup: Draft | undefined
   let current: Draft | undefined
-  let previous: Draft | undefined
   let pending: Cmd[] = []
 
+  /** Shares out `pending` between the previous draft, new evaluate drafts and `next` (returned). */
   const settle = (next: Cmd | undefined): Cmd[] => {
-    let chain: Cmd[] = []
+    const prev = current
+    // The tail of the previous action: [0, tail).
+    let tail = 0
+    if (prev) {
+      let end = prev.end
+      while (tail < pending.length) {
+        const p = pending[tail]!
+        if (!sameStep(prev.main, p) || p.start - end > PREP_GAP_US) break
+        if (p.role === 'eval' && prev.kind !== 'mouse') break
+        end = Math.max(end, p.end)
+        tail++
+      }
+    }
+    // The actionability check of the next input: [lead, length).
+    let lead = pending.length
     if (next && TAKES_PREP.has(next.role)) {
-      let i = pending.length
       let after = next
-      while (i > 0) {
-        const p = pending[i - 1]!
+      while (lead > 0) {
+        const p = pending[lead - 1]!
         if (!sameStep(p, next) || after.start - p.end > PREP_GAP_US) break
         after = p
-        i--
+        lead--
       }
-      chain = pending.slice(i)
-      pending = pending.slice(0, i)
     }
-    let group: Draft | undefined = previous
-    for (const p of pending) {
-      const joins =
-        group !== undefined && p.role === 'prep' && sameStep(group.main, p) && p.start - group.end <= PREP_GAP_US
-      if (joins) push(group!, p)
+    if (lead < tail) {
+      // One unbroken run: cut before the script call (or at the run's end) after the longest pause.
+      let cut = tail
+      let longest = -Infinity
+      for (let k = lead; k <= tail; k++) {
+        if (k < tail && pending[k]!.role !== 'eval') continue
+        const before = k === 0 ? prev!.end : pending[k - 1]!.end
+        const after = k === pending.length ? next!.start : pending[k]!.start
+        if (after - before > longest) {
+          longest = after - before
+          cut = k
+        }
+      }
+      tail = lead = cut
+    }
+    for (const p of pending.slice(0, tail)) push(prev!, p)
+    let group: Draft | undefined
+    for (const p of pending.slice(tail, lead)) {
+      if (group && p.role === 'prep' && sameStep(group.main, p) && p.start - group.end <= PREP_GAP_US) push(group, p)
       else {
         group = draft(p.role === 'eval' ? 'evaluate' : 'other', p)
         push(group, p)
         out.push(group)
       }
     }
+    const chain = pending.slice(lead)
     pending = []
     return chain
   }
@@ -211,7 +239,6 @@ export function groupStream(cmds: readonly Cmd[]): Draft[] {
     for (const p of chain) push(current, p)
     push(current, c)
     out.push(current)
-    previous = current
   }
   settle(undefined)
   return out
