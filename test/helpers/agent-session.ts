@@ -66,3 +66,53 @@ export class SessionBuilder {
     return this.event(type, ms, { target_id: 'T1', target_type: 'page', session_id: 'S1', ...data })
   }
 }
+
+const req = (id: string) => ({ request_id: id, method: 'GET', url: `http://shop/${id}`, headers: {} })
+
+/** A Playwright-like session on one page: setup, goto, click, fill, press, evaluate, screenshot... */
+export function shopSession(): SessionBuilder {
+  const s = new SessionBuilder()
+  s.cmd(10, 'Browser.getVersion', { target_id: undefined }) // 1
+  s.cmd(12, 'Target.setAutoAttach', { target_id: undefined }) // 2
+  s.cmd(20, 'Page.enable', { dur: 2 }) // 3
+  s.cmd(22, 'Runtime.enable') // 4
+  s.cmd(30, 'Runtime.runIfWaitingForDebugger') // 5
+  s.page('page_navigation', 100, { url: 'http://shop/checkout?step=1', frame_id: 'F1' }) // 6
+  s.cmd(105, 'Page.navigate', { dur: 10 }) // 7
+  s.page('network_request', 110, req('doc')) // 8
+  s.page('page_navigation_settled', 130) // 9
+  s.page('network_request', 140, req('late')) // 10: after the settle, before the next action
+  s.cmd(150, 'Page.createIsolatedWorld', { dur: 2 }) // 11: a late setup command
+  s.cmd(202, 'Runtime.callFunctionOn', { dur: 2 }) // 12
+  s.cmd(205, 'DOM.describeNode') // 13
+  s.cmd(210, 'DOM.getContentQuads') // 14
+  s.cmd(212, 'Input.dispatchMouseEvent', { input_type: 'mouseMoved' }) // 15
+  s.cmd(214, 'Input.dispatchMouseEvent', { input_type: 'mousePressed' }) // 16
+  s.page('interaction_click', 216, { x: 5, y: 6, selector: '#buy', tag: 'BUTTON', text: 'Buy' }) // 17
+  s.cmd(217, 'Input.dispatchMouseEvent', { input_type: 'mouseReleased', dur: 2 }) // 18
+  s.page('console_log', 230, { level: 'error', text: 'boom', args: ['boom'] }) // 19
+  s.page('network_request', 235, req('api')) // 20
+  s.page('network_response', 240, {
+    request_id: 'api',
+    status: 404,
+    status_text: 'Not Found',
+    headers: {},
+    mime_type: 'text/plain',
+  }) // 21
+  s.cmd(300, 'Runtime.callFunctionOn', { dur: 3 }) // 22
+  s.cmd(305, 'Input.insertText', { input_chars: 12, dur: 2 }) // 23
+  s.cmd(400, 'Input.dispatchKeyEvent', { input_type: 'keyDown', input_key: 'Enter', input_chars: 1 }) // 24
+  s.page('interaction_key', 401, { key: 'Enter', selector: '#email', tag: 'INPUT' }) // 25
+  s.cmd(402, 'Input.dispatchKeyEvent', { input_type: 'keyUp', input_key: 'Enter' }) // 26
+  s.page('network_loading_failed', 410, { request_id: 'x', error_text: 'net::ERR_FAILED', canceled: false }) // 27
+  s.page('page_dialog_opened', 411, { dialog_type: 'alert', message: 'hi', has_browser_handler: false }) // 28
+  s.cmd(500, 'Runtime.evaluate', { dur: 5 }) // 29
+  s.cmd(501, 'Runtime.releaseObject', { dur: 0.5 }) // 30
+  s.cmd(2000, 'Page.captureScreenshot', { dur: 20 }) // 31
+  s.cmd(2100, 'Network.getResponseBody', { outcome: 'error', error_code: -32000, error_message: 'No data' }) // 32
+  s.cmd(3000, 'Input.dispatchMouseEvent', { input_type: 'mouseWheel' }) // 33
+  s.page('interaction_scroll_settled', 3200, { from_x: 0, from_y: 0, to_x: 0, to_y: 900, target_selector: 'html' }) // 34
+  s.page('page_download_started', 3250, { guid: 'g', suggested_filename: 'a.pdf' }) // 35
+  s.page('page_crashed', 3300, { status: 'crashed' }) // 36
+  return s
+}
