@@ -2,7 +2,7 @@
 // page reported (the element clicked, keys, scrolls) and with what followed on the same target (the
 // effects). ActionBuilder takes envelopes one at a time in seq order and keeps only a small record
 // of the ones that matter, so an export can feed it page by page; deriveActions is the one-call form.
-import type { Envelope } from '../events/index.js'
+import type { Category, Envelope } from '../events/index.js'
 import { groupStream, type Cmd, type Draft } from './group.js'
 import { isNamedKey, MODIFIER_KEYS, roleOf } from './methods.js'
 import type { Action, ActionEffects, ActionKind } from './types.js'
@@ -31,6 +31,9 @@ interface PageRec {
   /** failed: the request, so a response >= 400 and a failure of one request count once. */
   request?: string
 }
+
+/** The categories of every event actions read (commands and steps are control events). */
+export const ACTION_CATEGORIES: readonly Category[] = ['control', 'page', 'network', 'console', 'interaction']
 
 /** An interaction this long after an action's last answer still belongs to it (page reports arrive late). */
 export const JOIN_US = 1_000_000

@@ -3,7 +3,7 @@
 // envelope reduced to a small record as it is read), derived once per request, then cut into pages
 // by start time: X-Next-Offset is the start (Unix µs) of the next page's first action.
 import { Type } from '@sinclair/typebox'
-import { ActionBuilder, type Action } from '../../actions/index.js'
+import { ACTION_CATEGORIES, ActionBuilder, type Action } from '../../actions/index.js'
 import type { Category, Envelope } from '../../events/index.js'
 import type { ReadQuery } from '../../store/event-log.js'
 import { ApiError } from '../errors.js'
@@ -25,14 +25,6 @@ export const DEFAULT_ACTIONS_LIMIT = 100
 export const MAX_ACTIONS_LIMIT = 1000
 /** About 100 MB of records at most: a day of a busy agent. Narrower windows are the answer past it. */
 export const DEFAULT_MAX_ACTION_RECORDS = 1_000_000
-/** The categories the derivation reads (commands and steps are control events). */
-export const ACTION_CATEGORIES: ReadonlySet<Category> = new Set([
-  'control',
-  'page',
-  'network',
-  'console',
-  'interaction',
-])
 const READ_PAGE = { limit: 1000, maxBytes: 4 * 1024 * 1024 }
 
 export const ACTIONS_QUERY = {
@@ -97,7 +89,7 @@ export async function windowActions(reader: EventReader, window: ReadQuery, maxR
   const base: ReadQuery = {
     order: 'asc',
     ...READ_PAGE,
-    categories: ACTION_CATEGORIES as Set<Category>,
+    categories: new Set<Category>(ACTION_CATEGORIES),
     ...(window.untilUs !== undefined ? { untilUs: window.untilUs } : {}),
   }
   let cursor: number | undefined
