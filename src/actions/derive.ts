@@ -43,7 +43,16 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 export class ActionBuilder {
   private readonly cmds: Cmd[] = []
   private readonly page = new Map<string, PageRec[]>()
+  /** One copy of each repeated string (connection, target, step ids, methods, selectors). */
+  private readonly strings = new Map<string, string>()
   private records = 0
+
+  private intern(s: string): string {
+    const known = this.strings.get(s)
+    if (known !== undefined) return known
+    if (this.strings.size < 100_000) this.strings.set(s, s)
+    return s
+  }
 
   /** Records kept so far (commands and page reports): what a caller bounds. */
   get size(): number {
@@ -59,16 +68,16 @@ export class ActionBuilder {
         seq: e.seq,
         start: Math.round(ev.ts - d.duration_ms * 1000),
         end: ev.ts,
-        method: d.method,
+        method: this.intern(d.method),
         role: roleOf(d.method),
-        conn: d.connection_id,
+        conn: this.intern(d.connection_id),
         failed: d.outcome !== 'ok',
       }
-      if (d.target_id !== undefined) c.target = d.target_id
-      if (d.step_id !== undefined) c.step = d.step_id
-      if (d.input_type !== undefined) c.inputType = d.input_type
+      if (d.target_id !== undefined) c.target = this.intern(d.target_id)
+      if (d.step_id !== undefined) c.step = this.intern(d.step_id)
+      if (d.input_type !== undefined) c.inputType = this.intern(d.input_type)
       if (d.input_chars !== undefined) c.chars = d.input_chars
-      if (d.input_key !== undefined) c.key = d.input_key
+      if (d.input_key !== undefined) c.key = this.intern(d.input_key)
       this.cmds.push(c)
       this.records++
       return
@@ -78,6 +87,7 @@ export class ActionBuilder {
     if (target === undefined) return
     const rec = pageRecord(e)
     if (!rec) return
+    if (rec.text !== undefined && rec.kind !== 'nav') rec.text = this.intern(rec.text)
     let list = this.page.get(target)
     if (!list) this.page.set(target, (list = []))
     list.push(rec)

@@ -57,7 +57,7 @@ export interface BundleLimits {
   maxListedGaps: number
   /** Recording frames included at most (their index is written after them). */
   maxFrames: number
-  /** Records the actions derivation holds at most (one per command and page report, ~150 bytes each). */
+  /** Records the actions derivation holds at most (one per command and page report, ~250 bytes each). */
   maxActionRecords: number
 }
 
@@ -67,7 +67,7 @@ export const DEFAULT_BUNDLE_LIMITS: BundleLimits = {
   har: { maxHeldBytes: 32 * 1024 * 1024, maxPages: 10_000, settleUs: 10_000_000 },
   maxListedGaps: 1000,
   maxFrames: 100_000,
-  maxActionRecords: 500_000,
+  maxActionRecords: 200_000,
 }
 
 /** What a bundle build reports while and after it runs (tests and the bench read it). */

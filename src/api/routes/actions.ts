@@ -23,8 +23,11 @@ export interface ActionRouteDeps {
 
 export const DEFAULT_ACTIONS_LIMIT = 100
 export const MAX_ACTIONS_LIMIT = 1000
-/** About 100 MB of records at most: a day of a busy agent. Narrower windows are the answer past it. */
-export const DEFAULT_MAX_ACTION_RECORDS = 1_000_000
+/**
+ * About 50 MB of records at most (~250 bytes each, bench/actions.ts): some 3 hours of a busy agent
+ * (a 30-minute session of 10,000 commands keeps ~35,000). Past it the answer is: narrow the window.
+ */
+export const DEFAULT_MAX_ACTION_RECORDS = 200_000
 const READ_PAGE = { limit: 1000, maxBytes: 4 * 1024 * 1024 }
 
 export const ACTIONS_QUERY = {
