@@ -19,12 +19,11 @@ const NOW = at(60_000)
 /** The shop session stored through the pipeline at its own times; the actions route on the log. */
 async function stored(t: Test, deps: Partial<ActionRouteDeps> = {}): Promise<{ api: TestApi; envelopes: Envelope[] }> {
   let clock = at(0)
-  let api: TestApi | undefined
-  api = await startApi(t, {
+  const api: TestApi = await startApi(t, {
     pipeOpts: { clock: () => clock },
     deps: {
       now: () => NOW,
-      routes: [r => registerActionRoutes(r, { reader: { read: q => api!.log.read(q) }, now: () => NOW, ...deps })],
+      routes: [r => registerActionRoutes(r, { reader: { read: q => api.log.read(q) }, now: () => NOW, ...deps })],
     },
   })
   for (const e of shopSession().envelopes) {
