@@ -22,6 +22,7 @@ import {
   type SocketRow,
   type ViewState,
   DEFAULT_VIEW,
+  dataOf,
   agentRows,
   deriveAgent,
   effectBadges,
@@ -30,7 +31,7 @@ import {
   typeOptions,
   type StepRow,
 } from '../src/viewer/model.js'
-import { at, SessionBuilder } from './helpers/agent-session.js'
+import { at, tenStepSession } from './helpers/agent-session.js'
 
 let ts = 1_700_000_000_000_000
 const env = (
@@ -404,56 +405,8 @@ t.test('agent commands, incidents on their navigation, sockets as network rows',
   t.same(sock.socket.messages, [{ type: 'send', time: events[7]!.event.ts / 1e6, opcode: 1, data: 'ping' }])
 })
 
-/** A 10-step script: setup, then per step a click (step 3 logs an error after it, step 5 holds a
- * nested step that fills a field, step 9 never finishes), a late setup command between steps. */
-function tenSteps(): SessionBuilder {
-  const s = new SessionBuilder()
-  s.cmd(10, 'Page.enable')
-  s.cmd(12, 'Runtime.enable')
-  for (let i = 0; i < 10; i++) {
-    const t0 = 1000 * (i + 1)
-    const step = `S${i}`
-    s.event('agent_step_started', t0, { step_id: step, name: `step ${i}`, via: 'http' })
-    s.cmd(t0 + 10, 'Runtime.callFunctionOn', { step_id: step })
-    s.cmd(t0 + 12, 'Input.dispatchMouseEvent', { input_type: 'mousePressed', step_id: step })
-    s.cmd(t0 + 14, 'Input.dispatchMouseEvent', { input_type: 'mouseReleased', step_id: step })
-    s.page('interaction_click', t0 + 15, { x: 1, y: 2, selector: `#b${i}`, tag: 'BUTTON', text: '' })
-    if (i === 3) s.page('console_error', t0 + 20, { text: 'boom' })
-    if (i === 4) s.cmd(t0 + 300, 'Page.createIsolatedWorld')
-    if (i === 5) {
-      s.event('agent_step_started', t0 + 400, {
-        step_id: 'S5a',
-        name: 'fill the form',
-        parent_step_id: step,
-        via: 'http',
-      })
-      s.cmd(t0 + 410, 'Runtime.callFunctionOn', { step_id: 'S5a' })
-      s.cmd(t0 + 412, 'Input.insertText', { input_chars: 5, step_id: 'S5a' })
-      s.page('network_loading_failed', t0 + 420, { request_id: 'r', error_text: 'net::ERR_FAILED', canceled: false })
-      s.event('agent_step_finished', t0 + 500, {
-        step_id: 'S5a',
-        name: 'fill the form',
-        parent_step_id: step,
-        via: 'http',
-        outcome: 'error',
-        error_message: 'not saved',
-        duration_ms: 100,
-      })
-    }
-    if (i < 9)
-      s.event('agent_step_finished', t0 + 900, {
-        step_id: step,
-        name: `step ${i}`,
-        via: 'http',
-        outcome: 'ok',
-        duration_ms: 900,
-      })
-  }
-  return s
-}
-
 t.test('the Agent panel: ten steps first, setup last; opening, selection, filters, effects', async t => {
-  const events = tenSteps().envelopes
+  const events = tenStepSession().envelopes
   const data = deriveAgent(events)
   const none = { q: '', kind: '', target: '' }
   const first = agentRows(data, new Set(), none)
@@ -481,7 +434,7 @@ t.test('the Agent panel: ten steps first, setup last; opening, selection, filter
   const setup = first[10]!
   t.same(
     setup.kind === 'setup' && [setup.actions.map(a => a.command_seqs), setup.commands, setup.open],
-    [[[1, 2, 33]], 3, false],
+    [[[1, 2, 38]], 3, false],
     'the late setup command folded into the one setup action, collapsed',
   )
   t.same(effectBadges((first[5] as StepRow).effects), [{ kind: 'failed', label: '1 failed request' }])
@@ -560,9 +513,11 @@ t.test('the Agent panel: ten steps first, setup last; opening, selection, filter
   const d = derive(events)
   const consoleIn = (span?: { from: number; to: number }) =>
     panelRows('console', events, { q: '', type: '', target: '', ...(span ? { span } : {}) }, d).map(r => r.seq)
-  t.equal(consoleIn().length, 1)
-  t.same(consoleIn(spanOf(s3)), consoleIn(), 'the error of step 3 is in its span')
-  t.same(consoleIn(spanOf(first[4]!)), [], 'and not in step 4’s')
+  const lines = (span?: { from: number; to: number }) =>
+    consoleIn(span).map(seq => String(dataOf(events.find(e => e.seq === seq)!).text))
+  t.equal(consoleIn().length, 11, 'a line per step and the error')
+  t.same(lines(spanOf(s3)), ['step 3 log', 'boom'], 'the lines of step 3 (its error too)')
+  t.same(lines(spanOf(first[4]!)), ['step 4 log'], 'not the error in step 4’s')
   t.same(
     panelRows('interactions', events, { q: '', type: '', target: '', span: spanOf(s3)! }, d).map(r => r.seq),
     events

@@ -116,3 +116,52 @@ export function shopSession(): SessionBuilder {
   s.page('page_crashed', 3300, { status: 'crashed' }) // 36
   return s
 }
+
+/** A 10-step script: setup, then per step a console line and a click (step 3 logs an error after it, step 5 holds a
+ * nested step that fills a field, step 9 never finishes), a late setup command between steps. */
+export function tenStepSession(): SessionBuilder {
+  const s = new SessionBuilder()
+  s.cmd(10, 'Page.enable')
+  s.cmd(12, 'Runtime.enable')
+  for (let i = 0; i < 10; i++) {
+    const t0 = 1000 * (i + 1)
+    const step = `S${i}`
+    s.event('agent_step_started', t0, { step_id: step, name: `step ${i}`, via: 'http' })
+    s.page('console_log', t0 + 5, { level: 'log', text: `step ${i} log`, args: [`step ${i} log`] })
+    s.cmd(t0 + 10, 'Runtime.callFunctionOn', { step_id: step })
+    s.cmd(t0 + 12, 'Input.dispatchMouseEvent', { input_type: 'mousePressed', step_id: step })
+    s.cmd(t0 + 14, 'Input.dispatchMouseEvent', { input_type: 'mouseReleased', step_id: step })
+    s.page('interaction_click', t0 + 15, { x: 1, y: 2, selector: `#b${i}`, tag: 'BUTTON', text: '' })
+    if (i === 3) s.page('console_error', t0 + 20, { text: 'boom' })
+    if (i === 4) s.cmd(t0 + 300, 'Page.createIsolatedWorld')
+    if (i === 5) {
+      s.event('agent_step_started', t0 + 400, {
+        step_id: 'S5a',
+        name: 'fill the form',
+        parent_step_id: step,
+        via: 'http',
+      })
+      s.cmd(t0 + 410, 'Runtime.callFunctionOn', { step_id: 'S5a' })
+      s.cmd(t0 + 412, 'Input.insertText', { input_chars: 5, step_id: 'S5a' })
+      s.page('network_loading_failed', t0 + 420, { request_id: 'r', error_text: 'net::ERR_FAILED', canceled: false })
+      s.event('agent_step_finished', t0 + 500, {
+        step_id: 'S5a',
+        name: 'fill the form',
+        parent_step_id: step,
+        via: 'http',
+        outcome: 'error',
+        error_message: 'not saved',
+        duration_ms: 100,
+      })
+    }
+    if (i < 9)
+      s.event('agent_step_finished', t0 + 900, {
+        step_id: step,
+        name: `step ${i}`,
+        via: 'http',
+        outcome: 'ok',
+        duration_ms: 900,
+      })
+  }
+  return s
+}
