@@ -510,6 +510,7 @@ t.test('the Agent panel: ten steps first, setup last; opening, selection, filter
     "an action's span runs to the end of its effects window",
   )
   t.equal(spanOf(setup), undefined)
+  t.equal(spanOf({ kind: 'action', action: data.actions[0]! } as AgentRow), undefined, 'nor a setup action')
   const d = derive(events)
   const consoleIn = (span?: { from: number; to: number }) =>
     panelRows('console', events, { q: '', type: '', target: '', ...(span ? { span } : {}) }, d).map(r => r.seq)

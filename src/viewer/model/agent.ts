@@ -95,13 +95,15 @@ export function effectBadges(e: ActionEffects): { kind: string; label: string }[
   return out
 }
 
-/** The time span a selected row narrows the other panels to: [from, to], to 0 = open-ended. */
+/** The time span a selected step or action (not setup) narrows the other panels to: [from, to], to 0 = open-ended. */
 export function spanOf(row: AgentRow): { from: number; to: number } | undefined {
   switch (row.kind) {
     case 'step':
       return { from: row.step.start_ts, to: row.step.end_ts ?? 0 }
     case 'action': {
+      // Setup spans the whole life of a connection: narrowing to it would hide nothing useful.
       const a = row.action
+      if (a.kind === 'setup') return undefined
       return { from: a.start_ts, to: a.effects_end_ts !== undefined ? Math.max(a.end_ts, a.effects_end_ts) : 0 }
     }
     default:
