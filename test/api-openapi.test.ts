@@ -4,13 +4,17 @@ import t from 'tap'
 // OpenAPI 3.1's schema dialect is JSON Schema 2020-12.
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { BROWSER_ID, startApi } from './helpers/api.js'
+import { registerActionRoutes } from '../src/api/routes/actions.js'
+import type { EventReader } from '../src/api/telemetry-source.js'
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete']
 
 t.test('openapi.json lists every route and its schemas validate real responses', async t => {
+  const reader: EventReader = { read: q => api.log.read(q) }
   const api = await startApi(t, {
     deps: {
       routes: [
+        r => registerActionRoutes(r, { reader }),
         r =>
           r.add({
             method: 'POST',
@@ -79,6 +83,7 @@ t.test('openapi.json lists every route and its schemas validate real responses',
   t.ok(registered.some(r => r.includes('extraThing')))
   for (const op of [
     'readBrowserTelemetryEvents',
+    'readBrowserTelemetryActions',
     'streamBrowserTelemetryEvents',
     'getBrowserTelemetryConfig',
     'replaceBrowserTelemetryConfig',
@@ -148,6 +153,27 @@ t.test('openapi.json lists every route and its schemas validate real responses',
   const bad = JSON.parse(await (await api.get(`/browsers/${BROWSER_ID}/telemetry/events?limit=0`)).text())
   t.ok(error(bad), 'a served error object is valid')
   t.notOk(error({ message: 'no code' }))
+  const action = validate('TelemetryAction')
+  api.pipeline.emit({
+    type: 'cdp_command',
+    data: {
+      connection_id: 'c',
+      id: 1,
+      method: 'Page.navigate',
+      target_id: 'T',
+      duration_ms: 2,
+      outcome: 'ok',
+      request_bytes: 9,
+    },
+  })
+  await api.log.flush()
+  const actions = JSON.parse(await (await api.get(`/browsers/${BROWSER_ID}/telemetry/actions`)).text())
+  t.same(
+    actions.map((a: any) => [a.kind, a.title]),
+    [['navigate', 'navigate']],
+  )
+  for (const a of actions) t.ok(action(a), `served action valid: ${ajv.errorsText(action.errors)}`)
+  t.notOk(action({ ...actions[0], kind: 'dance' }), 'kinds are a closed list')
   const config = validate('BrowserTelemetryConfig')
   t.ok(config(JSON.parse(await (await api.get(`/browsers/${BROWSER_ID}/telemetry`)).text())), 'served config valid')
   t.notOk(config({ browser: { monitor: { enabled: true } } }), 'monitor key not in the config schema')

@@ -8,6 +8,9 @@ import { request } from 'node:http'
 import harValidator from 'har-validator'
 import { toHar } from '../src/har/index.js'
 import type { Envelope } from '../src/events/index.js'
+import { deriveActions, stepsOf, type Action } from '../src/actions/index.js'
+import { at, shopSession } from './helpers/agent-session.js'
+import type { EventInput } from '../src/pipeline/pipeline.js'
 import { DEFAULT_BUNDLE_LIMITS } from '../src/bundle/bundle.js'
 import type { BundleManifest } from '../src/bundle/manifest.js'
 import { Redactor } from '../src/events/redact.js'
@@ -73,6 +76,7 @@ t.test('a window as a bundle: standard zip, the contract files, events exactly a
   t.same(
     [...files.keys()].sort(),
     [
+      'actions.json',
       'console.txt',
       'events.ndjson',
       'frames/index.json',
@@ -124,6 +128,7 @@ t.test('a window as a bundle: standard zip, the contract files, events exactly a
     files: {
       'events.ndjson': { events: inWindow.length },
       'console.txt': { lines: inWindow.filter(e => e.event.category === 'console').length },
+      'actions.json': { actions: 2 },
       screenshots: { files: 6 },
       frames: { files: 0 },
     },
@@ -160,6 +165,18 @@ t.test('a window as a bundle: standard zip, the contract files, events exactly a
     'bodies are in',
   )
 
+  const actions = JSON.parse(files.get('actions.json')!.toString()) as Action[]
+  t.same(actions, deriveActions(inWindow), 'actions.json: the actions of the window')
+  t.same(
+    actions.map(a => [a.kind, a.title, a.connection_id]),
+    [
+      ['evaluate', 'evaluate', 'agent-1'],
+      ['evaluate', 'evaluate', 'agent-1'],
+    ],
+    'the commands of steps 22 and 37',
+  )
+  t.same(manifest.steps, [], 'no agent steps in this session')
+
   const consoleLines = files.get('console.txt')!.toString().split('\n').slice(0, -1)
   t.equal(consoleLines.length, manifest.files['console.txt'].lines)
   t.match(
@@ -171,6 +188,57 @@ t.test('a window as a bundle: standard zip, the contract files, events exactly a
       / exception https:\/\/.* {2}Uncaught Error: boom 13\\n {4}at app\.js:1:2 \(.*app\.js:1\)$/.test(l),
     ),
     'an exception: escaped line break, source',
+  )
+})
+
+t.test("an agent's session: actions.json and the manifest's steps; the derivation's bound", async t => {
+  const session = shopSession()
+  session.event('agent_step_started', 150, { step_id: 'S1', name: 'buy', via: 'http' })
+  session.event('agent_step_finished', 450, {
+    step_id: 'S1',
+    name: 'buy',
+    via: 'http',
+    outcome: 'ok',
+    duration_ms: 300,
+  })
+  // Stored in time order (the steps were built last): the log's seqs follow.
+  const ordered = [...session.envelopes].sort((a, b) => a.event.ts - b.event.ts)
+  const store = async (api: BundleApi): Promise<Envelope[]> => {
+    for (const e of ordered) {
+      api.setClock(e.event.ts)
+      await api.emit({ type: e.event.type, source: e.event.source, data: e.event.data } as EventInput)
+    }
+    api.setClock(ordered.at(-1)!.event.ts + SEC)
+    const page = await api.log.read({ order: 'asc', cursor: 1, limit: 100 })
+    return page.records.map(r => JSON.parse(r.json) as Envelope)
+  }
+  const since = `since=${encodeURIComponent(iso(session.envelopes[0]!.event.ts))}`
+  const api = await startBundleApi(t)
+  const stored = await store(api)
+  t.equal(stored.length, 38)
+  const files = await unzipAll((await download(api, since)).zip)
+  const actions = JSON.parse(files.get('actions.json')!.toString()) as Action[]
+  t.same(actions, deriveActions(stored), 'the derivation of the same events')
+  t.same(
+    actions.map(a => a.kind),
+    ['setup', 'setup', 'navigate', 'click', 'type', 'press', 'evaluate', 'screenshot', 'other', 'scroll'],
+  )
+  const manifest = JSON.parse(files.get('manifest.json')!.toString()) as BundleManifest
+  t.same(manifest.steps, stepsOf(stored))
+  t.same(manifest.steps, [
+    { step_id: 'S1', name: 'buy', start_ts: at(150), end_ts: at(450), outcome: 'ok', duration_ms: 300 },
+  ])
+  t.same(manifest.files['actions.json'], { actions: 10 })
+
+  // Bounded: past maxActionRecords the rest of the window is not read, and the manifest says where.
+  const small = await startBundleApi(t, { limits: { ...DEFAULT_BUNDLE_LIMITS, maxActionRecords: 10 } })
+  await store(small)
+  const cut = await unzipAll((await download(small, since)).zip)
+  t.same(JSON.parse(cut.get('manifest.json')!.toString()).files['actions.json'], { actions: 3, cut_at_seq: 11 })
+  t.same(
+    (JSON.parse(cut.get('actions.json')!.toString()) as Action[]).map(a => a.kind),
+    ['setup', 'setup', 'navigate'],
+    'the actions of the first 10 records',
   )
 })
 

@@ -21,6 +21,9 @@ import { startServer, waitFor } from './helpers/http.js'
 import { WebSocket, WebSocketServer } from 'ws'
 import { tempDir } from './helpers/store.js'
 import { closedPort } from './helpers/ports.js'
+import { at as agentAt, tenStepSession } from './helpers/agent-session.js'
+import { colorJpeg } from './helpers/recording.js'
+import { yazlZip } from './helpers/zip.js'
 
 const repo = join(import.meta.dirname, '..')
 const artifacts = join(repo, 'test-output', 'viewer')
@@ -364,14 +367,15 @@ t.test('session viewer against a recorded session', async t => {
       network: cnt(e => e.event.type === 'network_request' || e.event.type === 'network_websocket_created'),
       interactions: cnt(e => e.event.category === 'interaction'),
       filmstrip: cnt(e => e.event.type === 'monitor_screenshot'),
-      agent: cnt(e => e.event.type === 'cdp_command'),
+      // The three commands only prepared the browser: one setup action, in the (closed) Setup group.
+      agent: 1,
       lane: cnt(e => lane.has(e.event.category) && e.event.type !== 'cdp_command'),
       all: now.length,
     }
     t.ok(
       expected.console! >= 6 &&
         expected.network! >= 6 &&
-        expected.agent === 3 &&
+        cnt(e => e.event.type === 'cdp_command') === 3 &&
         expected.interactions! >= 3 &&
         expected.filmstrip! >= 2 &&
         expected.lane! >= 1,
@@ -478,11 +482,24 @@ t.test('session viewer against a recorded session', async t => {
     await page.fill('#filter-q', '')
   })
 
-  await t.test('Agent lane: the commands in order, the refused one marked, its detail on click', async t => {
+  await t.test('Agent panel: the setup group, its action, the commands in order, the refused one marked', async t => {
     await showPanel('agent')
-    await expectCount(3, 'three commands')
+    await expectCount(1, 'one row: the Setup group, closed')
+    t.equal(await page.textContent('#row-count'), '0 steps · 1 action')
+    await page.click('#list-agent [data-toggle="setup"]')
+    await expectCount(2, 'opened: its one action')
+    t.equal(
+      await page.textContent('#list-agent .k-action .a-title'),
+      'set up (3 commands) (collapsed)',
+      'the action, its state for screen readers',
+    )
+    t.equal(await page.locator('#list-agent .k-action.bad').count(), 1, 'a failed command makes it an error')
+    await page.click('#list-agent .k-action [data-toggle]')
+    await expectCount(5, 'the action opened: its three commands')
     t.same(
-      await page.locator('#list-agent .vrow .c-text').evaluateAll(els => els.map(e => e.textContent!.split(' · ')[0])),
+      await page
+        .locator('#list-agent .k-cmd .a-title')
+        .evaluateAll(els => els.map(e => e.textContent!.split(' · ')[0])),
       ['Browser.getVersion', 'Target.attachToTarget', 'Target.getTargets'],
     )
     t.equal(await page.locator('#list-agent .cmd-failed').count(), 1, 'one failure marked')
@@ -491,6 +508,14 @@ t.test('session viewer against a recorded session', async t => {
     await detail.locator('th', { hasText: 'outcome' }).waitFor()
     t.match(await detail.textContent(), /error.*-32602 No target with given id found/s, "Chromium's code and message")
     await shot('agent')
+    // The keyboard closes what is selected's parent row: ArrowLeft on the action.
+    await page.click('#list-agent .k-action')
+    await page.focus('#list-agent')
+    await page.keyboard.press('ArrowLeft')
+    await expectCount(2, 'ArrowLeft closed the action')
+    await page.keyboard.press('ArrowRight')
+    await expectCount(5, 'ArrowRight opened it again')
+    t.equal(await page.locator('#span-filter').count(), 0, 'a setup action narrows nothing')
   })
 
   await t.test(
@@ -613,7 +638,7 @@ t.test('session viewer against a recorded session', async t => {
 
   await t.test('accessibility: axe finds no serious or critical violations', async t => {
     await page.evaluate(axeSource) // DevTools evaluation is not subject to the page CSP; the page itself stays strict
-    for (const panel of ['timeline', 'filmstrip', 'network', 'console']) {
+    for (const panel of ['timeline', 'filmstrip', 'network', 'console', 'agent']) {
       await showPanel(panel)
       await page.click(`#list-${panel} .vrow`)
       const violations = await page.evaluate(async () => {
@@ -658,6 +683,95 @@ t.test('session viewer against a recorded session', async t => {
     await page.fill('#jump', 'not a time')
     await page.click('.jump button[type=submit]')
     await page.waitForSelector('[role=alert]:has-text("Cannot read")')
+  })
+
+  await t.test('the Agent panel of a ten-step script (a bundle): steps first, a step seeks and narrows', async t => {
+    const session = tenStepSession().envelopes
+    const colors = ['black', 'blue', 'green', 'cyan', 'yellow', 'magenta', 'gray', 'white', 'orange', 'purple']
+    // A frame just before each step begins: frame i + 1 shows step i's start.
+    const frames = colors.map((_, i) => {
+      const ts = agentAt(1000 * (i + 1) - 5)
+      const before = session.filter(e => e.event.ts < ts)
+      return {
+        frame_id: i + 1,
+        ts,
+        target_id: 'T1',
+        after_seq: before.at(-1)?.seq ?? 0,
+        width: 160,
+        height: 120,
+        bytes: 0,
+      }
+    })
+    const jpegs = colors.map(c => colorJpeg(c))
+    frames.forEach((f, i) => (f.bytes = jpegs[i]!.length))
+    const zip = await yazlZip([
+      { name: 'events.ndjson', data: session.map(e => JSON.stringify(e)).join('\n') + '\n' },
+      { name: 'frames/index.json', data: JSON.stringify(frames) },
+      ...jpegs.map((j, i) => ({ name: `frames/${i + 1}.jpg`, data: j, compress: false })),
+    ])
+    const p = await context.newPage()
+    p.on('pageerror', e => problems.push(`pageerror: ${e.message}`))
+    await p.goto(`${daemon.url}/viewer/`)
+    await p.setInputFiles('#open-bundle', { name: 'agent.zip', mimeType: 'application/zip', buffer: zip })
+    await p.waitForSelector('#bundle-status:text-is("from a bundle")')
+    await p.click('#tab-agent')
+    await p.waitForSelector('#list-agent .vrow')
+    t.equal(await p.textContent('#row-count'), '11 steps · 12 actions')
+    t.equal(await p.getAttribute('#row-count', 'data-count'), '11', 'ten steps and the Setup group')
+    const keys = await p.locator('#list-agent .agent').evaluateAll(els => els.map(e => e.getAttribute('data-key')))
+    t.same(keys, [...Array.from({ length: 10 }, (_, i) => `step:S${i}`), 'setup'], 'steps in order, setup last')
+    // The first screen: every step row inside the list's visible box.
+    const box = (await p.locator('#list-agent').boundingBox())!
+    const lastStep = (await p.locator('#list-agent [data-key="step:S9"]').boundingBox())!
+    t.ok(lastStep.y + lastStep.height <= box.y + box.height, 'all ten steps on the first screen')
+    t.same(
+      await p.locator('#list-agent .k-step .badges').evaluateAll(els => els.map(e => e.textContent)),
+      ['', '', '', '1 console error', '', '1 failed request', '', '', '', ''],
+      'effect badges: the console error of step 3, the failed request under step 5',
+    )
+    t.equal(await p.locator('#list-agent .k-step.bad').count(), 1, 'step 5 failed (its nested step did)')
+    // Select step 3: the player shows its start, the other panels only its time.
+    await p.click('#list-agent [data-key="step:S3"] .a-title')
+    await p.waitForSelector('section.player[data-frame-id="4"]', { timeout: 10_000 })
+    t.pass('the player shows the frame at the start of step 3')
+    await p.waitForSelector('#span-filter')
+    t.match(p.url(), /sel=step%3AS3&from=\d+&to=\d+/, 'the selection and its span are in the deep link')
+    await p.click('#tab-console')
+    await p.waitForFunction(() => document.getElementById('row-count')?.getAttribute('data-count') === '2')
+    t.same(
+      await p.locator('#list-console .c-text').evaluateAll(els => els.map(e => e.textContent)),
+      ['step 3 log', 'boom'],
+      "the console narrowed to step 3's span",
+    )
+    await p.click('#clear-span')
+    await p.waitForFunction(() => document.getElementById('row-count')?.getAttribute('data-count') === '11')
+    t.pass('Show all: every console line again')
+    // Open step 5 and its nested step: the actions with their titles; an action narrows to its effects window.
+    await p.click('#tab-agent')
+    await p.click('#list-agent [data-toggle="step:S5"]')
+    await p.click('#list-agent [data-toggle="step:S5a"]')
+    t.same(await p.locator('#list-agent .k-action .a-title').evaluateAll(els => els.map(e => e.textContent)), [
+      'click #b5 (collapsed)',
+      'type 5 characters (collapsed)',
+    ])
+    await p.click('#list-agent .k-action.kind-type .a-title')
+    const detail = p.locator('aside.detail')
+    await detail.locator('h3', { hasText: 'Effects on its page' }).waitFor()
+    t.match(await detail.textContent(), /failed requests1/, 'the failed request in its detail')
+    await p.screenshot({ path: join(artifacts, 'agent-steps.png') })
+    await p.evaluate(axeSource)
+    const violations = await p.evaluate(async () => {
+      const r = await (
+        window as unknown as { axe: { run(d: Document): Promise<{ violations: { id: string; impact: string }[] }> } }
+      ).axe.run(document)
+      return r.violations.map(v => ({ id: v.id, impact: v.impact }))
+    })
+    t.same(
+      violations.filter(v => v.impact === 'serious' || v.impact === 'critical'),
+      [],
+      `axe: ${JSON.stringify(violations)}`,
+    )
+    await p.close()
   })
 
   await t.test('login form: a pasted token, a wrong one refused', async t => {

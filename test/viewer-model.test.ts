@@ -18,9 +18,20 @@ import {
   pngSize,
   rowIndexAtSeq,
   type Envelope,
+  type AgentRow,
   type SocketRow,
   type ViewState,
+  DEFAULT_VIEW,
+  dataOf,
+  agentRows,
+  deriveAgent,
+  effectBadges,
+  inSpan,
+  spanOf,
+  typeOptions,
+  type StepRow,
 } from '../src/viewer/model.js'
+import { at, tenStepSession } from './helpers/agent-session.js'
 
 let ts = 1_700_000_000_000_000
 const env = (
@@ -280,16 +291,30 @@ t.test('panel rows: filters narrow exactly; gaps placed by seq', async t => {
 })
 
 t.test('deep link round trip; hostile fragments are bounded', async t => {
-  const v: ViewState = { panel: 'network', q: 'a b&c', type: 'failed', target: 'T1', nav: 'T1:2', seq: 42 }
+  const v: ViewState = {
+    panel: 'network',
+    q: 'a b&c',
+    type: 'failed',
+    target: 'T1',
+    nav: 'T1:2',
+    seq: 42,
+    sel: 'action:a12',
+    from: 1_700_000_000_000_001,
+    to: 1_700_000_000_500_000,
+  }
   t.same(decodeView('#' + encodeView(v)), v)
-  t.same(decodeView('#panel=evil&seq=-1&q=' + 'x'.repeat(10_000)), {
+  t.same(decodeView('#panel=evil&seq=-1&from=1e99&to=5&sel=' + 's'.repeat(1000) + '&q=' + 'x'.repeat(10_000)), {
     panel: 'timeline',
     q: 'x'.repeat(500),
     type: '',
     target: '',
     nav: '',
     seq: 0,
+    sel: 's'.repeat(300),
+    from: 0,
+    to: 0,
   })
+  t.same(decodeView('#to=5'), { ...DEFAULT_VIEW }, 'an end without a start is no span')
   t.notMatch(encodeView(v), /token/)
 })
 
@@ -333,21 +358,31 @@ t.test('agent commands, incidents on their navigation, sockets as network rows',
     env(10, 'page_crashed', 'page', { ...ctx(1), status: 'crashed', error_code: 5 }),
   ]
   const d = derive(events)
-  const agent = panelRows('agent', events, { q: '', type: '', target: '' }, d)
+  const rows = (open: string[]) =>
+    panelRows('agent', events, { q: '', type: '', target: '', open: new Set(open) }, d) as AgentRow[]
   t.same(
-    agent.map(r => r.seq),
-    [3, 4, 5],
-    'the agent panel holds the commands',
+    rows([]).map(r => [r.key, r.kind, r.seq]),
+    [
+      ['action:a5', 'action', 5],
+      ['action:a3', 'action', 3],
+      ['setup', 'setup', 4],
+    ],
+    'the agent panel by start (the unanswered helper was sent 2.5 s before its record), the setup group last',
+  )
+  const commands = rows(['action:a3', 'setup', 'action:a4', 'action:a5']).filter(r => r.kind === 'cmd')
+  t.same(
+    commands.map(r => r.seq),
+    [5, 3, 4],
   )
   t.same(
-    agent.map(r => {
+    commands.map(r => {
       const s = commandSummary((r as { env: Envelope }).env)!
       return [s.failed, s.slow, s.error]
     }),
     [
+      [true, true, undefined],
       [false, false, undefined],
       [true, false, '-32602 No target'],
-      [true, true, undefined],
     ],
   )
   t.same(
@@ -368,4 +403,130 @@ t.test('agent commands, incidents on their navigation, sockets as network rows',
     [7, 8, 9],
   )
   t.same(sock.socket.messages, [{ type: 'send', time: events[7]!.event.ts / 1e6, opcode: 1, data: 'ping' }])
+})
+
+t.test('the Agent panel: ten steps first, setup last; opening, selection, filters, effects', async t => {
+  const events = tenStepSession().envelopes
+  const data = deriveAgent(events)
+  const none = { q: '', kind: '', target: '' }
+  const first = agentRows(data, new Set(), none)
+  t.same(
+    first.map(r => r.key),
+    [...Array.from({ length: 10 }, (_, i) => `step:S${i}`), 'setup'],
+    'the first screen: the ten steps, then the setup group',
+  )
+  t.same(
+    (first.slice(0, 10) as StepRow[]).map(r => [r.actions, r.failed, r.open, r.parent, r.effects.console_errors]),
+    [
+      [1, false, false, true, 0],
+      [1, false, false, true, 0],
+      [1, false, false, true, 0],
+      [1, false, false, true, 1],
+      [1, false, false, true, 0],
+      [2, true, false, true, 0],
+      [1, false, false, true, 0],
+      [1, false, false, true, 0],
+      [1, false, false, true, 0],
+      [1, false, false, true, 0],
+    ],
+    'actions under each (step 5 with its nested step, failed), effects summed',
+  )
+  const setup = first[10]!
+  t.same(
+    setup.kind === 'setup' && [setup.actions.map(a => a.command_seqs), setup.commands, setup.open],
+    [[[1, 2, 38]], 3, false],
+    'the late setup command folded into the one setup action, collapsed',
+  )
+  t.same(effectBadges((first[5] as StepRow).effects), [{ kind: 'failed', label: '1 failed request' }])
+  t.same(
+    effectBadges({
+      navigations: 1,
+      requests: 9,
+      failed_requests: 2,
+      console_errors: 1,
+      dialogs: 1,
+      downloads: 2,
+      crashed: true,
+    }),
+    [
+      { kind: 'failed', label: '2 failed requests' },
+      { kind: 'console', label: '1 console error' },
+      { kind: 'dialog', label: '1 dialog' },
+      { kind: 'download', label: '2 downloads' },
+      { kind: 'crash', label: 'crashed' },
+    ],
+  )
+
+  const opened = agentRows(data, new Set(['step:S5', 'step:S5a']), none)
+  const five = opened.findIndex(r => r.key === 'step:S5')
+  t.same(
+    opened.slice(five, five + 4).map(r => [r.key, r.depth, r.kind === 'action' ? r.action.title : '']),
+    [
+      ['step:S5', 0, ''],
+      ['action:a' + String(data.actions.find(a => a.step_id === 'S5')!.command_seqs[0]), 1, 'click #b5'],
+      ['step:S5a', 1, ''],
+      ['action:a' + String(data.actions.find(a => a.step_id === 'S5a')!.command_seqs[0]), 2, 'type 5 characters'],
+    ],
+    "a step's actions and nested steps, by start",
+  )
+  t.equal(opened.length, 14)
+
+  // A deep link to a command opens everything above it.
+  const typed = data.actions.find(a => a.kind === 'type')!
+  const selected = agentRows(data, new Set(), none, `cmd:${typed.command_seqs[1]}`)
+  t.same(
+    selected.filter(r => r.open).map(r => r.key),
+    ['step:S5', 'step:S5a', `action:${typed.action_id}`],
+  )
+  t.same(
+    selected.filter(r => r.kind === 'cmd').map(r => r.seq),
+    typed.command_seqs,
+  )
+
+  // Filters: by kind (the steps that hold such an action stay, with only it), by text (a step's name).
+  t.same(
+    agentRows(data, new Set(['step:S5', 'step:S5a']), { ...none, kind: 'type' }).map(r => r.key),
+    ['step:S5', 'step:S5a', `action:${typed.action_id}`],
+  )
+  t.same(
+    agentRows(data, new Set(), { ...none, q: 'STEP 7' }).map(r => r.key),
+    ['step:S7'],
+  )
+  t.same(
+    agentRows(data, new Set(), { ...none, q: 'insertText' }).map(r => r.key),
+    ['step:S5'],
+    'a command method matches its action, and so its steps',
+  )
+  t.same(typeOptions('agent', events, data), ['click', 'setup', 'type'])
+
+  // The span of a step and of an action; the other panels narrowed to it.
+  const s3 = first[3] as StepRow
+  t.same(spanOf(s3), { from: at(4000), to: at(4900) })
+  t.same(spanOf(first[9]!), { from: at(10_000), to: 0 }, 'an open step runs to the end')
+  const click3 = data.actions.find(a => a.step_id === 'S3')!
+  t.same(
+    spanOf({ kind: 'action', action: click3 } as AgentRow),
+    { from: click3.start_ts, to: data.actions.find(a => a.step_id === 'S4')!.start_ts },
+    "an action's span runs to the end of its effects window",
+  )
+  t.equal(spanOf(setup), undefined)
+  t.equal(spanOf({ kind: 'action', action: data.actions[0]! } as AgentRow), undefined, 'nor a setup action')
+  const d = derive(events)
+  const consoleIn = (span?: { from: number; to: number }) =>
+    panelRows('console', events, { q: '', type: '', target: '', ...(span ? { span } : {}) }, d).map(r => r.seq)
+  const lines = (span?: { from: number; to: number }) =>
+    consoleIn(span).map(seq => String(dataOf(events.find(e => e.seq === seq)!).text))
+  t.equal(consoleIn().length, 11, 'a line per step and the error')
+  t.same(lines(spanOf(s3)), ['step 3 log', 'boom'], 'the lines of step 3 (its error too)')
+  t.same(lines(spanOf(first[4]!)), ['step 4 log'], 'not the error in step 4’s')
+  t.same(
+    panelRows('interactions', events, { q: '', type: '', target: '', span: spanOf(s3)! }, d).map(r => r.seq),
+    events
+      .filter(e => e.event.type === 'interaction_click' && e.event.ts >= at(4000) && e.event.ts <= at(4900))
+      .map(e => e.seq),
+  )
+  t.same(
+    [inSpan(5, { span: { from: 5, to: 0 } }), inSpan(4, { span: { from: 5, to: 0 } }), inSpan(9, {})],
+    [true, false, true],
+  )
 })

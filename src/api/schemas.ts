@@ -1,6 +1,7 @@
 // TypeBox schemas of the API's own bodies (error object, capture config, health). Event schemas
 // come from src/events; both feed the router's validation and the OpenAPI document.
 import { Type, type Static } from '@sinclair/typebox'
+import { ACTION_KINDS } from '../actions/index.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 
 export const ErrorDetailSchema = Type.Object({ code: Type.String(), message: Type.String() }, { $id: 'ErrorDetail' })
@@ -115,3 +116,40 @@ export const FleetHealthSchema = Type.Object(
   { $id: 'FleetHealth' },
 )
 export type FleetHealth = Static<typeof FleetHealthSchema>
+
+const Count = (description: string) => Type.Integer({ minimum: 0, description })
+/** One agent action (src/actions: `Action`); test/api-actions.test.ts holds the two to each other. */
+export const ActionSchema = Type.Object(
+  {
+    action_id: Type.String({ description: '`a` and the seq of its first command' }),
+    kind: Type.Union(ACTION_KINDS.map(k => Type.Literal(k))),
+    title: Type.String({ description: 'Short, never what was typed: "click #buy", "type 12 characters into #email"' }),
+    step_id: Type.Optional(Type.String({ description: 'The agent step its commands carry' })),
+    connection_id: Type.String({ description: 'The CDP proxy connection of the client' }),
+    target_id: Type.Optional(Type.String({ description: 'Absent for commands sent to the browser itself' })),
+    start_ts: Type.Integer({ description: 'Unix µs: its first command was sent' }),
+    end_ts: Type.Integer({ description: 'Unix µs: its last answer (a navigate: or its navigation, if later)' }),
+    outcome: Type.Union([Type.Literal('ok'), Type.Literal('error')]),
+    command_seqs: Type.Array(Type.Integer({ minimum: 1 }), { description: 'Seqs of its cdp_command events' }),
+    effects: Type.Object(
+      {
+        navigations: Count('Main-frame navigations'),
+        requests: Count('Requests'),
+        failed_requests: Count('Failed requests and responses >= 400'),
+        console_errors: Count('Console errors'),
+        dialogs: Count('Dialogs opened'),
+        downloads: Count('Downloads started'),
+        crashed: Type.Boolean({ description: 'The page crashed' }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          "Events of its target from its start until the next action on that target (a navigate's: or its page_navigation_settled)",
+      },
+    ),
+    effects_end_ts: Type.Optional(
+      Type.Integer({ description: 'Unix µs, exclusive: where the effects window ended (absent: the window end)' }),
+    ),
+  },
+  { additionalProperties: false, $id: 'TelemetryAction' },
+)

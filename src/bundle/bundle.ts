@@ -1,8 +1,9 @@
-// A debug bundle: one zip of a time window (events, HAR, console, screenshots, recording frames,
-// manifest), streamed. Nothing is held whole: every file is a stream that reads the log a page at a
-// time only when the zip asks for more bytes, so a reader that stops reading stops the reads, and the
-// files go into the zip one after another (each read pass starts only when the one before ended).
-// Everything comes from the stored envelopes, which the pipeline masked before storing them.
+// A debug bundle: one zip of a time window (events, HAR, console, the agent's actions, screenshots,
+// recording frames, manifest), streamed. Nothing is held whole: every file is a stream that reads
+// the log a page at a time only when the zip asks for more bytes, so a reader that stops reading
+// stops the reads, and the files go into the zip one after another (each read pass starts only when
+// the one before ended). Everything comes from the stored envelopes, which the pipeline masked
+// before storing them.
 import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -10,6 +11,7 @@ import { join } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import yazl from 'yazl'
+import { ACTION_CATEGORIES, ActionBuilder, stepsOf } from '../actions/index.js'
 import type { Envelope } from '../events/index.js'
 import { HarBuilder, HAR_CATEGORIES, type HarStreamBounds } from '../har/index.js'
 import type { RedactionPolicy } from '../events/redact.js'
@@ -55,6 +57,8 @@ export interface BundleLimits {
   maxListedGaps: number
   /** Recording frames included at most (their index is written after them). */
   maxFrames: number
+  /** Records the actions derivation holds at most (one per command and page report, ~250 bytes each). */
+  maxActionRecords: number
 }
 
 export const DEFAULT_BUNDLE_LIMITS: BundleLimits = {
@@ -63,6 +67,7 @@ export const DEFAULT_BUNDLE_LIMITS: BundleLimits = {
   har: { maxHeldBytes: 32 * 1024 * 1024, maxPages: 10_000, settleUs: 10_000_000 },
   maxListedGaps: 1000,
   maxFrames: 100_000,
+  maxActionRecords: 200_000,
 }
 
 /** What a bundle build reports while and after it runs (tests and the bench read it). */
@@ -203,10 +208,12 @@ export function buildBundle(
       'events.ndjson': { events: 0 },
       'network.har': { entries: 0, pages: 0, written_early: 0, pages_not_kept: 0 },
       'console.txt': { lines: 0 },
+      'actions.json': { actions: 0 },
       screenshots: { files: 0 },
       frames: { files: 0 },
     },
     types: {},
+    steps: [],
   }
 
   /** events.ndjson: each stored envelope exactly as the events API serves it, one per line. */
@@ -272,6 +279,33 @@ export function buildBundle(
       }
       if (chunk) yield chunk
     }
+  }
+
+  /** actions.json: the agent's actions of the window (src/actions), one per line; the steps go to the manifest. */
+  async function* actionsFile(): AsyncGenerator<string> {
+    const builder = new ActionBuilder()
+    const stepEvents: Envelope[] = []
+    read: for await (const page of records(ACTION_CATEGORIES)) {
+      for (const r of page) {
+        if (builder.size >= limits.maxActionRecords) {
+          manifest.files['actions.json'].cut_at_seq = r.seq
+          break read
+        }
+        const e = JSON.parse(r.json) as Envelope
+        builder.add(e)
+        if (e.event.type === 'agent_step_started' || e.event.type === 'agent_step_finished') stepEvents.push(e)
+      }
+    }
+    const actions = builder.finish()
+    manifest.steps = stepsOf(stepEvents)
+    manifest.files['actions.json'].actions = actions.length
+    yield '['
+    for (let i = 0; i < actions.length; i += 500) {
+      let chunk = ''
+      for (const a of actions.slice(i, i + 500)) chunk += (chunk === '' && i === 0 ? '\n' : ',\n') + JSON.stringify(a)
+      yield chunk
+    }
+    yield '\n]\n'
   }
 
   async function screenshots(): Promise<void> {
@@ -367,6 +401,7 @@ export function buildBundle(
       await entry('events.ndjson', eventsFile())
       await entry('network.har', harFile())
       await entry('console.txt', consoleFile())
+      await entry('actions.json', actionsFile())
       await screenshots()
       await video(await frames())
       await entry('manifest.json', [JSON.stringify(manifest, null, 2) + '\n'])

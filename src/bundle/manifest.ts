@@ -1,5 +1,6 @@
 // manifest.json of a bundle: what the bundle holds and under which rules it was made. Tools read it
 // (its field names are a contract, like the file names), so it only grows new fields.
+import type { Step } from '../actions/index.js'
 import type { RedactionPolicy } from '../events/redact.js'
 import type { FrameGap } from './frames.js'
 
@@ -46,12 +47,16 @@ export interface BundleManifest {
     'events.ndjson': { events: number }
     'network.har': { entries: number; pages: number; written_early: number; pages_not_kept: number }
     'console.txt': { lines: number }
+    /** cut_at_seq: the derivation held its most records; events from this seq on were not read. */
+    'actions.json': { actions: number; cut_at_seq?: number }
     screenshots: { files: number }
     frames: { files: number }
     'recording.webm'?: { frames: number; duration_ms: number; bytes: number }
   }
   /** Event types in events.ndjson with their counts. */
   types: Record<string, number>
+  /** The agent's steps of the window (agent_step_started joined with its finish), by start. */
+  steps: Step[]
 }
 
 /** Gaps between consecutive seqs, counted in full and listed up to `max`. */

@@ -131,6 +131,7 @@ export async function startApi(
           },
           logger: d.logger.child({ module: 'bundle' }),
         },
+        actions: { reader: d.log },
       }),
       ...(d.opts.routes ?? []),
     ],

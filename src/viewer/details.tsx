@@ -16,6 +16,7 @@ import {
   type Envelope,
   type Row,
 } from './model.js'
+import { AgentDetails } from './agent-panel.js'
 
 const MASK = /\[redacted(?::\d+)?\]/gi
 
@@ -153,6 +154,14 @@ export function Details({
 }) {
   if (!row) return <p class="muted">Select a row (click, or arrow keys in the list) to see its details.</p>
   switch (row.kind) {
+    case 'step':
+    case 'action':
+    case 'setup':
+      return <AgentDetails row={row} />
+    case 'cmd':
+      return (
+        <Details row={{ kind: 'event', seq: row.seq, ts: row.ts, env: row.env }} activeNav={activeNav} onNav={onNav} />
+      )
     case 'gap':
       return (
         <div>

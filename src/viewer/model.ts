@@ -25,9 +25,23 @@ export {
   type Navigation,
 } from './model/navigations.js'
 export { buildFrames, pngSize, type ClickMark, type Frame } from './model/frames.js'
+export {
+  agentRows,
+  deriveAgent,
+  effectBadges,
+  spanOf,
+  type ActionRow,
+  type AgentData,
+  type AgentFilter,
+  type AgentRow,
+  type CommandRow,
+  type SetupRow,
+  type StepRow,
+} from './model/agent.js'
 export { DEFAULT_VIEW, decodeView, encodeView, type ViewState } from './model/view-state.js'
 export {
   derive,
+  inSpan,
   panelRows,
   rowIndexAtSeq,
   searchText,

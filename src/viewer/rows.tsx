@@ -14,6 +14,7 @@ import {
   type Panel,
   type Row,
 } from './model.js'
+import { AgentRowView } from './agent-panel.js'
 
 export const ROW_HEIGHT: Record<Panel, number> = {
   timeline: 72,
@@ -41,12 +42,20 @@ export function RowView({
   row,
   activeNav,
   scale,
+  onToggle,
 }: {
   row: Row
   activeNav: string
   scale(r: NetRow): { left: number; width: number }
+  /** The Agent panel: open or close the row with this key. */
+  onToggle?(key: string): void
 }) {
   switch (row.kind) {
+    case 'step':
+    case 'action':
+    case 'setup':
+    case 'cmd':
+      return <AgentRowView row={row} onToggle={onToggle} />
     case 'gap':
       return (
         <div class="gap" data-gap={row.gap.count}>

@@ -14,7 +14,9 @@ import { rowIndexAtTime, rowTime, type Moment } from './model/player.js'
 import {
   PANEL_TITLES,
   decodeView,
+  deriveAgent,
   derive,
+  spanOf,
   encodeView,
   panelRows,
   rowIndexAtSeq,
@@ -22,6 +24,7 @@ import {
   waterfall,
   type Envelope,
   type Navigation,
+  type AgentRow,
   type Row,
   type ViewState,
 } from './model.js'
@@ -69,6 +72,8 @@ export function Viewer({
   const pendingJump = useRef(0)
   /** The row on top before older rows were prepended: its seq and index then. */
   const anchor = useRef<{ seq: number; index: number } | undefined>(undefined)
+  /** The Agent panel's rows the user opened (steps, actions, the Setup group). */
+  const [open, setOpen] = useState<ReadonlySet<string>>(() => new Set())
 
   const authFail = (e: unknown) => {
     if (e instanceof AuthError) onAuthError(`The daemon refused the token (${e.message}).`)
@@ -119,13 +124,28 @@ export function Viewer({
   const events: readonly Envelope[] = feed?.events ?? []
   const derived = useMemo(() => derive(events), [events])
   const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
+  // Steps and actions are derived only while the Agent panel is open (the other panels read the span).
+  const onAgent = view.panel === 'agent'
+  const agent = useMemo(() => (onAgent ? deriveAgent(events) : undefined), [events, onAgent])
+  const span = view.from > 0 ? { from: view.from, to: view.to } : undefined
   const rows: Row[] = useMemo(
-    () => panelRows(view.panel, events, { q: view.q, type: view.type, target: view.target, nav }, derived),
-    [view.panel, view.q, view.type, view.target, nav, events, derived],
+    () =>
+      panelRows(
+        view.panel,
+        events,
+        { q: view.q, type: view.type, target: view.target, nav, span, open, sel: view.sel },
+        derived,
+        agent,
+      ),
+    [view.panel, view.q, view.type, view.target, nav, view.from, view.to, open, view.sel, events, derived, agent],
   )
-  const types = useMemo(() => typeOptions(view.panel, events), [view.panel, events])
+  const types = useMemo(() => typeOptions(view.panel, events, agent), [view.panel, events, agent])
   const scale = useMemo(() => waterfall(rows), [rows])
-  const selected = view.seq > 0 ? rows.findIndex(r => r.seq === view.seq && r.kind !== 'gap') : -1
+  const selected = onAgent
+    ? rows.findIndex(r => isAgentRow(r) && r.key === view.sel)
+    : view.seq > 0
+      ? rows.findIndex(r => r.seq === view.seq && r.kind !== 'gap')
+      : -1
   const dataRows = rows.filter(r => r.kind !== 'gap').length
 
   // Follow: keep the newest row in view as live events arrive.
@@ -134,7 +154,8 @@ export function Viewer({
   }, [version, follow, rows.length])
   // Position: a panel switch or a jump brings the selected seq into view.
   useEffect(() => {
-    if (view.seq > 0 && rows.length > 0 && !follow)
+    if (onAgent && selected >= 0) setScrollTo({ index: selected, align: 'center', nonce: Date.now() })
+    else if (!onAgent && view.seq > 0 && rows.length > 0 && !follow)
       setScrollTo({ index: rowIndexAtSeq(rows, view.seq), align: 'center', nonce: Date.now() })
   }, [view.panel, view.nav])
   useEffect(() => {
@@ -171,6 +192,20 @@ export function Viewer({
     )
 
   const update = (patch: Partial<ViewState>) => setView(v => ({ ...v, ...patch }))
+  const toggle = (key: string) => {
+    const at = rows.findIndex(r => isAgentRow(r) && r.key === key)
+    const row = rows[at] as AgentRow | undefined
+    if (!row) return
+    const next = new Set(open)
+    if (row.open) {
+      next.delete(key)
+      // Closing a row that holds the selection moves the selection to it (a selected row keeps its
+      // ancestors open).
+      for (let i = at + 1; i < rows.length && (rows[i] as AgentRow).depth > row.depth; i++)
+        if ((rows[i] as AgentRow).key === view.sel) update({ sel: key, seq: row.seq })
+    } else next.add(key)
+    setOpen(next)
+  }
   const onRange = (first: number, last: number) => {
     // Page older history in well before the top is reached (a page is 100 rows), so scrolling never waits at the edge.
     if (first <= 150 && feed.hasOlder && !feed.loading && !follow) {
@@ -238,6 +273,13 @@ export function Viewer({
       setFollow(false)
       feed.stopLive()
     }
+    if (isAgentRow(r)) {
+      // A step or an action: the player goes to its start, the other panels to its time span.
+      const s = spanOf(r)
+      update({ sel: r.key, seq: r.seq, ...(s ? { from: s.from, to: s.to } : {}) })
+      setSeek(r.kind === 'cmd' ? { tUs: r.ts, seq: r.seq, nonce: Date.now() } : { tUs: r.ts, nonce: Date.now() })
+      return
+    }
     update({ seq: r.seq })
     // The player shows the screen just before this event.
     const tUs = rowTime(r)
@@ -245,6 +287,16 @@ export function Viewer({
   }
   /** Playing or scrubbing the recording: the list moves to the last row at or before that moment. */
   const onMoment = (at: Moment) => {
+    if (onAgent) {
+      // The tree is not in time order: bring the latest row started by then into view, select nothing.
+      let best = -1
+      rows.forEach((r, i) => {
+        if (isAgentRow(r) && r.kind !== 'setup' && r.ts <= at.tUs && (best < 0 || r.ts >= (rows[best] as AgentRow).ts))
+          best = i
+      })
+      if (best >= 0) setScrollTo({ index: best, align: 'center', nonce: Date.now() })
+      return
+    }
     const i = rowIndexAtTime(rows, at.tUs)
     if (follow) {
       setFollow(false)
@@ -290,14 +342,17 @@ export function Viewer({
           <section class="list">
             <div class="list-head">
               <span id="row-count" data-count={dataRows}>
-                {dataRows}{' '}
-                {(view.panel === 'timeline'
-                  ? 'navigation'
-                  : view.panel === 'filmstrip'
-                    ? 'frame'
-                    : view.panel === 'network'
-                      ? 'request'
-                      : 'event') + (dataRows === 1 ? '' : 's')}
+                {onAgent && agent
+                  ? `${agent.steps.length} step${agent.steps.length === 1 ? '' : 's'} · ${agent.actions.length} action${agent.actions.length === 1 ? '' : 's'}`
+                  : `${dataRows} ${
+                      (view.panel === 'timeline'
+                        ? 'navigation'
+                        : view.panel === 'filmstrip'
+                          ? 'frame'
+                          : view.panel === 'network'
+                            ? 'request'
+                            : 'event') + (dataRows === 1 ? '' : 's')
+                    }`}
               </span>
               {feed.hasOlder ? (
                 <button
@@ -324,7 +379,15 @@ export function Viewer({
               onRange={onRange}
               rowId={i => `row-${view.panel}-${i}`}
               rowClass={i => `kind-${rows[i]!.kind}`}
-              renderRow={i => <RowView row={rows[i]!} scale={scale} activeNav={view.nav} />}
+              renderRow={i => <RowView row={rows[i]!} scale={scale} activeNav={view.nav} onToggle={toggle} />}
+              onExpand={
+                onAgent
+                  ? (i, want) => {
+                      const r = rows[i]
+                      if (r && isAgentRow(r) && r.parent && r.open !== want) toggle(r.key)
+                    }
+                  : undefined
+              }
             />
           </section>
           <aside class="detail" aria-label="Details">
@@ -349,4 +412,9 @@ export function Viewer({
       </main>
     </div>
   )
+}
+
+const AGENT_KINDS = new Set(['step', 'action', 'setup', 'cmd'])
+function isAgentRow(r: Row): r is AgentRow {
+  return AGENT_KINDS.has(r.kind)
 }

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks'
 import { forgetToken } from './event-feed.js'
 import type { Feed } from './feed.js'
-import { PANELS, PANEL_TITLES, type Derived, type Panel, type ViewState } from './model.js'
+import { PANELS, PANEL_TITLES, fmtTime, type Derived, type Panel, type ViewState } from './model.js'
 
 /** A button that picks a bundle zip from disk (a label around a visually hidden file input). */
 export function OpenBundleButton({ onBundle }: { onBundle(file: Blob, name: string): void }) {
@@ -184,6 +184,14 @@ export function Filters({
           ))}
         </select>
       </label>
+      {view.from > 0 ? (
+        <span class="pill span-filter" id="span-filter">
+          Only {fmtTime(view.from)} – {view.to > 0 ? fmtTime(view.to) : 'the end'} (the selected {spanWhat(view.sel)}){' '}
+          <button type="button" id="clear-span" onClick={() => onChange({ from: 0, to: 0 })}>
+            Show all
+          </button>
+        </span>
+      ) : null}
       <span class="muted" id="window-info">
         {feed.events.length} events loaded (seq {feed.firstSeq}–{feed.lastSeq})
         {feed.hasOlder ? ', older available' : ''}
@@ -225,4 +233,8 @@ export function PanelTabs({ panel, onPick }: { panel: Panel; onPick(p: Panel): v
       ))}
     </div>
   )
+}
+
+function spanWhat(sel: string): string {
+  return sel.startsWith('step:') ? 'step' : sel.startsWith('action:') ? 'action' : 'agent row'
 }

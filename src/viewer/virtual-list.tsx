@@ -19,6 +19,8 @@ export interface VirtualListProps {
   renderRow(index: number): ComponentChildren
   rowId(index: number): string
   rowClass?(index: number): string
+  /** Tree rows: ArrowRight opens the selected row, ArrowLeft closes it. */
+  onExpand?(index: number, open: boolean): void
 }
 
 export function VirtualList(p: VirtualListProps) {
@@ -84,6 +86,10 @@ export function VirtualList(p: VirtualListProps) {
       PageUp: () => move(cur - page),
       Home: () => move(0),
       End: () => move(p.count - 1),
+    }
+    if (p.onExpand && cur >= 0) {
+      keys.ArrowRight = () => p.onExpand!(cur, true)
+      keys.ArrowLeft = () => p.onExpand!(cur, false)
     }
     const f = keys[e.key]
     if (f && !e.altKey && !e.ctrlKey && !e.metaKey) {

@@ -1,6 +1,6 @@
 // Helpers for the screen recording tests: test pages, reading frames through the API, and the
 // colour of a frame (decoded with Debian's ffmpeg, the one the export uses).
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 
 /** Background colours a page steps through, one per state (far apart, so JPEG noise cannot confuse them). */
 export const STEP_COLORS: [number, number, number][] = [
@@ -137,4 +137,21 @@ export function nearest(c: [number, number, number], palette: [number, number, n
     }
   })
   return best
+}
+
+/** A solid-colour JPEG from Debian's ffmpeg (a recording frame for a hand-built bundle). */
+export function colorJpeg(color: string, w = 160, h = 120): Buffer {
+  return execFileSync('ffmpeg', [
+    '-v',
+    'error',
+    '-f',
+    'lavfi',
+    '-i',
+    `color=c=${color}:s=${w}x${h}:d=0.04`,
+    '-frames:v',
+    '1',
+    '-f',
+    'mjpeg',
+    'pipe:1',
+  ])
 }

@@ -1,6 +1,7 @@
 // The route groups the daemon serves beside the core (health, OpenAPI and telemetry, which the app
 // registers itself), each with what it needs. A new group is a file in this folder and a row here.
 import type { ApiRouter } from '../route-table.js'
+import { registerActionRoutes, type ActionRouteDeps } from './actions.js'
 import { registerBundleRoutes, type BundleRouteDeps } from './bundle.js'
 import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.js'
 import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
@@ -17,6 +18,7 @@ export interface DaemonRouteDeps {
   metrics: MetricsRouteDeps
   recording: RecordingRouteDeps
   bundle: BundleRouteDeps
+  actions: ActionRouteDeps
   steps: StepRouteDeps
 }
 
@@ -31,6 +33,7 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerViewerRoutes(r),
     r => registerRecordingRoutes(r, d.recording),
     r => registerBundleRoutes(r, d.bundle),
+    r => registerActionRoutes(r, d.actions),
     r => registerStepRoutes(r, d.steps),
   ]
 }

@@ -6,6 +6,7 @@ import { buildFrames, type Frame } from './frames.js'
 import { buildNavigations, inNavigation, type Navigation } from './navigations.js'
 import { joinNetwork, joinSockets, netSummary, type NetRow, type SocketRow } from './network-rows.js'
 import { panelOf, type Panel } from './panels.js'
+import { agentRows, deriveAgent, type AgentData, type AgentRow } from './agent.js'
 
 /** The text a row's filter matches against. */
 export function searchText(e: Envelope): string {
@@ -60,16 +61,27 @@ export interface GapRow {
   seq: number
   gap: Gap
 }
-export type Row = EventRow | NetRow | SocketRow | FrameRow | NavRow | GapRow
+export type Row = EventRow | NetRow | SocketRow | FrameRow | NavRow | GapRow | AgentRow
 
 export interface Filter {
   q: string
   type: string
   target: string
   nav?: Navigation
+  /** Only what happened in this time span (Unix µs, to 0 = open-ended): a selected step or action. */
+  span?: { from: number; to: number }
+  /** The Agent panel: the rows the user opened, and the selected row (its ancestors show open). */
+  open?: ReadonlySet<string>
+  sel?: string
+}
+
+/** Whether ts lies in the filter's time span (always, without one). */
+export function inSpan(ts: number, f: Pick<Filter, 'span'>): boolean {
+  return !f.span || (ts >= f.span.from && (f.span.to === 0 || ts <= f.span.to))
 }
 
 function envMatches(e: Envelope, f: Filter): boolean {
+  if (!inSpan(e.event.ts, f)) return false
   if (f.type && e.event.type !== f.type) return false
   if (f.target && dataOf(e).target_id !== f.target) return false
   if (f.nav && !inNavigation(e, f.nav)) return false
@@ -83,6 +95,7 @@ function netMatches(r: NetRow, f: Filter): boolean {
     if (!r.failure && !((num(r.response && dataOf(r.response).status) ?? 0) >= 400)) return false
   } else if (f.type && !all.some(e => e.event.type === f.type)) return false
   const first = all[0]!
+  if (!inSpan(first.event.ts, f)) return false
   if (f.target && dataOf(first).target_id !== f.target) return false
   if (f.nav && !inNavigation(first, f.nav)) return false
   if (f.q) {
@@ -94,6 +107,7 @@ function netMatches(r: NetRow, f: Filter): boolean {
 
 function socketMatches(r: SocketRow, f: Filter): boolean {
   const first = r.envelopes[0]!
+  if (!inSpan(first.event.ts, f)) return false
   if (f.type === 'failed') return r.socket.error !== undefined
   if (f.type && !r.envelopes.some(e => e.event.type === f.type)) return false
   if (f.target && dataOf(first).target_id !== f.target) return false
@@ -102,20 +116,49 @@ function socketMatches(r: SocketRow, f: Filter): boolean {
   return true
 }
 
-/** Rows of one panel for the loaded window, with gap rows where seqs are missing. */
-export function panelRows(panel: Panel, events: readonly Envelope[], f: Filter, derived: Derived): Row[] {
+/**
+ * Rows of one panel for the loaded window, with gap rows where seqs are missing. The Agent panel is
+ * a tree (steps, actions, commands; src/viewer/model/agent.ts) over `agent` (derived here when not
+ * given): its rows are in tree order, without gap rows, and the time span does not narrow it.
+ */
+export function panelRows(
+  panel: Panel,
+  events: readonly Envelope[],
+  f: Filter,
+  derived: Derived,
+  agent?: AgentData,
+): Row[] {
   let rows: Row[]
   switch (panel) {
-    case 'timeline':
+    case 'agent':
+      return agentRows(
+        agent ?? deriveAgent(events),
+        f.open ?? new Set(),
+        { q: f.q, kind: f.type, target: f.target },
+        f.sel,
+      )
+    case 'timeline': {
+      // A navigation is in the span when its time (until the target's next navigation) overlaps it.
+      const next = new Map<Navigation, number>()
+      const last = new Map<string, Navigation>()
+      for (const n of derived.navs) {
+        const before = last.get(n.target_id)
+        if (before) next.set(before, n.ts)
+        last.set(n.target_id, n)
+      }
+      const overlaps = (n: Navigation) =>
+        !f.span || ((f.span.to === 0 || n.ts <= f.span.to) && (next.get(n) ?? Infinity) > f.span.from)
       rows = derived.navs
         .filter(
           n =>
+            overlaps(n) &&
             (!f.target || n.target_id === f.target) &&
             (!f.nav || n.key === f.nav.key) &&
             (!f.q || n.url.toLowerCase().includes(f.q.toLowerCase())),
         )
         .map((nav): NavRow => ({ kind: 'nav', seq: nav.seq, ts: nav.ts, nav }))
       break
+    }
     case 'network': {
       const net: (NetRow | SocketRow)[] = derived.net.filter(r => netMatches(r, f))
       const sockets = derived.sockets.filter(r => socketMatches(r, f))
@@ -132,6 +175,7 @@ export function panelRows(panel: Panel, events: readonly Envelope[], f: Filter, 
         .filter(
           fr =>
             frameSeqs.has(fr.seq) &&
+            inSpan(fr.ts, f) &&
             (!f.q || fr.clicks.some(c => c.selector.toLowerCase().includes(f.q.toLowerCase()))),
         )
         .map((frame): FrameRow => ({ kind: 'frame', seq: frame.seq, ts: frame.ts, frame }))
@@ -196,8 +240,9 @@ export function derive(events: readonly Envelope[]): Derived {
   }
 }
 
-/** Types offered by a panel's type filter. */
-export function typeOptions(panel: Panel, events: readonly Envelope[]): string[] {
+/** Types offered by a panel's type filter (the Agent panel's: the action kinds present). */
+export function typeOptions(panel: Panel, events: readonly Envelope[], agent?: AgentData): string[] {
+  if (panel === 'agent') return [...new Set((agent?.actions ?? []).map(a => a.kind))].sort()
   const set = new Set<string>()
   for (const e of events) if (panel === 'all' || panelOf(e) === panel) set.add(e.event.type)
   const list = [...set].sort()

@@ -12,8 +12,24 @@ export interface ViewState {
   nav: string
   /** Selected/positioned seq (0 = none). */
   seq: number
+  /** The Agent panel's selected row (`step:<id>`, `action:<id>`, `setup`, `cmd:<seq>`; '' = none). */
+  sel: string
+  /** A time span (Unix µs) the other panels are narrowed to: a selected step's or action's; 0 = none. */
+  from: number
+  /** Its end (inclusive); 0 = open-ended. */
+  to: number
 }
-export const DEFAULT_VIEW: ViewState = { panel: 'timeline', q: '', type: '', target: '', nav: '', seq: 0 }
+export const DEFAULT_VIEW: ViewState = {
+  panel: 'timeline',
+  q: '',
+  type: '',
+  target: '',
+  nav: '',
+  seq: 0,
+  sel: '',
+  from: 0,
+  to: 0,
+}
 
 /** Deep link: the view state (never the token) as URL fragment parameters. */
 export function encodeView(v: ViewState): string {
@@ -24,6 +40,9 @@ export function encodeView(v: ViewState): string {
   if (v.target) p.set('target', v.target)
   if (v.nav) p.set('nav', v.nav)
   if (v.seq > 0) p.set('seq', String(v.seq))
+  if (v.sel) p.set('sel', v.sel)
+  if (v.from > 0) p.set('from', String(v.from))
+  if (v.from > 0 && v.to > 0) p.set('to', String(v.to))
   return p.toString()
 }
 
@@ -31,6 +50,11 @@ export function decodeView(hash: string): ViewState {
   const p = new URLSearchParams(hash.replace(/^#/, ''))
   const panel = p.get('panel') as Panel | null
   const seq = Number(p.get('seq') ?? 0)
+  const us = (name: string) => {
+    const v = Number(p.get(name) ?? 0)
+    return Number.isSafeInteger(v) && v > 0 ? v : 0
+  }
+  const from = us('from')
   return {
     panel: panel && (PANELS as readonly string[]).includes(panel) ? panel : DEFAULT_VIEW.panel,
     q: (p.get('q') ?? '').slice(0, 500),
@@ -38,5 +62,8 @@ export function decodeView(hash: string): ViewState {
     target: (p.get('target') ?? '').slice(0, 200),
     nav: (p.get('nav') ?? '').slice(0, 300),
     seq: Number.isSafeInteger(seq) && seq > 0 ? seq : 0,
+    sel: (p.get('sel') ?? '').slice(0, 300),
+    from,
+    to: from > 0 ? us('to') : 0,
   }
 }

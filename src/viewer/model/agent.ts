@@ -1,0 +1,287 @@
+// The Agent panel: steps -> actions -> commands as one list of tree rows. Steps and actions come
+// from src/actions (the same derivation the API and the bundle serve); the tree is built here:
+// steps nest by parent, each action sits under its step, and every setup action goes into one
+// Setup group listed last, so the first screen shows what the agent did, not how it prepared.
+import { deriveActions, stepsOf, type Action, type ActionEffects, type Step } from '../../actions/index.js'
+import type { Envelope } from './data.js'
+
+/** What the panel is built from: the window's actions and steps, and the commands by seq. */
+export interface AgentData {
+  actions: Action[]
+  steps: Step[]
+  commands: Map<number, Envelope>
+}
+
+export function deriveAgent(events: readonly Envelope[]): AgentData {
+  const commands = new Map<number, Envelope>()
+  for (const e of events) if (e.event.type === 'cdp_command') commands.set(e.seq, e)
+  return { actions: deriveActions(events), steps: stepsOf(events), commands }
+}
+
+interface TreeRow {
+  /** Unique in the panel: `step:<id>`, `action:<id>`, `setup`, `cmd:<seq>`. */
+  key: string
+  depth: number
+  /** The first command's seq under it (for cross-panel positioning), or the command's own. */
+  seq: number
+  /** Unix µs: its start. */
+  ts: number
+  /** Whether it has rows under it, and whether they are shown. */
+  parent: boolean
+  open: boolean
+}
+export interface StepRow extends TreeRow {
+  kind: 'step'
+  step: Step
+  /** Effects of every action under it (nested steps included), and how many actions. */
+  effects: ActionEffects
+  actions: number
+  failed: boolean
+}
+export interface ActionRow extends TreeRow {
+  kind: 'action'
+  action: Action
+}
+export interface SetupRow extends TreeRow {
+  kind: 'setup'
+  actions: Action[]
+  commands: number
+  failed: boolean
+}
+export interface CommandRow extends TreeRow {
+  kind: 'cmd'
+  env: Envelope
+}
+export type AgentRow = StepRow | ActionRow | SetupRow | CommandRow
+
+export interface AgentFilter {
+  /** Case-insensitive text in a step's name, an action's title, a command's method. */
+  q: string
+  /** An action kind ('' for all). */
+  kind: string
+  target: string
+}
+
+export const emptyEffects = (): ActionEffects => ({
+  navigations: 0,
+  requests: 0,
+  failed_requests: 0,
+  console_errors: 0,
+  dialogs: 0,
+  downloads: 0,
+  crashed: false,
+})
+
+function addEffects(into: ActionEffects, e: ActionEffects): void {
+  into.navigations += e.navigations
+  into.requests += e.requests
+  into.failed_requests += e.failed_requests
+  into.console_errors += e.console_errors
+  into.dialogs += e.dialogs
+  into.downloads += e.downloads
+  into.crashed ||= e.crashed
+}
+
+/** The badges of a row's effects, in a fixed order: what went wrong or asks for attention. */
+export function effectBadges(e: ActionEffects): { kind: string; label: string }[] {
+  const out: { kind: string; label: string }[] = []
+  const n = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`
+  if (e.failed_requests > 0)
+    out.push({ kind: 'failed', label: n(e.failed_requests, 'failed request', 'failed requests') })
+  if (e.console_errors > 0) out.push({ kind: 'console', label: n(e.console_errors, 'console error', 'console errors') })
+  if (e.dialogs > 0) out.push({ kind: 'dialog', label: n(e.dialogs, 'dialog', 'dialogs') })
+  if (e.downloads > 0) out.push({ kind: 'download', label: n(e.downloads, 'download', 'downloads') })
+  if (e.crashed) out.push({ kind: 'crash', label: 'crashed' })
+  return out
+}
+
+/** The time span a selected step or action (not setup) narrows the other panels to: [from, to], to 0 = open-ended. */
+export function spanOf(row: AgentRow): { from: number; to: number } | undefined {
+  switch (row.kind) {
+    case 'step':
+      return { from: row.step.start_ts, to: row.step.end_ts ?? 0 }
+    case 'action': {
+      // Setup spans the whole life of a connection: narrowing to it would hide nothing useful.
+      const a = row.action
+      if (a.kind === 'setup') return undefined
+      return { from: a.start_ts, to: a.effects_end_ts !== undefined ? Math.max(a.end_ts, a.effects_end_ts) : 0 }
+    }
+    default:
+      return undefined
+  }
+}
+
+interface Node {
+  step: Step
+  children: (Node | Action)[]
+  effects: ActionEffects
+  actions: number
+  failed: boolean
+  seq: number
+}
+const isNode = (x: Node | Action): x is Node => (x as Node).step !== undefined
+const startOf = (x: Node | Action) => (isNode(x) ? x.step.start_ts : x.start_ts)
+
+/**
+ * The rows of the panel: top-level steps and step-less actions by start, each open one followed by
+ * what is under it, then the Setup group. `open` holds the keys the user expanded; the ancestors
+ * of `selected` are shown open too, so a deep link lands on a visible row.
+ */
+export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFilter, selected = ''): AgentRow[] {
+  const q = f.q.toLowerCase()
+  const cmdMatches = (seq: number) => {
+    const e = data.commands.get(seq)
+    return e !== undefined && e.event.type === 'cdp_command' && e.event.data.method.toLowerCase().includes(q)
+  }
+  const actionMatches = (a: Action) =>
+    (!f.kind || a.kind === f.kind) &&
+    (!f.target || a.target_id === f.target) &&
+    (!q || a.title.toLowerCase().includes(q) || a.command_seqs.some(cmdMatches))
+
+  const nodes = new Map<string, Node>()
+  for (const s of data.steps)
+    nodes.set(s.step_id, { step: s, children: [], effects: emptyEffects(), actions: 0, failed: false, seq: Infinity })
+  const roots: (Node | Action)[] = []
+  const setup: Action[] = []
+  for (const a of data.actions) {
+    if (a.kind === 'setup') {
+      if (actionMatches(a)) setup.push(a)
+      continue
+    }
+    if (!actionMatches(a)) continue
+    const node = a.step_id !== undefined ? nodes.get(a.step_id) : undefined
+    if (node) node.children.push(a)
+    else roots.push(a)
+  }
+  for (const n of nodes.values()) {
+    const parent = n.step.parent_step_id !== undefined ? nodes.get(n.step.parent_step_id) : undefined
+    if (parent && parent !== n) parent.children.push(n)
+    else roots.push(n)
+  }
+  // Totals bottom-up; a step is kept when it or anything under it matches.
+  const keep = (n: Node, seen: Set<Node>): boolean => {
+    if (seen.has(n)) return false
+    seen.add(n)
+    n.children = n.children.filter(c => !isNode(c) || keep(c, seen))
+    for (const c of n.children) {
+      if (isNode(c)) {
+        addEffects(n.effects, c.effects)
+        n.actions += c.actions
+        n.failed ||= c.failed
+        n.seq = Math.min(n.seq, c.seq)
+      } else {
+        addEffects(n.effects, c.effects)
+        n.actions++
+        n.failed ||= c.outcome === 'error'
+        n.seq = Math.min(n.seq, c.command_seqs[0] ?? Infinity)
+      }
+    }
+    n.failed ||= n.step.outcome === 'error'
+    const self = !q || n.step.name.toLowerCase().includes(q)
+    return (self && !f.kind && !f.target) || n.children.length > 0
+  }
+  const seen = new Set<Node>()
+  const top = roots.filter(r => !isNode(r) || keep(r, seen))
+  const byStart = (a: Node | Action, b: Node | Action) => startOf(a) - startOf(b)
+
+  // Keys to show open: the user's, and every ancestor of the selected row.
+  const shown = new Set(open)
+  const ancestors = (key: string): string[] => {
+    if (key.startsWith('cmd:')) {
+      const seq = Number(key.slice(4))
+      const a = data.actions.find(x => x.command_seqs.includes(seq))
+      return a ? [`action:${a.action_id}`, ...ancestors(`action:${a.action_id}`)] : []
+    }
+    if (key.startsWith('action:')) {
+      const a = data.actions.find(x => `action:${x.action_id}` === key)
+      if (!a) return []
+      if (a.kind === 'setup') return ['setup']
+      return a.step_id !== undefined && nodes.has(a.step_id)
+        ? [`step:${a.step_id}`, ...ancestors(`step:${a.step_id}`)]
+        : []
+    }
+    if (key.startsWith('step:')) {
+      const parent = nodes.get(key.slice(5))?.step.parent_step_id
+      return parent !== undefined && nodes.has(parent) ? [`step:${parent}`, ...ancestors(`step:${parent}`)] : []
+    }
+    return []
+  }
+  if (selected) for (const k of ancestors(selected)) shown.add(k)
+
+  const rows: AgentRow[] = []
+  const pushAction = (a: Action, depth: number) => {
+    const key = `action:${a.action_id}`
+    const isOpen = shown.has(key)
+    rows.push({
+      kind: 'action',
+      key,
+      depth,
+      seq: a.command_seqs[0]!,
+      ts: a.start_ts,
+      parent: true,
+      open: isOpen,
+      action: a,
+    })
+    if (!isOpen) return
+    for (const seq of a.command_seqs) {
+      const env = data.commands.get(seq)
+      if (env)
+        rows.push({
+          kind: 'cmd',
+          key: `cmd:${seq}`,
+          depth: depth + 1,
+          seq,
+          ts: env.event.ts,
+          parent: false,
+          open: false,
+          env,
+        })
+    }
+  }
+  const pushNode = (n: Node, depth: number, guard: Set<Node>) => {
+    if (guard.has(n)) return
+    guard.add(n)
+    const key = `step:${n.step.step_id}`
+    const isOpen = shown.has(key)
+    rows.push({
+      kind: 'step',
+      key,
+      depth,
+      seq: Number.isFinite(n.seq) ? n.seq : 0,
+      ts: n.step.start_ts,
+      parent: n.children.length > 0,
+      open: isOpen,
+      step: n.step,
+      effects: n.effects,
+      actions: n.actions,
+      failed: n.failed,
+    })
+    if (!isOpen) return
+    for (const c of [...n.children].sort(byStart)) {
+      if (isNode(c)) pushNode(c, depth + 1, guard)
+      else pushAction(c, depth + 1)
+    }
+  }
+  const guard = new Set<Node>()
+  for (const r of top.sort(byStart)) {
+    if (isNode(r)) pushNode(r, 0, guard)
+    else pushAction(r, 0)
+  }
+  if (setup.length > 0) {
+    const isOpen = shown.has('setup')
+    rows.push({
+      kind: 'setup',
+      key: 'setup',
+      depth: 0,
+      seq: Math.min(...setup.map(a => a.command_seqs[0]!)),
+      ts: Math.min(...setup.map(a => a.start_ts)),
+      parent: true,
+      open: isOpen,
+      actions: setup,
+      commands: setup.reduce((n, a) => n + a.command_seqs.length, 0),
+      failed: setup.some(a => a.outcome === 'error'),
+    })
+    if (isOpen) for (const a of setup) pushAction(a, 1)
+  }
+  return rows
+}

@@ -1,0 +1,113 @@
+// Actions of a real recording: the daemon (in process) launches headless Chromium and its CDP proxy
+// records Playwright driving a page it serves: goto, click a button that logs a console error and
+// fetches a missing resource, fill an input, press Enter, goto another page. The actions derived
+// from the stored log must say exactly that.
+import t from 'tap'
+import { chromium } from 'playwright-core'
+import { parseServeConfig } from '../src/config/config.js'
+import { startDaemon } from '../src/main.js'
+import { silentLogger } from '../src/log.js'
+import { deriveActions } from '../src/actions/index.js'
+import type { Envelope, EventData } from '../src/events/index.js'
+import { startServer, waitFor } from './helpers/http.js'
+import { tempDir } from './helpers/store.js'
+
+t.setTimeout(150_000)
+
+const SHOP = `<!doctype html><title>shop</title><body>
+<button id="buy" onclick="console.error('buy failed'); fetch('/missing').then(r => { document.title = 'fetched ' + r.status })">Buy</button>
+<input id="email" autocomplete="off">
+</body>`
+
+t.test('goto, click, fill, press, goto: the derived actions of the stored log', async t => {
+  const site = await startServer(t, {
+    '/': SHOP,
+    '/done': '<!doctype html><title>done</title><p>done</p>',
+    '/favicon.ico': (_req, res) => {
+      res.writeHead(204)
+      res.end()
+    },
+  })
+  const dir = await tempDir(t)
+  const config = parseServeConfig(['--listen', '127.0.0.1:0', '--data-dir', dir, '--proxy-listen', '127.0.0.1:0'], {})
+  const d = await startDaemon(config, { logger: silentLogger, announce: () => {}, showNewToken: false })
+  t.teardown(() => d.close())
+  const stored = async (): Promise<Envelope[]> => {
+    const page = await d.log.read({ order: 'asc', cursor: 1, limit: 100_000 })
+    return page.records.map(r => JSON.parse(r.json) as Envelope)
+  }
+
+  const pw = await chromium.connectOverCDP(`http://127.0.0.1:${d.proxy!.address().port}`)
+  const page = await pw.contexts()[0]!.newPage()
+  await page.goto(site.url)
+  await page.click('#buy')
+  // The fetch answers after the click returned: wait (here, not with a script in the page, which
+  // would be an action of its own) for its response to be stored, so the next action starts after
+  // it (the click's effects window ends where the next action starts).
+  await waitFor(
+    async () => (await stored()).some(e => e.event.type === 'network_response' && e.event.data.status === 404),
+    20_000,
+    'the 404 stored',
+  )
+  await page.fill('#email', 'me@shop.test')
+  await page.press('#email', 'Enter')
+  await page.goto(`${site.url}done`)
+  await pw.close()
+  await waitFor(async () => (await stored()).some(e => e.event.type === 'cdp_disconnect'), 20_000, 'the disconnect')
+
+  const envelopes = await stored()
+  const commands = envelopes.flatMap(e => (e.event.type === 'cdp_command' ? [e.event.data] : []))
+  const navigate = commands.find(c => c.method === 'Page.navigate') as EventData<'cdp_command'>
+  t.ok(navigate?.target_id, 'the page commands carry their target')
+  const actions = deriveActions(envelopes)
+  const mine = actions.filter(a => a.target_id === navigate.target_id)
+  const show = mine.map(a => `${a.kind}: ${a.title} [${a.command_seqs.length}]`).join('\n')
+  t.same(
+    mine.map(a => a.kind),
+    ['setup', 'navigate', 'click', 'type', 'press', 'navigate'],
+    `the page's actions in order:\n${show}`,
+  )
+  const inputFields = commands.some(c => c.input_type !== undefined)
+  t.same(
+    mine.slice(1).map(a => a.title),
+    [
+      'go to /',
+      'click #buy',
+      // Without the proxy's input fields the count of inserted characters is unknown.
+      inputFields ? 'type 12 characters' : 'type text',
+      'press Enter',
+      'go to /done',
+    ],
+  )
+  const click = mine[2]!
+  const missing = envelopes.find(e => e.event.type === 'network_response' && e.event.data.status === 404)!
+  t.ok(
+    mine[3]!.start_ts > missing.event.ts,
+    "Playwright's checks after the click stay with it: the fill starts after the 404 came back",
+  )
+  t.ok(click.effects.console_errors >= 1, `the click's console errors: ${click.effects.console_errors}`)
+  t.equal(click.effects.failed_requests, 1, 'the missing resource is the one failed request')
+  t.equal(click.effects.requests, 1, 'one request: the fetch')
+  t.equal(click.outcome, 'ok')
+  t.ok(
+    click.command_seqs.some(s => {
+      const c = envelopes.find(e => e.seq === s)!.event.data as EventData<'cdp_command'>
+      return c.method === 'Runtime.callFunctionOn' || c.method.startsWith('DOM.')
+    }),
+    "the click holds Playwright's actionability checks",
+  )
+  t.same(
+    [mine[1]!.effects.navigations, mine[5]!.effects.navigations],
+    [1, 1],
+    'each navigate caused one main-frame navigation',
+  )
+  for (const a of mine.slice(1))
+    t.ok(a.end_ts >= a.start_ts && a.start_ts >= mine[0]!.start_ts, `${a.title}: times in order`)
+  const browserLevel = actions.filter(a => a.target_id === undefined)
+  t.same(
+    browserLevel.map(a => a.kind),
+    ['setup'],
+    'what Playwright sent to the browser itself is one setup action',
+  )
+  t.notOk(JSON.stringify(actions).includes('me@shop.test'), 'the typed text appears nowhere')
+})
