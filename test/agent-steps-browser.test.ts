@@ -9,11 +9,11 @@ import { chromium, type CDPSession } from 'playwright-core'
 import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
-import type { Sink } from '../src/ship/sink.js'
 import type { Envelope, EventData } from '../src/events/index.js'
 import { startServer } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
 import { startReceiver } from './helpers/otlp-receiver.js'
+import { ackedBy } from './helpers/ship.js'
 
 const AGENT_TRACE = '5e1f0c2b9a8d47e6b3c2a1f0e9d8c7b6'
 const AGENT_SPAN = 'a1b2c3d4e5f60718'
@@ -27,22 +27,6 @@ type Command = EventData<'cdp_command'>
 const SHOP = `<!doctype html><title>shop</title><body>
 <input id="email"><button id="buy" onclick="console.error('buy failed'); fetch('/missing')">buy</button>
 <a id="next" href="/next">next</a></body>`
-
-function acked(s: Sink, seq: number, timeoutMs = 60_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (s.ackedSeq >= seq) return resolve()
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`${s.name} did not reach seq ${seq}: ${JSON.stringify(s.health())}`))
-    }, timeoutMs)
-    const off = s.onAcked(a => {
-      if (a < seq) return
-      clearTimeout(timer)
-      off()
-      resolve()
-    })
-  })
-}
 
 /** The BrowserTelemetry domain is not in Playwright's protocol types; the session sends it all the same. */
 function send(session: CDPSession, method: string, params: object = {}): Promise<Record<string, unknown>> {
@@ -197,7 +181,7 @@ t.test('Playwright through the proxy: steps over CDP and HTTP, stamped commands,
   )
 
   // OTLP: the spans the exporter made of all this.
-  await acked(
+  await ackedBy(
     d.sinks.sinks.find(s => s.name === 'otlp_traces')!,
     all.at(-1)!.seq,
   )
