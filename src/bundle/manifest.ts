@@ -48,7 +48,7 @@ export interface BundleManifest {
     'console.txt': { lines: number }
     screenshots: { files: number }
     frames: { files: number }
-    'recording.webm'?: { frames: number; duration_ms: number; bytes: number }
+    'recording.webm'?: { frames: number; duration_ms: number; bytes: number; chapters: number }
   }
   /** Event types in events.ndjson with their counts. */
   types: Record<string, number>
