@@ -22,6 +22,7 @@ import {
   type StepSpan,
 } from '../src/recording/chapters.js'
 import { FrameStore } from '../src/recording/frame-store.js'
+import { encodeWebm } from '../src/recording/webm.js'
 import { RecordingSwitch } from '../src/recording/switch.js'
 import type { EventLog } from '../src/store/event-log.js'
 import { startApi, BROWSER_ID, TOKEN } from './helpers/api.js'
@@ -366,4 +367,29 @@ t.test("the bundle's recording.webm has the chapters of its window", async t => 
   const file = join(await tempDir(t), 'r.webm')
   await writeFile(file, files.get('recording.webm')!)
   t.same(chaptersIn(t, await probe(file)), CHAPTERS)
+})
+
+t.test('frame times do not drift: each is its own ts from the first, rounded to the ms', async t => {
+  // 30 fps as a screencast delivers it: 33.333 ms apart. Rounded one duration at a time (33 ms
+  // each) the last of 61 frames would start 20 ms early; from the first frame it is at 2000 ms.
+  const jpeg = colorJpeg('red')
+  const T = 1_700_000_000_000_000
+  const frames = Array.from({ length: 61 }, (_, i) => ({
+    ts: T + Math.round((i * 100_000) / 3),
+    width: 160,
+    height: 120,
+  }))
+  const out = join(await tempDir(t), 'fps.webm')
+  const r = await encodeWebm({ frames, jpeg: async () => jpeg, output: out })
+  t.equal(r.durationMs, 3000, '2000 ms of frames and the last held 1 s')
+  const { stdout } = await run('ffprobe', ['-v', 'error', '-show_entries', 'packet=pts_time', '-of', 'csv=p=0', out])
+  const pts = stdout
+    .trim()
+    .split('\n')
+    .map(s => Math.round(Number(s) * 1000))
+  t.same(
+    pts.slice(0, 61),
+    frames.map((_, i) => Math.round((i * 100) / 3)),
+    'frame i at round(i × 33.333) ms (the WebM time base is 1 ms: exact)',
+  )
 })

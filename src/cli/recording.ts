@@ -3,7 +3,7 @@
 // steps of the same window from GET /browsers/{id}/recording/chapters (one chapter each), the
 // encoding is src/recording/webm.ts (Debian's ffmpeg), at the frames' real timing.
 import { stringOption } from './args.js'
-import { ApiResponseError, pages } from './client.js'
+import { ApiResponseError, pages, type ApiClient } from './client.js'
 import { defineCommand, fail, type ClientCommand } from './command.js'
 import { CliError, processIO, usageError, type CliIO } from './io.js'
 import { formatBytes, progress } from './progress.js'
@@ -88,7 +88,7 @@ const exportCmd = defineCommand(
 
 /** The window's top-level agent steps; none (said on stderr) from a daemon that does not serve them. */
 async function windowSteps(
-  client: Parameters<typeof pages>[0],
+  client: ApiClient,
   since: string | undefined,
   until: string | undefined,
   signal: AbortSignal | undefined,
@@ -101,7 +101,14 @@ async function windowSteps(
       { query: { since, until }, signal },
     )
     if (body.omitted > 0) note(`${body.omitted} agent steps beyond the first ${body.chapters.length} have no chapter`)
-    return body.chapters
+    // Only well-formed items: a step the video cannot place is left out, never a broken export.
+    return (Array.isArray(body.chapters) ? body.chapters : []).filter(
+      s =>
+        typeof s?.step_id === 'string' &&
+        typeof s.name === 'string' &&
+        Number.isFinite(s.start_ts) &&
+        (s.end_ts === undefined || Number.isFinite(s.end_ts)),
+    )
   } catch (err) {
     if (!(err instanceof ApiResponseError) || err.status !== 404) throw err
     note('the daemon does not list agent steps (an older version): the video has no chapters')
