@@ -20,6 +20,7 @@ import { consoleLine, isoMicros } from './console-text.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
+import { readStepSpans } from './steps.js'
 
 /** Where a bundle's contents come from (the daemon's parts, or a test's). */
 export interface BundleSource {
@@ -349,7 +350,7 @@ export function buildBundle(
     return included
   }
 
-  /** recording.webm: the frames encoded at their real timing, when ffmpeg is on PATH. */
+  /** recording.webm: the frames encoded at their real timing, a chapter per top-level agent step, when ffmpeg is on PATH. */
   async function video(included: FrameMeta[]): Promise<void> {
     const store = source.frames
     if (!store || included.length === 0) {
@@ -364,10 +365,19 @@ export function buildBundle(
     const dir = await mkdtemp(join(tmpdir(), 'bt-bundle-video-'))
     try {
       const file = join(dir, 'recording.webm')
+      const { steps } = await readStepSpans(source.log, {
+        sinceUs: window.sinceUs,
+        ...(window.untilUs !== undefined ? { untilUs: window.untilUs } : {}),
+        lastSeq,
+        signal,
+        pageEvents: limits.readPageEvents,
+        pageBytes: limits.readPageBytes,
+      })
       let encoded: EncodedWebm
       try {
         encoded = await encodeWebm({
           frames: included,
+          steps,
           jpeg: async i => {
             const bytes = await store.read(included[i]!.frame_id)
             if (!bytes) throw new Error(`frame ${included[i]!.frame_id} was removed by retention during the export`)
@@ -390,6 +400,7 @@ export function buildBundle(
         frames: encoded.frames,
         duration_ms: encoded.durationMs,
         bytes: encoded.bytes,
+        chapters: encoded.chapters,
       }
     } finally {
       await rm(dir, { recursive: true, force: true })

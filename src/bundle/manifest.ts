@@ -51,7 +51,7 @@ export interface BundleManifest {
     'actions.json': { actions: number; cut_at_seq?: number }
     screenshots: { files: number }
     frames: { files: number }
-    'recording.webm'?: { frames: number; duration_ms: number; bytes: number }
+    'recording.webm'?: { frames: number; duration_ms: number; bytes: number; chapters: number }
   }
   /** Event types in events.ndjson with their counts. */
   types: Record<string, number>
