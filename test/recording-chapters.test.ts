@@ -13,21 +13,15 @@ import { registerRecordingRoutes } from '../src/api/routes/recording.js'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
 import type { TelemetryEvent } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline/pipeline.js'
-import {
-  MAX_TITLE_CHARS,
-  StepSpanCollector,
-  capTitle,
-  chaptersOf,
-  ffmetadata,
-  type StepSpan,
-} from '../src/recording/chapters.js'
+import { MAX_TITLE_CHARS, capTitle, chaptersOf, ffmetadata, type StepSpan } from '../src/recording/chapters.js'
 import { FrameStore } from '../src/recording/frame-store.js'
 import { encodeWebm } from '../src/recording/webm.js'
 import { RecordingSwitch } from '../src/recording/switch.js'
 import type { EventLog } from '../src/store/event-log.js'
 import { startApi, BROWSER_ID, TOKEN } from './helpers/api.js'
 import { startBundleApi, unzipAll, T0_US } from './helpers/bundle.js'
-import { tempDir } from './helpers/store.js'
+import { openStore, tempDir } from './helpers/store.js'
+import { readStepSpans } from '../src/bundle/steps.js'
 
 const run = promisify(execFile)
 const MS = 1000
@@ -75,27 +69,37 @@ t.test('placing steps on the video: clamp, open steps, outside steps, 1 ms at le
   t.same(chaptersOf([], F, 8000), [])
 })
 
-t.test('collecting steps: top-level only, finish without start, repeats, the bound', async t => {
-  const c = new StepSpanCollector(3)
-  const ev = (ts: number, type: string, data: Record<string, unknown>) => ({ ts, type, data })
-  c.add(ev(100, 'agent_step_finished', { step_id: 'early', name: 'early', duration_ms: 0.05, outcome: 'ok' }))
-  c.add(ev(200, 'agent_step_started', { step_id: 'a', name: 'A' }))
-  c.add(ev(250, 'agent_step_started', { step_id: 'a1', name: 'nested', parent_step_id: 'a' }))
-  c.add(ev(260, 'agent_step_started', { step_id: 'a', name: 'A again' })) // started twice: ignored
-  c.add(ev(270, 'cdp_command', { step_id: 'a', name: 'not a step event' }))
-  c.add(ev(300, 'agent_step_finished', { step_id: 'a', name: 'A', duration_ms: 0.1, outcome: 'ok' }))
-  c.add(ev(310, 'agent_step_finished', { step_id: 'a', name: 'A', duration_ms: 0.11, outcome: 'ok' })) // twice
-  c.add(ev(320, 'agent_step_started', { step_id: 'a', name: 'A reused' })) // a finished id: ignored
-  c.add(ev(400, 'agent_step_started', { step_id: 'b', name: 'B' }))
-  c.add(ev(500, 'agent_step_started', { step_id: 'c', name: 'C' })) // beyond the bound of 3
-  c.add(ev(600, 'agent_step_started', { step_id: 7, name: 'no id' }))
-  c.add(ev(700, 'agent_step_finished', { step_id: 'b', name: 'B', duration_ms: 0.3, outcome: 'error' }))
-  t.same(c.result(), [
-    { step_id: 'early', name: 'early', start_ts: 50, end_ts: 100 },
-    { step_id: 'a', name: 'A', start_ts: 200, end_ts: 300 },
-    { step_id: 'b', name: 'B', start_ts: 400, end_ts: 700 },
+t.test('the steps of a window from the log: top-level only, finish without start, repeats, the bound', async t => {
+  const { log, pipeline } = await openStore(t)
+  const step = (type: 'agent_step_started' | 'agent_step_finished', id: string, extra: object = {}) =>
+    pipeline.emit({
+      type,
+      data: {
+        step_id: id,
+        name: id.toUpperCase(),
+        via: 'http',
+        ...(type === 'agent_step_finished' ? { outcome: 'ok', duration_ms: 0.05 } : {}),
+        ...extra,
+      },
+    } as EventInput)
+  step('agent_step_finished', 'early') // its start was before the window
+  step('agent_step_started', 'a')
+  step('agent_step_started', 'a1', { parent_step_id: 'a' })
+  step('agent_step_started', 'a', { name: 'A again' }) // started twice: ignored
+  step('agent_step_finished', 'a')
+  step('agent_step_finished', 'a', { name: 'A twice' }) // finished twice: the first finish stands
+  step('agent_step_started', 'b')
+  step('agent_step_started', 'c') // beyond the bound of 3
+  await log.flush()
+  const page = await log.read({ order: 'asc', limit: 100 })
+  const ts = page.records.map(r => r.ts)
+  const { steps, omitted } = await readStepSpans(log, { sinceUs: 0, maxSteps: 3 })
+  t.same(steps, [
+    { step_id: 'early', name: 'EARLY', start_ts: ts[0]! - 50, end_ts: ts[0]! },
+    { step_id: 'a', name: 'A', start_ts: ts[1]!, end_ts: ts[4]! },
+    { step_id: 'b', name: 'B', start_ts: ts[6]! },
   ])
-  t.equal(c.omitted, 1, 'one step beyond the bound')
+  t.equal(omitted, 1, 'one step beyond the bound')
 })
 
 t.test('titles: cut by code points, FFMETADATA escapes, nothing injected', async t => {

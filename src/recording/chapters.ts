@@ -1,8 +1,8 @@
 // The chapters of an exported video: one per top-level agent step (an agent marks its own steps with
 // agent_step_started / agent_step_finished; a step with a parent_step_id is nested, never a chapter),
 // placed on the video's own clock and written as ffmpeg's FFMETADATA for the muxer. Pure and a
-// leaf: callers hand in the step events of the export's window (read from the log, oldest first)
-// as plain objects, so this folder needs nothing of the event model.
+// leaf: callers hand in the window's top-level steps as plain spans (src/bundle/steps.ts pairs them
+// from the log with src/actions' stepsOf), so this folder needs nothing of the event model.
 
 /** A top-level step as the window shows it; times are Unix µs on the events clock. */
 export interface StepSpan {
@@ -26,68 +26,6 @@ export interface Chapter {
 export const MAX_TITLE_CHARS = 256
 /** Steps a window yields at most; later ones are counted in `omitted` (memory stays bounded). */
 export const MAX_CHAPTERS = 10_000
-
-/** What the collector reads of one stored event: its ts and type, and the step fields of its data. */
-export interface StepEventLike {
-  ts: number
-  type: string
-  data: unknown
-}
-
-/**
- * Collects the top-level steps of a window from its events, oldest first. Nested steps and any
- * other event are ignored; a step finished twice keeps its first finish; a finish without its start
- * (the start was before the window) starts at its ts minus `duration_ms`.
- */
-export class StepSpanCollector {
-  private readonly spans: StepSpan[] = []
-  /** Open spans by step id (a subset of spans). */
-  private readonly open = new Map<string, StepSpan>()
-  /** Step ids already finished, so a repeated finish or a late start of the same id adds nothing. */
-  private readonly finished = new Set<string>()
-  omitted = 0
-
-  constructor(private readonly max = MAX_CHAPTERS) {}
-
-  add(e: StepEventLike): void {
-    if (e.type !== 'agent_step_started' && e.type !== 'agent_step_finished') return
-    const d = e.data as { step_id?: unknown; name?: unknown; parent_step_id?: unknown; duration_ms?: unknown }
-    if (typeof d?.step_id !== 'string' || d.step_id === '' || d.parent_step_id !== undefined) return
-    if (!Number.isFinite(e.ts) || this.finished.has(d.step_id)) return
-    const name = typeof d.name === 'string' ? d.name : ''
-    const open = this.open.get(d.step_id)
-    if (e.type === 'agent_step_started') {
-      if (open) return
-      this.push({ step_id: d.step_id, name, start_ts: e.ts })
-      return
-    }
-    if (open) {
-      open.end_ts = e.ts
-      this.open.delete(d.step_id)
-      this.finished.add(d.step_id)
-      return
-    }
-    const ms = typeof d.duration_ms === 'number' && d.duration_ms > 0 ? d.duration_ms : 0
-    if (this.push({ step_id: d.step_id, name, start_ts: e.ts - Math.round(ms * 1000), end_ts: e.ts }))
-      this.finished.add(d.step_id)
-  }
-
-  private push(span: StepSpan): boolean {
-    if (this.spans.length >= this.max) {
-      this.omitted++
-      return false
-    }
-    span.name = capTitle(span.name)
-    this.spans.push(span)
-    if (span.end_ts === undefined) this.open.set(span.step_id, span)
-    return true
-  }
-
-  /** The spans so far, by start (then by the order they were seen). */
-  result(): StepSpan[] {
-    return [...this.spans].sort((a, b) => a.start_ts - b.start_ts)
-  }
-}
 
 /** A name cut to MAX_TITLE_CHARS code points (never inside a surrogate pair), '…' marking a cut. */
 export function capTitle(name: string): string {
