@@ -1,8 +1,9 @@
 // The recording in a bundle: frames/<frame_id>.jpg and frames/index.json for the window's frames
 // (the frame store's own metadata), the frame-id gaps of the window in the manifest, and
 // recording.webm encoded with ffmpeg (ffprobe reads it back); without ffmpeg the manifest says why.
+import { colorJpeg } from './helpers/recording.js'
 import t from 'tap'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -14,22 +15,6 @@ import { tempDir } from './helpers/store.js'
 const run = promisify(execFile)
 const SEC = 1_000_000
 const iso = (us: number) => new Date(us / 1000).toISOString()
-
-function colorJpeg(color: string): Buffer {
-  return execFileSync('ffmpeg', [
-    '-v',
-    'error',
-    '-f',
-    'lavfi',
-    '-i',
-    `color=c=${color}:s=160x120:d=0.04`,
-    '-frames:v',
-    '1',
-    '-f',
-    'mjpeg',
-    'pipe:1',
-  ])
-}
 
 async function withFrames(t: Parameters<typeof startBundleApi>[0], ffmpeg?: null) {
   // Frames 1..12, one every 2 s from T0; 5 is refused (too large for the store): a gap.

@@ -3,8 +3,9 @@
 // left out; hostile names (line breaks, FFMETADATA syntax, 10,000 characters, unicode) neither break
 // the export nor add metadata. Real ffmpeg and ffprobe, through `recording export` (the CLI over the
 // API) and the debug bundle's recording.webm; the pure parts (placing, escaping) by exact values.
+import { colorJpeg } from './helpers/recording.js'
 import t, { type Test } from 'tap'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -215,23 +216,6 @@ async function writeSteps(
     setClock(ts)
     await emit(stepInput(a))
   }
-}
-
-/** A solid-colour JPEG of 160 x 120 from ffmpeg. */
-function colorJpeg(color: string): Buffer {
-  return execFileSync('ffmpeg', [
-    '-v',
-    'error',
-    '-f',
-    'lavfi',
-    '-i',
-    `color=c=${color}:s=160x120:d=0.04`,
-    '-frames:v',
-    '1',
-    '-f',
-    'mjpeg',
-    'pipe:1',
-  ])
 }
 
 async function frameStore(t: Test, F: number): Promise<FrameStore> {

@@ -1,8 +1,9 @@
 // `browser-telemetry recording export`: frames through the API into a WebM that ffprobe reads with
 // the expected frame count, duration and per-frame timing; progress only on a terminal; without
 // ffmpeg on PATH it says how to install it.
+import { colorJpeg } from './helpers/recording.js'
 import t, { type Test } from 'tap'
-import { execFile, execFileSync } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { symlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -28,23 +29,6 @@ function capture(env: NodeJS.ProcessEnv, tty = false) {
   return { io, out: () => out, err: () => err }
 }
 
-/** A solid-colour JPEG of w x h from ffmpeg. */
-function colorJpeg(color: string, w = 320, h = 240): Buffer {
-  return execFileSync('ffmpeg', [
-    '-v',
-    'error',
-    '-f',
-    'lavfi',
-    '-i',
-    `color=c=${color}:s=${w}x${h}:d=0.04`,
-    '-frames:v',
-    '1',
-    '-f',
-    'mjpeg',
-    'pipe:1',
-  ])
-}
-
 /** Frame offsets in ms: irregular, as a real recording's are. */
 const OFFSETS_MS = [0, 200, 400, 1400, 1600, 3100, 3300, 3500, 5200, 6000]
 const COLORS = ['red', 'green', 'blue', 'yellow', 'white', 'black', 'gray', 'cyan', 'magenta', 'orange']
@@ -61,7 +45,7 @@ async function setup(t: Test) {
       // One frame of another size: letterboxed into the video.
       ...(i === 5
         ? { width: 160, height: 120, jpeg: colorJpeg(COLORS[i]!, 160, 120) }
-        : { width: 320, height: 240, jpeg: colorJpeg(COLORS[i]!) }),
+        : { width: 320, height: 240, jpeg: colorJpeg(COLORS[i]!, 320, 240) }),
     }),
   )
   await store.flush()

@@ -4,8 +4,8 @@
 // counts the live session showed. Hostile bundles (unknown event types, malformed lines, missing
 // files, a zip bomb, not a zip) get a message and never hang. axe, the CSP and "nothing fetched from
 // outside 127.0.0.1" are checked on every page. One Chromium (playwright-core, Debian's).
+import { colorJpeg } from './helpers/recording.js'
 import t, { type Test } from 'tap'
-import { execFileSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { createServer } from 'node:http'
 import { createRequire } from 'node:module'
@@ -30,22 +30,6 @@ const dist = join(repo, 'dist', 'viewer')
 const TOKEN = 'viewer-bundle-token'
 const require = createRequire(import.meta.url)
 const axeSource = await readFile(require.resolve('axe-core/axe.min.js'), 'utf8')
-/** A solid-colour JPEG from ffmpeg. */
-function colorJpeg(color: string): Buffer {
-  return execFileSync('ffmpeg', [
-    '-v',
-    'error',
-    '-f',
-    'lavfi',
-    '-i',
-    `color=c=${color}:s=160x120:d=0.04`,
-    '-frames:v',
-    '1',
-    '-f',
-    'mjpeg',
-    'pipe:1',
-  ])
-}
 const PANELS = ['timeline', 'filmstrip', 'network', 'console', 'interactions', 'agent', 'lane', 'all'] as const
 
 /** dist/viewer as any static server would serve it: files, no security headers of ours. */
