@@ -35,6 +35,21 @@ export interface BundleSource {
   /** Event categories captured now. */
   categories: () => readonly string[]
   redaction: RedactionPolicy
+  /** Source maps: console stacks mapped as the events API maps them, and the maps used, in sourcemaps/. */
+  sourceMaps?: BundleSourceMaps
+}
+
+/** What a bundle needs of the daemon's source maps (src/symbols' SourceMaps). */
+export interface BundleSourceMaps {
+  /** Records as the events API serves them; `used` collects the script URLs a map covers. */
+  mapRecords(records: readonly StoredRecord[], used?: Set<string>): Promise<StoredRecord[]>
+  /** The stored maps covering these scripts, one per file. */
+  bundleMaps(scripts: Iterable<string>): {
+    id: string
+    map: { kind: string; url?: string; debug_id?: string; map_url?: string } | undefined
+    scripts: string[]
+  }[]
+  read(id: string): Promise<Buffer | undefined>
 }
 
 export interface BundleWindow {
@@ -216,10 +231,16 @@ export function buildBundle(
     steps: [],
   }
 
+  /** Scripts whose source map the window's stacks use (filled by the events pass). */
+  const mappedScripts = new Set<string>()
+  const served = (page: StoredRecord[]) =>
+    source.sourceMaps ? source.sourceMaps.mapRecords(page, mappedScripts) : Promise.resolve(page)
+
   /** events.ndjson: each stored envelope exactly as the events API serves it, one per line. */
   async function* eventsFile(): AsyncGenerator<string> {
     const gaps = new GapTracker(limits.maxListedGaps)
-    for await (const page of records()) {
+    for await (const stored of records()) {
+      const page = await served(stored)
       let chunk = ''
       for (const r of page) {
         gaps.see(r.seq)
@@ -269,7 +290,8 @@ export function buildBundle(
   }
 
   async function* consoleFile(): AsyncGenerator<string> {
-    for await (const page of records(['console'])) {
+    for await (const stored of records(['console'])) {
+      const page = await served(stored)
       let chunk = ''
       for (const r of page) {
         const line = consoleLine(JSON.parse(r.json) as Envelope)
@@ -306,6 +328,23 @@ export function buildBundle(
       yield chunk
     }
     yield '\n]\n'
+  }
+
+  /** sourcemaps/<id>.map for every map the window's stacks use, and sourcemaps/index.json naming their scripts. */
+  async function sourceMapFiles(): Promise<void> {
+    const maps = source.sourceMaps
+    if (!maps || mappedScripts.size === 0) return
+    const index: object[] = []
+    for (const m of maps.bundleMaps(mappedScripts)) {
+      const bytes = await maps.read(m.id)
+      signal.throwIfAborted()
+      if (!bytes) continue // only in memory (the store was full), or removed since
+      const file = `sourcemaps/${m.id}.map`
+      await entry(file, [bytes])
+      index.push({ file, scripts: m.scripts, bytes: bytes.length, ...m.map })
+    }
+    await entry('sourcemaps/index.json', [JSON.stringify(index, null, 1) + '\n'])
+    manifest.files.sourcemaps = { files: index.length }
   }
 
   async function screenshots(): Promise<void> {
@@ -402,6 +441,7 @@ export function buildBundle(
       await entry('network.har', harFile())
       await entry('console.txt', consoleFile())
       await entry('actions.json', actionsFile())
+      await sourceMapFiles()
       await screenshots()
       await video(await frames())
       await entry('manifest.json', [JSON.stringify(manifest, null, 2) + '\n'])
