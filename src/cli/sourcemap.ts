@@ -43,7 +43,7 @@ const upload = defineCommand(
     const res = await client.request('PUT', await client.browserPath('/sourcemaps'), {
       query: { url },
       headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: await readFile(file),
+      body: new Uint8Array(await readFile(file)),
       signal: io.signal,
     })
     io.stdout.write(JSON.stringify(await res.json()) + '\n')
