@@ -29,6 +29,11 @@ export class ScriptScanner {
   /** `maxLineChars`: the longest comment line kept (an inline map's data URL). */
   constructor(private readonly maxLineChars: number) {}
 
+  /** Characters held between chunks (the bound of what a script costs, whatever its size). */
+  get retained(): number {
+    return this.carry.length + (this.pending?.length ?? 0) + (this.line?.length ?? 0)
+  }
+
   push(chunk: string): void {
     if (this.pending !== undefined) {
       const nl = chunk.search(/[\r\n]/)

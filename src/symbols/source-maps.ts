@@ -138,6 +138,11 @@ export class SourceMaps {
     return () => this.learned.delete(listener)
   }
 
+  /** Resolves once every script asked for so far has been learned or given up on. */
+  async settled(): Promise<void> {
+    while (this.running && this.draining) await this.draining
+  }
+
   /** Stops learning: the queue is dropped and the script being learned finishes without effect. */
   async close(): Promise<void> {
     this.closed = true
