@@ -260,7 +260,7 @@ t.test('frames mapped with their functions’ names from the call site below', a
     ],
   )
   t.same(mapped.callFrames[0], { ...stack.callFrames[0], original: mapped.callFrames[0]!.original }, 'raw fields kept')
-  t.equal(stack.callFrames[0]!.hasOwnProperty('original'), false, 'the input is not changed')
+  t.equal(Object.prototype.hasOwnProperty.call(stack.callFrames[0], 'original'), false, 'the input is not changed')
   t.equal(
     mapStack(mapped, u => (u === url ? map : undefined)),
     undefined,
