@@ -1,9 +1,9 @@
-// A debug bundle: one zip of a time window (events, HAR, console, the agent's actions, screenshots,
-// recording frames, manifest), streamed. Nothing is held whole: every file is a stream that reads
-// the log a page at a time only when the zip asks for more bytes, so a reader that stops reading
-// stops the reads, and the files go into the zip one after another (each read pass starts only when
-// the one before ended). Everything comes from the stored envelopes, which the pipeline masked
-// before storing them.
+// One idea: a debug bundle, one zip of a time window (events, HAR, console, the agent's actions,
+// screenshots, recording frames, source maps, manifest), streamed. Nothing is held whole: every file
+// is a stream that reads the log a page at a time only when the zip asks for more bytes, so a reader
+// that stops reading stops the reads, and the files go into the zip one after another (each read
+// pass starts only when the one before ended). Everything comes from the stored envelopes, which the
+// pipeline masked before storing them.
 import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -17,9 +17,12 @@ import { HarBuilder, HAR_CATEGORIES, type HarStreamBounds } from '../har/index.j
 import type { RedactionPolicy } from '../events/redact.js'
 import type { EventLog, ReadQuery, StoredRecord } from '../store/event-log.js'
 import { consoleLine, isoMicros } from './console-text.js'
+import { writeSourceMaps, type BundleSourceMaps } from './sourcemaps.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
+
+export type { BundleSourceMaps } from './sourcemaps.js'
 
 /** Where a bundle's contents come from (the daemon's parts, or a test's). */
 export interface BundleSource {
@@ -37,19 +40,6 @@ export interface BundleSource {
   redaction: RedactionPolicy
   /** Source maps: console stacks mapped as the events API maps them, and the maps used, in sourcemaps/. */
   sourceMaps?: BundleSourceMaps
-}
-
-/** What a bundle needs of the daemon's source maps (src/symbols' SourceMaps). */
-export interface BundleSourceMaps {
-  /** Records as the events API serves them; `used` collects the script URLs a map covers. */
-  mapRecords(records: readonly StoredRecord[], used?: Set<string>): Promise<StoredRecord[]>
-  /** The stored maps covering these scripts, one per file. */
-  bundleMaps(scripts: Iterable<string>): {
-    id: string
-    map: { kind: string; url?: string; debug_id?: string; map_url?: string } | undefined
-    scripts: string[]
-  }[]
-  read(id: string): Promise<Buffer | undefined>
 }
 
 export interface BundleWindow {
@@ -233,8 +223,7 @@ export function buildBundle(
 
   /** Scripts whose source map the window's stacks use (filled by the events pass). */
   const mappedScripts = new Set<string>()
-  const served = (page: StoredRecord[]) =>
-    source.sourceMaps ? source.sourceMaps.mapRecords(page, mappedScripts) : Promise.resolve(page)
+  const served = async (page: StoredRecord[]) => (await source.sourceMaps?.mapRecords(page, mappedScripts)) ?? page
 
   /** events.ndjson: each stored envelope exactly as the events API serves it, one per line. */
   async function* eventsFile(): AsyncGenerator<string> {
@@ -330,21 +319,11 @@ export function buildBundle(
     yield '\n]\n'
   }
 
-  /** sourcemaps/<id>.map for every map the window's stacks use, and sourcemaps/index.json naming their scripts. */
+  /** sourcemaps/: the maps the window's stacks use, and their index. */
   async function sourceMapFiles(): Promise<void> {
-    const maps = source.sourceMaps
-    if (!maps || mappedScripts.size === 0) return
-    const index: object[] = []
-    for (const m of maps.bundleMaps(mappedScripts)) {
-      const bytes = await maps.read(m.id)
-      signal.throwIfAborted()
-      if (!bytes) continue // only in memory (the store was full), or removed since
-      const file = `sourcemaps/${m.id}.map`
-      await entry(file, [bytes])
-      index.push({ file, scripts: m.scripts, bytes: bytes.length, ...m.map })
-    }
-    await entry('sourcemaps/index.json', [JSON.stringify(index, null, 1) + '\n'])
-    manifest.files.sourcemaps = { files: index.length }
+    if (!source.sourceMaps || mappedScripts.size === 0) return
+    const files = await writeSourceMaps(source.sourceMaps, mappedScripts, entry, signal)
+    manifest.files.sourcemaps = { files }
   }
 
   async function screenshots(): Promise<void> {

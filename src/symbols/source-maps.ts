@@ -5,30 +5,21 @@
 // A script's map is, in this order: an upload for the Debug ID its text carries, an upload for its
 // URL, or the map it names (SourceMap header, else its last `//# sourceMappingURL=` comment; data:
 // URLs decoded inline) fetched through the page that ran it, else found among the responses the
-// daemon captured. Learning runs one script at a time off the capture path: the console collector
+// daemon captured (learn.ts). Learning runs one script at a time off the capture path: the console collector
 // stores its event at once and asks for the scripts of its frames (`want`); once a script's map is
 // known, later events are mapped before they are stored (`mapNow`, from memory), and events stored
 // before are mapped whenever they are read (`mapRecords`). Nothing stored is rewritten. A script
 // whose map cannot be had is reported once (sourcemap_failed) and never tried again.
-import { lookup } from 'node:dns/promises'
-import type { Context, Envelope, EventData, SourceMapFailure, StackTrace } from '../events/index.js'
+import type { Envelope, EventData, SourceMapFailure, StackTrace } from '../events/index.js'
 import { ServiceError } from '../errors.js'
 import { silentLogger, type Logger } from '../log.js'
 import type { StoredRecord } from '../store/event-log.js'
-import { withTimeout } from '../util/with-timeout.js'
 import type { CapturedLookup } from './captured.js'
 import { isMappable, mapEventData, mapStack, stackUrls, type MapOf } from './frames.js'
+import { learnScript, type LearnContext, type LearnOutcome, type PageInfo, type ResourceLoader } from './learn.js'
 import { MapCache } from './map-cache.js'
-import { contentId, MapStore, type StoredMap } from './map-store.js'
-import {
-  checkFetchUrl,
-  decodeDataUrl,
-  isPrivateHost,
-  mapHeaderOf,
-  sameOrigin,
-  ScriptScanner,
-  shownUrl,
-} from './script-refs.js'
+import { MapStore, type StoredMap } from './map-store.js'
+import { shownUrl } from './script-refs.js'
 import {
   MapError,
   normalizeDebugId,
@@ -38,20 +29,7 @@ import {
   type ParsedMap,
 } from './source-map.js'
 
-/** Loads a URL the way the page would (its frame, cookies and network); the collector implements it over CDP. */
-export interface ResourceLoader {
-  /** Streams the body's text to onChunk (false stops the read); resolves once the body ended or was stopped. */
-  fetch(url: string, onChunk: (text: string) => boolean, timeoutMs: number): Promise<FetchOutcome>
-}
-export type FetchOutcome =
-  | { ok: true; status: number; headers: Record<string, string> }
-  | { ok: false; reason: 'not_found' | 'fetch_failed' | 'timeout'; message: string }
-
-/** The page whose frames named the scripts: its URL (the same-origin rule) and its context (the event's). */
-export interface PageInfo {
-  url?: string
-  context: Context
-}
+export type { FetchOutcome, PageInfo, ResourceLoader } from './learn.js'
 
 /** An uploaded map as the API lists it. */
 export interface UploadedMapView {
@@ -96,7 +74,6 @@ type ScriptState = 'queued' | 'none' | 'failed' | 'mapped'
 const MAX_SCRIPTS = 10_000
 const DEFAULT_FETCH_TIMEOUT_MS = 10_000
 const DEFAULT_MAX_SOURCES = 10_000
-const DNS_TIMEOUT_MS = 2000
 const pause = () => new Promise<void>(resolve => setImmediate(resolve))
 
 export class SourceMaps {
@@ -115,6 +92,8 @@ export class SourceMaps {
   private readonly learned = new Set<() => void>()
   private readonly logger: Logger
   readonly stats = { learned: 0, failed: 0, fetches: 0 }
+  /** What learning a script needs of this instance (learn.ts). */
+  private readonly learning: LearnContext
 
   private constructor(
     private readonly store: MapStore,
@@ -126,6 +105,18 @@ export class SourceMaps {
       maxSegments: Math.max(1, Math.floor(opts.cacheBytes / SEGMENT_BYTES)),
     }
     this.logger = opts.logger ?? silentLogger
+    this.learning = {
+      store,
+      cache: this.cache,
+      limits: this.limits,
+      maxMapBytes: opts.maxMapBytes,
+      timeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
+      captured: opts.captured,
+      resolveHost: opts.resolveHost,
+      load: id => this.load(id),
+      closed: () => this.closed,
+      fetched: () => void this.stats.fetches++,
+    }
   }
 
   static async open(opts: SourceMapsOptions): Promise<SourceMaps> {
@@ -351,10 +342,18 @@ export class SourceMaps {
     this.running = true
     try {
       for (let job = this.queue.shift(); job && !this.closed; job = this.queue.shift()) {
+        let outcome: LearnOutcome
         try {
-          await this.learn(job.url, job.page, job.loader)
+          outcome = await learnScript(this.learning, job.url, job.page, job.loader)
         } catch (err) {
-          this.fail(job.url, job.page, 'fetch_failed', (err as Error).message)
+          outcome = { kind: 'failed', reason: 'fetch_failed', message: (err as Error).message }
+        }
+        if (this.closed) return
+        if (outcome.kind === 'failed') this.fail(job.url, job.page, outcome.reason, outcome.message, outcome.mapUrl)
+        else if (outcome.kind === 'none') this.remember(job.url, 'none')
+        else {
+          if (outcome.inMemory) this.inMemory.set(job.url, outcome.inMemory)
+          this.learnt(job.url)
         }
       }
     } finally {
@@ -379,142 +378,11 @@ export class SourceMaps {
     this.opts.report?.(data)
   }
 
-  /** One script: its refs, then its map (see the file's comment for the order). */
-  private async learn(url: string, page: PageInfo, loader: ResourceLoader): Promise<void> {
-    const timeout = this.opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS
-    const max = this.opts.maxMapBytes
-    const refused = await this.refusal(new URL(url), page.url)
-    if (refused) return this.fail(url, page, refused.reason, `script ${refused.message}`)
-    // The longest comment line kept: an inline map of up to max bytes, base64-encoded.
-    const scanner = new ScriptScanner(Math.ceil((max * 4) / 3) + 1024)
-    let scriptBytes = 0
-    this.stats.fetches++
-    const script = await loader.fetch(
-      url,
-      chunk => {
-        scanner.push(chunk)
-        scriptBytes += chunk.length
-        return scriptBytes <= 4 * max
-      },
-      timeout,
-    )
-    let headers = script.ok ? script.headers : undefined
-    if (!script.ok) {
-      const captured = await this.opts.captured?.(url)
-      if (captured) headers = captured.headers
-    }
-    const refs = scanner.finish()
-    if (refs.debugId) await this.store.noteScriptDebugId(url, refs.debugId)
-    const upload = (refs.debugId && this.store.uploadedByDebugId(refs.debugId)) || this.store.uploadedByUrl(url)
-    if (upload) {
-      await this.load(upload.id)
-      return this.learnt(url)
-    }
-    if (!script.ok && !headers) return this.fail(url, page, script.reason, `script: ${script.message}`)
-    const ref = mapHeaderOf(headers) ?? refs.mapRef
-    if (!ref) {
-      if (scanner.tooLarge) return this.fail(url, page, 'too_large', `the inline map is over ${max} bytes`)
-      if (scriptBytes > 4 * max)
-        return this.fail(
-          url,
-          page,
-          'too_large',
-          `the script is over ${4 * max} characters; its map comment was not read`,
-        )
-      this.remember(url, 'none')
-      return
-    }
-    let mapUrl: string
-    try {
-      mapUrl = /^data:/i.test(ref) ? ref : new URL(ref, url).href
-    } catch {
-      return this.fail(url, page, 'refused_url', `the map reference ${JSON.stringify(shownUrl(ref))} is not a URL`)
-    }
-    const text = await this.mapText(url, mapUrl, page, loader, timeout)
-    if (typeof text !== 'string') return this.fail(url, page, text.reason, text.message, mapUrl)
-    let parsed: ParsedMap
-    try {
-      parsed = await parseSourceMap(text, this.limits, pause)
-    } catch (err) {
-      if (!(err instanceof MapError)) throw err
-      return this.fail(url, page, err.reason, err.message, mapUrl)
-    }
-    if (refs.debugId && parsed.debugId && parsed.debugId !== refs.debugId)
-      return this.fail(
-        url,
-        page,
-        'debug_id_mismatch',
-        `the script's Debug ID is ${refs.debugId}, the map's ${parsed.debugId}`,
-        mapUrl,
-      )
-    const bytes = Buffer.from(text)
-    const entry = { url, map_url: shownUrl(mapUrl), ...(parsed.debugId ? { debug_id: parsed.debugId } : {}) }
-    const stored = this.closed ? undefined : await this.store.putFetched(bytes, entry)
-    const id = stored?.id ?? contentId(bytes)
-    if (!stored) this.inMemory.set(url, id)
-    this.cache.put(id, parsed)
-    this.learnt(url)
-  }
-
   private learnt(url: string): void {
     if (this.closed) return
     this.remember(url, 'mapped')
     this.stats.learned++
     this.notify()
-  }
-
-  /** A map's text: decoded from a data: URL, fetched through the page, else a captured response. */
-  private async mapText(
-    scriptUrl: string,
-    mapUrl: string,
-    page: PageInfo,
-    loader: ResourceLoader,
-    timeout: number,
-  ): Promise<string | { reason: SourceMapFailure; message: string }> {
-    const max = this.opts.maxMapBytes
-    if (/^data:/i.test(mapUrl)) {
-      const text = decodeDataUrl(mapUrl)
-      if (text === undefined) return { reason: 'bad_json', message: 'the data: URL could not be decoded as UTF-8 text' }
-      return text.length > max ? { reason: 'too_large', message: `the inline map is over ${max} bytes` } : text
-    }
-    const refused = await this.refusal(new URL(mapUrl), page.url ?? scriptUrl)
-    if (refused) return refused
-    const chunks: string[] = []
-    let size = 0
-    this.stats.fetches++
-    const got = await loader.fetch(
-      mapUrl,
-      chunk => {
-        size += chunk.length
-        if (size > max) return false
-        chunks.push(chunk)
-        return true
-      },
-      timeout,
-    )
-    if (size > max) return { reason: 'too_large', message: `the map is over ${max} bytes (--sourcemap-max-bytes)` }
-    if (got.ok) return chunks.join('')
-    const captured = await this.opts.captured?.(mapUrl)
-    if (captured?.body !== undefined && captured.status >= 200 && captured.status < 300) return captured.body
-    return { reason: got.reason, message: got.message }
-  }
-
-  /** The fetch rule (script-refs.ts), with host names resolved: a name of a private address counts as one. */
-  private async refusal(
-    url: URL,
-    pageUrl: string | undefined,
-  ): Promise<{ reason: SourceMapFailure; message: string } | undefined> {
-    const rule = checkFetchUrl(url, pageUrl)
-    if (rule || sameOrigin(url, pageUrl) || isPrivateHost(url.hostname) || /^[\d.]+$|:/.test(url.hostname)) return rule
-    const resolve = this.opts.resolveHost ?? (host => lookup(host, { all: true }).then(a => a.map(x => x.address)))
-    const addresses = await withTimeout(resolve(url.hostname), DNS_TIMEOUT_MS).catch(() => [] as string[])
-    const inside = addresses.find(a => isPrivateHost(a))
-    return inside
-      ? {
-          reason: 'private_address',
-          message: `${url.host} resolves to ${inside}, a private address outside the page's origin`,
-        }
-      : undefined
   }
 }
 
