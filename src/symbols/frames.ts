@@ -47,7 +47,15 @@ export function mapStack(
   mapOf: MapOf,
   maskSource?: (source: string) => string,
 ): StackTrace | undefined {
-  return mapChain(stack, mapOf, maskSource, 0)
+  // One lookup per script for the whole stack: frames of one script are the common case.
+  const seen = new Map<string, ParsedMap | undefined>()
+  const once: MapOf = url => {
+    if (seen.has(url)) return seen.get(url)
+    const map = mapOf(url)
+    seen.set(url, map)
+    return map
+  }
+  return mapChain(stack, once, maskSource, 0)
 }
 
 function mapChain(

@@ -112,10 +112,66 @@ export interface BuiltApp {
   uploadedMapPath: string
 }
 
-/** Builds the five bundles into `dir` (sources in dir/src, output in dir/dist). */
-export async function buildApp(dir: string): Promise<BuiltApp> {
+async function writeSources(dir: string): Promise<void> {
   await mkdir(join(dir, 'src'), { recursive: true })
   for (const [name, lines] of Object.entries(SOURCES)) await writeFile(join(dir, 'src', name), lines.join('\n') + '\n')
+}
+
+/**
+ * One minified bundle that throws `rate` uncaught errors a second (each with a cause, from nested
+ * functions) for `seconds`, then GETs /done?n=<errors thrown>; with `map` its external map is named
+ * by its comment (dist/storm.min.js.map), without it the bundle names none.
+ */
+export async function buildStorm(dir: string, map: boolean): Promise<{ js: Buffer; map: Buffer }> {
+  await writeSources(dir)
+  await writeFile(
+    join(dir, 'src', 'storm.ts'),
+    [
+      "import { outerEntry } from './checkout'",
+      'const q = new URLSearchParams(location.search)',
+      "const rate = Number(q.get('rate') ?? 1000)",
+      "const end = performance.now() + Number(q.get('seconds') ?? 10) * 1000",
+      'const start = performance.now()',
+      'let thrown = 0',
+      'function throwOne(): void {',
+      '  thrown++',
+      '  outerEntry(5)',
+      '}',
+      'function tick(): void {',
+      '  const now = performance.now()',
+      '  const due = Math.floor(((Math.min(now, end) - start) * rate) / 1000)',
+      '  while (thrown + pending < due) {',
+      '    pending++',
+      '    setTimeout(() => {',
+      '      pending--',
+      '      throwOne()',
+      '    }, 0)',
+      '  }',
+      '  if (now < end) setTimeout(tick, 5)',
+      "  else setTimeout(() => fetch('/done?n=' + thrown), 500)",
+      '}',
+      'let pending = 0',
+      'tick()',
+    ].join('\n') + '\n',
+  )
+  await build({
+    absWorkingDir: dir,
+    entryPoints: ['src/storm.ts'],
+    outfile: `dist/storm${map ? '' : '-bare'}.min.js`,
+    bundle: true,
+    minify: true,
+    format: 'iife',
+    target: 'chrome110',
+    sourcemap: map ? 'linked' : 'external',
+    logLevel: 'silent',
+  })
+  const base = join(dir, 'dist', `storm${map ? '' : '-bare'}.min.js`)
+  return { js: await readFile(base), map: await readFile(`${base}.map`) }
+}
+
+/** Builds the five bundles into `dir` (sources in dir/src, output in dir/dist). */
+export async function buildApp(dir: string): Promise<BuiltApp> {
+  await writeSources(dir)
   const bundle = (entry: string, sourcemap: 'linked' | 'inline' | 'external') =>
     build({
       absWorkingDir: dir,
