@@ -66,6 +66,11 @@ export class MapStore {
     return store
   }
 
+  /** Maps stored (uploaded and fetched). */
+  get size(): number {
+    return this.maps.length
+  }
+
   /** Bytes of every distinct file. */
   get bytes(): number {
     return sumFiles(this.maps)

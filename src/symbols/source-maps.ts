@@ -74,6 +74,12 @@ type ScriptState = 'queued' | 'none' | 'failed' | 'mapped'
 const MAX_SCRIPTS = 10_000
 const DEFAULT_FETCH_TIMEOUT_MS = 10_000
 const DEFAULT_MAX_SOURCES = 10_000
+/**
+ * A stored console record that may be mappable (isMappable decides after parsing): a console_error,
+ * or a level a stack is mapped for. Quotes inside strings are escaped in JSON, so these only match keys.
+ */
+const MAPPABLE_JSON = /"type":"console_error"|"level":"(?:error|warning|warn|trace|assert)"/
+
 const pause = () => new Promise<void>(resolve => setImmediate(resolve))
 
 export class SourceMaps {
@@ -211,11 +217,14 @@ export class SourceMaps {
    * known now (re-serialised; the rest as stored). `used` collects the scripts that have a map.
    */
   async mapRecords(records: readonly StoredRecord[], used?: Set<string>): Promise<StoredRecord[]> {
+    // No map known at all (the common case for most sessions): the records as stored, unparsed.
+    if (this.store.size === 0 && this.inMemory.size === 0) return records as StoredRecord[]
     const found: { i: number; env: Envelope }[] = []
     const urls = new Set<string>()
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!
-      if (r.category !== 'console' || !r.json.includes('"callFrames"')) continue
+      // Only what could be mappable is parsed: console.log lines (most console records) are not.
+      if (r.category !== 'console' || !r.json.includes('"callFrames"') || !MAPPABLE_JSON.test(r.json)) continue
       const env = JSON.parse(r.json) as Envelope
       const data = env.event.data as { level?: unknown; stack_trace?: StackTrace }
       if (!isMappable(env.event.type, data)) continue
