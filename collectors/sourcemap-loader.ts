@@ -45,6 +45,9 @@ export function browserLoader(session: TargetSession): ResourceLoader {
         }
         return { ok: true, status: resource.httpStatusCode ?? 200, headers: resource.headers ?? {} }
       } catch (err) {
+        // A closed tab says nothing about the URL: the source maps ask again with the next error.
+        if (session.signal.aborted)
+          return { ok: false, reason: 'fetch_failed', message: 'the target went away', gone: true }
         if ((err as Error).name === 'TimeoutError')
           return { ok: false, reason: 'timeout', message: `not loaded within ${timeoutMs} ms` }
         return { ok: false, reason: 'fetch_failed', message: (err as Error).message }

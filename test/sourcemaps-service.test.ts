@@ -201,6 +201,29 @@ t.test('each failure reported once with its reason, never retried', async t => {
   t.equal(net.calls.filter(u => !u.endsWith('.js')).length, 7, 'file:// and the private addresses were never asked for')
 })
 
+t.test('a page gone before its script was read: nothing reported, asked again by the next error', async t => {
+  const script = `${SITE}/app.js`
+  let gone = true
+  const calls: string[] = []
+  const loader: ResourceLoader = {
+    async fetch(url, onChunk) {
+      calls.push(url)
+      if (gone) return { ok: false, reason: 'fetch_failed', message: 'the target went away', gone: true }
+      onChunk(url === script ? '//# sourceMappingURL=app.js.map' : mapFor('src/app.ts', 1))
+      return { ok: true, status: 200, headers: {} }
+    },
+  }
+  const { sm, reports } = await open(t)
+  sm.want(stackOf(script), PAGE, loader)
+  await sm.settled()
+  t.same(reports, [], 'not a failure of the script')
+  gone = false
+  sm.want(stackOf(script), PAGE, loader)
+  await sm.settled()
+  t.same(calls, [script, script, `${SITE}/app.js.map`])
+  t.same(sourcesOf(sm.mapNow(stackOf(script))), ['src/app.ts'])
+})
+
 t.test('a 50 MB map: the read stops at the cap and the map is refused', async t => {
   const script = `${SITE}/huge.js`
   const chunk = 'x'.repeat(MiB)
@@ -421,6 +444,7 @@ t.test('the browser loader: one deadline for the whole load, the stream closed',
   const sent: string[] = []
   const session = {
     targetType: 'page',
+    signal: new AbortController().signal,
     context: () => ({ frame_id: 'F1' }),
     send: async (method: string) => {
       sent.push(method)

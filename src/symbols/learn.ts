@@ -27,7 +27,8 @@ export interface ResourceLoader {
 }
 export type FetchOutcome =
   | { ok: true; status: number; headers: Record<string, string> }
-  | { ok: false; reason: 'not_found' | 'fetch_failed' | 'timeout'; message: string }
+  /** `gone`: the page (target) went away meanwhile: nothing is known about the URL itself. */
+  | { ok: false; reason: 'not_found' | 'fetch_failed' | 'timeout'; message: string; gone?: boolean }
 
 /** The page whose frames named the scripts: its URL (the same-origin rule) and its context (the event's). */
 export interface PageInfo {
@@ -56,6 +57,8 @@ export type LearnOutcome =
   | { kind: 'mapped'; inMemory?: string }
   /** The script names no map (nothing to report). */
   | { kind: 'none' }
+  /** The page went away before its script or map could be read: asked again by the next error. */
+  | { kind: 'retry' }
   | { kind: 'failed'; reason: SourceMapFailure; message: string; mapUrl?: string }
 
 const DNS_TIMEOUT_MS = 2000
@@ -100,7 +103,8 @@ export async function learnScript(
     await ctx.load(upload.id)
     return { kind: 'mapped' }
   }
-  if (!script.ok && !headers) return failed(script.reason, `script: ${script.message}`)
+  if (!script.ok && !headers)
+    return script.gone ? { kind: 'retry' } : failed(script.reason, `script: ${script.message}`)
   const ref = mapHeaderOf(headers) ?? refs.mapRef
   if (!ref) {
     if (scanner.tooLarge) return failed('too_large', `the inline map is over ${max} bytes`)
@@ -115,6 +119,7 @@ export async function learnScript(
     return failed('refused_url', `the map reference ${JSON.stringify(shownUrl(ref))} is not a URL`)
   }
   const text = await mapText(ctx, url, mapUrl, page, loader)
+  if (text === 'gone') return { kind: 'retry' }
   if (typeof text !== 'string') return failed(text.reason, text.message, mapUrl)
   let parsed: ParsedMap
   try {
@@ -140,7 +145,7 @@ async function mapText(
   mapUrl: string,
   page: PageInfo,
   loader: ResourceLoader,
-): Promise<string | { reason: SourceMapFailure; message: string }> {
+): Promise<string | 'gone' | { reason: SourceMapFailure; message: string }> {
   const max = ctx.maxMapBytes
   if (/^data:/i.test(mapUrl)) {
     const text = decodeDataUrl(mapUrl)
@@ -166,7 +171,7 @@ async function mapText(
   if (got.ok) return chunks.join('')
   const captured = await ctx.captured?.(mapUrl)
   if (captured?.body !== undefined && captured.status >= 200 && captured.status < 300) return captured.body
-  return { reason: got.reason, message: got.message }
+  return got.gone ? 'gone' : { reason: got.reason, message: got.message }
 }
 
 /** The fetch rule (script-refs.ts), with host names resolved: a name of a private address counts as one. */

@@ -360,6 +360,7 @@ export class SourceMaps {
         if (this.closed) return
         if (outcome.kind === 'failed') this.fail(job.url, job.page, outcome.reason, outcome.message, outcome.mapUrl)
         else if (outcome.kind === 'none') this.remember(job.url, 'none')
+        else if (outcome.kind === 'retry') this.scripts.delete(job.url)
         else {
           if (outcome.inMemory) this.inMemory.set(job.url, outcome.inMemory)
           this.learnt(job.url)
