@@ -33,8 +33,9 @@ interface Index {
   scripts: [string, string][]
 }
 
-/** Script Debug IDs remembered at most (the oldest are forgotten first). */
-const MAX_SCRIPT_IDS = 10_000
+/** Script Debug IDs remembered at most (the oldest are forgotten first): with URLs of at most 2,048
+ * characters (what is learned), the index stays within a few MB. */
+const MAX_SCRIPT_IDS = 1000
 
 export class MapStore {
   private maps: StoredMap[] = []

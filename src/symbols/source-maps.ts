@@ -72,6 +72,11 @@ type ScriptState = 'queued' | 'none' | 'failed' | 'mapped'
 
 /** Scripts whose state is remembered at most (the oldest go first; a forgotten failure may be tried once more). */
 const MAX_SCRIPTS = 10_000
+/**
+ * Scripts with longer URLs are not learned (an eval'd script's `//# sourceURL=` can be anything a page
+ * writes): the table above then holds at most 20 MB of URLs. Uploads still cover them.
+ */
+export const MAX_SCRIPT_URL_CHARS = 2048
 const DEFAULT_FETCH_TIMEOUT_MS = 10_000
 const DEFAULT_MAX_SOURCES = 10_000
 /**
@@ -191,7 +196,7 @@ export class SourceMaps {
     for (const url of stackUrls(stack)) {
       const meta = this.metaOf(url)
       if (meta && !this.cache.has(meta.id)) void this.load(meta.id)
-      if (this.scripts.has(url) || !this.opts.fetch || !loader) continue
+      if (this.scripts.has(url) || !this.opts.fetch || !loader || url.length > MAX_SCRIPT_URL_CHARS) continue
       if (!/^https?:/i.test(url) || url === page.url?.replace(/#.*$/, '')) {
         // Not a fetchable script, or an inline script of the document: only an upload can cover it.
         this.remember(url, 'none')
