@@ -2,18 +2,10 @@
 // setup command, effects windows (a navigate's ends at its settle), folded commands, failures,
 // older recordings without input fields, and steps with nesting.
 import t from 'tap'
-import { deriveActions, ActionBuilder, roleOf, stepsOf, pathOf, type Action } from '../src/actions/index.js'
+import { deriveActions, ActionBuilder, noEffects, roleOf, stepsOf, pathOf, type Action } from '../src/actions/index.js'
 import { at, SessionBuilder, shopSession as shop } from './helpers/agent-session.js'
 
-const none = {
-  navigations: 0,
-  requests: 0,
-  failed_requests: 0,
-  console_errors: 0,
-  dialogs: 0,
-  downloads: 0,
-  crashed: false,
-}
+const none = noEffects()
 const fx = (o: Partial<Action['effects']>) => ({ ...none, ...o })
 
 t.test('a Playwright-like session: every kind, titles, times, seqs and effects', async t => {

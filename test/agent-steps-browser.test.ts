@@ -3,17 +3,23 @@
 // over its own CDP socket (nested, one abandoned when it disconnects) and over HTTP (one that fails),
 // and the test reads back the step events, the step_id and input facts on the commands, and the
 // OTLP spans: steps under the agent's span, nested steps under their parent, commands under their
-// innermost step or, outside steps, under the agent's span.
+// innermost step or, outside steps, under the agent's span; the bundle's recording.webm has one
+// chapter per top-level step (real ffmpeg and ffprobe).
 import t from 'tap'
 import { chromium, type CDPSession } from 'playwright-core'
 import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
-import type { Sink } from '../src/ship/sink.js'
 import type { Envelope, EventData } from '../src/events/index.js'
+import { execFile } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { startServer } from './helpers/http.js'
+import { unzipAll } from './helpers/bundle.js'
 import { tempDir } from './helpers/store.js'
 import { startReceiver } from './helpers/otlp-receiver.js'
+import { ackedBy } from './helpers/ship.js'
 
 const AGENT_TRACE = '5e1f0c2b9a8d47e6b3c2a1f0e9d8c7b6'
 const AGENT_SPAN = 'a1b2c3d4e5f60718'
@@ -27,22 +33,6 @@ type Command = EventData<'cdp_command'>
 const SHOP = `<!doctype html><title>shop</title><body>
 <input id="email"><button id="buy" onclick="console.error('buy failed'); fetch('/missing')">buy</button>
 <a id="next" href="/next">next</a></body>`
-
-function acked(s: Sink, seq: number, timeoutMs = 60_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (s.ackedSeq >= seq) return resolve()
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`${s.name} did not reach seq ${seq}: ${JSON.stringify(s.health())}`))
-    }, timeoutMs)
-    const off = s.onAcked(a => {
-      if (a < seq) return
-      clearTimeout(timer)
-      off()
-      resolve()
-    })
-  })
-}
 
 /** The BrowserTelemetry domain is not in Playwright's protocol types; the session sends it all the same. */
 function send(session: CDPSession, method: string, params: object = {}): Promise<Record<string, unknown>> {
@@ -73,6 +63,7 @@ t.test('Playwright through the proxy: steps over CDP and HTTP, stamped commands,
       TOKEN,
       '--otlp-endpoint',
       receiver.url,
+      '--recording',
     ],
     {},
   )
@@ -197,7 +188,7 @@ t.test('Playwright through the proxy: steps over CDP and HTTP, stamped commands,
   )
 
   // OTLP: the spans the exporter made of all this.
-  await acked(
+  await ackedBy(
     d.sinks.sinks.find(s => s.name === 'otlp_traces')!,
     all.at(-1)!.seq,
   )
@@ -227,4 +218,32 @@ t.test('Playwright through the proxy: steps over CDP and HTTP, stamped commands,
   t.same([navSpan.traceId, navSpan.parentSpanId], [AGENT_TRACE, loginSpan.spanId])
   const versionSpan = spans.find(s => s.name === 'Browser.getVersion')!
   t.same([versionSpan.traceId, versionSpan.parentSpanId], [AGENT_TRACE, AGENT_SPAN])
+
+  // The session's video: one chapter per top-level step, titled with its name ("fill form" is nested).
+  const since = new Date(Math.floor(all[0]!.event.ts / 1000) - 1000).toISOString()
+  const res = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/bundle?since=${encodeURIComponent(since)}`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  })
+  t.equal(res.status, 200)
+  const files = await unzipAll(Buffer.from(await res.arrayBuffer()))
+  const manifest = JSON.parse(files.get('manifest.json')!.toString()) as { steps: { name: string }[] }
+  t.same(
+    manifest.steps.map(s => s.name),
+    ['log in', 'fill form', 'buy', 'leave'],
+    "the manifest lists the agent's steps",
+  )
+  const webm = files.get('recording.webm')
+  t.ok(webm && webm.length > 0, 'the bundle has the recording')
+  const file = join(dir, 'session.webm')
+  await writeFile(file, webm!)
+  const { stdout } = await promisify(execFile)('ffprobe', ['-v', 'error', '-show_chapters', '-of', 'json', file])
+  const chapters = (JSON.parse(stdout) as { chapters: { start: number; end: number; tags?: { title?: string } }[] })
+    .chapters
+  t.same(
+    chapters.map(c => c.tags?.title),
+    ['log in', 'buy', 'leave'],
+    'a chapter per top-level step',
+  )
+  for (let i = 1; i < chapters.length; i++)
+    t.ok(chapters[i]!.start >= chapters[i - 1]!.end, `chapter ${i} starts after the one before ends`)
 })

@@ -42,6 +42,8 @@ const SPEC_TABLE: Record<string, string> = {
   monitor_init_failed: 'monitor',
   api_call: 'control',
   cdp_command: 'control',
+  agent_step_started: 'control',
+  agent_step_finished: 'control',
   page_crashed: 'page',
   page_dialog_opened: 'page',
   page_dialog_closed: 'page',

@@ -8,7 +8,15 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
 import { waitFor } from './helpers/http.js'
 import { DEFAULT_BOUNDS } from '../src/pipeline/bounds.js'
-import { CdpClient, CdpCommandError, ConnectionClosedError, MAX_REST_MS, SLICE_MS } from '../src/monitor/cdp-client.js'
+import {
+  CdpClient,
+  CdpCommandError,
+  ConnectionClosedError,
+  MAX_REST_MS,
+  RELEASE_MIN_BYTES,
+  SLICE_MS,
+  releaseFrame,
+} from '../src/monitor/cdp-client.js'
 
 async function fakeBrowser(t: Test): Promise<{ url: string; peer: Promise<WebSocket> }> {
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
@@ -259,3 +267,59 @@ t.test('handleAtOnce: an urgent event is handled as it arrives, ahead of a queue
   t.equal(seen.length, N + 2, 'nothing lost')
   t.equal(seen[seen.length - 1], 'Flood.after', 'what came after it still comes after the backlog')
 })
+
+t.test(
+  'releaseFrame: a large frame that is its whole ArrayBuffer gives its bytes back; views are left alone',
+  async t => {
+    const own = Buffer.alloc(RELEASE_MIN_BYTES, 1)
+    releaseFrame(own)
+    t.equal(own.byteLength, 0, 'detached: its bytes went with the transfer')
+    const small = Buffer.alloc(RELEASE_MIN_BYTES - 1, 1)
+    releaseFrame(small)
+    t.equal(small.byteLength, RELEASE_MIN_BYTES - 1, 'below the threshold: kept')
+    const parent = Buffer.alloc(2 * RELEASE_MIN_BYTES, 2)
+    const view = parent.subarray(0, RELEASE_MIN_BYTES)
+    releaseFrame(view)
+    t.equal(parent.byteLength, 2 * RELEASE_MIN_BYTES, 'a view into a larger ArrayBuffer: nothing detached')
+    t.equal(view[0], 2)
+    const tail = parent.subarray(RELEASE_MIN_BYTES)
+    releaseFrame(tail)
+    t.equal(tail.byteLength, RELEASE_MIN_BYTES, 'a view at an offset: kept')
+  },
+)
+
+t.test(
+  'large frames (events, answers, a console frame cut as it arrives) are handled whole before release',
+  async t => {
+    const { url, peer } = await fakeBrowser(t)
+    const max = 256 * 1024
+    const client = await CdpClient.connect(url, max)
+    t.teardown(() => client.close())
+    const ws = await peer
+    const seen: { method: string; size: number; last: string }[] = []
+    client.on('event', m => {
+      const p = m.params as { blob?: string; args?: { value: string }[] }
+      const s = p.blob ?? p.args![0]!.value
+      seen.push({ method: m.method, size: s.length, last: s.slice(-1) })
+    })
+    ws.on('message', d => {
+      const m = JSON.parse(String(d)) as { id: number }
+      ws.send(JSON.stringify({ id: m.id, result: { blob: 'r'.repeat(3 * RELEASE_MIN_BYTES) + '!' } }))
+    })
+    ws.send(JSON.stringify({ method: 'Page.big', params: { blob: 'b'.repeat(5 * RELEASE_MIN_BYTES) + '.' } }))
+    ws.send(
+      JSON.stringify({
+        method: 'Runtime.consoleAPICalled',
+        params: { type: 'log', args: [{ type: 'string', value: 'c'.repeat(4 * max) }] },
+      }),
+    )
+    const answer = (await client.send('Any.thing', {})) as { blob: string }
+    t.equal(answer.blob.length, 3 * RELEASE_MIN_BYTES + 1, 'the answer, whole')
+    t.equal(answer.blob.at(-1), '!')
+    await waitFor(() => seen.length === 2, 30_000, 'both events')
+    t.same(seen, [
+      { method: 'Page.big', size: 5 * RELEASE_MIN_BYTES + 1, last: '.' },
+      { method: 'Runtime.consoleAPICalled', size: max + 1, last: 'c' },
+    ])
+  },
+)

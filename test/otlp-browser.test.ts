@@ -5,31 +5,15 @@ import t from 'tap'
 import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
-import type { Sink } from '../src/ship/sink.js'
 import { startServer } from './helpers/http.js'
 import { heavyHandler, heavyHtml } from './helpers/heavy-page.js'
 import { closedPort } from './helpers/ports.js'
 import { tempDir } from './helpers/store.js'
 import { startReceiver } from './helpers/otlp-receiver.js'
+import { ackedBy } from './helpers/ship.js'
 
 const AGENT_TRACE = '0af7651916cd43dd8448eb211c80319c'
 const AGENT_SPAN = 'b7ad6b7169203331'
-
-function acked(s: Sink, seq: number, timeoutMs = 45_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (s.ackedSeq >= seq) return resolve()
-    const timer = setTimeout(() => {
-      off()
-      reject(new Error(`${s.name} did not reach seq ${seq}: ${JSON.stringify(s.health())}`))
-    }, timeoutMs)
-    const off = s.onAcked(a => {
-      if (a < seq) return
-      clearTimeout(timer)
-      off()
-      resolve()
-    })
-  })
-}
 
 t.test(
   'a real session: every envelope once as a LogRecord, spans nest, traceparent linked, metrics arrive',
@@ -94,8 +78,8 @@ fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
     await d.monitor!.openPage(pageUrl)
     await settled
     const upTo = d.log.lastSeq
-    await acked(logsSink!, upTo)
-    await acked(tracesSink!, upTo)
+    await ackedBy(logsSink!, upTo)
+    await ackedBy(tracesSink!, upTo)
 
     // Logs: every envelope up to upTo exactly once (screenshots are off by default).
     const page = await d.log.read({ order: 'asc', cursor: 1, limit: 100_000 })

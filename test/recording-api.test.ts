@@ -40,7 +40,18 @@ async function setup(t: Test, frames = 25) {
     deps: {
       now: () => NOW,
       recording,
-      routes: [r => registerRecordingRoutes(r, { frames: store, recording, now: () => NOW })],
+      // The log is the API's own, there once startApi returns (the route reads it per request).
+      routes: [
+        r =>
+          registerRecordingRoutes(r, {
+            frames: store,
+            recording,
+            now: () => NOW,
+            get log() {
+              return api.log
+            },
+          }),
+      ],
     },
   })
   return { store, recording, api }

@@ -67,7 +67,19 @@ async function setup(t: Test) {
   await store.flush()
   const recording = new RecordingSwitch(true)
   const api = await startApi(t, {
-    deps: { recording, routes: [r => registerRecordingRoutes(r, { frames: store, recording })] },
+    deps: {
+      recording,
+      routes: [
+        r =>
+          registerRecordingRoutes(r, {
+            frames: store,
+            recording,
+            get log() {
+              return api.log
+            },
+          }),
+      ],
+    },
   })
   return { api, start }
 }
@@ -110,7 +122,7 @@ t.test('export: a WebM with every frame at its real time, the last held for 1 s'
   )
   t.equal(code, 0, c.err())
   t.equal(c.err().includes('\r'), false, 'no progress line when stderr is not a terminal')
-  t.match(c.err(), /^wrote 11 frames, 7\.0 s of video \(.*\) to .*session\.webm\n$/)
+  t.match(c.err(), /^wrote 11 frames, 7\.0 s of video, 0 chapters \(.*\) to .*session\.webm\n$/)
   const p = await probe(out)
   t.match(p.format.format_name, /webm|matroska/)
   t.equal(p.streams[0]!.codec_name, 'vp8')

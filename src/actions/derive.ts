@@ -177,7 +177,8 @@ function pageRecord(e: Envelope): PageRec | undefined {
   }
 }
 
-const noEffects = (): ActionEffects => ({
+/** Effects of an action that caused nothing (also the start of a sum). */
+export const noEffects = (): ActionEffects => ({
   navigations: 0,
   requests: 0,
   failed_requests: 0,

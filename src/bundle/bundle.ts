@@ -21,6 +21,7 @@ import { writeSourceMaps, type BundleSourceMaps } from './sourcemaps.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
+import { readStepSpans } from './steps.js'
 
 export type { BundleSourceMaps } from './sourcemaps.js'
 
@@ -367,7 +368,7 @@ export function buildBundle(
     return included
   }
 
-  /** recording.webm: the frames encoded at their real timing, when ffmpeg is on PATH. */
+  /** recording.webm: the frames encoded at their real timing, a chapter per top-level agent step, when ffmpeg is on PATH. */
   async function video(included: FrameMeta[]): Promise<void> {
     const store = source.frames
     if (!store || included.length === 0) {
@@ -382,10 +383,19 @@ export function buildBundle(
     const dir = await mkdtemp(join(tmpdir(), 'bt-bundle-video-'))
     try {
       const file = join(dir, 'recording.webm')
+      const { steps } = await readStepSpans(source.log, {
+        sinceUs: window.sinceUs,
+        ...(window.untilUs !== undefined ? { untilUs: window.untilUs } : {}),
+        lastSeq,
+        signal,
+        pageEvents: limits.readPageEvents,
+        pageBytes: limits.readPageBytes,
+      })
       let encoded: EncodedWebm
       try {
         encoded = await encodeWebm({
           frames: included,
+          steps,
           jpeg: async i => {
             const bytes = await store.read(included[i]!.frame_id)
             if (!bytes) throw new Error(`frame ${included[i]!.frame_id} was removed by retention during the export`)
@@ -408,6 +418,7 @@ export function buildBundle(
         frames: encoded.frames,
         duration_ms: encoded.durationMs,
         bytes: encoded.bytes,
+        chapters: encoded.chapters,
       }
     } finally {
       await rm(dir, { recursive: true, force: true })

@@ -53,7 +53,7 @@ export interface BundleManifest {
     frames: { files: number }
     /** The source maps the window's stacks use (sourcemaps/*.map, listed in sourcemaps/index.json). */
     sourcemaps?: { files: number }
-    'recording.webm'?: { frames: number; duration_ms: number; bytes: number }
+    'recording.webm'?: { frames: number; duration_ms: number; bytes: number; chapters: number }
   }
   /** Event types in events.ndjson with their counts. */
   types: Record<string, number>

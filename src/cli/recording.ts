@@ -1,12 +1,14 @@
 // `browser-telemetry recording export`: the screen recording of a time window as a WebM video. Frames
-// come through the API (GET /browsers/{id}/recording/frames, then each JPEG), the encoding is
-// src/recording/webm.ts (Debian's ffmpeg), at the frames' real timing.
+// come through the API (GET /browsers/{id}/recording/frames, then each JPEG), the top-level agent
+// steps of the same window from GET /browsers/{id}/recording/chapters (one chapter each), the
+// encoding is src/recording/webm.ts (Debian's ffmpeg), at the frames' real timing.
 import { stringOption } from './args.js'
-import { pages } from './client.js'
+import { ApiResponseError, pages, type ApiClient } from './client.js'
 import { defineCommand, fail, type ClientCommand } from './command.js'
 import { CliError, processIO, usageError, type CliIO } from './io.js'
 import { formatBytes, progress } from './progress.js'
 import { WINDOW_OPTIONS } from './read.js'
+import type { StepSpan } from '../recording/chapters.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type WebmFrame } from '../recording/webm.js'
 
 interface FrameItem extends WebmFrame {
@@ -23,7 +25,8 @@ const exportCmd = defineCommand(
     },
     notes: [
       'Frames are shown at their real timing; the last one stays for 1 s. Frames of several pages',
-      '(one visible tab per window) are interleaved in time order.',
+      '(one visible tab per window) are interleaved in time order. Each top-level agent step of the',
+      'window is a chapter, titled with its name (ffprobe -show_chapters lists them).',
       '',
       'Example:',
       '  browser-telemetry recording export --since 15m -o session.webm',
@@ -50,9 +53,14 @@ const exportCmd = defineCommand(
         throw new CliError(
           'no recording frames in the window (is recording on? --recording, or {"recording": {"enabled": true}} in PATCH /browsers/{id}/telemetry)',
         )
+      const steps = await windowSteps(client, query.since, query.until, io.signal, note => {
+        bar.done()
+        io.stderr.write(note + '\n')
+      })
       let fetched = 0
       const result = await encodeWebm({
         frames,
+        steps,
         ffmpeg,
         output,
         signal: io.signal,
@@ -70,13 +78,43 @@ const exportCmd = defineCommand(
       })
       bar.done()
       io.stderr.write(
-        `wrote ${result.frames} frames, ${(result.durationMs / 1000).toFixed(1)} s of video (${formatBytes(result.bytes)}) to ${output}\n`,
+        `wrote ${result.frames} frames, ${(result.durationMs / 1000).toFixed(1)} s of video, ${result.chapters} chapters (${formatBytes(result.bytes)}) to ${output}\n`,
       )
     } finally {
       bar.done()
     }
   },
 )
+
+/** The window's top-level agent steps; none (said on stderr) from a daemon that does not serve them. */
+async function windowSteps(
+  client: ApiClient,
+  since: string | undefined,
+  until: string | undefined,
+  signal: AbortSignal | undefined,
+  note: (text: string) => void,
+): Promise<StepSpan[]> {
+  try {
+    const body = await client.json<{ chapters: StepSpan[]; omitted: number }>(
+      'GET',
+      await client.browserPath('/recording/chapters'),
+      { query: { since, until }, signal },
+    )
+    if (body.omitted > 0) note(`${body.omitted} agent steps beyond the first ${body.chapters.length} have no chapter`)
+    // Only well-formed items: a step the video cannot place is left out, never a broken export.
+    return (Array.isArray(body.chapters) ? body.chapters : []).filter(
+      s =>
+        typeof s?.step_id === 'string' &&
+        typeof s.name === 'string' &&
+        Number.isFinite(s.start_ts) &&
+        (s.end_ts === undefined || Number.isFinite(s.end_ts)),
+    )
+  } catch (err) {
+    if (!(err instanceof ApiResponseError) || err.status !== 404) throw err
+    note('the daemon does not list agent steps (an older version): the video has no chapters')
+    return []
+  }
+}
 
 export const recordingSubcommands = { export: exportCmd }
 

@@ -118,6 +118,7 @@ export async function startApi(
         metrics: { metrics },
         recording: {
           frames: d.frames,
+          log: d.log,
           recording: d.recording,
           captureStats: d.screencast ? () => ({ ...d.screencast!.stats }) : undefined,
         },

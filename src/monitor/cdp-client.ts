@@ -38,6 +38,25 @@ const EVENT_PREFIX = Buffer.from('{"method":"')
 /** Buffer's own latin1 decoder (what toString('latin1', …) calls after looking the codec up, once per message here). */
 type LatinSliceable = Buffer & { latin1Slice(start: number, end: number): string }
 
+/** Frames at least this large give their bytes back as soon as they are parsed or cut (releaseFrame). */
+export const RELEASE_MIN_BYTES = 64 * 1024
+
+/**
+ * Frees a large frame's bytes now instead of at the next full garbage collection. A frame that
+ * waited in the queue while young-generation collections ran has a promoted Buffer object, and the
+ * bytes it holds (outside the JS heap, where V8 counts up to 64 MB before it collects for them)
+ * stay until a mark-compact: a burst of 1-8 MB console frames kept tens of MB that way. Moving the
+ * ArrayBuffer's contents to a new, unreferenced one (a transfer, no copy) detaches the frame and
+ * leaves the bytes to the next young collection. Only for a Buffer that is its whole ArrayBuffer
+ * (ws assembles a frame that arrived in several reads into one of its own); a view into a shared
+ * one is left as it is. The frame must not be read afterwards (its length reads 0).
+ */
+export function releaseFrame(data: Buffer): void {
+  const ab = data.buffer
+  if (data.byteLength < RELEASE_MIN_BYTES || data.byteOffset !== 0 || data.byteLength !== ab.byteLength) return
+  if (ab instanceof ArrayBuffer) structuredClone(ab, { transfer: [ab] })
+}
+
 /** A command the browser answered with an error (message and code as the browser sent them). */
 export class CdpCommandError extends Error {
   constructor(
@@ -172,8 +191,13 @@ export class CdpClient {
   private receive(data: Buffer): void {
     // A console argument longer than the envelope cap is cut in the raw frame, as it arrives: the
     // huge frame is released at once instead of waiting in the queue and being parsed whole.
-    if (data.length > this.maxEnvelopeBytes && isConsoleEventFrame(data))
-      data = cutConsoleFrame(data, this.maxEnvelopeBytes) ?? data
+    if (data.length > this.maxEnvelopeBytes && isConsoleEventFrame(data)) {
+      const cut = cutConsoleFrame(data, this.maxEnvelopeBytes)
+      if (cut) {
+        releaseFrame(data)
+        data = cut
+      }
+    }
     if (this.urgent && this.queue.length > 0 && this.isNamed(data, this.urgent)) {
       this.handle(data)
       return
@@ -228,13 +252,19 @@ export class CdpClient {
 
   /** Parses and dispatches one message; returns its size in bytes. */
   private handle(data: Buffer): number {
-    if (this.unread && this.isNamed(data, this.unread)) return data.length
+    const bytes = data.length
+    if (this.unread && this.isNamed(data, this.unread)) {
+      releaseFrame(data)
+      return bytes
+    }
     let message: CdpMessage
     // toString() without arguments is Buffer's direct UTF-8 path (with an encoding name it looks the codec up first).
     try {
       message = JSON.parse(data.toString()) as CdpMessage
     } catch {
-      return data.length
+      return bytes
+    } finally {
+      releaseFrame(data)
     }
     if (message.id !== undefined) {
       const p = this.pending.get(message.id)
@@ -244,7 +274,7 @@ export class CdpClient {
         else p.resolve(message.result ?? {})
       }
     } else if (message.method) this.eventHandler(message)
-    return data.length
+    return bytes
   }
 
   /** True for an event `named` names (a message laid out otherwise is parsed as usual). */

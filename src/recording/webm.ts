@@ -7,12 +7,16 @@
 // `option framerate 1000` per file, since the image demuxer's default 25 fps would round every
 // timestamp to 40 ms), and ffmpeg encodes with variable frame rate. ffconcat ignores the last
 // file's duration, so the last frame is listed once more at the end of the hold: the video has
-// frames.length + 1 frames and lasts (last ts - first ts) + holdLastMs.
+// frames.length + 1 frames and lasts (last ts - first ts) + holdLastMs. Each frame's time is its ts
+// from the first one rounded to the ms (durations are differences of those, so rounding never
+// accumulates), and the chapters (chapters.ts, one per top-level agent step) are placed on the same
+// clock: an FFMETADATA file as a second input, its chapters mapped into the WebM.
 import { spawn } from 'node:child_process'
 import { constants } from 'node:fs'
 import { access, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
+import { chaptersOf, ffmetadata, type StepSpan } from './chapters.js'
 
 /** What a user without ffmpeg is told. */
 export const FFMPEG_INSTALL_HINT = 'install it with `apt-get install ffmpeg` (Debian/Ubuntu), or put it on PATH'
@@ -66,6 +70,8 @@ export interface EncodeWebmOptions {
   jpeg: (index: number) => Promise<Uint8Array>
   /** The WebM file to write (replaced). */
   output: string
+  /** The top-level agent steps of the window: one chapter each (clamped to the video; outside ones dropped). */
+  steps?: readonly StepSpan[]
   /** How long the last frame stays on screen (default 1000 ms). */
   holdLastMs?: number
   /** ffmpeg executable (default: found on PATH). */
@@ -81,6 +87,8 @@ export interface EncodedWebm {
   frames: number
   durationMs: number
   bytes: number
+  /** Chapters written (steps inside the video's span). */
+  chapters: number
 }
 
 export async function encodeWebm(o: EncodeWebmOptions): Promise<EncodedWebm> {
@@ -91,9 +99,12 @@ export async function encodeWebm(o: EncodeWebmOptions): Promise<EncodedWebm> {
   const dir = await mkdtemp(join(o.tmpDir ?? tmpdir(), 'bt-webm-'))
   try {
     const n = o.frames.length
+    const first = o.frames[0]!.ts
     let list = 'ffconcat version 1.0\n'
     let width = 2
     let height = 2
+    // The ms of the video each frame starts at: non-decreasing by at least 1 ms per frame.
+    let at = 0
     for (let i = 0; i < n; i++) {
       o.signal?.throwIfAborted()
       const f = o.frames[i]!
@@ -102,11 +113,15 @@ export async function encodeWebm(o: EncodeWebmOptions): Promise<EncodedWebm> {
       width = Math.max(width, f.width)
       height = Math.max(height, f.height)
       const next = o.frames[i + 1]
-      const ms = next ? Math.max(1, Math.round((next.ts - f.ts) / 1000)) : hold
-      list += `file ${name}\noption framerate 1000\nduration ${(ms / 1000).toFixed(3)}\n`
+      const nextAt = next ? Math.max(at + 1, Math.round((next.ts - first) / 1000)) : at + hold
+      list += `file ${name}\noption framerate 1000\nduration ${((nextAt - at) / 1000).toFixed(3)}\n`
       if (!next) list += `file ${name}\noption framerate 1000\n`
+      at = nextAt
       o.onProgress?.({ phase: 'fetch', done: i + 1, total: n })
     }
+    const durationMs = at
+    const chapters = chaptersOf(o.steps ?? [], first, durationMs)
+    if (chapters.length > 0) await writeFile(join(dir, 'chapters.ffmeta'), ffmetadata(chapters))
     await writeFile(join(dir, 'frames.ffconcat'), list)
     // Even sizes (yuv420p); frames of another size are scaled to fit and letterboxed.
     width += width % 2
@@ -123,6 +138,9 @@ export async function encodeWebm(o: EncodeWebmOptions): Promise<EncodedWebm> {
       '0',
       '-i',
       join(dir, 'frames.ffconcat'),
+      ...(chapters.length > 0
+        ? ['-f', 'ffmetadata', '-i', join(dir, 'chapters.ffmeta'), '-map', '0:v', '-map_chapters', '1']
+        : []),
       '-vf',
       `scale=${width}:${height}:force_original_aspect_ratio=decrease,pad=${width}:${height}:-1:-1,format=yuv420p`,
       '-fps_mode',
@@ -146,8 +164,7 @@ export async function encodeWebm(o: EncodeWebmOptions): Promise<EncodedWebm> {
       o.output,
     ]
     await runFfmpeg(ffmpeg, args, n + 1, o)
-    const durationMs = Math.round((o.frames[n - 1]!.ts - o.frames[0]!.ts) / 1000) + hold
-    return { frames: n + 1, durationMs, bytes: (await stat(o.output)).size }
+    return { frames: n + 1, durationMs, bytes: (await stat(o.output)).size, chapters: chapters.length }
   } finally {
     await rm(dir, { recursive: true, force: true })
   }

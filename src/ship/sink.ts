@@ -146,7 +146,10 @@ export class Sink {
     this.logger.info({ ackedSeq: this.acked }, this.messages.stopped)
   }
 
-  /** Tests and the bench hear about every advance of the watermark (seq, its event ts; 0 when it passed seqs without events). */
+  /**
+   * Tests and the bench hear about every advance of the watermark: acks (seq, its event ts), and
+   * jumps with ts 0 (past seqs without events, or to what a resync found the destination holds).
+   */
   onAcked(listener: (seq: number, ts: number) => void): () => void {
     this.ackListeners.add(listener)
     return () => {
@@ -299,6 +302,8 @@ export class Sink {
       this.acked = held
       this.next = held + 1
       this.window.queue.clear()
+      // An advance of the watermark like any other (what was sent before the rewind was stored after all).
+      for (const l of this.ackListeners) l(this.acked, 0)
     }
     this.enter('publishing')
     this.resumedAt = Date.now()

@@ -2,7 +2,7 @@
 // with knobs to make them huge: long strings (multi-byte, escapes, surrogate pairs), many array
 // elements, many header entries. Used by the envelope-cap property tests and bench/hostile.ts.
 import { Kind, OptionalKind, type TSchema } from '@sinclair/typebox'
-import { EVENT_DEFS, type EventType } from '../../src/events/index.js'
+import { EVENT_DEFS, TRACEPARENT_PATTERN, type EventType } from '../../src/events/index.js'
 import type { EventInput } from '../../src/pipeline/pipeline.js'
 
 export interface GenShape {
@@ -28,6 +28,19 @@ export function rng(seed: number): () => number {
 
 // ASCII, JSON escapes, control chars (6-byte escapes), 2/3-byte chars, a surrogate pair.
 const ALPHABET = ['a', 'b', 'Z', '0', ' ', '"', '\\', '\n', '\u0001', 'é', 'ж', '€', '中', '😀']
+
+/** website_path's pattern: any string without '?' or '#' (genString's allowHash = false). */
+const NO_QUERY_PATTERN = '^[^?#]*$'
+
+/** A value for the model's other patterns: fixed-length lower-case hex ids and W3C traceparents. */
+function genPatterned(pattern: string, r: () => number): string {
+  const hex = (n: number) =>
+    '1' + Array.from({ length: n - 1 }, () => '0123456789abcdef'[Math.floor(r() * 16)]).join('')
+  const fixed = /^\^\[0-9a-f\]\{(\d+)\}\$$/.exec(pattern)
+  if (fixed) return hex(Number(fixed[1]))
+  if (pattern === TRACEPARENT_PATTERN) return `00-${hex(32)}-${hex(16)}-01`
+  throw new Error(`event-gen: no generator for the pattern ${pattern}`)
+}
 
 export function genString(r: () => number, len: number, allowHash = true): string {
   // Runs of one char keep generation cheap for megabyte strings.
@@ -58,7 +71,10 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
         (schema as TSchema & { patternProperties: Record<string, TSchema> }).patternProperties,
       )[0]!
       const out: Record<string, unknown> = {}
-      const n = Math.floor(r() * shape.maxItems)
+      const n = Math.min(
+        Math.floor(r() * shape.maxItems),
+        (schema as { maxProperties?: number }).maxProperties ?? Infinity,
+      )
       for (let i = 0; i < n; i++)
         out[`h${i}-${genString(r, Math.floor(r() * 16), true)}`] = gen(valueSchema, r, shape, root, depth + 1)
       return out
@@ -71,6 +87,7 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
     case 'String': {
       const s = schema as { maxLength?: number; minLength?: number; pattern?: string }
       const len = Math.max(s.minLength ?? 0, Math.min(Math.floor(r() * r() * shape.maxString), s.maxLength ?? Infinity))
+      if (s.pattern !== undefined && s.pattern !== NO_QUERY_PATTERN) return genPatterned(s.pattern, r)
       let v = genString(r, len, s.pattern === undefined)
       if (s.maxLength !== undefined && v.length > s.maxLength) v = 'x'.repeat(s.maxLength)
       return v

@@ -10,7 +10,7 @@ import { startFleetServe, type FleetServe } from '../../src/fleet/serve.js'
 import { silentLogger } from '../../src/log.js'
 import { BROWSER_ID, TOKEN, startApi, type TestApi } from './api.js'
 import { startNatsServer, type NatsServer } from './nats.js'
-import { ackedUpTo } from './ship.js'
+import { until } from './ship.js'
 import { openStore, tempDir } from './store.js'
 
 export const OTHER_BROWSER_ID = 'vm.other'
@@ -20,6 +20,22 @@ export const STEP_US = 10_000 // 10 ms between events
 export const READ_TOKEN = 'reader-token'
 export const WRITE_TOKEN = 'writer-token'
 export const LIMITS = { duplicateWindowMs: 120_000, maxAgeMs: 0, maxBytes: 0, replicas: 1 }
+/**
+ * How long one shipper may take to have the stream acknowledge what was emitted: a few hundred ms
+ * here with nothing else running (3600 events and the other browser's 1200), so a wide margin.
+ */
+export const ACK_DEADLINE_MS = 30_000
+
+/** Waits until the shipper's acked seq reaches the log's last seq; fails naming what and the shipper's state. */
+async function acked(shipper: Shipper, lastSeq: () => number, what: string): Promise<void> {
+  try {
+    await until(shipper, () => shipper.ackedSeq >= lastSeq(), ACK_DEADLINE_MS)
+  } catch (err) {
+    throw new Error(
+      `${what}: the stream did not acknowledge up to seq ${lastSeq()} (acked ${shipper.ackedSeq}); ${(err as Error).message}`,
+    )
+  }
+}
 
 /** Mostly connection events; network every 3rd, console every 7th, captcha every 500th, page every 1000th. */
 export function mixedEvent(i: number): EventInput {
@@ -98,8 +114,8 @@ export async function fleetFixture(t: Test, n: number, nowAfter = n + 1000): Pro
     }
     await api.log.flush()
     await other.log.flush()
-    await ackedUpTo(shipper, () => api.log.lastSeq)
-    await ackedUpTo(otherShipper, () => other.log.lastSeq)
+    await acked(shipper, () => api.log.lastSeq, `emit(${count}): the VM's events`)
+    await acked(otherShipper, () => other.log.lastSeq, `emit(${count}): the other browser's events`)
   }
   await emit(n)
   const emitEvents = async (inputs: EventInput[]) => {
@@ -108,7 +124,7 @@ export async function fleetFixture(t: Test, n: number, nowAfter = n + 1000): Pro
       i++
     }
     await api.log.flush()
-    await ackedUpTo(shipper, () => api.log.lastSeq)
+    await acked(shipper, () => api.log.lastSeq, `emitEvents(${inputs.length})`)
   }
 
   const dir = await tempDir(t, 'bt-fleet-serve-')

@@ -18,6 +18,23 @@ export function ackedUpTo(s: Sink, seq: () => number): Promise<void> {
   })
 }
 
+/** Resolves once the sink's watermark reaches `seq`; fails with the sink's health after `timeoutMs`. */
+export function ackedBy(s: Sink, seq: number, timeoutMs = 60_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (s.ackedSeq >= seq) return resolve()
+    const timer = setTimeout(() => {
+      off()
+      reject(new Error(`${s.name} did not reach seq ${seq}: ${JSON.stringify(s.health())}`))
+    }, timeoutMs)
+    const off = s.onAcked(a => {
+      if (a < seq) return
+      clearTimeout(timer)
+      off()
+      resolve()
+    })
+  })
+}
+
 /**
  * Resolves once `ok()` holds, re-checked on every shipper change and ack; a regression fails here with the
  * shipper's state after `timeoutMs`, not with the runner's whole-file timeout.

@@ -1,15 +1,21 @@
 // Screen recording routes (read scope): frame metadata paged like the events API, one frame's JPEG,
-// and the recording's state (on/off, store use, gaps). Frames live in the frame store
-// (src/recording/frame-store.ts), never in the event log.
+// the recording's state (on/off, store use, gaps), and the top-level agent steps of a window (the
+// chapters `recording export` writes). Frames live in the frame store (src/recording/frame-store.ts),
+// never in the event log; the steps are events, read from the log.
 import { Type } from '@sinclair/typebox'
+import { readStepSpans } from '../../bundle/steps.js'
+import { MAX_CHAPTERS, MAX_TITLE_CHARS } from '../../recording/chapters.js'
 import type { FrameStore } from '../../recording/frame-store.js'
 import type { RecordingSwitch } from '../../recording/switch.js'
+import type { EventLog } from '../../store/event-log.js'
 import { invalidInput, notFound } from '../errors.js'
 import type { ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 
 export interface RecordingRouteDeps {
   frames: FrameStore
+  /** The event log the agent steps (the export's chapters) are read from. */
+  log: EventLog
   recording: RecordingSwitch
   /** What the capture side reports (received, duplicates, ...); absent without a browser. */
   captureStats?: () => Record<string, number>
@@ -55,6 +61,27 @@ export const RecordingFrameSchema = Type.Object(
     viewport_height: Type.Optional(Type.Integer({ description: 'Viewport height in CSS pixels' })),
   },
   { $id: 'RecordingFrame' },
+)
+
+export const RecordingChaptersSchema = Type.Object(
+  {
+    chapters: Type.Array(
+      Type.Object({
+        step_id: Type.String(),
+        name: Type.String({ description: `The step's name, cut to ${MAX_TITLE_CHARS} characters` }),
+        start_ts: Type.Integer({
+          description:
+            'agent_step_started ts, Unix microseconds; for a step started before the window, its finish minus its duration',
+        }),
+        end_ts: Type.Optional(
+          Type.Integer({ description: 'agent_step_finished ts; absent while the step is open in the window' }),
+        ),
+      }),
+      { description: `Oldest start first, at most ${MAX_CHAPTERS}` },
+    ),
+    omitted: Type.Integer({ minimum: 0, description: `Steps beyond the first ${MAX_CHAPTERS}, not listed` }),
+  },
+  { $id: 'RecordingChapters' },
 )
 
 const GapSchema = Type.Object({
@@ -124,6 +151,27 @@ export function registerRecordingRoutes(router: ApiRouter, deps: RecordingRouteD
       // Frames never change once written: a client may keep them.
       ctx.set('Cache-Control', 'private, max-age=31536000, immutable')
       ctx.body = jpeg
+    },
+  })
+
+  router.add({
+    method: 'GET',
+    path: '/browsers/:id/recording/chapters',
+    operationId: 'listBrowserRecordingChapters',
+    summary: 'The top-level agent steps of a window (the chapters of its exported video)',
+    description:
+      'Every agent step without a parent_step_id that overlaps the window (since defaults to 5m), from agent_step_started to agent_step_finished; `recording export` writes one chapter per step into its WebM.',
+    scope: 'read',
+    skipApiCall: true,
+    query: { since: FRAMES_QUERY.since, until: FRAMES_QUERY.until },
+    responses: { 200: { description: 'The steps, oldest start first', schema: RecordingChaptersSchema } },
+    handler: async ctx => {
+      const q = readQueryOf({ ...ctx.state.query!, order: 'asc', limit: 1 }, now())
+      const { steps, omitted } = await readStepSpans(deps.log, {
+        sinceUs: q.sinceUs!,
+        ...(q.untilUs !== undefined ? { untilUs: q.untilUs } : {}),
+      })
+      ctx.body = { chapters: steps, omitted }
     },
   })
 

@@ -2,7 +2,7 @@
 // from src/actions (the same derivation the API and the bundle serve); the tree is built here:
 // steps nest by parent, each action sits under its step, and every setup action goes into one
 // Setup group listed last, so the first screen shows what the agent did, not how it prepared.
-import { deriveActions, stepsOf, type Action, type ActionEffects, type Step } from '../../actions/index.js'
+import { deriveActions, noEffects, stepsOf, type Action, type ActionEffects, type Step } from '../../actions/index.js'
 import type { Envelope } from './data.js'
 
 /** What the panel is built from: the window's actions and steps, and the commands by seq. */
@@ -62,15 +62,7 @@ export interface AgentFilter {
   target: string
 }
 
-export const emptyEffects = (): ActionEffects => ({
-  navigations: 0,
-  requests: 0,
-  failed_requests: 0,
-  console_errors: 0,
-  dialogs: 0,
-  downloads: 0,
-  crashed: false,
-})
+export const emptyEffects = noEffects
 
 function addEffects(into: ActionEffects, e: ActionEffects): void {
   into.navigations += e.navigations
