@@ -33,6 +33,8 @@ interface Index {
   scripts: [string, string][]
 }
 
+/** Fetched maps kept at most (the oldest go first). */
+const MAX_FETCHED = 2000
 /** Script Debug IDs remembered at most (the oldest are forgotten first): with URLs of at most 2,048
  * characters (what is learned), the index stays within a few MB. */
 const MAX_SCRIPT_IDS = 1000
@@ -143,8 +145,9 @@ export class MapStore {
       const next: StoredMap = { id, kind: 'fetched', ...entry, bytes: bytes.length, at: at.toISOString() }
       const maps = this.maps.filter(m => !(m.kind === 'fetched' && m.url === entry.url))
       maps.push(next)
-      // Oldest fetched maps go first until everything fits (the new one is the last to go).
-      while (sumFiles(maps) > this.maxBytes) {
+      // Oldest fetched maps go first until everything fits (the new one is the last to go), and past
+      // MAX_FETCHED of them: the index is rewritten whole on each change, so its length is bounded too.
+      while (sumFiles(maps) > this.maxBytes || maps.filter(m => m.kind === 'fetched').length > MAX_FETCHED) {
         const i = maps.findIndex(m => m.kind === 'fetched')
         if (maps[i] === next) return undefined
         maps.splice(i, 1)

@@ -78,6 +78,7 @@ const MAX_SCRIPTS = 10_000
  */
 export const MAX_SCRIPT_URL_CHARS = 2048
 const DEFAULT_FETCH_TIMEOUT_MS = 10_000
+const RELOAD_EVERY_MS = 60_000
 const DEFAULT_MAX_SOURCES = 10_000
 /**
  * A stored console record that may be mappable (isMappable decides after parsing): a console_error,
@@ -100,6 +101,8 @@ export class SourceMaps {
   /** Stored maps that failed to parse (a corrupt file): never parsed again. */
   private readonly unusable = new Set<string>()
   private readonly loading = new Map<string, Promise<ParsedMap | undefined>>()
+  /** When the capture path last asked for each map to be loaded back (reload). */
+  private readonly reloadedAt = new Map<string, number>()
   private readonly learned = new Set<() => void>()
   private readonly logger: Logger
   readonly stats = { learned: 0, failed: 0, fetches: 0 }
@@ -195,7 +198,7 @@ export class SourceMaps {
     if (this.closed) return
     for (const url of stackUrls(stack)) {
       const meta = this.metaOf(url)
-      if (meta && !this.cache.has(meta.id)) void this.load(meta.id)
+      if (meta && !this.cache.has(meta.id)) this.reload(meta.id)
       if (this.scripts.has(url) || !this.opts.fetch || !loader || url.length > MAX_SCRIPT_URL_CHARS) continue
       if (!/^https?:/i.test(url) || url === page.url?.replace(/#.*$/, '')) {
         // Not a fetchable script, or an inline script of the document: only an upload can cover it.
@@ -325,6 +328,20 @@ export class SourceMaps {
 
   private notify(): void {
     for (const l of this.learned) l()
+  }
+
+  /**
+   * The capture path's reload of a known map the cache pushed out: at most once a minute per map, so
+   * maps that do not fit in the cache together are not parsed again and again by a stream of errors
+   * (the read paths still map with them, one load per read).
+   */
+  private reload(id: string): void {
+    const now = Date.now()
+    if ((this.reloadedAt.get(id) ?? -Infinity) > now - RELOAD_EVERY_MS) return
+    this.reloadedAt.set(id, now)
+    if (this.reloadedAt.size > 1000)
+      for (const [k, at] of this.reloadedAt) if (at <= now - RELOAD_EVERY_MS) this.reloadedAt.delete(k)
+    void this.load(id)
   }
 
   /** Parses a stored map into the cache once, however many readers ask at the same time. */
