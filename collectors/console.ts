@@ -1,40 +1,98 @@
 // Console collector: Runtime.consoleAPICalled -> console_log / console_error, Runtime.exceptionThrown
 // -> console_error. Context is stamped from the session at the moment the CDP event arrives.
+//
+// Stacks of errors, warnings, traces and asserts are mapped through the source maps known now
+// (from memory, before emit) and their scripts handed to the source maps to learn in the
+// background; nothing waits for a map. An error with a `cause` waits for one CDP call (at most
+// CAUSE_TIMEOUT_MS) so its causes are in the stored event; the session's later console events wait
+// behind it, so they are emitted in the order Chromium reported them.
 import type { Protocol } from 'devtools-protocol'
 import {
   Bounds,
   Disposer,
+  isMappable,
   type Collector,
   type Detach,
   type Emit,
   type EventData,
+  type EventInput,
+  type SourceMaps,
+  type StackTrace,
   type TargetSession,
 } from '../src/collector-kit.js'
+import { mayHaveCause, readCauses, withCauses } from './console-cause.js'
 import { cutChars, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
+import { browserLoader } from './sourcemap-loader.js'
 
 export interface ConsoleCollectorOptions {
   /** The envelope cap arguments are cut to (default: the default bounds). */
   bounds?: Bounds
+  /** The daemon's source maps (absent: stacks are stored as Chromium sent them). */
+  sourceMaps?: Pick<SourceMaps, 'mapNow' | 'want'>
 }
+
+/** Events of one session waiting behind an unfinished cause read at most; past it, no more reads. */
+const MAX_WAITING = 256
+
+type Console = EventInput & { type: 'console_log' | 'console_error' }
 
 export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Collector {
   const { maxEnvelopeBytes } = opts.bounds ?? new Bounds()
+  const maps = opts.sourceMaps
   return {
     name: 'console',
     // Runtime is enabled by the monitor's capture plan.
     category: 'console',
     attach(session: TargetSession, emit: Emit): Detach {
       const listeners = new Disposer()
-      listeners.add(session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, emit, p, maxEnvelopeBytes)))
-      listeners.add(session.on('Runtime.exceptionThrown', p => onException(session, emit, p, maxEnvelopeBytes)))
+      const loader = maps ? browserLoader(session) : undefined
+      // Events in arrival order; a promise is one whose causes are being read.
+      const waiting: (Console | Promise<Console>)[] = []
+      const deliver = (e: Console) => {
+        const data = e.data as { level?: unknown; stack_trace?: StackTrace }
+        const stack = data.stack_trace
+        if (!maps || !stack || !isMappable(e.type, data)) return void emit(e)
+        const mapped = maps.mapNow(stack)
+        if (mapped) data.stack_trace = mapped
+        emit(e)
+        const ctx = session.context()
+        maps.want(stack, { url: ctx.url, context: ctx }, loader)
+      }
+      const flush = async () => {
+        while (waiting.length > 0) {
+          deliver(await waiting[0]!)
+          void waiting.shift()
+        }
+      }
+      const push = (e: Console, cause: Protocol.Runtime.RemoteObject | undefined) => {
+        if (waiting.length === 0 && !cause) return deliver(e)
+        const item =
+          cause && waiting.length < MAX_WAITING
+            ? readCauses(session, cause).then(
+                c => {
+                  const data = e.data as { stack_trace?: StackTrace }
+                  const stack = withCauses(data.stack_trace, c)
+                  if (stack) data.stack_trace = stack
+                  return e
+                },
+                () => e,
+              )
+            : e
+        waiting.push(item)
+        if (waiting.length === 1) void flush()
+      }
+      listeners.add(session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, push, p, maxEnvelopeBytes)))
+      listeners.add(session.on('Runtime.exceptionThrown', p => onException(session, push, p, maxEnvelopeBytes)))
       return () => listeners.dispose()
     },
   }
 }
 
+type Push = (e: Console, cause: Protocol.Runtime.RemoteObject | undefined) => void
+
 function onConsoleCall(
   session: TargetSession,
-  emit: Emit,
+  push: Push,
   p: Protocol.Runtime.ConsoleAPICalledEvent,
   maxEnvelopeBytes: number,
 ): void {
@@ -44,21 +102,24 @@ function onConsoleCall(
   const stack = stackTraceOf(p.stackTrace)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
   const truncated = cut || undefined
+  // The first error argument's causes (console.error(err), console.warn(err)).
+  const cause = p.args.find(a => a.subtype === 'error')
   // Built on the fresh context object (types.ts: no spread); field order as before.
   if (p.type === 'error') {
     const data: EventData<'console_error'> = Object.assign(ctx, { text, level: 'error' as const, args })
     if (stack) data.stack_trace = stack
-    emit({ type: 'console_error', data, source, truncated })
+    push({ type: 'console_error', data, source, truncated }, mayHaveCause(cause) ? cause : undefined)
   } else {
     const data: EventData<'console_log'> = Object.assign(ctx, { level: p.type, text, args })
     if (stack) data.stack_trace = stack
-    emit({ type: 'console_log', data, source, truncated })
+    const withStack = isMappable('console_log', data) && mayHaveCause(cause)
+    push({ type: 'console_log', data, source, truncated }, withStack ? cause : undefined)
   }
 }
 
 function onException(
   session: TargetSession,
-  emit: Emit,
+  push: Push,
   p: Protocol.Runtime.ExceptionThrownEvent,
   maxEnvelopeBytes: number,
 ): void {
@@ -74,10 +135,13 @@ function onException(
   if (sourceUrl) data.source_url = sourceUrl
   const stack = stackTraceOf(d.stackTrace)
   if (stack) data.stack_trace = stack
-  emit({
-    type: 'console_error',
-    data,
-    source: { kind: 'cdp', event: 'Runtime.exceptionThrown' },
-    truncated: data.text !== text || undefined,
-  })
+  push(
+    {
+      type: 'console_error',
+      data,
+      source: { kind: 'cdp', event: 'Runtime.exceptionThrown' },
+      truncated: data.text !== text || undefined,
+    },
+    mayHaveCause(d.exception) ? d.exception : undefined,
+  )
 }

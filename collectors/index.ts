@@ -1,7 +1,7 @@
 // Every CDP collector the daemon runs, in one list: the wiring passes its settings and gets the
 // collectors the monitor attaches to each target, plus the two whose counters /metrics reads. A new
 // collector is a file in this folder and a row here.
-import type { Bounds, Collector, Logger } from '../src/collector-kit.js'
+import type { Bounds, Collector, Logger, SourceMaps } from '../src/collector-kit.js'
 import { createConsoleCollector } from './console.js'
 import { createInteractionCollector, type InteractionCollector } from './interaction.js'
 import { createNetworkCollector } from './network.js'
@@ -23,6 +23,8 @@ export interface CollectorSettings {
   /** The screen recording's frame sink and limits. */
   recording: Pick<RecordingCollectorOptions, 'sink' | 'lastSeq' | 'maxFps' | 'quality' | 'maxWidth' | 'maxHeight'>
   logger: Logger
+  /** Source maps for console stacks (absent: stacks stored as Chromium sent them). */
+  sourceMaps?: SourceMaps
 }
 
 export interface Collectors {
@@ -38,7 +40,7 @@ export function createCollectors(s: CollectorSettings): Collectors {
   const interaction = createInteractionCollector({ logger: s.logger })
   const screencast = createRecordingCollector({ ...s.recording, logger: s.logger })
   const list: Collector[] = [
-    createConsoleCollector({ bounds: s.bounds }),
+    createConsoleCollector({ bounds: s.bounds, sourceMaps: s.sourceMaps }),
     createNetworkCollector({
       bodyMaxBytes: s.networkBodyMaxBytes,
       bounds: s.bounds,

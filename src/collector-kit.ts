@@ -1,6 +1,7 @@
 // Everything a collector may use of the daemon, in one place: the session it attaches to, the
-// emit function and event types, the byte bounds, the logger and a few timing helpers. Collectors
-// (the top-level collectors/ folder) import src/ through this file only.
+// emit function and event types, the byte bounds, the logger, a few timing helpers and the source
+// maps' capture-side door. Collectors (the top-level collectors/ folder) import src/ through this
+// file only.
 export type { Context, EventData, StackTrace } from './events/index.js'
 export { validateData } from './events/index.js'
 export { maskValue } from './events/redact.js'
@@ -24,4 +25,6 @@ export { systemClock, type Clock, type TimerHandle, type Timers } from './util/c
 export { Disposer } from './util/disposer.js'
 export { withTimeout } from './util/with-timeout.js'
 export { headerValue } from './util/headers.js'
+export { isMappable } from './symbols/frames.js'
+export type { FetchOutcome, PageInfo, ResourceLoader, SourceMaps } from './symbols/source-maps.js'
 export { withDefaults } from './util/defaults.js'

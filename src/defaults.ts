@@ -39,6 +39,10 @@ export const DEFAULT_SETTINGS = {
   recordingMaxHeight: 720,
   recordingMaxBytes: 256 * MiB,
   uploadMaxBytes: 1 * GiB,
+  /** Source maps: the largest one read or uploaded, the disk store's bound, the parsed maps in memory. */
+  sourcemapMaxBytes: 16 * MiB,
+  sourcemapStoreBytes: 256 * MiB,
+  sourcemapCacheBytes: 64 * MiB,
   zipMaxEntries: 100_000,
   zipMaxTotalBytes: 4 * GiB,
   zipMaxRatio: 200,

@@ -15,8 +15,10 @@ import type { Monitor } from './monitor/index.js'
 import type { CdpProxy } from './proxy/cdp-proxy.js'
 import type { StepRegistry } from './agent/step-registry.js'
 import type { SinkList } from './ship/sinks.js'
+import type { SourceMaps } from './symbols/source-maps.js'
 import {
   buildPipeline,
+  openSourceMaps,
   openStore,
   redactorOf,
   resolveIdentity,
@@ -50,6 +52,8 @@ export interface DaemonHandle {
   steps: StepRegistry
   /** Every destination of committed events (NATS, OTLP); empty when none is configured. */
   sinks: SinkList
+  /** Uploaded and fetched source maps, and the stack mapping of every reader. */
+  sourceMaps: SourceMaps
   /** Set when no token was configured: the generated (or reused) token and its file. */
   generatedToken?: { token: string; path: string }
   /** Graceful stop: stop accepting, end streams, flush and close the log. Idempotent. */
@@ -57,7 +61,7 @@ export interface DaemonHandle {
 }
 
 /**
- * Startup order: config → store → pipeline → ship → monitor → system → uploads → steps → api → proxy →
+ * Startup order: config → store → pipeline → source maps → ship → monitor → system → uploads → steps → api → proxy →
  * metrics → ready. Shutdown is the reverse: metrics, proxy, API (streams end), extension metadata,
  * system, monitor, the shipper (last acks, watermark saved), then the log (flushed and closed last,
  * so every producer's final events are stored).
@@ -85,7 +89,8 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     const identity = { ...base, ...(await step('config', resolveIdentity(base))) }
     const stored = { ...identity, ...(await step('store', openStore(identity))) }
     const core = { ...stored, ...(await step('pipeline', buildPipeline(stored))) }
-    const shipping = { ...core, ...(await step('sinks', startSinkList(core))) }
+    const mapped = { ...core, ...(await step('sourcemaps', openSourceMaps(core))) }
+    const shipping = { ...mapped, ...(await step('sinks', startSinkList(mapped))) }
     const browser = { ...shipping, ...(await step('monitor', startMonitor(shipping))) }
     const system = { ...browser, ...(await step('system', startSystem(browser))) }
     const uploads = { ...system, ...(await step('uploads', prepareUploads(system))) }
@@ -108,6 +113,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
       proxy: d.proxy,
       steps: d.steps,
       sinks: d.sinks,
+      sourceMaps: d.sourceMaps,
       generatedToken: d.tokens.generated
         ? { token: d.tokens.generated.token, path: d.tokens.generated.path }
         : undefined,

@@ -19,6 +19,7 @@ import {
 const SPEC_TABLE: Record<string, string> = {
   console_log: 'console',
   console_error: 'console',
+  sourcemap_failed: 'console',
   network_request: 'network',
   network_response: 'network',
   network_loading_failed: 'network',

@@ -12,7 +12,7 @@ import type { ApiState } from './operation.js'
 import { ApiError } from './errors.js'
 import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
-import { registerTelemetryRoutes } from './routes/telemetry.js'
+import { registerTelemetryRoutes, type MapRecords } from './routes/telemetry.js'
 import type { RecordingSwitch } from '../recording/switch.js'
 import { TelemetryStreams } from './telemetry-stream.js'
 
@@ -20,6 +20,8 @@ export interface ApiDeps {
   /** The browser session id served under /browsers/{id}. */
   browserId: string
   log: EventLog
+  /** Records as the events route and SSE replays serve them (source-mapped stack frames). */
+  mapRecords?: MapRecords
   pipeline: Pipeline
   tokens: TokenSet
   logger?: Logger
@@ -81,6 +83,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     maxClients: deps.maxStreamClients,
     pageSize: deps.streamPageSize,
     coalesceMs: deps.streamCoalesceMs,
+    mapRecords: deps.mapRecords,
     logger,
   })
   const diskState = deps.diskState
@@ -109,6 +112,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   })
   registerTelemetryRoutes(router, {
     log: deps.log,
+    mapRecords: deps.mapRecords,
     pipeline: deps.pipeline,
     streams,
     defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c)),

@@ -21,6 +21,7 @@
 import type { ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
+import type { EventReader } from './telemetry-source.js'
 import { silentLogger, type Logger } from '../log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'
@@ -67,6 +68,8 @@ export type StreamTuning = typeof STREAM_DEFAULTS
 
 export interface TelemetryStreamsOptions extends Partial<StreamTuning> {
   logger?: Logger
+  /** Backlog pages as replays serve them (source-mapped stack frames); live frames are sent as committed. */
+  mapRecords?: (records: readonly StoredRecord[]) => Promise<StoredRecord[]>
 }
 
 /** Every open stream of the daemon; one commit listener fans each batch out to all of them. */
@@ -85,16 +88,34 @@ export class TelemetryStreams {
   /** The options in force, every default applied. */
   readonly opts: StreamTuning
   readonly logger: Logger
+  /** What replays read: the log, its pages mapped when mapRecords is given. */
+  readonly log: EventReader & { readonly lastSeq: number }
 
-  constructor(
-    readonly log: EventLog,
-    opts: TelemetryStreamsOptions,
-  ) {
-    const { logger, ...tuning } = opts
+  constructor(log: EventLog, opts: TelemetryStreamsOptions) {
+    const { logger, mapRecords, ...tuning } = opts
     this.opts = withDefaults(STREAM_DEFAULTS, tuning)
     this.logger = logger ?? silentLogger
     this.ring = new FrameRing(this.opts.ringBytes)
+    this.log = mapRecords
+      ? {
+          read: async q => {
+            const page = await log.read(q)
+            return { ...page, records: await mapRecords(page.records) }
+          },
+          get lastSeq() {
+            return log.lastSeq
+          },
+        }
+      : log
     this.unsubscribe = log.onCommit(this.onCommit)
+  }
+
+  /**
+   * Forgets the frames kept for resumes: a resume then reads the log again (e.g. once a source map
+   * is known, so replays show the mapped frames). Streams reading from the ring fall back to the log.
+   */
+  forgetFrames(): void {
+    this.ring.clear()
   }
 
   get size(): number {

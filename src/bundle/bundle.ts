@@ -1,9 +1,9 @@
-// A debug bundle: one zip of a time window (events, HAR, console, the agent's actions, screenshots,
-// recording frames, manifest), streamed. Nothing is held whole: every file is a stream that reads
-// the log a page at a time only when the zip asks for more bytes, so a reader that stops reading
-// stops the reads, and the files go into the zip one after another (each read pass starts only when
-// the one before ended). Everything comes from the stored envelopes, which the pipeline masked
-// before storing them.
+// One idea: a debug bundle, one zip of a time window (events, HAR, console, the agent's actions,
+// screenshots, recording frames, source maps, manifest), streamed. Nothing is held whole: every file
+// is a stream that reads the log a page at a time only when the zip asks for more bytes, so a reader
+// that stops reading stops the reads, and the files go into the zip one after another (each read
+// pass starts only when the one before ended). Everything comes from the stored envelopes, which the
+// pipeline masked before storing them.
 import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -17,10 +17,13 @@ import { HarBuilder, HAR_CATEGORIES, type HarStreamBounds } from '../har/index.j
 import type { RedactionPolicy } from '../events/redact.js'
 import type { EventLog, ReadQuery, StoredRecord } from '../store/event-log.js'
 import { consoleLine, isoMicros } from './console-text.js'
+import { writeSourceMaps, type BundleSourceMaps } from './sourcemaps.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
 import { readStepSpans } from './steps.js'
+
+export type { BundleSourceMaps } from './sourcemaps.js'
 
 /** Where a bundle's contents come from (the daemon's parts, or a test's). */
 export interface BundleSource {
@@ -36,6 +39,8 @@ export interface BundleSource {
   /** Event categories captured now. */
   categories: () => readonly string[]
   redaction: RedactionPolicy
+  /** Source maps: console stacks mapped as the events API maps them, and the maps used, in sourcemaps/. */
+  sourceMaps?: BundleSourceMaps
 }
 
 export interface BundleWindow {
@@ -217,10 +222,15 @@ export function buildBundle(
     steps: [],
   }
 
+  /** Scripts whose source map the window's stacks use (filled by the events pass). */
+  const mappedScripts = new Set<string>()
+  const served = async (page: StoredRecord[]) => (await source.sourceMaps?.mapRecords(page, mappedScripts)) ?? page
+
   /** events.ndjson: each stored envelope exactly as the events API serves it, one per line. */
   async function* eventsFile(): AsyncGenerator<string> {
     const gaps = new GapTracker(limits.maxListedGaps)
-    for await (const page of records()) {
+    for await (const stored of records()) {
+      const page = await served(stored)
       let chunk = ''
       for (const r of page) {
         gaps.see(r.seq)
@@ -270,7 +280,8 @@ export function buildBundle(
   }
 
   async function* consoleFile(): AsyncGenerator<string> {
-    for await (const page of records(['console'])) {
+    for await (const stored of records(['console'])) {
+      const page = await served(stored)
       let chunk = ''
       for (const r of page) {
         const line = consoleLine(JSON.parse(r.json) as Envelope)
@@ -307,6 +318,13 @@ export function buildBundle(
       yield chunk
     }
     yield '\n]\n'
+  }
+
+  /** sourcemaps/: the maps the window's stacks use, and their index. */
+  async function sourceMapFiles(): Promise<void> {
+    if (!source.sourceMaps || mappedScripts.size === 0) return
+    const files = await writeSourceMaps(source.sourceMaps, mappedScripts, entry, signal)
+    manifest.files.sourcemaps = { files }
   }
 
   async function screenshots(): Promise<void> {
@@ -413,6 +431,7 @@ export function buildBundle(
       await entry('network.har', harFile())
       await entry('console.txt', consoleFile())
       await entry('actions.json', actionsFile())
+      await sourceMapFiles()
       await screenshots()
       await video(await frames())
       await entry('manifest.json', [JSON.stringify(manifest, null, 2) + '\n'])

@@ -20,6 +20,7 @@ export function consoleLine(e: Envelope): string | undefined {
     target_id?: string
     source_url?: string
     line?: number
+    stack_trace?: { callFrames?: { original?: { source: string; line: number; column: number } }[] }
   }
   const level =
     ev.type === 'console_error' && (ev.source.event === 'Runtime.exceptionThrown' || d.args === undefined)
@@ -29,7 +30,13 @@ export function consoleLine(e: Envelope): string | undefined {
   let text = (d.text ?? '').replace(/\\/g, '\\\\').replace(/\r/g, '\\r').replace(/\n/g, '\\n').replace(/\t/g, '\\t')
   if (text.length > CONSOLE_LINE_MAX_CHARS)
     text = `${text.slice(0, CONSOLE_LINE_MAX_CHARS)}… (cut; see events.ndjson seq ${e.seq})`
-  const where = d.source_url !== undefined ? ` (${d.source_url}${d.line !== undefined ? `:${d.line}` : ''})` : ''
+  // The top frame's original position when a source map gave one, else where Chromium says.
+  const top = d.stack_trace?.callFrames?.[0]?.original
+  const where = top
+    ? ` (${top.source}:${top.line}:${top.column})`
+    : d.source_url !== undefined
+      ? ` (${d.source_url}${d.line !== undefined ? `:${d.line}` : ''})`
+      : ''
   return `${isoMicros(ev.ts)} ${level.padEnd(9)} ${page}  ${text}${where}`
 }
 

@@ -51,6 +51,8 @@ export interface BundleManifest {
     'actions.json': { actions: number; cut_at_seq?: number }
     screenshots: { files: number }
     frames: { files: number }
+    /** The source maps the window's stacks use (sourcemaps/*.map, listed in sourcemaps/index.json). */
+    sourcemaps?: { files: number }
     'recording.webm'?: { frames: number; duration_ms: number; bytes: number; chapters: number }
   }
   /** Event types in events.ndjson with their counts. */

@@ -26,6 +26,11 @@ export interface CommandSpec {
   browser?: boolean
   /** False for commands that do not talk to the daemon API (no --url/--token/--browser-id; e.g. fleet). */
   connection?: boolean
+  /**
+   * The daemon's address under another flag, for a command whose own --url means something else
+   * (`sourcemap`: the script's URL). Its env twin stays BROWSER_TELEMETRY_URL.
+   */
+  apiUrlFlag?: string
 }
 
 export { CONNECTION_OPTIONS }
@@ -38,9 +43,15 @@ export interface Parsed {
 
 /** The command's own options plus the connection options it takes (always --help). */
 function optionsOf(spec: CommandSpec): Record<string, OptionSpec> {
-  return spec.connection === false
-    ? { ...spec.options, help: CONNECTION_OPTIONS.help }
-    : { ...spec.options, ...CONNECTION_OPTIONS }
+  if (spec.connection === false) return { ...spec.options, help: CONNECTION_OPTIONS.help }
+  if (spec.apiUrlFlag === undefined) return { ...spec.options, ...CONNECTION_OPTIONS }
+  const { url, ...rest } = CONNECTION_OPTIONS
+  return { ...spec.options, [spec.apiUrlFlag]: url, ...rest }
+}
+
+/** The parsed values with the daemon's address under `url`, where connectionOf reads it. */
+export function connectionValues(spec: CommandSpec, values: Parsed['values']): Parsed['values'] {
+  return spec.apiUrlFlag === undefined ? values : { ...values, url: values[spec.apiUrlFlag] }
 }
 
 export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {

@@ -1,6 +1,6 @@
 // The shell around every client command: parse, --help, build the API client, and turn any failure
 // into one line on stderr plus a non-zero exit code.
-import { connectionOf, helpText, parseCommand, type CommandSpec, type Parsed } from './args.js'
+import { connectionOf, connectionValues, helpText, parseCommand, type CommandSpec, type Parsed } from './args.js'
 import { ApiClient } from './client.js'
 import { CliError, processIO, type CliIO } from './io.js'
 
@@ -23,7 +23,7 @@ export function defineCommand(spec: CommandSpec, handler: CommandHandler): Clien
           io.stdout.write(helpText(spec))
           return 0
         }
-        const client = new ApiClient(connectionOf(args.values, io.env))
+        const client = new ApiClient(connectionOf(connectionValues(spec, args.values), io.env))
         return (await handler(args, client, io)) ?? 0
       } catch (err) {
         return fail(spec.name, err, io)

@@ -1,6 +1,6 @@
 // One human-readable line per envelope for `tail`: time, seq, category, type and the few fields a
 // person scans for. Colour is optional (see io.useColor); the NDJSON form is the envelope itself.
-import type { Envelope } from '../events/index.js'
+import type { Envelope, StackTrace } from '../events/index.js'
 
 const COLORS: Record<string, number> = {
   console: 33,
@@ -31,11 +31,11 @@ function summarize(env: Envelope, color: boolean): string {
   const e = env.event
   switch (e.type) {
     case 'console_log':
-      return `[${e.data.level}] ${oneLine(e.data.text)}`
+      return `[${e.data.level}] ${oneLine(e.data.text)}${mappedTop(e.data.stack_trace) ?? ''}`
     case 'console_error':
       return (
         paint(color, 31, oneLine(e.data.text)) +
-        (e.data.source_url ? ` (${e.data.source_url}:${e.data.line ?? '?'})` : '')
+        (mappedTop(e.data.stack_trace) ?? (e.data.source_url ? ` (${e.data.source_url}:${e.data.line ?? '?'})` : ''))
       )
     case 'network_request':
       return `${e.data.method} ${e.data.url ?? ''}${e.data.is_redirect ? ` (redirect from ${e.data.redirect_url ?? '?'})` : ''}`
@@ -72,6 +72,15 @@ function summarize(env: Envelope, color: boolean): string {
       return s.length > 200 ? s.slice(0, 199) + '…' : s
     }
   }
+}
+
+/** ` (at name source:line:column)` of the top frame a source map placed, if any. */
+function mappedTop(stack: StackTrace | undefined): string | undefined {
+  const f = stack?.callFrames[0]
+  const o = f?.original
+  if (!o) return undefined
+  const name = o.name ?? f.functionName
+  return ` (at ${name ? `${name} ` : ''}${o.source}:${o.line}:${o.column})`
 }
 
 function oneLine(s: string): string {

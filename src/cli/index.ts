@@ -9,6 +9,7 @@ import { harCommand } from './har.js'
 import { openCommand } from './open.js'
 import { readCommand } from './read.js'
 import { recordingCommand } from './recording.js'
+import { sourcemapCommand } from './sourcemap.js'
 import { tailCommand } from './tail.js'
 import { uploadZipCommand } from './upload-zip.js'
 
@@ -23,6 +24,7 @@ export const clientCommands: Record<string, ClientCommand> = {
   recording: recordingCommand,
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,
+  sourcemap: sourcemapCommand,
   open: openCommand,
   view: viewCommand,
   fleet: fleetCommand,

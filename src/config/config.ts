@@ -74,6 +74,8 @@ export interface ServeConfig {
   retentionBytes: number
   retentionAgeMs: number
   networkBodyMaxBytes: number
+  /** Source maps for console stacks (src/symbols). */
+  sourcemaps: SourceMapsConfig
   screenshotIntervalMs: number
   recording: RecordingConfig
   uploadMaxBytes: number
@@ -101,6 +103,14 @@ export interface RecordingConfig {
   maxWidth: number
   maxHeight: number
   maxBytes: number
+}
+
+export interface SourceMapsConfig {
+  maxBytes: number
+  storeBytes: number
+  cacheBytes: number
+  /** Load scripts and maps through the browser (--no-sourcemap-fetch turns it off). */
+  fetch: boolean
 }
 
 /** JetStream's duplicate window must cover a reconnect plus re-sends; the contract says at least 2 minutes. */
@@ -195,6 +205,12 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     retentionBytes: o.value('retention-bytes'),
     retentionAgeMs: o.value('retention-age'),
     networkBodyMaxBytes: o.value('network-body-max-bytes'),
+    sourcemaps: {
+      maxBytes: o.value('sourcemap-max-bytes'),
+      storeBytes: o.value('sourcemap-store-bytes'),
+      cacheBytes: o.value('sourcemap-cache-bytes'),
+      fetch: !o.value('no-sourcemap-fetch'),
+    },
     screenshotIntervalMs: o.value('screenshot-interval'),
     recording: recordingConfig(o),
     uploadMaxBytes: o.value('upload-max-bytes'),

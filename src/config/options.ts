@@ -189,6 +189,30 @@ export const OPTIONS = {
     },
     { off: true },
   ),
+  'sourcemap-max-bytes': size(
+    {
+      default: formatSize(D.sourcemapMaxBytes),
+      help: 'Largest source map fetched, inlined or uploaded (413 above)',
+    },
+    { min: KiB },
+  ),
+  'sourcemap-store-bytes': size(
+    {
+      default: formatSize(D.sourcemapStoreBytes),
+      help: 'Source maps kept in <data-dir>/sourcemaps, uploaded and fetched: fetched ones are removed oldest first; an upload that does not fit gets 507',
+    },
+    { min: MiB },
+  ),
+  'sourcemap-cache-bytes': size(
+    {
+      default: formatSize(D.sourcemapCacheBytes),
+      help: 'Parsed source maps kept in memory (estimated heap; least recently used go first); a map that alone needs more is refused',
+    },
+    { min: MiB },
+  ),
+  'no-sourcemap-fetch': flag({
+    help: 'Never load scripts or source maps through the browser to map stack frames (uploaded maps still apply)',
+  }),
   'screenshot-interval': duration({
     default: formatDuration(D.screenshotIntervalMs),
     help: 'Periodic screenshot cadence (screenshot category)',

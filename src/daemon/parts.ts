@@ -21,6 +21,7 @@ import { CdpProxy } from '../proxy/cdp-proxy.js'
 import type { StepRegistry } from '../agent/step-registry.js'
 import { type InteractionCollector, type RecordingCollector, type SystemCollectors } from '../../collectors/index.js'
 import { type SinkList } from '../ship/sinks.js'
+import type { SourceMaps } from '../symbols/source-maps.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -69,6 +70,10 @@ export interface Core {
   metrics: Metrics
   bounds: Bounds
   recording: RecordingSwitch
+}
+/** sourcemaps: uploaded and fetched source maps, and the stack mapping every reader uses */
+export interface Symbols {
+  sourceMaps: SourceMaps
 }
 /** sinks: every destination of committed events (NATS unless --nats-url is unset, OTLP unless --otlp-endpoint is) */
 export interface Shipping {

@@ -29,6 +29,7 @@ import {
   type Api,
   type Proxy,
   type Steps,
+  type Symbols,
   packageVersion,
 } from './parts.js'
 import { redactorOf } from './steps.js'
@@ -80,9 +81,9 @@ export function startSteps(d: Core): Started<Steps> {
 }
 
 export async function startApi(
-  d: Base & Identity & Store & Core & Shipping & Browser & System & Uploads & Steps,
+  d: Base & Identity & Store & Core & Symbols & Shipping & Browser & System & Uploads & Steps,
 ): Promise<Started<Api>> {
-  const { config, pipeline, monitor, system, sinks, metrics, disk } = d
+  const { config, pipeline, monitor, system, sinks, metrics, disk, sourceMaps } = d
   const monitorState = (): unknown => ({
     ...(monitor ? monitor.health() : { state: 'disabled' }),
     kernel_log: system.kmsg(),
@@ -90,6 +91,7 @@ export async function startApi(
   const api = createApiApp({
     browserId: d.browserId,
     log: d.log,
+    mapRecords: records => sourceMaps.mapRecords(records),
     pipeline,
     tokens: d.tokens.tokens,
     logger: d.logger.child({ module: 'api' }),
@@ -129,16 +131,26 @@ export async function startApi(
             recordingEnabled: () => d.recording.enabled,
             categories: () => CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c)),
             redaction: redactorOf(config).policy(),
+            sourceMaps,
           },
           logger: d.logger.child({ module: 'bundle' }),
         },
         actions: { reader: d.log },
+        sourceMaps: { sourceMaps, maxBytes: config.sourcemaps.maxBytes },
       }),
       ...(d.opts.routes ?? []),
     ],
   })
+  // Frames kept for SSE resumes predate a map just learned: resumes read the log (mapped) instead.
+  const offLearned = sourceMaps.onLearned(() => api.streams.forgetFrames())
   const server = await startApiServer(api, config.listen)
-  return { part: { api, server }, stop: () => server.close() }
+  return {
+    part: { api, server },
+    stop: async () => {
+      offLearned()
+      await server.close()
+    },
+  }
 }
 
 /** CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect). */

@@ -19,6 +19,8 @@ import { Monitor, RECORDING, capturePlan, chromiumUserFor, type CaptureSource } 
 import { moveLegacyExtensionMeta } from '../uploads/legacy-extension-meta.js'
 import { createCollectors, startSystemCollectors } from '../../collectors/index.js'
 import { startSinks } from '../ship/sinks.js'
+import { SourceMaps } from '../symbols/source-maps.js'
+import { capturedLookup } from '../symbols/captured.js'
 import {
   type Started,
   type Base,
@@ -28,6 +30,7 @@ import {
   type Shipping,
   type Browser,
   type System,
+  type Symbols,
   packageVersion,
 } from './parts.js'
 
@@ -105,13 +108,47 @@ export function buildPipeline(d: Base & Store): Started<Core> {
 }
 
 /**
+ * Source maps (`<data-dir>/sourcemaps`): before the sinks and the monitor, which map stacks with
+ * them. A map that cannot be used is reported as sourcemap_failed through the pipeline.
+ */
+export async function openSourceMaps(d: Base & Store & Core): Promise<Started<Symbols>> {
+  const { config } = d
+  const redactor = redactorOf(config)
+  const sourceMaps = await SourceMaps.open({
+    dir: join(config.dataDir, 'sourcemaps'),
+    maxMapBytes: config.sourcemaps.maxBytes,
+    storeBytes: config.sourcemaps.storeBytes,
+    cacheBytes: config.sourcemaps.cacheBytes,
+    fetch: config.sourcemaps.fetch,
+    report: data =>
+      void d.pipeline.emit({
+        type: 'sourcemap_failed',
+        source: { kind: 'cdp', event: 'Network.loadNetworkResource' },
+        data,
+      }),
+    captured: capturedLookup(d.log),
+    maskSource: source => redactor.url(source),
+    maxEnvelopeBytes: config.maxEnvelopeBytes,
+    logger: d.logger.child({ module: 'sourcemaps' }),
+  })
+  return { part: { sourceMaps }, stop: () => sourceMaps.close() }
+}
+
+/**
  * Sinks: every destination of committed events, as one list. They follow the log and never wait
  * for their destination; they stop before the log closes.
  */
-export async function startSinkList(d: Base & Identity & Store & Core): Promise<Started<Shipping>> {
+export async function startSinkList(d: Base & Identity & Store & Core & Symbols): Promise<Started<Shipping>> {
   const sinks = await startSinks(
     { nats: d.config.nats, otlp: d.config.otlp },
-    { log: d.log, browserId: d.browserId, version: packageVersion(), metrics: d.metrics.registry, logger: d.logger },
+    {
+      log: d.log,
+      browserId: d.browserId,
+      version: packageVersion(),
+      metrics: d.metrics.registry,
+      logger: d.logger,
+      mapEnvelope: env => d.sourceMaps.mapEnvelope(env),
+    },
   )
   return { part: { sinks }, stop: () => sinks.stop() }
 }
@@ -139,7 +176,7 @@ function captureSource(d: Base & Core): CaptureSource {
 }
 
 /** Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects. */
-export async function startMonitor(d: Base & Store & Core): Promise<Started<Browser>> {
+export async function startMonitor(d: Base & Store & Core & Symbols): Promise<Started<Browser>> {
   const { config, pipeline, logger, bounds } = d
   if (!config.launch && !config.cdpUrl)
     return { part: { monitor: undefined, interaction: undefined, screencast: undefined } }
@@ -160,6 +197,7 @@ export async function startMonitor(d: Base & Store & Core): Promise<Started<Brow
       maxHeight: rec.maxHeight,
     },
     logger: logger.child({ module: 'collectors' }),
+    sourceMaps: d.sourceMaps,
   })
   const monitor = new Monitor({
     cdpUrl: config.launch ? undefined : config.cdpUrl,

@@ -49,13 +49,29 @@ export type Source = Static<typeof SourceSchema>
 export const HeadersSchema = Type.Record(Type.String(), Type.String())
 export type Headers = Static<typeof HeadersSchema>
 
-/** CDP Runtime.StackTrace, camelCase as the protocol sends it. */
+/** Where a source map places a frame: the original source, 1-based line and column, the function's name. */
+export const OriginalPositionSchema = Type.Object(
+  {
+    source: Type.String(),
+    line: Type.Integer({ minimum: 1 }),
+    column: Type.Integer({ minimum: 1 }),
+    name: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+)
+export type OriginalPosition = Static<typeof OriginalPositionSchema>
+
+/**
+ * CDP Runtime.StackTrace, camelCase as the protocol sends it (0-based positions). `original` is
+ * added when a source map covers the frame (src/symbols); the raw fields stay as Chromium sent them.
+ */
 export const CallFrameSchema = Type.Object({
   functionName: Type.String(),
   scriptId: Type.Optional(Type.String()),
   url: Type.String(),
   lineNumber: Type.Integer(),
   columnNumber: Type.Integer(),
+  original: Type.Optional(OriginalPositionSchema),
 })
 export const StackTraceSchema = Type.Recursive(
   Self =>
@@ -67,6 +83,49 @@ export const StackTraceSchema = Type.Recursive(
   { $id: 'StackTrace' },
 )
 export type StackTrace = Static<typeof StackTraceSchema>
+
+/** The agent steps' shared fields (agent_step_started / _finished) and the trace context of commands and steps. */
+/** W3C trace context: version 00, a non-zero trace id and span id, flags. */
+export const TRACEPARENT_PATTERN = '^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$'
+export const STEP_OUTCOMES = ['ok', 'error', 'abandoned'] as const
+export const STEP_ABANDON_REASONS = ['connection_closed', 'open_too_long', 'parent_finished', 'shutdown'] as const
+const Hex = (n: number, description: string) => Type.String({ pattern: `^[0-9a-f]{${n}}$`, description })
+/** The trace a command or step belongs to, when the agent gave one (traceparent) or a step made one. */
+export const TraceParentProps = {
+  trace_id: Type.Optional(Hex(32, 'W3C trace id')),
+  parent_span_id: Type.Optional(Hex(16, 'The span this one is a child of (a step, or the agent span)')),
+}
+export const StepProps = {
+  step_id: Type.String({ minLength: 1, maxLength: 128 }),
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  parent_step_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  connection_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  via: Type.Union([Type.Literal('http'), Type.Literal('cdp')], { description: 'How the agent started the step' }),
+  attributes: Type.Optional(
+    Type.Record(Type.String({ maxLength: 128 }), Type.Union([Type.String(), Type.Number(), Type.Boolean()]), {
+      maxProperties: 64,
+    }),
+  ),
+  ...TraceParentProps,
+  span_id: Type.Optional(Hex(16, "The step's own span id")),
+}
+
+/** Why a script's source map could not be used (sourcemap_failed.reason). */
+export const SOURCEMAP_FAILURES = [
+  'not_found',
+  'fetch_failed',
+  'timeout',
+  'too_large',
+  'bad_json',
+  'not_v3',
+  'bad_mappings',
+  'too_many_segments',
+  'too_many_sources',
+  'refused_url',
+  'private_address',
+  'debug_id_mismatch',
+] as const
+export type SourceMapFailure = (typeof SOURCEMAP_FAILURES)[number]
 
 /** Context fields without nav_seq (page_navigation carries these but resets the epoch). */
 export const NavigationContextProps = {

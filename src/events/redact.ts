@@ -1,5 +1,5 @@
-// Secret masking: one Redactor, applied by the pipeline to every event before it is stored (so the
-// log, SSE, HAR export and shipping only ever see masked data) and by the logger to log objects.
+// One idea: secret masking. One Redactor, applied by the pipeline to every event before it is stored
+// (so the log, SSE, HAR export and shipping only ever see masked data) and by the logger to logs.
 //
 // What is masked (built-in lists are always on; configuration only adds names):
 // - header values by name (authorization, cookie, set-cookie, proxy-authorization, x-api-key, ...);
@@ -396,12 +396,19 @@ export class Redactor {
   private stackTrace(st: StackLike, depth = 0): StackLike {
     if (depth > 32) return st
     let frames = st.callFrames
-    if (Array.isArray(frames) && frames.some(f => typeof f.url === 'string' && this.url(f.url) !== f.url)) {
-      frames = frames.map(f => (typeof f.url === 'string' ? { ...f, url: this.url(f.url) } : f))
-    }
+    if (Array.isArray(frames) && frames.some(f => this.frame(f) !== f)) frames = frames.map(f => this.frame(f))
     const parent = st.parent ? this.stackTrace(st.parent, depth + 1) : undefined
     if (frames === st.callFrames && parent === st.parent) return st
     return { ...st, callFrames: frames, ...(parent ? { parent } : {}) }
+  }
+
+  /** A call frame with its URL (and its mapped source, when that is a URL) redacted. */
+  private frame(f: FrameLike): FrameLike {
+    const url = typeof f.url === 'string' ? this.url(f.url) : f.url
+    const source = f.original?.source
+    const masked = typeof source === 'string' && source.includes('://') ? this.url(source) : source
+    if (url === f.url && masked === source) return f
+    return { ...f, url, ...(f.original ? { original: { ...f.original, source: masked } } : {}) }
   }
 
   /**
@@ -437,12 +444,13 @@ export class Redactor {
 /** Log keys whose string values are secrets. Narrower than isSecretName: logs carry `code`, `sessionId`, `key`. */
 const LOG_SECRET_KEY = /token|secret|passw|authorization|cookie|api_?key|credential/i
 
-type StackLike = { callFrames?: { url?: string }[]; parent?: StackLike }
+type FrameLike = { url?: string; original?: { source?: string } }
+type StackLike = { callFrames?: FrameLike[]; parent?: StackLike }
 
 /** network_websocket_handshake's header sets. */
 const SOCKET_HEADER_FIELDS = ['request_headers', 'response_headers'] as const
 /** cdp_command fields holding CDP JSON text. */
 const COMMAND_JSON_FIELDS = ['params', 'result'] as const
 
-/** Top-level data fields that hold URLs (context url, request document/redirect, console source, tab url). */
-const URL_FIELDS = ['url', 'document_url', 'redirect_url', 'source_url'] as const
+/** Top-level data fields that hold URLs (context url, request document/redirect, console source, tab url, source maps). */
+const URL_FIELDS = ['url', 'document_url', 'redirect_url', 'source_url', 'script_url', 'map_url'] as const

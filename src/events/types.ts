@@ -13,36 +13,17 @@ import {
   SourceSchema,
   HeadersSchema,
   StackTraceSchema,
+  SOURCEMAP_FAILURES,
+  STEP_ABANDON_REASONS,
+  STEP_OUTCOMES,
+  TRACEPARENT_PATTERN,
+  StepProps,
+  TraceParentProps,
   NavigationContextProps,
   TargetTypeSchema,
   withContext,
   plain,
 } from './common.js'
-
-/** W3C trace context: version 00, a non-zero trace id and span id, flags. */
-export const TRACEPARENT_PATTERN = '^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$'
-export const STEP_OUTCOMES = ['ok', 'error', 'abandoned'] as const
-export const STEP_ABANDON_REASONS = ['connection_closed', 'open_too_long', 'parent_finished', 'shutdown'] as const
-const Hex = (n: number, description: string) => Type.String({ pattern: `^[0-9a-f]{${n}}$`, description })
-/** The trace a command or step belongs to, when the agent gave one (traceparent) or a step made one. */
-const TraceParentProps = {
-  trace_id: Type.Optional(Hex(32, 'W3C trace id')),
-  parent_span_id: Type.Optional(Hex(16, 'The span this one is a child of (a step, or the agent span)')),
-}
-const StepProps = {
-  step_id: Type.String({ minLength: 1, maxLength: 128 }),
-  name: Type.String({ minLength: 1, maxLength: 256 }),
-  parent_step_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-  connection_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-  via: Type.Union([Type.Literal('http'), Type.Literal('cdp')], { description: 'How the agent started the step' }),
-  attributes: Type.Optional(
-    Type.Record(Type.String({ maxLength: 128 }), Type.Union([Type.String(), Type.Number(), Type.Boolean()]), {
-      maxProperties: 64,
-    }),
-  ),
-  ...TraceParentProps,
-  span_id: Type.Optional(Hex(16, "The step's own span id")),
-}
 
 const Str = (o?: StringOptions) => Type.String(o)
 const OptStr = () => Type.Optional(Type.String())
@@ -87,6 +68,17 @@ export const EVENT_DEFS = {
       line: Type.Optional(Int()),
       column: Type.Optional(Int()),
       source_url: OptStr(),
+    }),
+  ),
+  // A script's source map could not be loaded or used, with why; once per script (src/symbols).
+  sourcemap_failed: def(
+    'sourcemap_failed',
+    'console',
+    withContext({
+      script_url: Str(),
+      map_url: OptStr(),
+      reason: Type.Union(SOURCEMAP_FAILURES.map(r => Type.Literal(r))),
+      message: Str(),
     }),
   ),
   // network

@@ -121,10 +121,16 @@ export function formatStack(stack: unknown): string | undefined {
       url?: string
       lineNumber?: number
       columnNumber?: number
-    }[])
+      original?: { source: string; line: number; column: number; name?: string }
+    }[]) {
+      // A source-mapped frame is shown where the code was written, under its original name.
+      const o = f.original
       lines.push(
-        `    at ${f.functionName || '<anonymous>'} (${f.url ?? ''}:${(f.lineNumber ?? 0) + 1}:${(f.columnNumber ?? 0) + 1})`,
+        o
+          ? `    at ${o.name || f.functionName || '<anonymous>'} (${o.source}:${o.line}:${o.column})`
+          : `    at ${f.functionName || '<anonymous>'} (${f.url ?? ''}:${(f.lineNumber ?? 0) + 1}:${(f.columnNumber ?? 0) + 1})`,
       )
+    }
     s = s.parent as typeof s
   }
   return lines.length > 0 ? lines.join('\n') : undefined

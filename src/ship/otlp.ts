@@ -14,14 +14,22 @@ import {
 import type { ReadableLogRecord } from '@opentelemetry/sdk-logs'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import type { Logger } from '../log.js'
-import type { EventLog } from '../store/event-log.js'
+import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { Sink } from './sink.js'
 import type { SinkHealth } from './ship-health.js'
 import { readHeadersFile, type OtlpConfig, type OtlpSignal } from './otlp-config.js'
 import { OtlpLink, OTLP_ERROR_KINDS, type SignalEncoder } from './otlp-link.js'
 import { MetricsExporter, type MetricsSource } from './otlp-metrics.js'
-import { NOT_LOGGED, logRecordOf, navigationSpanOf, parseEnvelope, sharedOf, type OtlpShared } from './otlp-model.js'
+import {
+  NOT_LOGGED,
+  logRecordOf,
+  navigationSpanOf,
+  parseEnvelope,
+  sharedOf,
+  type Envelope,
+  type OtlpShared,
+} from './otlp-model.js'
 import { TraceBuilder } from './otlp-traces.js'
 import type { HttpAnswer } from './otlp-http.js'
 
@@ -36,6 +44,8 @@ export interface OtlpDeps {
   logger: Logger
   /** Tests shorten these. */
   tuning?: { batchEvents?: number; batchDelayMs?: number; retryInitialMs?: number; retryMaxMs?: number }
+  /** An envelope as exported: console stacks mapped through the source maps known at export time. */
+  mapEnvelope?: (env: Envelope) => Envelope
 }
 
 export interface OtlpExport {
@@ -59,13 +69,16 @@ const TRACE_REPLAY_EVENTS = 20_000
 
 const CONTENT_TYPE = { 'http/protobuf': 'application/x-protobuf', 'http/json': 'application/json' } as const
 
+/** The envelope of a record as exported (console stacks source-mapped when a map is known). */
+type ParseRecord = (rec: StoredRecord) => Envelope
+
 /** The log records of one envelope: none for screenshots; linked to the navigation's root span. */
-function logsEncoder(shared: OtlpShared, json: boolean): SignalEncoder<ReadableLogRecord> {
+function logsEncoder(shared: OtlpShared, json: boolean, parse: ParseRecord): SignalEncoder<ReadableLogRecord> {
   const spanOf = navigationSpanOf(shared.browserId)
   const serializer = json ? JsonLogsSerializer : ProtobufLogsSerializer
   return {
     signal: 'logs',
-    itemsOf: rec => (NOT_LOGGED.has(rec.category) ? [] : [logRecordOf(parseEnvelope(rec), shared, spanOf)]),
+    itemsOf: rec => (NOT_LOGGED.has(rec.category) ? [] : [logRecordOf(parse(rec), shared, spanOf)]),
     serialize: items => serializer.serializeRequest(items) ?? new Uint8Array(),
     rejected: a => {
       const r = (answerJson(a) ? JsonLogsSerializer : ProtobufLogsSerializer).deserializeResponse(a.body)
@@ -83,6 +96,7 @@ function tracesEncoder(
   shared: OtlpShared,
   json: boolean,
   replay: { log: OtlpDeps['log']; acked: () => number },
+  parse: ParseRecord,
 ): SignalEncoder<ReadableSpan> & { builder: TraceBuilder } {
   const builder = new TraceBuilder(shared)
   const ended = new Map<number, ReadableSpan[]>()
@@ -111,7 +125,7 @@ function tracesEncoder(
     itemsOf: rec => {
       if (rec.seq <= fedUpTo) return ended.get(rec.seq) ?? []
       fedUpTo = rec.seq
-      const spans = builder.feed(parseEnvelope(rec))
+      const spans = builder.feed(parse(rec))
       if (spans.length > 0) ended.set(rec.seq, spans)
       return spans
     },
@@ -152,14 +166,19 @@ export async function startOtlp(config: OtlpConfig | undefined, deps: OtlpDeps):
   const shown = redactEndpoint(config.endpoint)
   const sinks: Sink[] = []
   const links = new Map<string, OtlpLink<unknown>>()
+  const mapEnvelope = deps.mapEnvelope
+  // Only console events can carry a stack to map: the rest skip the call.
+  const parse: ParseRecord = mapEnvelope
+    ? rec => (rec.category === 'console' ? mapEnvelope(parseEnvelope(rec)) : parseEnvelope(rec))
+    : parseEnvelope
   for (const signal of ['logs', 'traces'] as const) {
     if (!config.signals.includes(signal)) continue
     const name = `otlp_${signal}`
     let sink: Sink | undefined = undefined
     const encoder = (
       signal === 'logs'
-        ? logsEncoder(shared, json)
-        : tracesEncoder(shared, json, { log: deps.log, acked: () => sink?.ackedSeq ?? 0 })
+        ? logsEncoder(shared, json, parse)
+        : tracesEncoder(shared, json, { log: deps.log, acked: () => sink?.ackedSeq ?? 0 }, parse)
     ) as SignalEncoder<unknown>
     sink = new Sink({
       log: deps.log,

@@ -24,6 +24,8 @@ export interface SinksDeps {
   logger: Logger
   /** Tests shorten the OTLP batching and retries. */
   otlpTuning?: OtlpDeps['tuning']
+  /** OTLP: envelopes as exported (source-mapped console stacks). */
+  mapEnvelope?: OtlpDeps['mapEnvelope']
 }
 
 /** One destination family once started: its sinks, every record it reports, and its stop. */
@@ -58,6 +60,7 @@ const DESTINATIONS: readonly Destination[] = [
       metrics: deps.metrics,
       logger: deps.logger.child({ module: 'otlp' }),
       tuning: deps.otlpTuning,
+      mapEnvelope: deps.mapEnvelope,
     }),
 ]
 

@@ -4,6 +4,7 @@
 // events.ndjson is parsed line by line up to the viewer's event cap; a malformed line is skipped and
 // counted, a missing or hostile file is a clear message, never a hang.
 import { Inflate } from 'fflate'
+import { mapBundleStacks } from './bundle-maps.js'
 import type { Envelope } from './model.js'
 import type { FramePage, FrameQuery, RecordingFrame, RecordingSource } from './model/recording.js'
 
@@ -375,5 +376,11 @@ export async function openBundle(
       warnings.push(`${err.message}: no recording shown`)
     }
   }
+  await mapBundleStacks(
+    entries,
+    async e => new TextDecoder().decode(await entryBytes(file, e, BUNDLE_MAX_SMALL_FILE)),
+    events,
+    warnings,
+  )
   return { name, manifest, events, frames, warnings, recording: new BundleRecording(file, entries, frames) }
 }

@@ -1,6 +1,6 @@
 // The detail pane: everything about the selected row (headers, post data, body, console args and
 // stack, click position, raw JSON). Redacted values are shown as redactions, never as data.
-import type { ComponentChildren } from 'preact'
+import { useState } from 'preact/hooks'
 import type { StackTrace } from '../events/index.js'
 import {
   commandSummary,
@@ -8,9 +8,11 @@ import {
   fmtBytes,
   fmtTime,
   gapLabel,
+  hasOriginalFrames,
   hasRedaction,
   isRedacted,
   netSummary,
+  stackLines,
   MARKER_LABEL,
   MARKERS,
   type Envelope,
@@ -90,40 +92,42 @@ function Block({ title, text, truncated }: { title: string; text: unknown; trunc
   )
 }
 
+/** The stack: original frames first when a source map placed them, the raw ones a click away. */
 export function Stack({ stack }: { stack: StackTrace | undefined }) {
+  const [raw, setRaw] = useState(false)
   if (!stack) return null
-  const frames: ComponentChildren[] = []
-  let s: StackTrace | undefined = stack
-  let depth = 0
-  while (s && depth < 20) {
-    if (s.description && depth > 0)
-      frames.push(
-        <li class="async" key={`d${depth}`}>
-          — {s.description} —
-        </li>,
-      )
-    for (const [i, f] of s.callFrames.entries()) {
-      const loc = `${f.url}:${f.lineNumber + 1}:${f.columnNumber + 1}`
-      frames.push(
-        <li key={`${depth}-${i}`}>
-          <code>{f.functionName || '(anonymous)'}</code>{' '}
-          {/^https?:\/\//.test(f.url) ? (
-            <a href={f.url} target="_blank" rel="noopener noreferrer">
-              {loc}
-            </a>
-          ) : (
-            <span>{loc}</span>
-          )}
-        </li>,
-      )
-    }
-    s = s.parent
-    depth++
-  }
+  const mapped = hasOriginalFrames(stack)
+  const lines = stackLines(stack, raw || !mapped)
   return (
     <section>
-      <h3>Stack trace</h3>
-      <ol class="stack">{frames}</ol>
+      <h3>
+        Stack trace{' '}
+        {mapped ? (
+          <button type="button" class="small" onClick={() => setRaw(!raw)}>
+            {raw ? 'Show original frames' : 'Show raw frames'}
+          </button>
+        ) : null}
+      </h3>
+      <ol class="stack">
+        {lines.map(l =>
+          l.kind === 'separator' ? (
+            <li class="async" key={l.key}>
+              — {l.text} —
+            </li>
+          ) : (
+            <li key={l.key} class={l.mapped ? 'mapped' : undefined}>
+              <code>{l.name}</code>{' '}
+              {l.href ? (
+                <a href={l.href} target="_blank" rel="noopener noreferrer">
+                  {l.location}
+                </a>
+              ) : (
+                <span>{l.location}</span>
+              )}
+            </li>
+          ),
+        )}
+      </ol>
     </section>
   )
 }

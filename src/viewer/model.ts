@@ -57,3 +57,4 @@ export {
   type Row,
 } from './model/rows.js'
 export { fmtBytes, fmtTime, hasRedaction, isRedacted } from './model/format.js'
+export { hasOriginalFrames, stackLines, type StackLine } from './model/stack.js'

@@ -12,6 +12,7 @@ import { launchChromium, type LaunchedBrowser } from '../../src/monitor/launch.j
 import { EventLog } from '../../src/store/event-log.js'
 import { isValidEnvelope } from '../../src/events/index.js'
 import { startServer, waitFor, type Handler, type TestServer } from './http.js'
+import { SOURCE_MAP_CASES, sourceMapCase } from './hostile-sourcemaps.js'
 
 export const TOKEN = 'hostile-token'
 const root = join(import.meta.dirname, '..', '..')
@@ -406,7 +407,7 @@ export async function consoleMarker(ctx: CaseContext, text: string, timeoutMs = 
  * every 10 ms for the newest 20 console events, it read ~20 MB of 1 MB envelopes per poll in the
  * huge-arguments case: most of the daemon's RSS and event-loop time there was this test's reads.)
  */
-function gently<T>(check: () => Promise<T>): () => Promise<T | undefined> {
+export function gently<T>(check: () => Promise<T>): () => Promise<T | undefined> {
   let last = 0
   return async () => {
     const wait = last + 100 - performance.now()
@@ -648,5 +649,6 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
         await consoleMarker(ctx, 'hostile-done')
       },
     },
+    ...SOURCE_MAP_CASES.map(sourceMapCase),
   ]
 }

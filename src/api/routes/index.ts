@@ -7,6 +7,7 @@ import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.j
 import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
 import { registerMetricsRoute, type MetricsRouteDeps } from './metrics.js'
 import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
+import { registerSourceMapRoutes, type SourceMapRouteDeps } from './sourcemaps.js'
 import { registerStepRoutes, type StepRouteDeps } from './steps.js'
 import { registerUploadRoutes, type UploadRouteDeps } from './uploads.js'
 import { registerViewerRoutes } from './viewer.js'
@@ -20,6 +21,7 @@ export interface DaemonRouteDeps {
   bundle: BundleRouteDeps
   actions: ActionRouteDeps
   steps: StepRouteDeps
+  sourceMaps: SourceMapRouteDeps
 }
 
 export type RouteGroup = (router: ApiRouter) => void
@@ -35,5 +37,6 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerBundleRoutes(r, d.bundle),
     r => registerActionRoutes(r, d.actions),
     r => registerStepRoutes(r, d.steps),
+    r => registerSourceMapRoutes(r, d.sourceMaps),
   ]
 }

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { CONFIGURABLE_CATEGORIES, EnvelopeSchema, type EventData } from '../../events/index.js'
 import type { ConfigurableCategory, Pipeline } from '../../pipeline/pipeline.js'
-import type { EventLog } from '../../store/event-log.js'
+import type { EventLog, StoredRecord } from '../../store/event-log.js'
 import { ApiError, invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiMiddleware, ApiRouter } from '../route-table.js'
@@ -17,6 +17,8 @@ import type { RecordingSwitch } from '../../recording/switch.js'
 
 export interface TelemetryRouteDeps {
   log: EventLog
+  /** Records as readers see them (stack frames mapped through the source maps known now). */
+  mapRecords?: MapRecords
   pipeline: Pipeline
   streams: TelemetryStreams
   /** What PUT layers its body onto (the daemon's --categories). */
@@ -41,9 +43,13 @@ export interface StreamOpener {
   prepare(browserId: string, start: StreamStart): Promise<(res: ServerResponse) => Promise<void>>
 }
 
+/** Records as they are served: the same list, or copies with some events re-serialised. */
+export type MapRecords = (records: readonly StoredRecord[]) => Promise<StoredRecord[]>
+
 export interface TelemetryReadRouteDeps {
   /** The events of the browser named in the path (already checked by the route table). */
   readerOf: (browserId: string) => EventReader
+  mapRecords?: MapRecords
   streams: StreamOpener
   /** Unix microseconds (tests pin it). */
   now?: () => number
@@ -53,7 +59,12 @@ export interface TelemetryReadRouteDeps {
 const MAX_EMPTY_PAGE_RETRIES = 16
 
 export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteDeps): void {
-  registerTelemetryReadRoutes(router, { readerOf: () => deps.log, streams: deps.streams, now: deps.now })
+  registerTelemetryReadRoutes(router, {
+    readerOf: () => deps.log,
+    mapRecords: deps.mapRecords,
+    streams: deps.streams,
+    now: deps.now,
+  })
   registerTelemetryConfigRoutes(router, deps)
 }
 
@@ -99,9 +110,11 @@ export function registerTelemetryReadRoutes(router: ApiRouter, deps: TelemetryRe
       ctx.set('X-Has-More', hasMore ? 'true' : 'false')
       ctx.set('X-Next-Offset', String(hasMore ? page.nextCursor : 0))
       ctx.type = 'application/json'
-      // The stored JSON is served as is: no parse, no re-serialisation.
+      // The stored JSON is served as is (no parse, no re-serialisation), but for console events
+      // whose stack a source map now covers.
+      const records = deps.mapRecords ? await deps.mapRecords(page.records) : page.records
       let body = '['
-      for (let i = 0; i < page.records.length; i++) body += (i === 0 ? '' : ',') + page.records[i]!.json
+      for (let i = 0; i < records.length; i++) body += (i === 0 ? '' : ',') + records[i]!.json
       ctx.body = body + ']'
     },
   })

@@ -1,0 +1,118 @@
+// Error.cause chains for console stacks: an error thrown or logged with a `cause` (new Error(msg,
+// {cause})) gets each cause as a `stack_trace.parent` entry (description `cause: <message>`), its
+// frames read from the cause's own V8 stack text. Only errors whose preview shows a `cause` cost a
+// CDP call (Runtime.callFunctionOn on the error, by value); the text is parsed here.
+import type { Protocol } from 'devtools-protocol'
+import { withTimeout, type StackTrace, type TargetSession } from '../src/collector-kit.js'
+import { errorMessage } from './console-format.js'
+
+/** Causes followed at most, frames kept per cause, characters read of each cause's text. */
+export const MAX_CAUSES = 8
+const MAX_FRAMES = 64
+const MAX_CAUSE_CHARS = 16 * 1024
+/** How long an event may wait for its causes (the page's own code could hang the call). */
+export const CAUSE_TIMEOUT_MS = 1000
+
+/**
+ * Runs in the page on the error: the chain of `cause` own data properties (never a getter, so page
+ * code does not run), each as its stack text, or JSON / String for a value that is not an Error.
+ */
+const READ_CAUSES = `function (maxDepth, maxChars) {
+  const out = []
+  const seen = new Set([this])
+  let e = this
+  for (let i = 0; i < maxDepth; i++) {
+    if (e === null || (typeof e !== 'object' && typeof e !== 'function')) break
+    const d = Object.getOwnPropertyDescriptor(e, 'cause')
+    if (!d || !('value' in d) || seen.has(d.value)) break
+    e = d.value
+    seen.add(e)
+    let text
+    try {
+      text = e instanceof Error ? String(e.stack || e) : typeof e === 'object' && e !== null ? JSON.stringify(e) : String(e)
+    } catch (_) {
+      text = Object.prototype.toString.call(e)
+    }
+    out.push(String(text).slice(0, maxChars))
+  }
+  return out
+}`
+
+/** Whether a thrown or logged value is an error whose preview shows (or may hide) a `cause`. */
+export function mayHaveCause(obj: Protocol.Runtime.RemoteObject | undefined): obj is Protocol.Runtime.RemoteObject {
+  if (!obj || obj.subtype !== 'error' || !obj.objectId) return false
+  const p = obj.preview
+  return !p || p.overflow || p.properties.some(prop => prop.name === 'cause')
+}
+
+/** The error's causes as a chain of stack entries (undefined: none, or the page did not answer in time). */
+export async function readCauses(
+  session: TargetSession,
+  obj: Protocol.Runtime.RemoteObject,
+): Promise<StackTrace | undefined> {
+  const r = await withTimeout(
+    session.sendMayFail('Runtime.callFunctionOn', {
+      objectId: obj.objectId!,
+      functionDeclaration: READ_CAUSES,
+      arguments: [{ value: MAX_CAUSES }, { value: MAX_CAUSE_CHARS }],
+      returnByValue: true,
+      silent: true,
+    }),
+    CAUSE_TIMEOUT_MS,
+  ).catch(() => undefined)
+  const texts = r?.result.value as unknown
+  if (!Array.isArray(texts) || texts.length === 0) return undefined
+  return causeChain(texts.filter((t): t is string => typeof t === 'string'))
+}
+
+/** Stack entries for cause texts, outermost cause first: `cause: <message>` and its parsed frames. */
+export function causeChain(texts: readonly string[]): StackTrace | undefined {
+  let chain: StackTrace | undefined
+  for (let i = Math.min(texts.length, MAX_CAUSES) - 1; i >= 0; i--) {
+    const text = texts[i]!
+    const entry: StackTrace = {
+      description: `cause: ${errorMessage(text) || text.split('\n')[0]}`,
+      callFrames: parseV8Stack(text),
+    }
+    if (chain) entry.parent = chain
+    chain = entry
+  }
+  return chain
+}
+
+const FRAME_LINE = /^\s*at (?:(.+?) \()?(.+?):(\d+):(\d+)\)?\s*$/
+
+/**
+ * The frames of a V8 stack text (`    at name (url:line:col)`), with CDP's 0-based positions and
+ * the bare function name CDP would give (`async` / `new` / receiver type dropped). Lines without a
+ * position (native code) and eval frames are left out.
+ */
+export function parseV8Stack(text: string): StackTrace['callFrames'] {
+  const frames: StackTrace['callFrames'] = []
+  for (const line of text.split('\n')) {
+    if (frames.length >= MAX_FRAMES) break
+    const m = FRAME_LINE.exec(line)
+    if (!m) continue
+    const url = m[2]!
+    if (url.includes('(') || url.startsWith('eval at') || url === '<anonymous>') continue
+    let name = (m[1] ?? '')
+      .replace(/^async /, '')
+      .replace(/^new /, '')
+      .replace(/ \[as [^\]]+\]$/, '')
+    if (name.includes('<anonymous>')) name = ''
+    else if (name.includes('.')) name = name.slice(name.lastIndexOf('.') + 1)
+    frames.push({ functionName: name, url, lineNumber: Number(m[3]) - 1, columnNumber: Number(m[4]) - 1 })
+  }
+  return frames
+}
+
+/** The stack with the causes appended after its last parent entry (a new object; the input is kept). */
+export function withCauses(stack: StackTrace | undefined, causes: StackTrace | undefined): StackTrace | undefined {
+  if (!causes) return stack
+  if (!stack) return { callFrames: [], parent: causes }
+  const copy: StackTrace = { ...stack }
+  let s = copy
+  for (let depth = 0; s.parent && depth < 32; depth++) s = s.parent = { ...s.parent }
+  s.parent = causes
+  return copy
+}

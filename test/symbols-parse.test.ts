@@ -1,0 +1,279 @@
+// src/symbols' pure parts: a map parsed under its bounds and decoded in slices exactly as
+// trace-mapping decodes it whole, hostile maps refused by a bound (invalid VLQ, 100,000 sources,
+// 10 million segments) in bounded time and memory, a script's references read while it streams,
+// the fetch rule for map URLs, and stack frames mapped with their functions' names.
+import t from 'tap'
+import { TraceMap, originalPositionFor } from '@jridgewell/trace-mapping'
+import { MapError, parseSourceMap, originalAt, SEGMENT_BYTES } from '../src/symbols/source-map.js'
+import { ScriptScanner, checkFetchUrl, decodeDataUrl, isPrivateHost, mapHeaderOf } from '../src/symbols/script-refs.js'
+import { mapStack, isMappable } from '../src/symbols/frames.js'
+import { syntheticMappings } from './helpers/sourcemap-app.js'
+
+const LIMITS = { maxSources: 10_000, maxSegments: Math.floor((64 * 1024 * 1024) / SEGMENT_BYTES) }
+
+async function refusal(
+  text: string,
+  limits = LIMITS,
+  pause?: () => Promise<void>,
+): Promise<{ reason: string; message: string }> {
+  try {
+    await parseSourceMap(text, limits, pause)
+  } catch (err) {
+    if (err instanceof MapError) return { reason: err.reason, message: err.message }
+    throw err
+  }
+  throw new Error('the map was accepted')
+}
+
+t.test('a map decoded in slices matches trace-mapping decoding it whole, at every position', async t => {
+  // 20,000 lines of 12 segments: about 1 MB of mappings, eight slices.
+  const sources = Array.from({ length: 40 }, (_, i) => `src/m${i}.ts`)
+  const names = Array.from({ length: 30 }, (_, i) => `name${i}`)
+  const text = JSON.stringify({
+    version: 3,
+    sources,
+    names,
+    mappings: syntheticMappings(20_000, 12, sources.length, names.length),
+  })
+  let pauses = 0
+  const map = await parseSourceMap(text, LIMITS, async () => {
+    pauses++
+  })
+  t.equal(map.segments, 240_000)
+  t.ok(pauses >= 6, `decoded in slices with the event loop let go between them (${pauses} pauses)`)
+  const whole = new TraceMap(text)
+  let differ = 0
+  let checked = 0
+  for (let line = 0; line < 20_000; line += 7)
+    for (let col = 0; col < 12 * 7 + 3; col += 5) {
+      checked++
+      const a = originalAt(map, line, col)
+      const b = originalPositionFor(whole, { line: line + 1, column: col })
+      const same =
+        (a?.source ?? null) === b.source &&
+        (a?.line ?? null) === b.line &&
+        (a ? a.column - 1 : null) === b.column &&
+        (a?.name ?? null) === b.name
+      if (!same && differ++ < 3) t.fail(`line ${line} col ${col}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`)
+    }
+  t.equal(differ, 0, `all ${checked} positions agree`)
+  t.equal(map.bytes, 240_000 * SEGMENT_BYTES + (sources.join('').length + names.join('').length) * 4 + 1024)
+})
+
+t.test('shape refusals: not JSON, not version 3, index maps, bad fields', async t => {
+  t.match(await refusal('{"version": 3,'), { reason: 'bad_json', message: /^not JSON: / })
+  t.equal((await refusal('[1]')).reason, 'not_v3')
+  t.same(await refusal('{"version":2,"sources":[],"mappings":""}'), {
+    reason: 'not_v3',
+    message: 'version is 2, not 3',
+  })
+  t.equal((await refusal('{"version":3,"sections":[]}')).reason, 'not_v3')
+  t.equal((await refusal('{"version":3,"sources":"a.ts","mappings":""}')).reason, 'not_v3')
+  t.equal((await refusal('{"version":3,"sources":[],"names":[1],"mappings":""}')).reason, 'not_v3')
+  t.equal((await refusal('{"version":3,"sources":[]}')).reason, 'not_v3')
+})
+
+t.test('invalid VLQ in mappings is refused at its offset, never decoded into garbage', async t => {
+  const map = (mappings: string) => JSON.stringify({ version: 3, sources: ['a.ts'], names: ['x'], mappings })
+  t.same(await refusal(map('AAAA,AA!A')), { reason: 'bad_mappings', message: '"!" at 7 is not a VLQ digit' })
+  t.same(await refusal(map('AAAA;AAAg')), { reason: 'bad_mappings', message: 'a VLQ value ends unfinished at 9' })
+  t.same(await refusal(map('AAAA,AA')), { reason: 'bad_mappings', message: 'a segment of 2 fields at 7 (1, 4 or 5)' })
+  t.same(await refusal(map('AAAA,,AAAA')), { reason: 'bad_mappings', message: 'an empty segment at 5' })
+  t.same(await refusal(map('ggggggggB')), { reason: 'bad_mappings', message: 'a VLQ value over 32 bits at 7' })
+  t.same(await refusal(map('AAAAé')), { reason: 'bad_mappings', message: '"é" at 4 is not a VLQ digit' })
+  // A valid one for contrast: one segment per line, empty lines allowed.
+  const ok = await parseSourceMap(map('AAAA;;AACAA'), LIMITS)
+  t.equal(ok.segments, 2)
+  t.same(originalAt(ok, 2, 0), { source: 'a.ts', line: 2, column: 1, name: 'x' })
+})
+
+t.test('100,000 sources: refused before trace-mapping resolves them, in bounded time', async t => {
+  const text = JSON.stringify({
+    version: 3,
+    sources: Array.from({ length: 100_000 }, (_, i) => `webpack://app/./src/module-${i}/index.ts`),
+    mappings: 'AAAA',
+  })
+  const started = performance.now()
+  t.same(await refusal(text), { reason: 'too_many_sources', message: '100000 sources (at most 10000)' })
+  const ms = performance.now() - started
+  // Measured 25-60 ms (JSON.parse of 4.6 MB) at a load average of 5-7 on 2 cores; resolving all
+  // 100,000 (what the bound avoids) took 150-180 ms unloaded. 1 s is 16x the worst seen.
+  t.ok(ms < 1000, `refused in ${ms.toFixed(0)} ms`)
+})
+
+t.test('10 million mapping segments: refused at the segment bound, in bounded time and memory', async t => {
+  // The smallest segments there are ("A," : 2 characters each): 20 MB of mappings.
+  const text = `{"version":3,"sources":["a.ts"],"names":[],"mappings":"${'A,'.repeat(10_000_000 - 1)}A"}`
+  t.ok(text.length > 20_000_000)
+  global.gc?.()
+  const heapBefore = process.memoryUsage().heapUsed
+  let peak = heapBefore
+  const sample = async () => {
+    peak = Math.max(peak, process.memoryUsage().heapUsed)
+  }
+  const started = performance.now()
+  const r = await refusal(text, LIMITS, sample).finally(sample)
+  const ms = performance.now() - started
+  t.same(r, { reason: 'too_many_segments', message: 'more segments than the bound' })
+  // Nothing was decoded: the check stops at the bound (671,088 segments) in the first slices.
+  // Measured 60-160 ms (JSON.parse of the 20 MB text is most of it) at a load average of 5-7 on
+  // 2 cores; 3 s is 18x that. Decoding all 10 million would take seconds and about 1 GB of heap.
+  t.ok(ms < 3000, `refused in ${ms.toFixed(0)} ms`)
+  // The parsed JSON holds a second 20 MB copy of the mappings while it is checked; 96 MB is 2.4x
+  // that with the slices, and a tenth of what decoding them would take.
+  const grew = (peak - heapBefore) / 1048576
+  t.ok(grew < 96, `heap grew ${grew.toFixed(0)} MB at most while refusing it`)
+})
+
+t.test('the segment bound follows the limits given (the cache bound in the daemon)', async t => {
+  const text = JSON.stringify({ version: 3, sources: ['a.ts'], mappings: syntheticMappings(100, 10, 1, 0) })
+  t.equal((await refusal(text, { maxSources: 10, maxSegments: 999 })).reason, 'too_many_segments')
+  t.equal((await parseSourceMap(text, { maxSources: 10, maxSegments: 1000 })).segments, 1000)
+})
+
+t.test('Debug IDs are read from debugId (or debug_id), lower case; anything else is none', async t => {
+  const base = { version: 3, sources: [], mappings: '' }
+  const id = '3A4B5C6D-1111-4222-8333-944455556666'
+  t.equal((await parseSourceMap(JSON.stringify({ ...base, debugId: id }), LIMITS)).debugId, id.toLowerCase())
+  t.equal((await parseSourceMap(JSON.stringify({ ...base, debug_id: id }), LIMITS)).debugId, id.toLowerCase())
+  t.equal((await parseSourceMap(JSON.stringify({ ...base, debugId: 'nope' }), LIMITS)).debugId, undefined)
+})
+
+t.test('a script scanned in chunks: the last sourceMappingURL comment, its Debug ID', async t => {
+  const scan = (chunks: string[], max = 1 << 20) => {
+    const s = new ScriptScanner(max)
+    for (const c of chunks) s.push(c)
+    return { refs: s.finish(), tooLarge: s.tooLarge }
+  }
+  const script =
+    'var a=1;\n//# sourceMappingURL=old.map\nvar b=2;\n//# debugId=85314830-023F-4CF1-A267-535F4E37BB17\n//# sourceMappingURL=app.min.js.map\n'
+  const whole = scan([script]).refs
+  t.same(whole, { debugId: '85314830-023f-4cf1-a267-535f4e37bb17', mapRef: 'app.min.js.map' })
+  // Split at every position: markers cut between chunks are still found.
+  for (let i = 1; i < script.length; i++)
+    t.same(scan([script.slice(0, i), script.slice(i)]).refs, whole, `split at ${i}`)
+  t.same(scan(['x = "//# sourceMappingURL=not-a-comment.map"\n']).refs, {}, 'a marker inside code is not a comment')
+  t.same(scan(['//@ sourceMappingURL=legacy.map']).refs, { mapRef: 'legacy.map' }, 'the legacy marker, at the very end')
+  // An inline map over the bound is dropped (and said), but a later comment still counts.
+  const data = `//# sourceMappingURL=data:application/json;base64,${'A'.repeat(5000)}`
+  t.same(scan([data.slice(0, 3000), data.slice(3000)], 4096), { refs: {}, tooLarge: true })
+  t.same(scan([data, '\n//# sourceMappingURL=later.map\n'], 4096), { refs: { mapRef: 'later.map' }, tooLarge: false })
+})
+
+t.test('a 50 MB script without a map comment is scanned in constant memory', async t => {
+  const chunk = 'function f(){return 1};'.repeat(45_590) // ~1 MiB
+  const s = new ScriptScanner(1 << 20)
+  let most = 0
+  for (let i = 0; i < 50; i++) {
+    s.push(chunk)
+    most = Math.max(most, s.retained)
+  }
+  t.same(s.finish(), {})
+  t.equal(most, 64, 'only the last 64 characters are held between chunks')
+  s.push('\n//# sourceMappingURL=app.js.map\n')
+  t.same(s.finish(), { mapRef: 'app.js.map' })
+  t.ok(s.retained < 200, `then the comment line (${s.retained} characters)`)
+})
+
+t.test('data: URLs and the SourceMap header', async t => {
+  const json = '{"version":3}'
+  t.equal(decodeDataUrl(`data:application/json;base64,${Buffer.from(json).toString('base64')}`), json)
+  t.equal(decodeDataUrl(`data:application/json;charset=utf-8;base64,${Buffer.from(json).toString('base64')}`), json)
+  t.equal(decodeDataUrl(`data:application/json,${encodeURIComponent(json)}`), json)
+  t.equal(decodeDataUrl('data:application/json;base64,//79'), undefined, 'not UTF-8')
+  t.equal(mapHeaderOf({ SourceMap: ' /a.map ', 'X-SourceMap': '/b.map' }), '/a.map')
+  t.equal(mapHeaderOf({ 'x-sourcemap': '/b.map' }), '/b.map')
+  t.equal(mapHeaderOf({ 'content-type': 'text/javascript' }), undefined)
+})
+
+t.test('the fetch rule: http(s) only; a private address only on the page’s own origin', async t => {
+  const page = 'http://127.0.0.1:4000/shop/'
+  t.same(checkFetchUrl(new URL('file:///etc/passwd'), page), {
+    reason: 'refused_url',
+    message: 'file: URLs are not fetched (http and https only)',
+  })
+  t.equal(checkFetchUrl(new URL('chrome://settings/'), page)?.reason, 'refused_url')
+  t.equal(checkFetchUrl(new URL('http://127.0.0.1:4000/app.js.map'), page), undefined, 'same origin')
+  t.same(checkFetchUrl(new URL('http://127.0.0.1:4001/app.js.map'), page), {
+    reason: 'private_address',
+    message: "127.0.0.1:4001 is a private address outside the page's origin (http://127.0.0.1:4000)",
+  })
+  t.equal(checkFetchUrl(new URL('http://10.1.2.3/app.js.map'), 'https://shop.example/')?.reason, 'private_address')
+  t.equal(checkFetchUrl(new URL('https://cdn.example/app.js.map'), 'https://shop.example/'), undefined)
+  const priv = [
+    'localhost',
+    'a.localhost',
+    '10.0.0.1',
+    '172.16.5.4',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '[::1]',
+    '[fd00::1]',
+    '[fe80::1]',
+    '[::ffff:10.0.0.1]',
+    '[::ffff:a00:1]',
+  ]
+  const pub = ['8.8.8.8', '172.32.0.1', '100.128.0.1', 'cdn.example', '[2001:db8::1]', '[::ffff:808:808]']
+  t.same(
+    priv.filter(h => !isPrivateHost(h)),
+    [],
+    'private',
+  )
+  t.same(
+    pub.filter(h => isPrivateHost(h)),
+    [],
+    'public',
+  )
+})
+
+t.test('frames mapped with their functions’ names from the call site below', async t => {
+  // Generated line 0: a function "a" (at 10) calls "b" at column 20; b calls c at column 40; the map
+  // names the calls' tokens.
+  const text = JSON.stringify({
+    version: 3,
+    sources: ['src/app.ts'],
+    names: ['inner', 'outer'],
+    // col 0 -> 1:0; col 20 -> 5:2 named "inner" (the call of inner); col 40 -> 9:4 named "outer"
+    mappings: 'AAAA,oBAIEA,oBAIEC',
+  })
+  const map = await parseSourceMap(text, LIMITS)
+  const url = 'https://shop.example/app.min.js'
+  const stack = {
+    callFrames: [
+      { functionName: 'c', url, lineNumber: 0, columnNumber: 0 }, // inside inner (called at 20)
+      { functionName: 'b', url, lineNumber: 0, columnNumber: 20 }, // inside outer (called at 40)
+      { functionName: 'a', url, lineNumber: 0, columnNumber: 40 }, // the outermost: no call site below
+      { functionName: 'x', url: 'https://other.example/x.js', lineNumber: 3, columnNumber: 1 },
+    ],
+  }
+  const mapped = mapStack(stack, u => (u === url ? map : undefined))!
+  t.same(
+    mapped.callFrames.map(f => f.original ?? null),
+    [
+      { source: 'src/app.ts', line: 1, column: 1, name: 'inner' },
+      { source: 'src/app.ts', line: 5, column: 3, name: 'outer' },
+      { source: 'src/app.ts', line: 9, column: 5 },
+      null,
+    ],
+  )
+  t.same(mapped.callFrames[0], { ...stack.callFrames[0], original: mapped.callFrames[0]!.original }, 'raw fields kept')
+  t.equal(Object.prototype.hasOwnProperty.call(stack.callFrames[0], 'original'), false, 'the input is not changed')
+  t.equal(
+    mapStack(mapped, u => (u === url ? map : undefined)),
+    undefined,
+    'frames mapped once stay as they are',
+  )
+  const masked = mapStack(
+    { callFrames: [{ functionName: 'c', url, lineNumber: 0, columnNumber: 0 }] },
+    () => map,
+    s => `masked:${s}`,
+  )
+  t.equal(masked!.callFrames[0]!.original!.source, 'src/app.ts', 'plain paths are not URLs to mask')
+  t.ok(isMappable('console_error', { stack_trace: stack }))
+  t.ok(isMappable('console_log', { level: 'warning', stack_trace: stack }))
+  t.notOk(isMappable('console_log', { level: 'log', stack_trace: stack }), 'console.log stacks are left alone')
+  t.notOk(isMappable('console_error', {}))
+})
