@@ -1,6 +1,7 @@
 // The sourcemaps routes (PUT, GET, DELETE /browsers/{id}/sourcemaps) and the read paths that map
 // stored stacks with what is uploaded later: the events route, and SSE replays (which must not be
 // served from frames kept before the map was known).
+import { readSseUntil } from './helpers/sse.js'
 import t, { type Test } from 'tap'
 import { request } from 'node:http'
 import { join } from 'node:path'
@@ -178,29 +179,5 @@ async function sse(url: string, headers: Record<string, string>) {
     headers: { authorization: `Bearer ${TOKEN}`, ...headers },
     signal: ctl.signal,
   })
-  return {
-    async until(seq: number): Promise<{ seq: number; json: string }[]> {
-      const out: { seq: number; json: string }[] = []
-      const decoder = new TextDecoder()
-      let buf = ''
-      try {
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-          buf += decoder.decode(chunk, { stream: true })
-          let end: number
-          while ((end = buf.indexOf('\n\n')) >= 0) {
-            const frame = buf.slice(0, end)
-            buf = buf.slice(end + 2)
-            const id = /^id: (\d+)$/m.exec(frame)
-            const data = /^data: (.*)$/m.exec(frame)
-            if (!id || !data) continue
-            out.push({ seq: Number(id[1]), json: data[1]! })
-            if (Number(id[1]) >= seq) return out
-          }
-        }
-      } finally {
-        ctl.abort()
-      }
-      return out
-    },
-  }
+  return { until: (seq: number) => readSseUntil(res, ctl, seq) }
 }

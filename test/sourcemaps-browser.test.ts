@@ -2,6 +2,7 @@
 // minified bundles (external map, inline map, Debug-ID map, upload-only map, SourceMap header) fails
 // from nested functions, with causes; the exact original source, line, column and name of every
 // frame is asserted in the events API, an SSE replay, the debug bundle and an OTLP export.
+import { readSseUntil } from './helpers/sse.js'
 import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import { parseServeConfig } from '../src/config/config.js'
@@ -340,25 +341,5 @@ async function replay(daemonUrl: string, base: string, lastSeq: number): Promise
     headers: { authorization: `Bearer ${TOKEN}` },
     signal: ctl.signal,
   })
-  const out: Env[] = []
-  const decoder = new TextDecoder()
-  let buf = ''
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += decoder.decode(chunk, { stream: true })
-      let end: number
-      while ((end = buf.indexOf('\n\n')) >= 0) {
-        const frame = buf.slice(0, end)
-        buf = buf.slice(end + 2)
-        const data = frame.split('\n').find(l => l.startsWith('data: '))
-        if (!data) continue
-        const e = JSON.parse(data.slice(6)) as Env
-        out.push(e)
-        if (e.seq >= lastSeq) return out
-      }
-    }
-  } finally {
-    ctl.abort()
-  }
-  return out
+  return (await readSseUntil(res, ctl, lastSeq)).map(f => JSON.parse(f.json) as Env)
 }

@@ -6,18 +6,17 @@ import { isMappable, mapStack } from '../symbols/frames.js'
 import { MapError, parseSourceMap, type ParsedMap } from '../symbols/source-map.js'
 import type { StackTrace } from '../events/index.js'
 import type { Envelope } from './model.js'
-import type { ZipEntry } from './bundle-source.js'
 
 /** Bounds of one map in the page: sources, and segments (about 100 bytes of heap each once decoded). */
 const LIMITS = { maxSources: 10_000, maxSegments: 1_000_000 }
 
 /** Reads an entry's text (bounded by the caller's per-file cap). */
-export type EntryText = (e: ZipEntry) => Promise<string>
+export type EntryText<E> = (e: E) => Promise<string>
 
 /** Maps the bundle's unmapped console stacks; returns how many events changed. Problems go to `warnings`. */
-export async function mapBundleStacks(
-  entries: Map<string, ZipEntry>,
-  text: EntryText,
+export async function mapBundleStacks<E extends { name: string }>(
+  entries: Map<string, E>,
+  text: EntryText<E>,
   events: Envelope[],
   warnings: string[],
 ): Promise<number> {

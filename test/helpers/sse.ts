@@ -1,5 +1,6 @@
 // SSE test helpers.
 import { EventEmitter } from 'node:events'
+import { createParser } from 'eventsource-parser'
 
 /** Undoes HTTP/1.1 chunked encoding of a (possibly truncated) body. */
 export function dechunk(body: string): string {
@@ -63,4 +64,34 @@ export class RecordingResponse extends EventEmitter {
   destroy() {
     this.closed = true
   }
+}
+
+/**
+ * Reads an SSE response (eventsource-parser) until a frame with id >= `lastSeq` arrived or the
+ * stream ended, then aborts it; returns each frame's id and data.
+ */
+export async function readSseUntil(
+  res: Response,
+  ctl: AbortController,
+  lastSeq: number,
+): Promise<{ seq: number; json: string }[]> {
+  const out: { seq: number; json: string }[] = []
+  let done = false
+  const parser = createParser({
+    onEvent: e => {
+      if (done || e.id === undefined) return
+      out.push({ seq: Number(e.id), json: e.data })
+      if (Number(e.id) >= lastSeq) done = true
+    },
+  })
+  const decoder = new TextDecoder()
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }))
+      if (done) break
+    }
+  } finally {
+    ctl.abort()
+  }
+  return out
 }
