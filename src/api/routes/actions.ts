@@ -11,6 +11,7 @@ import type { ApiRouter } from '../route-table.js'
 import { ActionSchema } from '../schemas.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import type { EventReader } from '../telemetry-source.js'
+import { lowerBound } from '../../util/lower-bound.js'
 
 export interface ActionRouteDeps {
   /** The browser's events (the daemon's log). */
@@ -118,13 +119,7 @@ export async function windowActions(reader: EventReader, window: ReadQuery, maxR
  * is the next action's start, 0 when none.
  */
 export function pageOf(actions: readonly Action[], offset: number, limit: number): { actions: Action[]; next: number } {
-  let lo = 0
-  let hi = actions.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (actions[mid]!.start_ts < offset) lo = mid + 1
-    else hi = mid
-  }
+  const lo = lowerBound(actions.length, i => actions[i]!.start_ts < offset)
   let end = Math.min(actions.length, lo + limit)
   while (end > lo && end < actions.length && actions[end]!.start_ts === actions[end - 1]!.start_ts) end++
   return { actions: actions.slice(lo, end), next: end < actions.length ? actions[end]!.start_ts : 0 }

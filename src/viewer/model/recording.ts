@@ -8,6 +8,7 @@
 // missing id between two frames is a recording gap: frames the daemon received but could not keep
 // (store backpressure, a write error) or that retention removed. Frames left out by the rate cap
 // or because they repeat the previous frame of their target take no id (not a gap).
+import { lowerBound } from '../../util/lower-bound.js'
 
 /** One frame's metadata, exactly as the API (and a bundle's frames/index.json) carries it. */
 export interface RecordingFrame {
@@ -109,12 +110,5 @@ export function frameIndexAt(frames: readonly RecordingFrame[], tUs: number): nu
  * frame_id; after_seq never decreases in that order.
  */
 export function frameIndexBeforeSeq(frames: readonly RecordingFrame[], seq: number): number {
-  let lo = 0
-  let hi = frames.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (frames[mid]!.after_seq < seq) lo = mid + 1
-    else hi = mid
-  }
-  return lo - 1
+  return lowerBound(frames.length, i => frames[i]!.after_seq < seq) - 1
 }

@@ -7,6 +7,7 @@ import { buildNavigations, inNavigation, type Navigation } from './navigations.j
 import { joinNetwork, joinSockets, netSummary, type NetRow, type SocketRow } from './network-rows.js'
 import { panelOf, type Panel } from './panels.js'
 import { agentRows, deriveAgent, type AgentData, type AgentRow } from './agent.js'
+import { lowerBound } from '../../util/lower-bound.js'
 
 /** The text a row's filter matches against. */
 export function searchText(e: Envelope): string {
@@ -251,14 +252,10 @@ export function typeOptions(panel: Panel, events: readonly Envelope[], agent?: A
 
 /** Index of the row at or nearest after seq (for jump-to and cross-panel linking). */
 export function rowIndexAtSeq(rows: readonly Row[], seq: number): number {
-  let lo = 0
-  let hi = rows.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if (rows[mid]!.seq < seq) lo = mid + 1
-    else hi = mid
-  }
-  return Math.min(lo, rows.length - 1)
+  return Math.min(
+    lowerBound(rows.length, i => rows[i]!.seq < seq),
+    rows.length - 1,
+  )
 }
 
 /** Waterfall scale of a list of network rows: bar offset and width as fractions of the span. */
