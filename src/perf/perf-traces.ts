@@ -105,7 +105,11 @@ export class PerfTraces {
       categories: [...(req.categories ?? DEFAULT_TRACE_CATEGORIES)],
     }
     const abort = new AbortController()
-    const done = this.run(recorder, info, abort.signal).finally(() => (this.current = undefined))
+    // The trace is no longer current before its event is stored: whoever reads the event sees it ended.
+    const done = this.run(recorder, info, abort.signal).then(event => {
+      this.current = undefined
+      this.opts.report(event)
+    })
     this.current = { info, abort, done }
     return { ...info }
   }
@@ -142,7 +146,12 @@ export class PerfTraces {
     await running.done
   }
 
-  private async run(recorder: TraceRecorder, info: PerfTraceInfo, signal: AbortSignal): Promise<void> {
+  /** Records into the store; never rejects: a failure is kept for GET. Returns the event to store. */
+  private async run(
+    recorder: TraceRecorder,
+    info: PerfTraceInfo,
+    signal: AbortSignal,
+  ): Promise<EventData<'perf_trace_recorded'>> {
     const writer = this.opts.store.writer(info.trace_id)
     const cap = this.opts.maxTraceBytes
     let tooLarge = false
@@ -169,7 +178,7 @@ export class PerfTraces {
         categories: info.categories,
         data_loss: dataLoss,
       })
-      this.opts.report({
+      return {
         trace_id: stored.trace_id,
         outcome: 'recorded',
         duration_ms: stored.duration_ms,
@@ -177,7 +186,7 @@ export class PerfTraces {
         data_loss: stored.data_loss,
         categories: stored.categories,
         ...(stored.target_id !== undefined ? { target_id: stored.target_id } : {}),
-      })
+      }
     } catch (err) {
       await writer.discard().catch(() => undefined)
       const error = tooLarge
@@ -188,7 +197,7 @@ export class PerfTraces {
       this.opts.logger.warn({ trace_id: info.trace_id, error }, 'performance trace failed')
       this.failed.push({ ...info, state: 'failed', ended_at: new Date(this.now()).toISOString(), error })
       if (this.failed.length > FAILED_KEPT) this.failed.shift()
-      this.opts.report({
+      return {
         trace_id: info.trace_id,
         outcome: 'failed',
         duration_ms: info.duration_ms,
@@ -197,7 +206,7 @@ export class PerfTraces {
         categories: info.categories,
         ...(info.target_id !== undefined ? { target_id: info.target_id } : {}),
         error_message: error.message,
-      })
+      }
     }
   }
 }
