@@ -5,7 +5,7 @@
 // refusals of bad requests.
 import t from 'tap'
 import { gunzipSync } from 'node:zlib'
-import { readFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
@@ -16,6 +16,8 @@ import { startServer, waitFor } from './helpers/http.js'
 import { unzipAll } from './helpers/bundle.js'
 import { tempDir } from './helpers/store.js'
 import { runClient } from './helpers/cli.js'
+import { chromium } from 'playwright-core'
+import { viewerUrl } from '../src/cli/open.js'
 
 const TOKEN = 'perf-trace-token-0123456789'
 t.setTimeout(180_000)
@@ -179,6 +181,61 @@ t.test('perf traces of a working page: window, marks, event, bundle, CLI, refusa
     t.ok(files.get(`perf-traces/${browserTrace}.json.gz`)!.equals(fromApi), 'the same bytes as the API serves')
     const manifest = JSON.parse(files.get('manifest.json')!.toString()) as { files: Record<string, unknown> }
     t.same(manifest.files['perf-traces'], { files: 2 })
+  })
+
+  await t.test('the viewer offers the trace for download, live and from the bundle', async t => {
+    // The daemon's own Chromium shows the viewer: no second browser.
+    const pw = await chromium.connectOverCDP(d.monitor!.browserWsUrl!)
+    t.teardown(() => pw.close())
+    const context = await pw.newContext()
+    t.teardown(() => context.close())
+    const page = await context.newPage()
+    // The blob the viewer hands to the browser as a download, kept for the test (the daemon's
+    // browser was not launched by Playwright, which then cannot take downloads).
+    await page.addInitScript(() => {
+      const w = window as unknown as { saved: { name: string; blob: Blob }[] }
+      w.saved = []
+      const create = URL.createObjectURL.bind(URL)
+      let last = new Blob()
+      URL.createObjectURL = (b: Blob | MediaSource) => {
+        last = b as Blob
+        return create(b)
+      }
+      HTMLAnchorElement.prototype.click = function (this: HTMLAnchorElement) {
+        w.saved.push({ name: this.download, blob: last })
+      }
+    })
+    const fromApi = Buffer.from(await (await get(`/${browserTrace}`)).arrayBuffer())
+    const saveFromRow = async () => {
+      await page.click('#tab-all')
+      await page.fill('#filter-q', browserTrace)
+      // The viewer's own page is watched by the daemon too (its URL holds the query): pick the type.
+      await page.selectOption('#filter-type', 'perf_trace_recorded')
+      await page.click('#list-all .vrow')
+      const before = await page.evaluate(() => (window as unknown as { saved: unknown[] }).saved.length)
+      await page.click('.perf-trace-download')
+      await page.waitForFunction(n => (window as unknown as { saved: unknown[] }).saved.length > n, before)
+      const { name, base64 } = await page.evaluate(async () => {
+        const s = (window as unknown as { saved: { name: string; blob: Blob }[] }).saved
+        const last = s[s.length - 1]!
+        const bytes = new Uint8Array(await last.blob.arrayBuffer())
+        let bin = ''
+        for (let i = 0; i < bytes.length; i += 8192) bin += String.fromCharCode(...bytes.subarray(i, i + 8192))
+        return { name: last.name, base64: btoa(bin) }
+      })
+      t.equal(name, `perf-trace-${browserTrace}.json.gz`)
+      return Buffer.from(base64, 'base64')
+    }
+    await page.goto(viewerUrl(d.url, TOKEN, d.browserId))
+    await page.waitForSelector('#list-all, #tab-all')
+    t.ok((await saveFromRow()).equals(fromApi), 'live: the bytes the API serves')
+
+    const bundle = join(await tempDir(t), 'session.zip')
+    const res = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/bundle?since=10m`, { headers: auth })
+    await writeFile(bundle, Buffer.from(await res.arrayBuffer()))
+    await page.setInputFiles('#open-bundle', bundle)
+    await page.waitForSelector('#bundle-status')
+    t.ok((await saveFromRow()).equals(fromApi), 'bundle: the same bytes, read from perf-traces/')
   })
 
   await t.test('the CLI records and saves one', async t => {
