@@ -23,7 +23,7 @@ export const MAY_IMPORT = {
   symbols: ['store', 'events', 'log', 'errors', 'util'],
   ship: ['store', 'actions', 'events', 'log', 'defaults', 'util'],
   uploads: ['errors', 'defaults', 'util'],
-  bundle: ['actions', 'har', 'recording', 'store', 'events', 'util'],
+  bundle: ['actions', 'har', 'perf', 'recording', 'store', 'events', 'util'],
   metrics: ['monitor', 'pipeline', 'store'],
   agent: ['pipeline', 'events', 'errors', 'defaults', 'util'],
   proxy: ['agent', 'pipeline', 'log', 'errors', 'defaults', 'util'],

@@ -1,18 +1,9 @@
 // perf-traces/ of a bundle: the performance traces started in the window, each file as stored
 // (gzip JSON, not compressed again), and perf-traces/index.json describing them.
 import type { Readable } from 'node:stream'
+import type { StoredPerfTrace } from '../perf/trace-store.js'
 
-/** A stored trace as the bundle lists it (src/perf's StoredPerfTrace). */
-export interface BundledPerfTrace {
-  trace_id: string
-  started_at: string
-  ended_at: string
-  duration_ms: number
-  target_id?: string
-  categories: string[]
-  bytes: number
-  data_loss: boolean
-}
+export type BundledPerfTrace = StoredPerfTrace
 
 /** What a bundle reads of the daemon's perf traces (src/perf's PerfTraceStore through PerfTraces). */
 export interface BundlePerfTraces {
