@@ -245,6 +245,27 @@ export const OPTIONS = {
     },
     { min: MiB },
   ),
+  'perf-trace-max-bytes': size(
+    {
+      default: formatSize(D.perfTraceMaxBytes),
+      help: 'Performance traces: the largest trace file (gzip); a trace growing past it fails and is not kept',
+    },
+    { min: MiB },
+  ),
+  'perf-trace-store-bytes': size(
+    {
+      default: formatSize(D.perfTraceStoreBytes),
+      help: 'Performance traces kept in <data-dir>/perf-traces at most, in bytes; the oldest are removed first',
+    },
+    { min: MiB },
+  ),
+  'perf-trace-keep': int(
+    {
+      default: String(D.perfTraceKeep),
+      help: 'Performance traces kept at most; the oldest are removed first',
+    },
+    1,
+  ),
   'upload-max-bytes': size({
     default: formatSize(D.uploadMaxBytes),
     help: 'Largest accepted upload (413 above)',

@@ -401,6 +401,21 @@ export const EVENT_DEFS = {
       duration_ms: Num({ minimum: 0 }),
     }),
   ),
+  // A performance trace taken on demand (POST /browsers/{id}/telemetry/perf-traces) ended.
+  perf_trace_recorded: def(
+    'perf_trace_recorded',
+    'control',
+    plain({
+      trace_id: Str({ minLength: 1 }),
+      outcome: Type.Union([Type.Literal('recorded'), Type.Literal('failed')]),
+      duration_ms: Num({ minimum: 0 }),
+      bytes: Int({ minimum: 0 }),
+      data_loss: Type.Boolean(),
+      categories: Type.Array(Type.String(), { maxItems: 100 }),
+      target_id: OptStr(),
+      error_message: OptStr(),
+    }),
+  ),
   live_view_connect: def('live_view_connect', 'connection', plain({ session_id: Str({ minLength: 1 }) })),
   live_view_disconnect: def(
     'live_view_disconnect',

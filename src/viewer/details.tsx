@@ -151,10 +151,13 @@ export function Details({
   row,
   activeNav,
   onNav,
+  onPerfTrace,
 }: {
   row: Row | undefined
   activeNav: string
   onNav(key: string): void
+  /** Saves a performance trace's file (perf_trace_recorded rows). */
+  onPerfTrace?(traceId: string): void
 }) {
   if (!row) return <p class="muted">Select a row (click, or arrow keys in the list) to see its details.</p>
   switch (row.kind) {
@@ -422,6 +425,14 @@ export function Details({
             </p>
           ) : null}
           <Stack stack={d.stack_trace as StackTrace | undefined} />
+          {e.event.type === 'perf_trace_recorded' && d.outcome === 'recorded' && onPerfTrace ? (
+            <p>
+              <button type="button" class="perf-trace-download" onClick={() => onPerfTrace(String(d.trace_id))}>
+                Download performance trace
+              </button>{' '}
+              <span class="muted">gzip JSON for Perfetto or the DevTools Performance panel</span>
+            </p>
+          ) : null}
           <Raw envs={[e]} />
         </div>
       )

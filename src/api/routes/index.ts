@@ -6,6 +6,7 @@ import { registerBundleRoutes, type BundleRouteDeps } from './bundle.js'
 import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.js'
 import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
 import { registerMetricsRoute, type MetricsRouteDeps } from './metrics.js'
+import { registerPerfTraceRoutes, type PerfTraceRouteDeps } from './perf-traces.js'
 import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
 import { registerSourceMapRoutes, type SourceMapRouteDeps } from './sourcemaps.js'
 import { registerStepRoutes, type StepRouteDeps } from './steps.js'
@@ -22,6 +23,7 @@ export interface DaemonRouteDeps {
   actions: ActionRouteDeps
   steps: StepRouteDeps
   sourceMaps: SourceMapRouteDeps
+  perfTraces: PerfTraceRouteDeps
 }
 
 export type RouteGroup = (router: ApiRouter) => void
@@ -38,5 +40,6 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerActionRoutes(r, d.actions),
     r => registerStepRoutes(r, d.steps),
     r => registerSourceMapRoutes(r, d.sourceMaps),
+    r => registerPerfTraceRoutes(r, d.perfTraces),
   ]
 }
