@@ -8,6 +8,7 @@ import { createNetworkCollector } from './network.js'
 import { createPageCollector } from './page.js'
 import { createRecordingCollector, type RecordingCollector, type RecordingCollectorOptions } from './recording.js'
 import { createScreenshotCollector } from './screenshot.js'
+import { createVitalsCollector } from './vitals.js'
 
 export { startSystemCollectors, type SystemCollectors } from './system.js'
 export type { InteractionCollector, RecordingCollector }
@@ -47,6 +48,7 @@ export function createCollectors(s: CollectorSettings): Collectors {
       isEnabled: () => s.isEnabled('network'),
     }),
     createPageCollector({ bounds: s.bounds }),
+    createVitalsCollector({ bounds: s.bounds, logger: s.logger }),
     interaction,
     createScreenshotCollector({
       intervalMs: s.screenshotIntervalMs,
