@@ -135,12 +135,28 @@ export function installVitalsAgent(
     forced_style_and_layout_duration: s.forcedStyleAndLayoutDuration,
     pause_duration: s.pauseDuration,
   })
+  // The elements of the last few trusted inputs by event time: web-vitals may report an INP before
+  // it resolved the interaction's target (or Chromium gives its entries none); the input's own
+  // target, found by the interaction's start time (the event's timeStamp), stands in.
+  const inputs: { time: number; el: Element }[] = []
+  const noteInput = (e: Event): void => {
+    if (!e.isTrusted || !(e.target instanceof Element)) return
+    if (inputs.length >= 8) inputs.shift()
+    inputs.push({ time: e.timeStamp, el: e.target })
+  }
+  for (const type of ['pointerdown', 'pointerup', 'click', 'keydown', 'keyup'])
+    addEventListener(type, noteInput, { capture: true, passive: true })
+  const inputTarget = (time: unknown): string | undefined => {
+    const hit = inputs.find(i => i.time === time)
+    return hit ? target(hit.el) : undefined
+  }
+
   const attribution = (m: Metric): Record<string, unknown> => {
     const a = m.attribution ?? {}
     switch (m.name) {
       case 'INP': {
         const out: Record<string, unknown> = {
-          interaction_target: cut(a.interactionTarget),
+          interaction_target: cut(a.interactionTarget) ?? inputTarget(a.interactionTime),
           interaction_type: cut(a.interactionType),
           input_delay: a.inputDelay,
           processing_duration: a.processingDuration,

@@ -46,6 +46,8 @@ export interface VitalsStats {
 
 export interface VitalsCollector extends Collector {
   readonly stats: VitalsStats
+  /** The latest values the daemon holds for a target's current document (stored or not yet). */
+  latest(targetId: string): Partial<Record<WebVitalName, number>>
   readonly bindingName: string
   readonly worldName: string
 }
@@ -208,6 +210,13 @@ export function createVitalsCollector(opts: VitalsCollectorOptions = {}): Vitals
     textMax: TEXT_MAX,
   })
   const stats: VitalsStats = { reports: 0, invalid: 0, framesOverCap: 0 }
+  const current = new Map<string, () => DocState | undefined>()
+  const latest = (targetId: string): Partial<Record<WebVitalName, number>> => {
+    const doc = current.get(targetId)?.()
+    const out: Partial<Record<WebVitalName, number>> = {}
+    for (const m of doc?.metrics.values() ?? []) out[m.data.name] = m.data.value
+    return out
+  }
 
   async function attach(session: TargetSession, emit: Emit): Promise<Detach> {
     // Web Vitals are a property of the page: top-level documents of page targets only.
@@ -272,6 +281,8 @@ export function createVitalsCollector(opts: VitalsCollectorOptions = {}): Vitals
     }
 
     const bag = new Disposer()
+    current.set(session.targetId, () => [...docs.values()].find(d => !d.left))
+    bag.add(() => current.delete(session.targetId))
     bag.add(
       session.on('Runtime.bindingCalled', p => {
         if (p.name !== bindingName) return
@@ -305,5 +316,5 @@ export function createVitalsCollector(opts: VitalsCollectorOptions = {}): Vitals
     }
   }
 
-  return { name: 'vitals', category: 'page', attach, stats, bindingName, worldName }
+  return { name: 'vitals', category: 'page', attach, stats, latest, bindingName, worldName }
 }
