@@ -8,6 +8,9 @@ import { startCollecting } from './helpers/collector-harness.js'
 import { createVitalsCollector } from '../collectors/vitals.js'
 import { createPageCollector } from '../collectors/page.js'
 import type { TargetSession } from '../src/monitor/index.js'
+import { buildBundle } from '../src/bundle/bundle.js'
+import { Redactor } from '../src/events/redact.js'
+import { unzipAll } from './helpers/bundle.js'
 
 // Chromium leaves low-entropy images (few bytes per pixel) out of LCP: the hero has some detail.
 const HERO = `<svg xmlns="http://www.w3.org/2000/svg" width="400" height="300">${Array.from(
@@ -220,5 +223,38 @@ t.test('web vitals and long animation frames', async t => {
     t.ok(frame.data.duration >= 120 && frame.data.scripts[0]!.duration >= 120)
     t.ok(frame.data.start_time > Date.now() - 60_000 && frame.data.start_time <= Date.now(), 'epoch milliseconds')
     t.equal(frame.data.url, `${server.url}jank`)
+  })
+
+  t.test('the debug bundle carries the vitals and long frames in its events', async t => {
+    const stored = (await h.stored()).filter(
+      e => e.event.type === 'page_web_vital' || e.event.type === 'page_long_animation_frame',
+    )
+    const build = buildBundle(
+      {
+        browserId: 'vm-1',
+        daemonVersion: 'test',
+        log: h.log,
+        categories: () => ['page'],
+        redaction: new Redactor().policy(),
+      },
+      { sinceUs: 0 },
+    )
+    const chunks: Buffer[] = []
+    for await (const c of build.output) chunks.push(c as Buffer)
+    await build.done
+    const files = await unzipAll(Buffer.concat(chunks))
+    const lines = files
+      .get('events.ndjson')!
+      .toString('utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map(l => JSON.parse(l) as { seq: number; event: { type: string } })
+      .filter(e => e.event.type === 'page_web_vital' || e.event.type === 'page_long_animation_frame')
+    t.ok(stored.length >= 10, `${stored.length} stored`)
+    t.same(
+      lines.map(e => e.seq),
+      stored.map(e => e.seq),
+      'every one of them, in order',
+    )
   })
 })
