@@ -24,12 +24,7 @@ import {
   withContext,
   plain,
 } from './common.js'
-import {
-  LongFrameScriptSchema,
-  WEB_VITAL_NAMES,
-  WEB_VITAL_RATINGS,
-  WebVitalAttributionSchema,
-} from './vitals.js'
+import { PageLongAnimationFrameData, PageWebVitalData } from './vitals.js'
 
 const Str = (o?: StringOptions) => Type.String(o)
 const OptStr = () => Type.Optional(Type.String())
@@ -216,35 +211,9 @@ export const EVENT_DEFS = {
       }),
     }),
   ),
-  // One Web Vital of a document, by the web-vitals library's definitions; times are milliseconds
-  // (CLS unitless), `attribution` holds the fields of its metric only.
-  page_web_vital: def(
-    'page_web_vital',
-    'page',
-    withContext({
-      name: Type.Union(WEB_VITAL_NAMES.map(v => Type.Literal(v))),
-      value: Num({ minimum: 0 }),
-      rating: Type.Union(WEB_VITAL_RATINGS.map(v => Type.Literal(v))),
-      delta: Num({ description: 'Change since the last page_web_vital of this metric and document' }),
-      id: Str({ maxLength: 128 }),
-      navigation_type: OptStr(),
-      attribution: WebVitalAttributionSchema,
-    }),
-  ),
-  // A long animation frame (>= 50 ms); times are milliseconds since the Unix epoch.
-  page_long_animation_frame: def(
-    'page_long_animation_frame',
-    'page',
-    withContext({
-      start_time: Num(),
-      duration: Num({ minimum: 0 }),
-      blocking_duration: Num({ minimum: 0 }),
-      render_start: Type.Optional(Num()),
-      style_and_layout_start: Type.Optional(Num()),
-      first_ui_event_timestamp: Type.Optional(Num()),
-      scripts: Type.Array(LongFrameScriptSchema, { maxItems: 5 }),
-    }),
-  ),
+  // A Web Vital of a document, a long animation frame (src/events/vitals.ts).
+  page_web_vital: def('page_web_vital', 'page', PageWebVitalData),
+  page_long_animation_frame: def('page_long_animation_frame', 'page', PageLongAnimationFrameData),
   // The renderer of a watched page or frame crashed (Page.crash, out of memory, a kill): its context
   // as it was, and Chromium's termination status and code when the browser reports them.
   page_crashed: def(

@@ -1,6 +1,7 @@
 // The schemas of the Web Vitals and long animation frames (page_web_vital,
 // page_long_animation_frame) and the published rating thresholds.
 import { Type, type Static } from '@sinclair/typebox'
+import { withContext } from './common.js'
 
 export const WEB_VITAL_NAMES = ['LCP', 'CLS', 'INP', 'FCP', 'TTFB'] as const
 export type WebVitalName = (typeof WEB_VITAL_NAMES)[number]
@@ -74,3 +75,25 @@ export const WebVitalAttributionSchema = Type.Object(
   { additionalProperties: false },
 )
 export type WebVitalAttribution = Static<typeof WebVitalAttributionSchema>
+
+/** page_web_vital: times in milliseconds (CLS unitless); `attribution` holds its metric's fields. */
+export const PageWebVitalData = withContext({
+  name: Type.Union(WEB_VITAL_NAMES.map(v => Type.Literal(v))),
+  value: Type.Number({ minimum: 0 }),
+  rating: Type.Union(WEB_VITAL_RATINGS.map(v => Type.Literal(v))),
+  delta: Type.Number({ description: 'Change since the last page_web_vital of this metric and id' }),
+  id: Type.String({ maxLength: 128 }),
+  navigation_type: Type.Optional(Type.String()),
+  attribution: WebVitalAttributionSchema,
+})
+
+/** page_long_animation_frame (>= 50 ms): times in milliseconds since the Unix epoch. */
+export const PageLongAnimationFrameData = withContext({
+  start_time: Type.Number(),
+  duration: Type.Number({ minimum: 0 }),
+  blocking_duration: Type.Number({ minimum: 0 }),
+  render_start: Type.Optional(Type.Number()),
+  style_and_layout_start: Type.Optional(Type.Number()),
+  first_ui_event_timestamp: Type.Optional(Type.Number()),
+  scripts: Type.Array(LongFrameScriptSchema, { maxItems: 5 }),
+})
