@@ -21,7 +21,7 @@ import {
   type TargetSession,
 } from '../src/collector-kit.js'
 import { buildInteractionScript } from './interaction-script.js'
-import { injectCurrentDocuments, injectPageScript } from './page-script.js'
+import { injectCurrentDocuments, injectPageScript, parseBindingPayload } from './page-script.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */
@@ -81,15 +81,8 @@ const FIELDS = {
  * result is validated against the event's data schema.
  */
 export function parseInteractionPayload(payload: unknown, context: Context): EventInput | undefined {
-  if (typeof payload !== 'string' || payload.length > MAX_PAYLOAD_CHARS) return undefined
-  let raw: unknown
-  try {
-    raw = JSON.parse(payload)
-  } catch {
-    return undefined
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined
-  const report = raw as Record<string, unknown>
+  const report = parseBindingPayload(payload, MAX_PAYLOAD_CHARS)
+  if (!report) return undefined
   const kind = report.t
   if (kind !== 'click' && kind !== 'key' && kind !== 'scroll') return undefined
   const spec = FIELDS[kind]

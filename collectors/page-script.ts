@@ -3,6 +3,18 @@
 // interaction collector and the Web Vitals collector each install their own (own binding, own world).
 import type { TargetSession } from '../src/collector-kit.js'
 
+/** A binding payload as a JSON object, or undefined when it is too long, not JSON or not an object. */
+export function parseBindingPayload(payload: unknown, maxChars: number): Record<string, unknown> | undefined {
+  if (typeof payload !== 'string' || payload.length > maxChars) return undefined
+  let raw: unknown
+  try {
+    raw = JSON.parse(payload)
+  } catch {
+    return undefined
+  }
+  return typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined
+}
+
 /**
  * Sets up the binding and the script for every current and future document of the target; returns
  * the new-document script's id. Each step is best effort: a failure (counted and logged by the

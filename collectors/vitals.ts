@@ -24,7 +24,7 @@ import {
   type WebVitalName,
   type Collector,
 } from '../src/collector-kit.js'
-import { injectPageScript } from './page-script.js'
+import { injectPageScript, parseBindingPayload } from './page-script.js'
 import { buildVitalsScript } from './vitals-script.js'
 
 export interface VitalsCollectorOptions {
@@ -80,14 +80,8 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** Parses one binding payload, or undefined when it is not a well-formed report. */
 export function parseVitalsPayload(payload: unknown, bounds: Bounds): VitalsReport | undefined {
-  if (typeof payload !== 'string' || payload.length > MAX_VITALS_PAYLOAD_CHARS) return undefined
-  let raw: unknown
-  try {
-    raw = JSON.parse(payload)
-  } catch {
-    return undefined
-  }
-  if (!isRecord(raw) || typeof raw.o !== 'number' || !Array.isArray(raw.v) || !Array.isArray(raw.f)) return undefined
+  const raw = parseBindingPayload(payload, MAX_VITALS_PAYLOAD_CHARS)
+  if (!raw || typeof raw.o !== 'number' || !Array.isArray(raw.v) || !Array.isArray(raw.f)) return undefined
   const out: VitalsReport = { origin: raw.o, vitals: [], frames: [], hidden: raw.h === 1, overCap: 0, invalid: 0 }
   for (const v of raw.v.slice(0, 5)) {
     const data = isRecord(v) ? vitalData(v, bounds) : undefined
