@@ -12,6 +12,8 @@ import { closedPort } from './helpers/ports.js'
 import { tempDir } from './helpers/store.js'
 import { startReceiver } from './helpers/otlp-receiver.js'
 import { ackedBy } from './helpers/ship.js'
+import { EventLog } from '../src/store/event-log.js'
+import { join } from 'node:path'
 
 const AGENT_TRACE = '0af7651916cd43dd8448eb211c80319c'
 const AGENT_SPAN = 'b7ad6b7169203331'
@@ -211,5 +213,20 @@ setTimeout(function otlpBlock() { const end = performance.now() + 120; while (pe
     )
     const h = (await (await fetch(`${d.url}/healthz`)).json()) as { sinks: Record<string, { state: string }> }
     t.same(Object.keys(h.sinks).sort(), ['otlp_logs', 'otlp_metrics', 'otlp_traces'])
+
+    // The page is still shown: its LCP (not poor here) is held by the daemon, and stored when the
+    // daemon stops (its own detach counts as leaving the page).
+    const lcpOf = (records: { json: string }[]) =>
+      records.filter(r => r.json.includes('"type":"page_web_vital"') && r.json.includes('"name":"LCP"'))
+    t.same(lcpOf((await d.log.read({ order: 'asc', cursor: 1, limit: 100_000 })).records), [], 'LCP held while shown')
+    await d.close()
+    const reopened = await EventLog.open({ path: join(dir, 'events'), retentionIntervalMs: 0 })
+    t.teardown(() => reopened.close())
+    const lcp = lcpOf((await reopened.read({ order: 'asc', cursor: 1, limit: 100_000 })).records).map(
+      r => (JSON.parse(r.json) as { event: { data: { url: string; rating: string; attribution: object } } }).event.data,
+    )
+    t.equal(lcp.length, 1, 'stored once when the daemon stopped')
+    t.equal(lcp[0]?.url, pageUrl)
+    t.equal(lcp[0]?.rating, 'good')
   },
 )
