@@ -29,6 +29,8 @@ export interface VitalsPayload {
   f: Record<string, unknown>[]
   /** Sent because the page was hidden or is being left. */
   h?: 1
+  /** Long animation frames seen since the last report and not sent (over maxFrames). */
+  d?: number
 }
 
 /** The subset of the web-vitals attribution build the agent calls. */
@@ -93,16 +95,19 @@ export function installVitalsAgent(
 
   let vitals: Record<string, VitalsPayload['v'][number]> = {}
   let frames: VitalsPayload['f'] = []
+  let dropped = 0
   let timer: ReturnType<typeof setTimeout> | undefined
   const flush = (hidden: boolean): void => {
     if (timer !== undefined) clearTimeout(timer)
     timer = undefined
     const v = Object.values(vitals)
-    if (v.length === 0 && frames.length === 0 && !hidden) return
+    if (v.length === 0 && frames.length === 0 && dropped === 0 && !hidden) return
     const payload: VitalsPayload = { o: origin, v, f: frames }
     if (hidden) payload.h = 1
+    if (dropped > 0) payload.d = dropped
     vitals = {}
     frames = []
+    dropped = 0
     // Looked up at each call: a binding added back later (category switched on again) is a new function.
     const binding: unknown = Reflect.get(window, bindingName)
     if (typeof binding !== 'function') return
@@ -212,7 +217,10 @@ export function installVitalsAgent(
   try {
     new PerformanceObserver(list => {
       for (const entry of list.getEntries()) {
-        if (frames.length >= options.maxFrames) break
+        if (frames.length >= options.maxFrames) {
+          dropped++
+          continue
+        }
         const e = entry as unknown as FrameTiming
         const scripts = [...(e.scripts ?? [])].sort((x, y) => y.duration - x.duration).slice(0, 5)
         frames.push({

@@ -88,7 +88,9 @@ export function parseVitalsPayload(payload: unknown, bounds: Bounds): VitalsRepo
     if (data) out.vitals.push(data)
     else out.invalid++
   }
-  out.overCap = Math.max(0, raw.f.length - MAX_FRAMES_PER_REPORT)
+  // Frames the page itself left out (over its cap) and frames beyond the cap here.
+  const leftOut = typeof raw.d === 'number' && Number.isSafeInteger(raw.d) && raw.d > 0 ? raw.d : 0
+  out.overCap = leftOut + Math.max(0, raw.f.length - MAX_FRAMES_PER_REPORT)
   for (const f of raw.f.slice(0, MAX_FRAMES_PER_REPORT)) {
     const data = isRecord(f) ? frameData(f, bounds) : undefined
     if (data) out.frames.push(data)
