@@ -3,7 +3,7 @@
 // CLS from a late banner, FCP and TTFB with their parts, a long animation frame naming its script.
 // What is stored when: poor at once while the page is shown, the rest when the page is left.
 import t from 'tap'
-import { startServer, waitFor } from './helpers/http.js'
+import { startServer, waitFor, type Handler } from './helpers/http.js'
 import { startCollecting } from './helpers/collector-harness.js'
 import { createVitalsCollector } from '../collectors/vitals.js'
 import { createPageCollector } from '../collectors/page.js'
@@ -29,29 +29,24 @@ const CLS_JS = `setTimeout(function addBanner() {
   document.body.prepend(b)
 }, 300)`
 
+const file =
+  (type: string, body: string): Handler =>
+  (_q, s) => {
+    s.writeHead(200, { 'content-type': type })
+    s.end(body)
+  }
+
 t.test('web vitals and long animation frames', async t => {
   const server = await startServer(t, {
     '/inp': `<title>inp</title><body style="margin:0"><button id="slow300" style="width:100px;height:40px">300</button>
 <button id="slow600" style="width:100px;height:40px">600</button><script src="/app.js"></script></body>`,
-    '/app.js': (_q, s) => {
-      s.writeHead(200, { 'content-type': 'text/javascript' })
-      s.end(APP_JS)
-    },
+    '/app.js': file('text/javascript', APP_JS),
     '/lcp': '<title>lcp</title><body style="margin:0"><img id="hero" src="/hero.svg" width="400" height="300"></body>',
-    '/hero.svg': (_q, s) => {
-      s.writeHead(200, { 'content-type': 'image/svg+xml' })
-      s.end(HERO)
-    },
+    '/hero.svg': file('image/svg+xml', HERO),
     '/cls': `<title>cls</title><body style="margin:0"><p id="content" style="margin:0;height:100px">Article text</p><script src="/cls.js"></script></body>`,
-    '/cls.js': (_q, s) => {
-      s.writeHead(200, { 'content-type': 'text/javascript' })
-      s.end(CLS_JS)
-    },
+    '/cls.js': file('text/javascript', CLS_JS),
     '/jank': '<title>jank</title><body><p>jank</p><script src="/jank.js"></script></body>',
-    '/jank.js': (_q, s) => {
-      s.writeHead(200, { 'content-type': 'text/javascript' })
-      s.end(JANK_JS)
-    },
+    '/jank.js': file('text/javascript', JANK_JS),
     '/blank': '<title>blank</title>',
   })
   const collector = createVitalsCollector({ flushMs: 50 })
