@@ -1,5 +1,6 @@
-// The schemas of the Web Vitals and long animation frames (page_web_vital,
-// page_long_animation_frame) and the published rating thresholds.
+// The page's performance schemas: CDP's layout shifts and LCP (page_layout_shift, page_lcp), the Web
+// Vitals and long animation frames (page_web_vital, page_long_animation_frame) and the published
+// rating thresholds.
 import { Type, type Static } from '@sinclair/typebox'
 import { withContext } from './common.js'
 
@@ -96,4 +97,32 @@ export const PageLongAnimationFrameData = withContext({
   style_and_layout_start: Type.Optional(Type.Number()),
   first_ui_event_timestamp: Type.Optional(Type.Number()),
   scripts: Type.Array(LongFrameScriptSchema, { maxItems: 5 }),
+})
+
+/** page_layout_shift (CDP's PerformanceTimeline): times in milliseconds since the Unix epoch. */
+export const PageLayoutShiftData = withContext({
+  source_frame_id: Type.Optional(Type.String()),
+  time: Type.Number(),
+  duration: Type.Number(),
+  layout_shift_details: Type.Object(
+    { value: Type.Number(), had_recent_input: Type.Boolean() },
+    { additionalProperties: false },
+  ),
+})
+
+/** page_lcp (CDP's PerformanceTimeline): times in milliseconds since the Unix epoch. */
+export const PageLcpData = withContext({
+  source_frame_id: Type.Optional(Type.String()),
+  time: Type.Number(),
+  lcp_details: Type.Object(
+    {
+      render_time: Type.Number(),
+      load_time: Type.Number(),
+      size: Type.Number(),
+      element_id: Type.Optional(Type.String()),
+      url: Type.Optional(Type.String()),
+      node_id: Type.Optional(Type.Integer()),
+    },
+    { additionalProperties: false },
+  ),
 })
