@@ -9,6 +9,7 @@ import { createPageCollector } from './page.js'
 import { createPerfTraceCollector, type PerfTraceCollector } from './perf-trace.js'
 import { createRecordingCollector, type RecordingCollector, type RecordingCollectorOptions } from './recording.js'
 import { createScreenshotCollector } from './screenshot.js'
+import { createVitalsCollector } from './vitals.js'
 
 export { startSystemCollectors, type SystemCollectors } from './system.js'
 export type { InteractionCollector, PerfTraceCollector, RecordingCollector }
@@ -51,6 +52,7 @@ export function createCollectors(s: CollectorSettings): Collectors {
       isEnabled: () => s.isEnabled('network'),
     }),
     createPageCollector({ bounds: s.bounds }),
+    createVitalsCollector({ bounds: s.bounds, logger: s.logger }),
     interaction,
     createScreenshotCollector({
       intervalMs: s.screenshotIntervalMs,

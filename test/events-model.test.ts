@@ -30,6 +30,8 @@ const SPEC_TABLE: Record<string, string> = {
   page_tab_opened: 'page',
   page_layout_shift: 'page',
   page_lcp: 'page',
+  page_web_vital: 'page',
+  page_long_animation_frame: 'page',
   page_layout_settled: 'page',
   page_navigation_settled: 'page',
   interaction_click: 'interaction',

@@ -19,6 +19,7 @@ import {
   type Row,
 } from './model.js'
 import { AgentDetails } from './agent-panel.js'
+import { NavVitals } from './nav-vitals.js'
 
 const MASK = /\[redacted(?::\d+)?\]/gi
 
@@ -228,6 +229,7 @@ export function Details({
               </tr>
             </tbody>
           </table>
+          <NavVitals nav={n} />
         </div>
       )
     }
