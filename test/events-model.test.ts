@@ -46,6 +46,7 @@ const SPEC_TABLE: Record<string, string> = {
   cdp_command: 'control',
   agent_step_started: 'control',
   agent_step_finished: 'control',
+  perf_trace_recorded: 'control',
   page_crashed: 'page',
   page_dialog_opened: 'page',
   page_dialog_closed: 'page',

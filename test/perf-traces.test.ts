@@ -82,7 +82,7 @@ t.test('one at a time; shutdown mid-trace drops it; failures are kept for GET', 
   const { dir, traces, events, settled } = await service(t, scripted({ chunks: 1, size: KiB, gate }))
   const first = traces.start({ durationMs: 10 })
   t.throws(() => traces.start({ durationMs: 10 }), { status: 409, code: 'conflict' })
-  t.throws(() => traces.start({ durationMs: 10, targetId: 'OTHER' }), { status: 409 })
+  t.throws(() => traces.start({ durationMs: 10, targetId: 'OTHER' }), { status: 409, code: 'conflict' })
   t.equal(traces.get(first.trace_id)!.state, 'recording')
   await traces.stop()
   const info = traces.get(first.trace_id)!
