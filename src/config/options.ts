@@ -51,6 +51,13 @@ export const OPTIONS = {
   'token-file': text({
     help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)',
   }),
+  'trace-link-key-file': text({
+    help: 'File holding the key (32+ bytes of text) that signs trace links; links then survive restarts until the key changes (default: a key made at each start, so a restart ends every link)',
+  }),
+  'trace-link-origins': text({
+    default: 'https://trace.playwright.dev',
+    help: 'Origins allowed to fetch a trace through a signed link (CORS), comma-separated',
+  }),
   categories: text({
     default: DEFAULT_CATEGORIES.join(','),
     help: 'Enabled categories, comma-separated (monitor follows the capture rule; screenshot is opt-in)',

@@ -9,6 +9,7 @@ import { registerMetricsRoute, type MetricsRouteDeps } from './metrics.js'
 import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
 import { registerSourceMapRoutes, type SourceMapRouteDeps } from './sourcemaps.js'
 import { registerStepRoutes, type StepRouteDeps } from './steps.js'
+import { registerTraceRoutes, type TraceRouteDeps } from './trace.js'
 import { registerUploadRoutes, type UploadRouteDeps } from './uploads.js'
 import { registerViewerRoutes } from './viewer.js'
 
@@ -22,6 +23,7 @@ export interface DaemonRouteDeps {
   actions: ActionRouteDeps
   steps: StepRouteDeps
   sourceMaps: SourceMapRouteDeps
+  trace: TraceRouteDeps
 }
 
 export type RouteGroup = (router: ApiRouter) => void
@@ -38,5 +40,6 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerActionRoutes(r, d.actions),
     r => registerStepRoutes(r, d.steps),
     r => registerSourceMapRoutes(r, d.sourceMaps),
+    r => registerTraceRoutes(r, d.trace),
   ]
 }
