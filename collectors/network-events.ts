@@ -89,6 +89,18 @@ export function responseData(
   return data
 }
 
+/** The headers of a response whose body never came, and why the request ended without it. */
+export function incompleteData(
+  ctx: Context,
+  requestId: string,
+  req: TrackedRequest,
+  response: ResponseRecord,
+  reason: EventData<'network_response_incomplete'>['reason'],
+): EventData<'network_response_incomplete'> {
+  const { body: _none, ...data } = responseData(ctx, requestId, req, response, undefined)
+  return Object.assign(data, { reason })
+}
+
 /** Session context with url/frame/loader of the request; all three absent when the request is unknown. */
 export function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
   // Field by field in the context's own order (a rest pattern with excluded keys is a slow runtime path).

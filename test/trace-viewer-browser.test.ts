@@ -21,6 +21,7 @@ import type { Envelope } from '../src/events/index.js'
 import { closedPort } from './helpers/ports.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
+import { unzipAll } from './helpers/bundle.js'
 
 t.setTimeout(240_000)
 const TOKEN = 'trace-test-token'
@@ -63,6 +64,9 @@ async function serveViewer(t: Test, trace: Buffer): Promise<string> {
 
 t.test('a real session opens in the Playwright trace viewer', async t => {
   const deadPort = await closedPort()
+  const streams: ServerResponse[] = []
+  t.teardown(() => streams.forEach(r => r.destroy()))
+  const seen: string[] = []
   const site = await startServer(t, {
     '/': `<!doctype html><title>shop</title>${ICON}<body style="background:#3a7">
 <button id="buy" onclick="buy()">Buy</button>
@@ -71,9 +75,10 @@ function buy() {
   document.body.style.background = '#a37'
   console.log('hello trace')
   console.warn('careful')
-  fetch('/data.json').then(r => r.json()).then(j => { document.title = 'got ' + j.n })
+  fetch('/data.json').then(r => r.json())
   fetch('/missing')
   fetch('http://127.0.0.1:${deadPort}/nothing').catch(() => {})
+  fetch('/stream').then(r => fetch('/streaming?status=' + r.status))
   setTimeout(() => { throw new Error('boom in the page') }, 0)
 }
 </script></body>`,
@@ -81,21 +86,22 @@ function buy() {
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end('{"n":42}')
     },
+    // Headers and a first chunk, then nothing: the body never ends (the tab navigates away).
+    '/stream': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      res.write('first chunk\n')
+      streams.push(res)
+    },
+    '/streaming': (_req, res) => {
+      res.writeHead(204)
+      res.end()
+    },
     '/done': `<!doctype html><title>done</title>${ICON}<body style="background:#37a"><p>done</p></body>`,
   })
+  site.server.prependListener('request', req => seen.push(req.url ?? ''))
   const dir = await tempDir(t)
   const config = parseServeConfig(
-    [
-      '--listen',
-      '127.0.0.1:0',
-      '--data-dir',
-      dir,
-      '--token',
-      TOKEN,
-      '--proxy-listen',
-      '127.0.0.1:0',
-      '--recording',
-    ],
+    ['--listen', '127.0.0.1:0', '--data-dir', dir, '--token', TOKEN, '--proxy-listen', '127.0.0.1:0', '--recording'],
     {},
   )
   const d = await startDaemon(config, { logger: silentLogger, announce: () => {}, showNewToken: false })
@@ -119,7 +125,8 @@ function buy() {
         all.some(e => e.event.type === 'console_error' && e.event.data.text.includes('boom in the page')) &&
         all.some(e => e.event.type === 'network_response' && e.event.data.status === 404) &&
         all.some(e => e.event.type === 'network_response' && (e.event.data.url ?? '').endsWith('/data.json')) &&
-        all.some(e => e.event.type === 'network_loading_failed')
+        all.some(e => e.event.type === 'network_loading_failed') &&
+        seen.includes('/streaming?status=200')
       )
     },
     20_000,
@@ -131,6 +138,7 @@ function buy() {
   await waitFor(async () => (await stored()).some(e => e.event.type === 'cdp_disconnect'), 20_000, 'the disconnect')
   await d.frames.flush()
 
+  const framesBefore = d.frames.list({ sinceUs: 0, limit: 10_000 }).items
   const res = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/trace.zip?since=10m`, {
     headers: { authorization: `Bearer ${TOKEN}` },
   })
@@ -151,14 +159,110 @@ function buy() {
   vp.on('pageerror', e => problems.push(e.message))
   await vp.goto(`${origin}/index.html?trace=${encodeURIComponent(`${origin}/trace.zip`)}`)
   await vp.waitForSelector('.action-title', { timeout: 30_000 })
-  const dump = async (tab: string) => {
-    await vp.click(`.tabbed-pane-tab-label:text-is("${tab}")`)
-    await vp.waitForTimeout(1000)
-    console.log('=====', tab, await vp.locator('.workbench').innerHTML())
+  const tab = async (name: string) => {
+    await vp.click(`.tabbed-pane-tab-label:text-is("${name}")`)
+    await vp.waitForSelector(`.tab-content.tab-${name.toLowerCase()}`)
   }
-  await dump('Console')
-  await dump('Network')
-  await dump('Errors')
-  await dump('Metadata')
+
+  // Actions: the step, and inside it what Playwright did (setup left out).
+  t.same(
+    await vp.locator('.action-title-method').allTextContents(),
+    ['buy something', 'go to /', 'click #buy', 'go to /done'],
+    'the actions list',
+  )
+
+  // Film strip: every stored recording frame is a screencast frame; the strip draws them.
+  const files = await unzipAll(zip)
+  const traceLines = files
+    .get('trace.trace')!
+    .toString('utf8')
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l) as { type: string; [k: string]: unknown })
+  t.equal(traceLines[0]!.type, 'context-options')
+  t.equal(traceLines[0]!.version, 8, 'format version 8')
+  const frameLines = traceLines.filter(l => l.type === 'screencast-frame')
+  // Frames stored while the export ran may or may not be in it; every one stored before it is.
+  const kept = d.frames.list({ sinceUs: 0, limit: 10_000 }).items
+  t.ok(framesBefore.length > 0, `frames recorded (${framesBefore.length})`)
+  t.ok(frameLines.length >= framesBefore.length, 'every frame stored before the export is in it')
+  t.same(
+    frameLines.map(l => l.sha1),
+    kept.slice(0, frameLines.length).map(f => `frame-${f.frame_id}.jpeg`),
+    'one screencast frame per stored recording frame, in order',
+  )
+  for (const l of frameLines) t.ok(files.has(`resources/${String(l.sha1)}`), `${String(l.sha1)} is in resources/`)
+  await vp.waitForSelector('.film-strip-frame')
+  const strip = await vp.$$eval('.film-strip-frame', els =>
+    els.map(e => /url\("?([^")]+)"?\)/.exec((e as HTMLElement).style.backgroundImage)?.[1] ?? ''),
+  )
+  t.ok(strip.length > 0, `the film strip shows frames (${strip.length})`)
+  const images = await vp.evaluate(
+    urls => Promise.all(urls.map(u => fetch(u).then(async r => [r.status, (await r.arrayBuffer()).byteLength]))),
+    [...new Set(strip)],
+  )
+  for (const [status, bytes] of images) t.ok(status === 200 && bytes! > 0, 'a film strip frame loads')
+
+  // Network: every request the page server saw, with its status; the dead port failed; the stream
+  // shows the status its headers brought although its body never ended.
+  await tab('Network')
+  const rows = await vp.$$eval('.network-list-view .list-view-entry', els =>
+    els.map(e => [
+      e.querySelector('.grid-view-column-name')!.getAttribute('title')!,
+      e.querySelector('.grid-view-column-status')!.textContent!,
+    ]),
+  )
+  const expected = [
+    [site.url, '200'],
+    [`${site.url}data.json`, '200'],
+    [`${site.url}missing`, '404'],
+    [`http://127.0.0.1:${deadPort}/nothing`, 'canceled'],
+    [`${site.url}stream`, '200'],
+    [`${site.url}streaming?status=200`, '204'],
+    [`${site.url}done`, '200'],
+  ]
+  t.same([...rows].sort(), [...expected].sort(), 'every request with its status')
+  t.same(
+    [...seen].sort(),
+    ['/', '/data.json', '/done', '/missing', '/stream', '/streaming?status=200'],
+    'and those are all the requests the page server saw',
+  )
+  const network = files
+    .get('trace.network')!
+    .toString('utf8')
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l) as { snapshot: { request: { url: string }; response: Record<string, unknown> } })
+  const stream = network.find(n => n.snapshot.request.url === `${site.url}stream`)!
+  t.equal(stream.snapshot.response._incomplete, 'navigated', 'the stream is marked incomplete: the page navigated away')
+  const data = network.find(n => n.snapshot.request.url === `${site.url}data.json`)!
+  const body = (data.snapshot.response.content as { _sha1: string })._sha1
+  t.equal(files.get(`resources/${body}`)?.toString('utf8'), '{"n":42}', 'the captured body is a resource')
+
+  // Console: the messages with their levels, and the uncaught error with its stack.
+  await tab('Console')
+  const consoleRows = await vp.$$eval('.console-list-view .list-view-entry', els =>
+    els.map(e => ({
+      cls: e.className.replace('list-view-entry', '').trim(),
+      text: e.querySelector('.console-line-message')?.textContent ?? '',
+      stack: e.querySelector('.console-stack')?.textContent ?? '',
+    })),
+  )
+  t.same(
+    consoleRows.map(r => [r.cls, r.text]),
+    [
+      ['', 'hello trace'],
+      ['warning', 'careful'],
+      ['error', 'boom in the page'],
+    ],
+    'the console messages, levels and the error',
+  )
+  t.match(
+    consoleRows[2]!.stack,
+    /^Error: boom in the page\n\s+at .*127\.0\.0\.1:\d+\/:\d+:\d+/,
+    'the error has its stack',
+  )
+  await tab('Metadata')
+  t.match(await vp.locator('.tab-metadata').innerText(), /engine:\s*chromium/, 'the context line')
   t.same(problems, [], 'the viewer ran without errors')
 })

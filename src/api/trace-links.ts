@@ -46,12 +46,20 @@ export class TraceLinkSigner {
   }
 
   private mac(payload: string): Buffer {
-    return createHmac('sha256', this.key).update(PURPOSE + payload).digest()
+    return createHmac('sha256', this.key)
+      .update(PURPOSE + payload)
+      .digest()
   }
 
   sign(g: TraceLinkGrant): string {
     const payload = Buffer.from(
-      JSON.stringify({ b: g.browserId, s: g.sinceUs, u: g.untilUs, e: g.expUs, ...(g.targetId ? { t: g.targetId } : {}) }),
+      JSON.stringify({
+        b: g.browserId,
+        s: g.sinceUs,
+        u: g.untilUs,
+        e: g.expUs,
+        ...(g.targetId ? { t: g.targetId } : {}),
+      }),
     ).toString('base64url')
     return `${payload}.${this.mac(payload).toString('base64url')}`
   }

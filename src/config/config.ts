@@ -353,7 +353,9 @@ function parseOrigins(text: string): string[] {
     const v = raw.trim().replace(/\/+$/, '')
     if (v === '') continue
     if (!/^https?:\/\/[^/?#\s]+$/.test(v))
-      throw new ConfigError(`--trace-link-origins: expected origins like https://trace.playwright.dev, got ${JSON.stringify(raw)}`)
+      throw new ConfigError(
+        `--trace-link-origins: expected origins like https://trace.playwright.dev, got ${JSON.stringify(raw)}`,
+      )
     out.push(v)
   }
   return out

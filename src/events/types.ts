@@ -111,6 +111,22 @@ export const EVENT_DEFS = {
       body: OptStr(),
     }),
   ),
+  // The status and headers of a response whose body never completed, once, when its request ended
+  // otherwise (failed: network_loading_failed follows; navigated; detached: tab closed, daemon stopped; timeout).
+  network_response_incomplete: def(
+    'network_response_incomplete',
+    'network',
+    withContext({
+      request_id: Str(),
+      method: OptStr(),
+      status: Int(),
+      status_text: Str(),
+      headers: HeadersSchema,
+      mime_type: Str(),
+      resource_type: OptStr(),
+      reason: Type.Union(['failed', 'navigated', 'detached', 'timeout'].map(v => Type.Literal(v))),
+    }),
+  ),
   network_loading_failed: def(
     'network_loading_failed',
     'network',

@@ -92,7 +92,8 @@ export function isUncaught(e: ConsoleEvent): boolean {
 /** Where a message came from: the top frame (its original position when a source map gave one). */
 function locationOf(e: ConsoleEvent): ConsoleLine['location'] {
   const top = e.data.stack_trace?.callFrames[0]
-  if (top?.original) return { url: top.original.source, lineNumber: top.original.line - 1, columnNumber: top.original.column - 1 }
+  if (top?.original)
+    return { url: top.original.source, lineNumber: top.original.line - 1, columnNumber: top.original.column - 1 }
   if (top) return { url: top.url, lineNumber: top.lineNumber, columnNumber: top.columnNumber }
   const d = e.data as { source_url?: string; line?: number; column?: number }
   return { url: d.source_url ?? '', lineNumber: d.line ?? 0, columnNumber: d.column ?? 0 }
@@ -149,7 +150,14 @@ export function pageEventOf(clock: TraceClock, env: Envelope): EventLine | undef
   const e = env.event
   const at = (cls: string, method: string, params: Record<string, unknown>, targetId: string | undefined) => {
     const pageId = pageIdOf(targetId)
-    return { type: 'event' as const, time: msOf(clock, e.ts), class: cls, method, params, ...(pageId ? { pageId } : {}) }
+    return {
+      type: 'event' as const,
+      time: msOf(clock, e.ts),
+      class: cls,
+      method,
+      params,
+      ...(pageId ? { pageId } : {}),
+    }
   }
   switch (e.type) {
     case 'page_navigation':
@@ -176,7 +184,10 @@ export function pageEventOf(clock: TraceClock, env: Envelope): EventLine | undef
       return at(
         'Page',
         'crash',
-        { ...(e.data.status ? { status: e.data.status } : {}), ...(e.data.error_code !== undefined ? { code: e.data.error_code } : {}) },
+        {
+          ...(e.data.status ? { status: e.data.status } : {}),
+          ...(e.data.error_code !== undefined ? { code: e.data.error_code } : {}),
+        },
         e.data.target_id,
       )
     default:

@@ -234,7 +234,13 @@ export function buildTrace(
         await zs.entry(`resources/${name}`, [bytes], false)
         const pageId = pageIdOf(current) ?? 'page@browser'
         seePage(pageId)
-        lines.push({ type: 'screencast-frame', pageId, sha1: name, ...size, timestamp: (ev.ts - clock.originUs) / 1000 })
+        lines.push({
+          type: 'screencast-frame',
+          pageId,
+          sha1: name,
+          ...size,
+          timestamp: (ev.ts - clock.originUs) / 1000,
+        })
       }
     }
     if (lines.length > 0) summary.frames_from = 'screenshots'

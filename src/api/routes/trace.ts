@@ -120,8 +120,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
     },
     handler: async ctx => {
       const nowUs = now()
-      const window =
-        (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
+      const window = (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
       const build = buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
       ctx.status = 200
       ctx.set('Content-Type', 'application/zip')
@@ -216,8 +215,10 @@ function linkBody(body: unknown): { since?: string; until?: string; target_id?: 
   return b as { since?: string; until?: string; target_id?: string; ttl_seconds?: number }
 }
 
-const linkJson = jsonBody({ limit: '16kb', requireJsonType: 'send the link request as JSON (Content-Type: application/json)' })
+const linkJson = jsonBody({
+  limit: '16kb',
+  requireJsonType: 'send the link request as JSON (Content-Type: application/json)',
+})
 /** The body may be left out (the last 5 minutes, 900 s). */
 const optionalLinkBody: typeof linkJson = async (ctx, next) =>
   (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '' ? linkJson(ctx, next) : next()
-
