@@ -1,5 +1,6 @@
-// Network collector: network_request / network_response / network_loading_failed per target session,
-// plus the computed network_idle for page targets. Per-session state lives in a TargetRequests and
+// One idea: the network collector, CDP's Network events of one target session as network_request /
+// network_response / network_response_incomplete / network_loading_failed, plus the computed
+// network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
 import type { Protocol } from 'devtools-protocol'
