@@ -18,6 +18,7 @@ import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
 import { CHROMIUM_FLAGS } from '../src/monitor/launch.js'
 import type { Envelope } from '../src/events/index.js'
+import { deriveActions } from '../src/actions/index.js'
 import { closedPort } from './helpers/ports.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
@@ -39,14 +40,10 @@ const MIME: Record<string, string> = {
   '.zip': 'application/zip',
 }
 
-/** The trace viewer's files and the trace, from one 127.0.0.1 origin (a service worker needs one). */
-async function serveViewer(t: Test, trace: Buffer): Promise<string> {
+/** The trace viewer's files from a 127.0.0.1 origin of their own (as trace.playwright.dev serves them). */
+async function serveViewer(t: Test): Promise<string> {
   const server = createServer((req, res: ServerResponse) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]!)
-    if (path === '/trace.zip') {
-      res.writeHead(200, { 'content-type': 'application/zip' })
-      return res.end(trace)
-    }
     const file = join(VIEWER_DIR, path === '/' ? 'index.html' : path)
     if (!file.startsWith(VIEWER_DIR)) return res.writeHead(403).end()
     readFile(file).then(
@@ -100,8 +97,12 @@ function buy() {
   })
   site.server.prependListener('request', req => seen.push(req.url ?? ''))
   const dir = await tempDir(t)
+  const viewerOrigin = await serveViewer(t)
   const config = parseServeConfig(
-    ['--listen', '127.0.0.1:0', '--data-dir', dir, '--token', TOKEN, '--proxy-listen', '127.0.0.1:0', '--recording'],
+    [
+      ...['--listen', '127.0.0.1:0', '--data-dir', dir, '--token', TOKEN, '--proxy-listen', '127.0.0.1:0'],
+      ...['--recording', '--trace-link-origins', `https://trace.playwright.dev,${viewerOrigin}`],
+    ],
     {},
   )
   const d = await startDaemon(config, { logger: silentLogger, announce: () => {}, showNewToken: false })
@@ -147,7 +148,76 @@ function buy() {
   const zip = Buffer.from(await res.arrayBuffer())
   await writeFile(join(dir, 'trace.zip'), zip)
 
-  const origin = await serveViewer(t, zip)
+  // The viewer fetches the trace from the daemon through a signed link, as trace.playwright.dev does.
+  const made = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/trace-links`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ since: '10m' }),
+  })
+  t.equal(made.status, 201)
+  const link = (await made.json()) as { url: string; viewer_url: string; expires_at: string }
+  t.notMatch(link.url, TOKEN, 'the token is not in the link')
+  t.equal(link.viewer_url, `https://trace.playwright.dev/?trace=${encodeURIComponent(link.url)}`)
+  const expiresIn = Date.parse(link.expires_at) - Date.now()
+  t.ok(expiresIn > 890_000 && expiresIn <= 900_000, `expires in 900 s by default (${expiresIn} ms)`)
+  const cors = await fetch(link.url, { headers: { origin: 'https://trace.playwright.dev' } })
+  t.equal(cors.status, 200)
+  t.equal(cors.headers.get('access-control-allow-origin'), 'https://trace.playwright.dev', 'CORS for the viewer')
+  const linked = await unzipAll(Buffer.from(await cors.arrayBuffer()))
+  // The same trace as with the token (frames taken since may be added: the link's window ends later).
+  const notFrames = (m: Map<string, Buffer>) => [...m.keys()].filter(k => !k.startsWith('resources/frame-')).sort()
+  t.same(notFrames(linked), notFrames(await unzipAll(zip)), 'the same trace as with the token')
+  const stranger = await fetch(link.url, { headers: { origin: 'https://evil.example' } })
+  t.equal(stranger.headers.get('access-control-allow-origin'), null, 'no CORS for another origin')
+  await stranger.arrayBuffer()
+  const credential = new URL(link.url).searchParams.get('link')!
+  for (const path of ['telemetry/events', 'telemetry/bundle', 'telemetry/actions', 'recording/frames']) {
+    const other = await fetch(`${d.url}/browsers/${d.browserId}/${path}?link=${credential}`)
+    t.equal(other.status, 401, `the link opens nothing else: ${path}`)
+    t.equal(((await other.json()) as { code: string }).code, 'unauthorized')
+  }
+  const widened = await fetch(`${link.url}&since=1h`)
+  t.equal(widened.status, 400, 'a link fixes its window')
+  t.match(await widened.json(), {
+    code: 'bad_request',
+    message: 'invalid since: a link fixes the window; leave this out',
+  })
+  const [payload, sig] = credential.split('.')
+  const forged = Buffer.from(
+    JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), s: 0 }),
+  ).toString('base64url')
+  const altered = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/trace.zip?link=${forged}.${sig}`)
+  t.equal(altered.status, 401, 'an altered link is refused')
+  t.match(await altered.json(), { code: 'unauthorized', message: /bad signature/ })
+  const short = (await (
+    await fetch(`${d.url}/browsers/${d.browserId}/telemetry/trace-links`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ttl_seconds: 1 }),
+    })
+  ).json()) as { url: string }
+  const expired = await waitFor(
+    async () => {
+      const r = await fetch(short.url, { headers: { origin: 'https://trace.playwright.dev' } })
+      if (r.status === 200) await r.arrayBuffer()
+      return r.status === 401 ? r : undefined
+    },
+    10_000,
+    'the 1 s link to expire',
+  )
+  t.equal(expired.headers.get('access-control-allow-origin'), 'https://trace.playwright.dev', 'the refusal is readable')
+  t.match(await expired.json(), { code: 'unauthorized', message: /expired at/ })
+  for (const ttl of [0, 86_401, 1.5, '60']) {
+    const bad = await fetch(`${d.url}/browsers/${d.browserId}/telemetry/trace-links`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ttl_seconds: ttl }),
+    })
+    t.equal(bad.status, 400, `ttl_seconds ${JSON.stringify(ttl)} is refused`)
+    await bad.arrayBuffer()
+  }
+
+  const origin = viewerOrigin
   const viewer = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: CHROMIUM_FLAGS.filter(f => !f.startsWith('--headless')),
@@ -157,19 +227,30 @@ function buy() {
   const vp: Page = await context.newPage()
   const problems: string[] = []
   vp.on('pageerror', e => problems.push(e.message))
-  await vp.goto(`${origin}/index.html?trace=${encodeURIComponent(`${origin}/trace.zip`)}`)
+  await vp.goto(`${origin}/index.html?trace=${encodeURIComponent(link.url)}`)
   await vp.waitForSelector('.action-title', { timeout: 30_000 })
   const tab = async (name: string) => {
     await vp.click(`.tabbed-pane-tab-label:text-is("${name}")`)
     await vp.waitForSelector(`.tab-content.tab-${name.toLowerCase()}`)
   }
 
-  // Actions: the step, and inside it what Playwright did (setup left out).
+  // Actions: the step, and inside it what Playwright did (setup left out): exactly the actions the
+  // daemon derives from the same window (src/actions), in time order.
+  const derived = deriveActions(await stored())
+    .filter(a => a.kind !== 'setup')
+    .sort((a, b) => a.start_ts - b.start_ts)
   t.same(
     await vp.locator('.action-title-method').allTextContents(),
-    ['buy something', 'go to /', 'click #buy', 'go to /done'],
+    ['buy something', ...derived.map(a => a.title)],
     'the actions list',
   )
+  const kinds = derived.map(a => a.kind)
+  t.same(
+    [kinds[0], kinds.includes('click'), kinds.at(-1)],
+    ['navigate', true, 'navigate'],
+    `goto, a click, goto: ${derived.map(a => a.title).join(', ')}`,
+  )
+  t.equal(derived.filter(a => a.step_id === stepId).length, derived.length, 'all in the step')
 
   // Film strip: every stored recording frame is a screencast frame; the strip draws them.
   const files = await unzipAll(zip)

@@ -175,7 +175,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
         expUs,
         ...(b.target_id !== undefined ? { targetId: b.target_id } : {}),
       })
-      const url = `${ctx.origin}/browsers/${encodeURIComponent(ctx.params.id!)}/telemetry/trace.zip?${LINK_PARAM}=${credential}`
+      const url = `${ctx.protocol}://${ctx.host}/browsers/${encodeURIComponent(ctx.params.id!)}/telemetry/trace.zip?${LINK_PARAM}=${credential}`
       ctx.status = 201
       ctx.body = {
         url,
