@@ -122,10 +122,12 @@ export function consoleLineOf(clock: TraceClock, env: Envelope): ConsoleLine | E
   const time = msOf(clock, e.ts)
   const pageId = pageIdOf(e.data.target_id)
   if (isUncaught(e)) {
-    const first = e.data.text.split('\n')[0]!.replace(/^Uncaught (\(in promise\) )?/, '')
+    const [head, ...rest] = e.data.text.split('\n')
+    const first = head!.replace(/^Uncaught (\(in promise\) )?/, '')
     const name = /^([A-Za-z_$][\w$]*):/.exec(first)?.[1] ?? 'Error'
     const message = first.startsWith(`${name}: `) ? first.slice(name.length + 2) : first
-    const frames = stackText(e.data.stack_trace)
+    // The captured frames (source-mapped when a map was known), else the stack lines of the text.
+    const frames = stackText(e.data.stack_trace) || rest.filter(l => /^\s+at /.test(l)).join('\n')
     return {
       type: 'event',
       time,
