@@ -1,6 +1,6 @@
 // The Playwright trace of a 30-minute session against the debug bundle of the same window: export
-// time and peak RSS, each export in a process of its own (bench/trace-export-child.ts, with the
-// daemon's runtime settings), bundle and trace interleaved, medians of RUNS. Goals: the trace takes
+// time and peak RSS, each export in a process of its own (bench/trace-export-child.mjs: the compiled
+// code with the daemon's runtime settings), bundle and trace interleaved, medians of RUNS. Goals: the trace takes
 // at most 1.2x the bundle's time (without its video) and at most 200 MB of RSS. Then the trace is
 // opened from disk in the trace viewer of playwright-core (served on 127.0.0.1, in Chromium): the
 // time to its first render (the action list and the film strip drawn), goal <= 5 s.
@@ -20,13 +20,16 @@ const MINUTES = Number(process.env.MINUTES ?? 30)
 const STEPS_PER_S = Number(process.env.STEPS_PER_S ?? 5)
 const FPS = Number(process.env.FPS ?? 1)
 const RUNS = Number(process.env.RUNS ?? 3)
-const child = join(import.meta.dirname, 'trace-export-child.ts')
+const child = join(import.meta.dirname, 'trace-export-child.mjs')
 const require = createRequire(import.meta.url)
 const VIEWER_DIR = join(dirname(require.resolve('playwright-core/package.json')), 'lib/vite/traceViewer')
 
 interface Run {
   ms: number
   peakMb: number
+  startMb: number
+  heapMb: number
+  externalMb: number
   bytes: number
 }
 const exportOnce = (dir: string, kind: 'bundle' | 'trace', since: number, until: number, out?: string): Run =>
@@ -48,6 +51,7 @@ const exportOnce = (dir: string, kind: 'bundle' | 'trace', since: number, until:
     ),
   ) as Run
 
+execFileSync('npm', ['run', '-s', 'build'], { stdio: 'inherit' }) // the child runs the compiled code
 await withTempDir(async dir => {
   const s = await synthSession(dir, { minutes: MINUTES, stepsPerS: STEPS_PER_S, fps: FPS }, 'trace-export bench')
   const events = s.log.lastSeq
@@ -62,7 +66,8 @@ await withTempDir(async dir => {
     trace.push(exportOnce(dir, 'trace', s.t0, s.now + 1, i === RUNS - 1 ? traceFile : undefined))
     console.log(
       `  run ${i + 1}: bundle ${fmt(bundle[i]!.ms / 1000)} s ${fmt(bundle[i]!.peakMb, 0)} MB, ` +
-        `trace ${fmt(trace[i]!.ms / 1000)} s ${fmt(trace[i]!.peakMb, 0)} MB`,
+        `trace ${fmt(trace[i]!.ms / 1000)} s ${fmt(trace[i]!.peakMb, 0)} MB ` +
+        `(process before it ${fmt(trace[i]!.startMb, 0)} MB, heap ${fmt(trace[i]!.heapMb, 0)} MB, buffers ${fmt(trace[i]!.externalMb, 0)} MB)`,
     )
   }
   const b = median(bundle.map(r => r.ms))

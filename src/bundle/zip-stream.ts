@@ -95,12 +95,15 @@ export class ZipStream {
     compress = true,
   ): Promise<void> {
     this.signal.throwIfAborted()
-    const r =
-      chunks instanceof Readable ? chunks : Readable.from(chunks, { objectMode: false, highWaterMark: 64 * 1024 })
+    const r = chunks instanceof Readable ? chunks : draining(chunks)
     this.current = r
     this.zip.addReadStream(r, name, { compress, mtime: this.mtime })
+    const added = (this.zip as unknown as { entries: { doFileDataPump?: unknown }[] }).entries.at(-1)
     await finished(r) // also the error listener: yazl adds none to the streams it is given
     this.current = undefined
+    // yazl keeps every entry (for the central directory) with the function that pumped its stream,
+    // and so the stream: let go of it, or thousands of bodies and frames stay reachable to the end.
+    if (added) added.doFileDataPump = undefined
   }
 
   /** Writes the central directory and waits until the reader took the last byte. */
@@ -108,4 +111,38 @@ export class ZipStream {
     this.zip.end()
     await finished(this.output)
   }
+}
+
+/**
+ * A stream of the chunks that lets go of them as they are read: yazl keeps every entry's stream until
+ * the zip ends, and a stream from Readable.from would keep its iterable (a frame's bytes, a body, a
+ * finished generator's state) alive with it; thousands of entries would hold the whole export.
+ */
+function draining(chunks: Iterable<string | Buffer> | AsyncIterable<string | Buffer>): Readable {
+  let it: Iterator<string | Buffer> | AsyncIterator<string | Buffer> | undefined =
+    Symbol.asyncIterator in chunks
+      ? (chunks as AsyncIterable<string | Buffer>)[Symbol.asyncIterator]()
+      : (chunks as Iterable<string | Buffer>)[Symbol.iterator]()
+  return new Readable({
+    highWaterMark: 64 * 1024,
+    read() {
+      const from = it
+      if (!from) return
+      Promise.resolve(from.next()).then(
+        r => {
+          if (r.done) {
+            it = undefined
+            this.push(null)
+          } else this.push(typeof r.value === 'string' ? Buffer.from(r.value, 'utf8') : r.value)
+        },
+        (err: unknown) => this.destroy(err as Error),
+      )
+    },
+    destroy(err, cb) {
+      const from = it
+      it = undefined
+      void Promise.resolve(from?.return?.()).catch(() => {})
+      cb(err)
+    },
+  })
 }

@@ -54,7 +54,9 @@ export interface TraceLimits {
 export const DEFAULT_TRACE_LIMITS: TraceLimits = {
   readPageBytes: 1024 * 1024,
   readPageEvents: 500,
-  har: { maxHeldBytes: 32 * 1024 * 1024, maxPages: 10_000, settleUs: 10_000_000 },
+  // Finished exchanges wait for the ones begun before them: past 8 MiB they go out of order, which
+  // the viewer does not mind (it sorts by time), and memory stays low.
+  har: { maxHeldBytes: 8 * 1024 * 1024, maxPages: 10_000, settleUs: 10_000_000 },
   maxFrames: 100_000,
   maxActionRecords: 200_000,
 }
@@ -98,6 +100,26 @@ function pngSize(b: Buffer): { width: number; height: number } | undefined {
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) }
 }
 
+/**
+ * The UTF-8 bytes of a page's bodies as views of one buffer of their own. A small Buffer.from()
+ * would share an 8 KiB slab with the zip's small headers, which live to the end of the export (and
+ * keep the slab, body and all); one allocation per body would churn the allocator; one per page is
+ * freed whole when the page is done.
+ */
+function pageArena(texts: readonly string[]): Buffer[] {
+  let total = 0
+  for (const t of texts) total += Buffer.byteLength(t, 'utf8')
+  const arena = Buffer.allocUnsafeSlow(total)
+  const views: Buffer[] = []
+  let at = 0
+  for (const t of texts) {
+    const n = arena.write(t, at, 'utf8')
+    views.push(arena.subarray(at, at + n))
+    at += n
+  }
+  return views
+}
+
 const targetOf = (e: Envelope): string | undefined => (e.event.data as { target_id?: string }).target_id
 
 export function buildTrace(
@@ -138,21 +160,20 @@ export function buildTrace(
     if (id !== undefined) pages.add(id)
   }
 
-  /** Stored bytes of the envelopes handed out (the HAR builder's memory bound counts them). */
-  const sizes = new WeakMap<Envelope, number>()
-  /** Envelopes of the window, a page at a time, parsed and filtered to the target. */
-  async function* envelopes(categories?: readonly string[], map = false): AsyncGenerator<Envelope[]> {
+  /** Envelopes of the window with their stored size, a page at a time, parsed and filtered to the target. */
+  async function* sized(categories?: readonly string[], map = false): AsyncGenerator<[Envelope, number][]> {
     for await (const stored of zs.records(categories)) {
       const page = map && source.mapRecords ? await source.mapRecords(stored) : stored
-      const out: Envelope[] = []
+      const out: [Envelope, number][] = []
       for (const r of page) {
         const e = JSON.parse(r.json) as Envelope
-        if (!keep(e)) continue
-        sizes.set(e, r.json.length)
-        out.push(e)
+        if (keep(e)) out.push([e, r.json.length])
       }
       yield out
     }
+  }
+  async function* envelopes(categories?: readonly string[], map = false): AsyncGenerator<Envelope[]> {
+    for await (const page of sized(categories, map)) yield page.map(p => p[0])
   }
 
   /** The clock's origin: the first stored event of the window (else the window's start). */
@@ -185,13 +206,23 @@ export function buildTrace(
   /** resources/<sha1>: each captured body once. */
   async function bodies(): Promise<void> {
     const seen = new Set<string>()
-    for await (const page of envelopes(['network'])) {
-      for (const e of page) {
-        if (e.event.type !== 'network_response' || e.event.data.body === undefined) continue
+    for await (const stored of zs.records(['network'])) {
+      const fresh: [string, string][] = []
+      for (const r of stored) {
+        // Only responses carry bodies; the rest need not be parsed (the pipeline writes the type first).
+        if (!r.json.includes('"type":"network_response","') || !r.json.includes('"body":"')) continue
+        const e = JSON.parse(r.json) as Envelope
+        if (e.event.type !== 'network_response' || e.event.data.body === undefined || !keep(e)) continue
         const name = bodyName(e.event.data.body)
         if (seen.has(name)) continue
         seen.add(name)
-        await zs.entry(`resources/${name}`, [Buffer.from(e.event.data.body, 'utf8')])
+        fresh.push([name, e.event.data.body])
+      }
+      // One allocation for the page's bodies, gone with the page (see pageArena).
+      const views = pageArena(fresh.map(f => f[1]))
+      for (let i = 0; i < fresh.length; i++) {
+        // Stored: a deflate stream per small body costs more time and memory than it saves.
+        await zs.entry(`resources/${fresh[i]![0]}`, [views[i]!], false)
         summary.bodies++
       }
     }
@@ -262,12 +293,12 @@ export function buildTrace(
       }
       return s
     }
-    for await (const page of envelopes(HAR_CATEGORIES)) {
-      for (const e of page) {
+    for await (const page of sized(HAR_CATEGORIES)) {
+      for (const [e, bytes] of page) {
         const d = e.event.data as { session_id?: string; target_id?: string }
         if (d.session_id !== undefined && d.target_id !== undefined && targetOfSession.size < 100_000)
           targetOfSession.set(d.session_id, d.target_id)
-        har.add(e, sizes.get(e) ?? 0)
+        har.add(e, bytes)
       }
       const s = write(har.ready())
       if (s) yield s
