@@ -58,6 +58,7 @@ async function startTraceApi(t: Test, limits?: TraceLimits, signer = TraceLinkSi
   return {
     url: server.url,
     envelopes,
+    emit: (input: Parameters<typeof pipeline.emit>[0]) => accepted(pipeline.emit(input)).committed,
     setClock: (us: number) => (clock = us),
     async record(steps: number) {
       for (let n = 0; n < steps; n++) {
@@ -162,6 +163,44 @@ t.test('what the trace holds, file by file', async t => {
     const time = (l.time ?? l.timestamp ?? l.startTime ?? l.endTime) as number | undefined
     if (time !== undefined) t.ok(time >= 0 && time < 40_000, `${l.type} at ${time}`)
   }
+})
+
+t.test('nothing the daemon masks appears in the trace', async t => {
+  const api = await startTraceApi(t)
+  const ctx = { target_id: 'T1', session_id: 'S1', target_type: 'page' as const }
+  const url = 'https://shop.test/login?token=s3cret-in-url&x=1'
+  await api.emit({
+    type: 'network_request',
+    source: { kind: 'cdp' },
+    data: {
+      ...ctx,
+      url,
+      request_id: 'r',
+      method: 'POST',
+      headers: { Authorization: 'Bearer s3cret-header' },
+      post_data: '{"password":"s3cret-field"}',
+    },
+  })
+  await api.emit({
+    type: 'network_response',
+    source: { kind: 'cdp' },
+    data: {
+      ...ctx,
+      url,
+      request_id: 'r',
+      status: 200,
+      status_text: 'OK',
+      headers: { 'set-cookie': 'sid=s3cret-cookie' },
+      mime_type: 'application/json',
+      body: '{"access_token":"s3cret-body"}',
+    },
+  })
+  const res = await api.get(`/browsers/${BROWSER_ID}/telemetry/trace.zip?since=${encodeURIComponent(iso(T0_US))}`)
+  const files = await unzipAll(Buffer.from(await res.arrayBuffer()))
+  const all = Buffer.concat([...files.values()]).toString('utf8')
+  t.same(all.match(/.{60}s3cret.{30}/g), null, 'no secret in any file of the trace')
+  t.match(all, /\[redacted/, 'the masks are there')
+  t.equal(lines(files.get('trace.network')).length, 1)
 })
 
 t.test('target_id keeps one target; the film strip is bounded', async t => {

@@ -45,8 +45,8 @@ export function actionLines(
       type: 'before',
       callId: a.action_id,
       startTime: msOf(clock, a.start_ts),
-      // `{…}` in a title is a parameter placeholder to the viewer; these titles have none to fill.
-      title: a.title.replace(/[{}]/g, ''),
+      // The viewer fills `{name}` from params and leaves any other `{…}` as it is.
+      title: a.title,
       class: 'Action',
       method: a.kind,
       params: { commands: a.command_seqs.length },
