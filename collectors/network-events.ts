@@ -64,6 +64,7 @@ export function requestData(
     data.is_redirect = true
     const from = p.redirectResponse.url || previous?.url
     if (from) data.redirect_url = bounds.capUrl(from, onCut)
+    data.redirect_status = Math.trunc(p.redirectResponse.status)
   }
   return data
 }

@@ -158,6 +158,18 @@ t.test('what the trace holds, file by file', async t => {
   )!
   t.equal(files.get(`resources/${sha1._sha1}`)?.toString(), (stored.event.data as { body: string }).body)
   for (const n of network) t.ok((n.snapshot as { _monotonicTime: number })._monotonicTime >= 0)
+  // WebSockets: the handshake entry with its messages, as the HAR export writes them.
+  const sockets = network.filter(n => (n.snapshot as { _resourceType?: string })._resourceType === 'websocket')
+  const frames = byType('network_websocket_frame')
+  t.ok(frames.length > 0 && sockets.length > 0, `${sockets.length} sockets, ${frames.length} frames`)
+  t.equal(
+    sockets.reduce(
+      (n, s) => n + ((s.snapshot as { _webSocketMessages?: unknown[] })._webSocketMessages?.length ?? 0),
+      0,
+    ),
+    frames.length,
+    'every frame is a message of its socket',
+  )
   // Every time on the one clock: nothing before 0, nothing after the window.
   for (const l of trace.slice(1)) {
     const time = (l.time ?? l.timestamp ?? l.startTime ?? l.endTime) as number | undefined

@@ -73,12 +73,21 @@ function buy() {
   console.log('hello trace')
   console.warn('careful')
   fetch('/data.json').then(r => r.json())
+  fetch('/hop').then(r => r.text())
   fetch('/missing')
   fetch('http://127.0.0.1:${deadPort}/nothing').catch(() => {})
   fetch('/stream').then(r => fetch('/streaming?status=' + r.status))
   setTimeout(() => { throw new Error('boom in the page') }, 0)
 }
 </script></body>`,
+    '/hop': (_req, res) => {
+      res.writeHead(302, { location: '/final.json' })
+      res.end()
+    },
+    '/final.json': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{"final":true}')
+    },
     '/data.json': (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' })
       res.end('{"n":42}')
@@ -127,6 +136,7 @@ function buy() {
         all.some(e => e.event.type === 'network_response' && e.event.data.status === 404) &&
         all.some(e => e.event.type === 'network_response' && (e.event.data.url ?? '').endsWith('/data.json')) &&
         all.some(e => e.event.type === 'network_loading_failed') &&
+        all.some(e => e.event.type === 'network_response' && (e.event.data.url ?? '').endsWith('/final.json')) &&
         seen.includes('/streaming?status=200')
       )
     },
@@ -297,6 +307,8 @@ function buy() {
     [site.url, '200'],
     [`${site.url}data.json`, '200'],
     [`${site.url}missing`, '404'],
+    [`${site.url}hop`, '302'],
+    [`${site.url}final.json`, '200'],
     [`http://127.0.0.1:${deadPort}/nothing`, 'canceled'],
     [`${site.url}stream`, '200'],
     [`${site.url}streaming?status=200`, '204'],
@@ -305,7 +317,7 @@ function buy() {
   t.same([...rows].sort(), [...expected].sort(), 'every request with its status')
   t.same(
     [...seen].sort(),
-    ['/', '/data.json', '/done', '/missing', '/stream', '/streaming?status=200'],
+    ['/', '/data.json', '/done', '/final.json', '/hop', '/missing', '/stream', '/streaming?status=200'],
     'and those are all the requests the page server saw',
   )
   const network = files

@@ -95,6 +95,7 @@ export const EVENT_DEFS = {
       post_data: OptStr(),
       is_redirect: Type.Optional(Type.Boolean()),
       redirect_url: OptStr(),
+      redirect_status: Type.Optional(Int({ description: 'The status of the redirect response (the previous hop)' })),
     }),
   ),
   network_response: def(
@@ -111,8 +112,7 @@ export const EVENT_DEFS = {
       body: OptStr(),
     }),
   ),
-  // The status and headers of a response whose body never completed, once, when its request ended
-  // otherwise (failed: network_loading_failed follows; navigated; detached: tab closed, daemon stopped; timeout).
+  // Headers of a response whose body never completed, once, when its request ended otherwise (events.md).
   network_response_incomplete: def(
     'network_response_incomplete',
     'network',

@@ -22,7 +22,7 @@ export interface Exchange {
   /** The status and headers of a response whose body never completed (network_response_incomplete). */
   incomplete?: EnvelopeOf<'network_response_incomplete'>
   /** Set when a later hop of the same request id followed this one before it completed. */
-  redirectedTo?: { ts: number; url: string }
+  redirectedTo?: { ts: number; url: string; status?: number }
   /** The envelopes of this hop, in the order they were added. */
   envelopes: Envelope[]
 }
@@ -52,7 +52,12 @@ export class ExchangeJoin {
       case 'network_request': {
         const key = exchangeKey(event.data)
         const prev = this.open.get(key)
-        if (prev) prev.redirectedTo = { ts: event.ts, url: event.data.url ?? '' }
+        if (prev)
+          prev.redirectedTo = {
+            ts: event.ts,
+            url: event.data.url ?? '',
+            ...(event.data.redirect_status !== undefined ? { status: event.data.redirect_status } : {}),
+          }
         return this.begin(key, { key, request: { seq: e.seq, event }, envelopes: [e] })
       }
       case 'network_response_incomplete': {

@@ -344,7 +344,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
   const comments: string[] = []
   if (!ex.request) comments.push('request not captured (in flight before the window or the debugger attached)')
   if (inc) comments.push(`body never completed (${inc.reason}): status and headers as they arrived`)
-  if (!res && !ex.failure && ex.redirectedTo)
+  if (!res && !ex.failure && ex.redirectedTo?.status === undefined && ex.redirectedTo)
     comments.push('redirect response not captured; redirectURL from the next hop')
   else if (!res && !ex.failure) comments.push('no response captured in this window')
 
@@ -369,7 +369,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
       bodySize: postData !== undefined ? utf8ByteLength(postData) : 0,
     },
     response: {
-      status: res?.status ?? 0,
+      status: res?.status ?? ex.redirectedTo?.status ?? 0,
       statusText: res?.status_text ?? '',
       httpVersion: '',
       cookies: [],
