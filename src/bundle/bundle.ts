@@ -88,14 +88,14 @@ export interface BundleBuild {
   abort(reason?: Error): void
 }
 
-/** The file name offered for download: `browser-telemetry-<browser id>-<UTC time>.zip`. */
-export function bundleFileName(browserId: string, at: Date): string {
+/** The file name offered for download: `browser-telemetry-<browser id>-<UTC time>.zip` (or another ending). */
+export function bundleFileName(browserId: string, at: Date, ending = '.zip'): string {
   const safe = browserId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64)
   const t = at
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z')
-  return `browser-telemetry-${safe}-${t}.zip`
+  return `browser-telemetry-${safe}-${t}${ending}`
 }
 
 /** Screenshot bytes are PNG or JPEG; the entry name says which. */

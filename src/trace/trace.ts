@@ -3,9 +3,10 @@
 // over the log a page at a time, like the debug bundle. Everything comes from the stored envelopes,
 // which the pipeline masked before storing them.
 import { ACTION_CATEGORIES, ActionBuilder, stepsOf, type Action } from '../actions/index.js'
+import { bundleFileName, DEFAULT_BUNDLE_LIMITS, type BundleLimits } from '../bundle/bundle.js'
 import { ZipStream, type ZipStreamStats } from '../bundle/zip-stream.js'
 import type { Envelope } from '../events/index.js'
-import { HarBuilder, HAR_CATEGORIES, type HarStreamBounds } from '../har/index.js'
+import { HarBuilder, HAR_CATEGORIES } from '../har/index.js'
 import type { FrameMeta, FrameStore } from '../recording/frame-store.js'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { actionLines } from './actions.js'
@@ -41,24 +42,15 @@ export interface TraceWindow {
   targetId?: string
 }
 
-export interface TraceLimits {
-  readPageBytes: number
-  readPageEvents: number
-  har: HarStreamBounds
-  /** Film strip frames (recording frames or screenshots) at most. */
-  maxFrames: number
-  /** Records the actions derivation holds at most (as the bundle's). */
-  maxActionRecords: number
-}
+/** As the bundle's: log page size, HAR bounds, film strip frames, action records. */
+export type TraceLimits = Omit<BundleLimits, 'maxListedGaps'>
 
+const { maxListedGaps: _gaps, ...bundleLimits } = DEFAULT_BUNDLE_LIMITS
 export const DEFAULT_TRACE_LIMITS: TraceLimits = {
-  readPageBytes: 1024 * 1024,
-  readPageEvents: 500,
+  ...bundleLimits,
   // Finished exchanges wait for the ones begun before them: past 8 MiB they go out of order, which
   // the viewer does not mind (it sorts by time), and memory stays low.
-  har: { maxHeldBytes: 8 * 1024 * 1024, maxPages: 10_000, settleUs: 10_000_000 },
-  maxFrames: 100_000,
-  maxActionRecords: 200_000,
+  har: { ...bundleLimits.har, maxHeldBytes: 8 * 1024 * 1024 },
 }
 
 /** What the export wrote (counts; tests and the CLI read them). */
@@ -86,12 +78,16 @@ export interface TraceBuild {
 
 /** `browser-telemetry-<browser id>-<UTC time>.trace.zip`. */
 export function traceFileName(browserId: string, at: Date): string {
-  const safe = browserId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64)
-  const t = at
-    .toISOString()
-    .replace(/[-:]/g, '')
-    .replace(/\.\d+Z$/, 'Z')
-  return `browser-telemetry-${safe}-${t}.trace.zip`
+  return bundleFileName(browserId, at, '.trace.zip')
+}
+
+/** Lines as NDJSON text, 500 at a time (one chunk each). */
+function* ndjson(lines: readonly object[]): Generator<string> {
+  for (let i = 0; i < lines.length; i += 500)
+    yield lines
+      .slice(i, i + 500)
+      .map(l => JSON.stringify(l) + '\n')
+      .join('')
 }
 
 /** A PNG's pixel size from its IHDR chunk (screenshots become film strip frames). */
@@ -326,11 +322,7 @@ export function buildTrace(
       sdkLanguage: 'javascript',
     }
     yield JSON.stringify(context) + '\n'
-    for (let i = 0; i < frames.length; i += 500)
-      yield frames
-        .slice(i, i + 500)
-        .map(f => JSON.stringify(f) + '\n')
-        .join('')
+    yield* ndjson(frames)
     summary.frames = frames.length
     const builder = new ActionBuilder()
     const stepEvents: Envelope[] = []
@@ -365,11 +357,7 @@ export function buildTrace(
     summary.steps = steps.length
     summary.actions = actions.filter(a => a.kind !== 'setup').length
     for (const l of lines) if (l.type === 'before') seePage(l.pageId)
-    for (let i = 0; i < lines.length; i += 500)
-      yield lines
-        .slice(i, i + 500)
-        .map(l => JSON.stringify(l) + '\n')
-        .join('')
+    yield* ndjson(lines)
     summary.pages = pages.size
   }
 

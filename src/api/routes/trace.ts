@@ -2,7 +2,6 @@
 // POST /browsers/{id}/telemetry/trace-links: a signed, expiring URL of one such trace that a viewer
 // in another origin can fetch (trace-links.ts). The trace route takes the bearer token or that link;
 // no other route takes a link.
-import { pipeline } from 'node:stream/promises'
 import { Type } from '@sinclair/typebox'
 import type { Logger } from '../../log.js'
 import { silentLogger } from '../../log.js'
@@ -18,6 +17,7 @@ import { invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiContext, ApiMiddleware, ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
+import { sendZip } from '../zip-response.js'
 import { LINK_PARAM, LINK_TTL_DEFAULT_S, LINK_TTL_MAX_S, type TraceLinkSigner } from '../trace-links.js'
 
 export interface TraceRouteDeps {
@@ -122,28 +122,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
       const nowUs = now()
       const window = (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
       const build = buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
-      ctx.status = 200
-      ctx.set('Content-Type', 'application/zip')
-      ctx.set(
-        'Content-Disposition',
-        `attachment; filename="${traceFileName(deps.source.browserId, new Date(nowUs / 1000))}"`,
-      )
-      ctx.set('Cache-Control', 'no-store')
-      ctx.set('X-Content-Type-Options', 'nosniff')
-      ctx.respond = false
-      const res = ctx.res
-      const requestId = ctx.state.requestId
-      // As the bundle: a failure breaks the connection (never a short valid zip); a client that
-      // goes away stops the build.
-      void Promise.allSettled([pipeline(build.output, res), build.done]).then(([piped, built]) => {
-        if (piped.status === 'fulfilled' && built.status === 'fulfilled') return
-        if (!res.destroyed) res.destroy()
-        const err = built.status === 'rejected' ? built.reason : (piped as PromiseRejectedResult).reason
-        logger.warn(
-          { request_id: requestId, err: (err as Error)?.message, bytes: build.stats.bytesOut },
-          'trace not completed',
-        )
-      })
+      void sendZip(ctx, build, traceFileName(deps.source.browserId, new Date(nowUs / 1000)), logger, 'trace')
     },
   })
 
