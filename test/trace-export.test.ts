@@ -260,6 +260,24 @@ t.test('a link: exact expiry on the pinned clock, read scope, no other route', a
   t.equal(ok.status, 200, 'valid until the last microsecond')
   const files = await unzipAll(Buffer.from(await ok.arrayBuffer()))
   t.equal(lines(files.get('trace.network')).length > 0, true, 'the window of the link')
+  const preflight = await fetch(link.url, {
+    method: 'OPTIONS',
+    headers: {
+      origin: 'https://trace.playwright.dev',
+      'access-control-request-method': 'GET',
+      'access-control-request-private-network': 'true',
+    },
+  })
+  t.equal(preflight.status, 204)
+  t.same(
+    ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-private-network'].map(h =>
+      preflight.headers.get(h),
+    ),
+    ['https://trace.playwright.dev', 'GET', 'true'],
+    'a preflight from the viewer (a private address from a public page) is allowed',
+  )
+  const foreign = await fetch(link.url, { method: 'OPTIONS', headers: { origin: 'https://evil.example' } })
+  t.equal(foreign.headers.get('access-control-allow-origin'), null)
   api.setClock(T0_US + 160 * SEC)
   const late = await fetch(link.url)
   t.equal(late.status, 401)

@@ -126,6 +126,21 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
     },
   })
 
+  // A preflight carries no credential: it only says which origins may read (and, for a page on the
+  // internet reaching a daemon on a private address, that Chromium may let it: Private Network Access).
+  router.koa.options('/browsers/:id/telemetry/trace.zip', ctx => {
+    const origin = ctx.get('origin')
+    if (origin && deps.corsOrigins.includes(origin)) {
+      ctx.set('Access-Control-Allow-Origin', origin)
+      ctx.set('Access-Control-Allow-Methods', 'GET')
+      ctx.set('Access-Control-Max-Age', '600')
+      if (ctx.get('access-control-request-private-network') === 'true')
+        ctx.set('Access-Control-Allow-Private-Network', 'true')
+    }
+    ctx.set('Vary', 'Origin')
+    ctx.status = 204
+  })
+
   router.add({
     method: 'POST',
     path: '/browsers/:id/telemetry/trace-links',
