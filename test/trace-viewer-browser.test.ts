@@ -13,15 +13,12 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { readFile } from 'node:fs/promises'
 import { chromium, type Page } from 'playwright-core'
-import { parseServeConfig } from '../src/config/config.js'
-import { startDaemon } from '../src/main.js'
-import { silentLogger } from '../src/log.js'
 import { CHROMIUM_FLAGS } from '../src/monitor/launch.js'
-import type { Envelope } from '../src/events/index.js'
 import { deriveActions } from '../src/actions/index.js'
 import { closedPort } from './helpers/ports.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
+import { driveThroughProxy, startTestDaemon } from './helpers/agent-driver.js'
 import { unzipAll } from './helpers/bundle.js'
 
 t.setTimeout(240_000)
@@ -107,25 +104,12 @@ function buy() {
   site.server.prependListener('request', req => seen.push(req.url ?? ''))
   const dir = await tempDir(t)
   const viewerOrigin = await serveViewer(t)
-  const config = parseServeConfig(
-    [
-      ...['--listen', '127.0.0.1:0', '--data-dir', dir, '--token', TOKEN, '--proxy-listen', '127.0.0.1:0'],
-      ...['--recording', '--trace-link-origins', `https://trace.playwright.dev,${viewerOrigin}`],
-    ],
-    {},
-  )
-  const d = await startDaemon(config, { logger: silentLogger, announce: () => {}, showNewToken: false })
-  t.teardown(() => d.close())
-  const stored = async (): Promise<Envelope[]> => {
-    const page = await d.log.read({ order: 'asc', cursor: 1, limit: 100_000 })
-    return page.records.map(r => JSON.parse(r.json) as Envelope)
-  }
-
-  const pw = await chromium.connectOverCDP(`http://127.0.0.1:${d.proxy!.address().port}`)
-  const page = await pw.contexts()[0]!.newPage()
-  const cdp = await pw.newBrowserCDPSession()
-  const send = (cdp.send as unknown as (m: string, p: object) => Promise<{ stepId: string }>).bind(cdp)
-  const { stepId } = await send('BrowserTelemetry.startStep', { name: 'buy something' })
+  const { d, stored } = await startTestDaemon(t, [
+    ...['--listen', '127.0.0.1:0', '--data-dir', dir, '--token', TOKEN, '--proxy-listen', '127.0.0.1:0'],
+    ...['--recording', '--trace-link-origins', `https://trace.playwright.dev,${viewerOrigin}`],
+  ])
+  const { pw, page, startStep, endStep } = await driveThroughProxy(d)
+  const stepId = await startStep('buy something')
   await page.goto(site.url)
   await page.click('#buy')
   await waitFor(
@@ -144,7 +128,7 @@ function buy() {
     'the click and its effects stored',
   )
   await page.goto(`${site.url}done`)
-  await send('BrowserTelemetry.endStep', { stepId })
+  await endStep(stepId)
   await pw.close()
   await waitFor(async () => (await stored()).some(e => e.event.type === 'cdp_disconnect'), 20_000, 'the disconnect')
   await d.frames.flush()
