@@ -4,7 +4,7 @@ import t from 'tap'
 import type { Envelope } from '../src/events/index.js'
 import { consoleLineOf, pageEventOf } from '../src/trace/format.js'
 import { actionLines } from '../src/trace/actions.js'
-import type { Action, Step } from '../src/actions/index.js'
+import { noEffects, type Action, type Step } from '../src/actions/index.js'
 
 const clock = { originUs: 1_000_000 }
 const ctx = { target_id: 'T1', session_id: 'S1', url: 'https://shop.test/cart' }
@@ -157,15 +157,7 @@ t.test('steps hold their actions; setup is left out; failures carry an error', a
     end_ts: 1_200_000,
     outcome,
     command_seqs: [1, 2],
-    effects: {
-      navigations: 0,
-      requests: 0,
-      failed_requests: 0,
-      console_errors: 0,
-      dialogs: 0,
-      downloads: 0,
-      crashed: false,
-    },
+    effects: noEffects(),
   })
   const lines = actionLines(
     clock,
