@@ -197,6 +197,15 @@ await withTempDir(async tmp => {
         `${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`,
     )
   }
+  // This checkout's daemon against the baseline's (BASELINE_ROOT), the same categories, interleaved.
+  const ours = samples.get('daemon:all-but-screenshot')
+  const theirs = samples.get('baseline:all-but-screenshot')
+  if (ours?.loads && theirs?.loads)
+    console.log(
+      `daemon vs baseline (all but screenshot): load ${fmt(median(ours.loadMs) / median(theirs.loadMs), 3)}x, ` +
+        `cpu/load ${fmt(ours.cpuMs / ours.loads / (theirs.cpuMs / theirs.loads), 3)}x, ` +
+        `events/load ${fmt(ours.events / ours.loads, 1)} vs ${fmt(theirs.events / theirs.loads, 1)}`,
+    )
   if (THREADS) {
     for (const b of BLOCKS) {
       const s = samples.get(b.name)!

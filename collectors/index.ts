@@ -6,11 +6,13 @@ import { createConsoleCollector } from './console.js'
 import { createInteractionCollector, type InteractionCollector } from './interaction.js'
 import { createNetworkCollector } from './network.js'
 import { createPageCollector } from './page.js'
+import { createPerfTraceCollector, type PerfTraceCollector } from './perf-trace.js'
 import { createRecordingCollector, type RecordingCollector, type RecordingCollectorOptions } from './recording.js'
 import { createScreenshotCollector } from './screenshot.js'
+import { createVitalsCollector } from './vitals.js'
 
 export { startSystemCollectors, type SystemCollectors } from './system.js'
-export type { InteractionCollector, RecordingCollector }
+export type { InteractionCollector, PerfTraceCollector, RecordingCollector }
 
 export interface CollectorSettings {
   bounds: Bounds
@@ -34,11 +36,14 @@ export interface Collectors {
   interaction: InteractionCollector
   /** The screencast: frames received, kept and dropped (/metrics, the recording routes). */
   screencast: RecordingCollector
+  /** Performance traces on demand (the perf trace routes start them). */
+  perfTrace: PerfTraceCollector
 }
 
 export function createCollectors(s: CollectorSettings): Collectors {
   const interaction = createInteractionCollector({ logger: s.logger })
   const screencast = createRecordingCollector({ ...s.recording, logger: s.logger })
+  const perfTrace = createPerfTraceCollector()
   const list: Collector[] = [
     createConsoleCollector({ bounds: s.bounds, sourceMaps: s.sourceMaps }),
     createNetworkCollector({
@@ -47,6 +52,7 @@ export function createCollectors(s: CollectorSettings): Collectors {
       isEnabled: () => s.isEnabled('network'),
     }),
     createPageCollector({ bounds: s.bounds }),
+    createVitalsCollector({ bounds: s.bounds, logger: s.logger }),
     interaction,
     createScreenshotCollector({
       intervalMs: s.screenshotIntervalMs,
@@ -56,6 +62,7 @@ export function createCollectors(s: CollectorSettings): Collectors {
       logger: s.logger,
     }),
     screencast,
+    perfTrace,
   ]
-  return { list, interaction, screencast }
+  return { list, interaction, screencast, perfTrace }
 }

@@ -21,6 +21,7 @@ import {
   type TargetSession,
 } from '../src/collector-kit.js'
 import { buildInteractionScript } from './interaction-script.js'
+import { injectCurrentDocuments, injectPageScript, parseBindingPayload } from './page-script.js'
 
 export interface InteractionCollectorOptions {
   /** Quiet time before a scroll counts as settled (default 300 ms). */
@@ -80,15 +81,8 @@ const FIELDS = {
  * result is validated against the event's data schema.
  */
 export function parseInteractionPayload(payload: unknown, context: Context): EventInput | undefined {
-  if (typeof payload !== 'string' || payload.length > MAX_PAYLOAD_CHARS) return undefined
-  let raw: unknown
-  try {
-    raw = JSON.parse(payload)
-  } catch {
-    return undefined
-  }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined
-  const report = raw as Record<string, unknown>
+  const report = parseBindingPayload(payload, MAX_PAYLOAD_CHARS)
+  if (!report) return undefined
   const kind = report.t
   if (kind !== 'click' && kind !== 'key' && kind !== 'scroll') return undefined
   const spec = FIELDS[kind]
@@ -179,7 +173,7 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
         if (!paused) pause()
       } else if (r.dropped === undefined) stats.accepted++
     })
-    const scriptId = await inject(session, bindingName, worldName, source)
+    const scriptId = await injectPageScript(session, bindingName, worldName, source)
     const detach: Detach = () => {
       if (detached) return
       detached = true
@@ -194,57 +188,4 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
   }
 
   return { name: 'interaction', category: 'interaction', attach, stats, bindingName, worldName }
-}
-
-/**
- * Sets up the binding and the script for every current and future document of the target; returns
- * the new-document script's id. Each step is best effort: a failure (counted and logged by the
- * session, quietly when the tab went away) ends the injection, and detach() undoes what was done.
- */
-async function inject(
-  session: TargetSession,
-  bindingName: string,
-  worldName: string,
-  source: string,
-): Promise<string | undefined> {
-  // Runtime must be enabled for bindingCalled to be delivered (and Runtime.disable drops the
-  // binding), Page for the new-document script to run in later documents (verified against
-  // Chromium 156): the monitor's capture plan keeps both on while interaction is.
-  // Sent together, answered in order: one round trip to a paused target instead of two (with many
-  // tabs opening at once, each round trip to a starting renderer costs seconds).
-  const [binding, added] = await Promise.all([
-    // The binding exists only in our world's contexts, present and future.
-    session.sendMayFail('Runtime.addBinding', { name: bindingName, executionContextName: worldName }),
-    // Every future document of every frame of this target. runImmediately also covers the
-    // current documents where Chromium supports it; injectCurrentDocuments below does it
-    // explicitly for older browsers (the agent's guard makes the second run a no-op).
-    session.sendMayFail('Page.addScriptToEvaluateOnNewDocument', { source, worldName, runImmediately: true }),
-  ])
-  if (!binding || !added) return added?.identifier
-  // A tab created with a URL may have committed its first document before the new-document script
-  // was registered. runImmediately (sent before the monitor resumes the tab: a session's commands
-  // run in order) covers it; this covers browsers without it.
-  await injectCurrentDocuments(session, worldName, source)
-  return added.identifier
-}
-
-/** Runs the script in our isolated world of every frame the target has now (loaded before we attached). */
-async function injectCurrentDocuments(session: TargetSession, worldName: string, source: string): Promise<void> {
-  const tree = await session.sendMayFail('Page.getFrameTree')
-  if (!tree) return
-  const frames: string[] = []
-  const walk = (node: typeof tree.frameTree): void => {
-    frames.push(node.frame.id)
-    for (const child of node.childFrames ?? []) walk(child)
-  }
-  walk(tree.frameTree)
-  await Promise.all(
-    frames.map(async frameId => {
-      // Same world name -> Chromium returns the world the new-document script already uses. A frame
-      // that navigated or detached meanwhile gets the new-document script instead.
-      const world = await session.sendMayFail('Page.createIsolatedWorld', { frameId, worldName })
-      if (world)
-        await session.sendMayFail('Runtime.evaluate', { expression: source, contextId: world.executionContextId })
-    }),
-  )
 }

@@ -3,7 +3,7 @@
 // maps' capture-side door. Collectors (the top-level collectors/ folder) import src/ through this
 // file only.
 export type { Context, EventData, StackTrace } from './events/index.js'
-export { validateData } from './events/index.js'
+export { validateData, webVitalRating, type WebVitalName } from './events/index.js'
 export { maskValue } from './events/redact.js'
 export { DEFAULT_MAX_ENVELOPE_BYTES, type Emit, type EventInput } from './pipeline/pipeline.js'
 export { Bounds, cutUtf8 } from './pipeline/bounds.js'

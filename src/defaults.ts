@@ -43,6 +43,10 @@ export const DEFAULT_SETTINGS = {
   sourcemapMaxBytes: 16 * MiB,
   sourcemapStoreBytes: 256 * MiB,
   sourcemapCacheBytes: 64 * MiB,
+  /** Performance traces: the largest one, the disk store's bound, how many are kept. */
+  perfTraceMaxBytes: 64 * MiB,
+  perfTraceStoreBytes: 256 * MiB,
+  perfTraceKeep: 10,
   zipMaxEntries: 100_000,
   zipMaxTotalBytes: 4 * GiB,
   zipMaxRatio: 200,

@@ -26,7 +26,15 @@ import {
   startSinkList,
   startSystem,
 } from './daemon/steps.js'
-import { announceReady, attachMetrics, prepareUploads, startApi, startProxy, startSteps } from './daemon/serve-steps.js'
+import {
+  announceReady,
+  attachMetrics,
+  openPerfTraces,
+  prepareUploads,
+  startApi,
+  startProxy,
+  startSteps,
+} from './daemon/serve-steps.js'
 import type { Base, DaemonOptions, Started, StopStep } from './daemon/parts.js'
 
 export { packageVersion, type DaemonOptions, type StopStep } from './daemon/parts.js'
@@ -61,9 +69,9 @@ export interface DaemonHandle {
 }
 
 /**
- * Startup order: config → store → pipeline → source maps → ship → monitor → system → uploads → steps → api → proxy →
- * metrics → ready. Shutdown is the reverse: metrics, proxy, API (streams end), extension metadata,
- * system, monitor, the shipper (last acks, watermark saved), then the log (flushed and closed last,
+ * Startup order: config → store → pipeline → source maps → ship → monitor → system → uploads → steps →
+ * perf traces → api → proxy → metrics → ready. Shutdown is the reverse: metrics, proxy, API (streams
+ * end), a running perf trace (dropped), extension metadata, system, monitor, the shipper (last acks, watermark saved), then the log (flushed and closed last,
  * so every producer's final events are stored).
  */
 export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {}): Promise<DaemonHandle> {
@@ -95,7 +103,8 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     const system = { ...browser, ...(await step('system', startSystem(browser))) }
     const uploads = { ...system, ...(await step('uploads', prepareUploads(system))) }
     const agent = { ...uploads, ...(await step('steps', startSteps(uploads))) }
-    const served = { ...agent, ...(await step('api', startApi(agent))) }
+    const traced = { ...agent, ...(await step('perf-traces', openPerfTraces(agent))) }
+    const served = { ...traced, ...(await step('api', startApi(traced))) }
     const d = { ...served, ...(await step('proxy', startProxy(served))) }
     await step('metrics', attachMetrics(d))
     announceReady(d)

@@ -115,11 +115,12 @@ t.test(
     await waitFor(async () => (await ofType('interaction_click')).length === 2, 10_000, 'second click captured')
     t.notOk((await consoleTexts()).includes('two'), 'console_log not emitted while console is off')
 
-    // interaction off too: Runtime disabled, binding and new-document script removed.
-    await patch({ interaction: false })
+    // interaction and page off too (page's Web Vitals binding needs Runtime on pages as well): Runtime
+    // disabled, both bindings and new-document scripts removed.
+    await patch({ interaction: false, page: false })
     t.equal(relay.sent('Runtime.disable', sid).length, 1, 'Runtime.disable sent once')
-    t.equal(relay.sent('Runtime.removeBinding', sid).length, 1, 'binding removed')
-    t.equal(relay.sent('Page.removeScriptToEvaluateOnNewDocument', sid).length, 1, 'new-document script removed')
+    t.equal(relay.sent('Runtime.removeBinding', sid).length, 2, 'interaction and vitals bindings removed')
+    t.equal(relay.sent('Page.removeScriptToEvaluateOnNewDocument', sid).length, 2, 'new-document scripts removed')
     const consoleBefore = relay.count('Runtime.consoleAPICalled', sid)
     const bindingBefore = relay.count('Runtime.bindingCalled', sid)
     await navigate() // a new document: no script in it
@@ -129,7 +130,7 @@ t.test(
     t.equal(
       relay.count('Runtime.consoleAPICalled', sid),
       consoleBefore,
-      'no consoleAPICalled reaches the daemon with console and interaction off',
+      'no consoleAPICalled reaches the daemon with console, interaction and page off',
     )
     t.equal(
       relay.count('Runtime.bindingCalled', sid),
@@ -138,9 +139,9 @@ t.test(
     )
     t.equal((await ofType('interaction_click')).length, 2)
 
-    // network off: Network.disable; page events go on (settle rules need Page only).
+    // network off, page on again: Network.disable; page events go on (settle rules need Page only).
     const requestsBefore = relay.count('Network.requestWillBeSent', sid)
-    await patch({ network: false })
+    await patch({ network: false, page: true })
     t.equal(relay.sent('Network.disable', sid).length, 1)
     const loadsBefore = (await ofType('page_load')).length
     const settledBefore = (await ofType('page_navigation_settled')).length
@@ -162,9 +163,9 @@ t.test(
 
     // Everything back on: captured again, once; nothing emitted while off is replayed.
     await patch({ console: true, interaction: true, network: true })
-    t.equal(relay.sent('Runtime.enable', sid).length, 2, 'Runtime enabled again (once at attach, once now)')
-    t.equal(relay.sent('Runtime.addBinding', sid).length, 2)
-    t.equal(relay.sent('Page.addScriptToEvaluateOnNewDocument', sid).length, 2)
+    t.equal(relay.sent('Runtime.enable', sid).length, 2, 'Runtime enabled again (once at attach, once with page)')
+    t.equal(relay.sent('Runtime.addBinding', sid).length, 4, 'two at attach, vitals with page, interaction now')
+    t.equal(relay.sent('Page.addScriptToEvaluateOnNewDocument', sid).length, 4)
     await log('five')
     await click()
     await waitFor(

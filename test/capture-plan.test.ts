@@ -93,7 +93,8 @@ t.test('one category at a time', async t => {
       other: 'Network | network | -',
     },
   })
-  // page never needs Network (page_navigation_settled is independent of network_idle) nor Runtime.
+  // page never needs Network (page_navigation_settled is independent of network_idle); Runtime only
+  // on pages, for the Web Vitals binding.
   t.same(table(capturePlan(['page'])), {
     categories: ['page'],
     attachIframes: true,
@@ -101,7 +102,7 @@ t.test('one category at a time', async t => {
     bodies: false,
     maxPostDataSize: 0,
     byTarget: {
-      page: 'Page+PerformanceTimeline | page | -',
+      page: 'Page+Runtime+PerformanceTimeline | page | -',
       iframe: 'Page+PerformanceTimeline | page | -',
       worker: '- | - | -',
       shared_worker: '- | - | -',
@@ -179,7 +180,13 @@ t.test('console + interaction share Runtime; unknown names are ignored', async t
     collectors: ['console', 'interaction'],
     interactionScript: true,
   })
-  t.same(capturePlan(['page', 'network']).byTarget('page').domains, ['Page', 'Network', 'PerformanceTimeline'])
+  t.same(capturePlan(['page', 'network']).byTarget('page').domains, [
+    'Page',
+    'Runtime',
+    'Network',
+    'PerformanceTimeline',
+  ])
+  t.same(capturePlan(['page', 'network']).byTarget('iframe').domains, ['Page', 'Network', 'PerformanceTimeline'])
 })
 
 t.test('auto-attach filter follows the plan', async t => {

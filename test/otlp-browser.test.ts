@@ -1,6 +1,7 @@
 // OTLP export of a real Chromium session: the daemon launches headless Chromium and exports to the
 // test receiver (official OTLP definitions). One heavy page with a console error, a failed request
-// and a request carrying the agent's W3C traceparent.
+// and a request carrying the agent's W3C traceparent; its Web Vitals as `browser.web_vital` records
+// and a long animation frame as a span of the navigation's trace.
 import t from 'tap'
 import { parseServeConfig } from '../src/config/config.js'
 import { startDaemon } from '../src/main.js'
@@ -11,6 +12,8 @@ import { closedPort } from './helpers/ports.js'
 import { tempDir } from './helpers/store.js'
 import { startReceiver } from './helpers/otlp-receiver.js'
 import { ackedBy } from './helpers/ship.js'
+import { EventLog } from '../src/store/event-log.js'
+import { join } from 'node:path'
 
 const AGENT_TRACE = '0af7651916cd43dd8448eb211c80319c'
 const AGENT_SPAN = 'b7ad6b7169203331'
@@ -27,6 +30,7 @@ t.test(
 console.error('otlp boom', 42)
 fetch('/api/traced', { headers: { traceparent: '00-${AGENT_TRACE}-${AGENT_SPAN}-01' } }).then(r => r.text())
 fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
+setTimeout(function otlpBlock() { const end = performance.now() + 120; while (performance.now() < end) {} }, 50)
 </script>`
         res.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'no-store' })
         res.end(heavyHtml('otlp').replace('</body>', `${extra}</body>`))
@@ -66,17 +70,23 @@ fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
 
     // Wait for the page's navigation to settle (a committed event), then for both sinks to pass it.
     const pageUrl = `${site.url}otlp.html`
-    const settled = new Promise<number>(resolve => {
-      const off = d.log.onCommit(records => {
-        for (const r of records) {
-          if (!r.json.includes('"type":"page_navigation_settled"') || !r.json.includes('otlp.html')) continue
-          off()
-          resolve(r.seq)
-        }
+    const committed = (...needles: string[]) =>
+      new Promise<number>(resolve => {
+        const off = d.log.onCommit(records => {
+          for (const r of records) {
+            if (!needles.every(n => r.json.includes(n))) continue
+            off()
+            resolve(r.seq)
+          }
+        })
       })
-    })
+    const settled = committed('"type":"page_navigation_settled"', 'otlp.html')
+    // FCP and TTFB are stored once reported; the long frame comes with the page's next report.
+    const fcp = committed('"type":"page_web_vital"', '"name":"FCP"', 'otlp.html')
+    const ttfb = committed('"type":"page_web_vital"', '"name":"TTFB"', 'otlp.html')
+    const longFrame = committed('"type":"page_long_animation_frame"', 'otlpBlock')
     await d.monitor!.openPage(pageUrl)
-    await settled
+    await Promise.all([settled, fcp, ttfb, longFrame])
     const upTo = d.log.lastSeq
     await ackedBy(logsSink!, upTo)
     await ackedBy(tracesSink!, upTo)
@@ -101,7 +111,8 @@ fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
       const env = JSON.parse(r.json) as { event: { ts: number; type: string; category: string; data: unknown } }
       const l = bySeq.get(r.seq)
       if (!l) continue
-      if (l.eventName !== env.event.type || l.attributes['browser.telemetry.category'] !== env.event.category) {
+      const name = env.event.type === 'page_web_vital' ? 'browser.web_vital' : env.event.type
+      if (l.eventName !== name || l.attributes['browser.telemetry.category'] !== env.event.category) {
         t.fail(`seq ${r.seq}: ${l.eventName} / ${String(l.attributes['browser.telemetry.category'])}`)
         break
       }
@@ -158,6 +169,41 @@ fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
       'layout shifts as span events',
     )
 
+    // Web Vitals: the OpenTelemetry browser event, its attributes the stored values.
+    const vitals = stored
+      .map(r => ({ seq: r.seq, env: JSON.parse(r.json) as { event: { type: string; data: Record<string, unknown> } } }))
+      .filter(x => x.env.event.type === 'page_web_vital')
+    t.same(vitals.map(v => v.env.event.data.name).sort(), ['FCP', 'TTFB'], 'the vitals final so far')
+    for (const v of vitals) {
+      const l = bySeq.get(v.seq)!
+      const data = v.env.event.data
+      t.equal(l.eventName, 'browser.web_vital')
+      t.same(
+        [l.attributes.name, l.attributes.value, l.attributes.delta, l.attributes.id, l.attributes.rating],
+        [data.name, data.value, data.delta, data.id, data.rating],
+        `${String(data.name)}: name, value, delta, id, rating`,
+      )
+      t.equal(l.traceId, root.traceId, 'in the navigation trace')
+    }
+    // The long animation frame: a child span of the navigation's root, timed by the frame.
+    const frameRec = stored.find(
+      r => r.json.includes('"type":"page_long_animation_frame"') && r.json.includes('otlpBlock'),
+    )!
+    const frame = (JSON.parse(frameRec.json) as { event: { data: { start_time: number; duration: number } } }).event
+      .data
+    const frameSpans = spans.filter(
+      s => s.name === 'long_animation_frame' && s.attributes['browser.telemetry.seq'] === frameRec.seq,
+    )
+    t.equal(frameSpans.length, 1, 'one span for the long frame')
+    const fs = frameSpans[0]!
+    t.equal(fs.traceId, root.traceId)
+    t.equal(fs.parentSpanId, root.spanId)
+    t.equal(fs.start, BigInt(Math.round(frame.start_time * 1000)) * 1000n)
+    t.equal(fs.end - fs.start, BigInt(Math.round(frame.duration * 1000)) * 1000n)
+    t.equal(fs.attributes['code.function'], 'otlpBlock')
+    t.equal(fs.attributes['code.filepath'], pageUrl)
+    t.equal(fs.attributes['browser.long_animation_frame.invoker'], 'TimerHandler:setTimeout')
+
     // Metrics: exported on the interval from the /metrics registry.
     await receiver.until(() => receiver.lastMetrics().has('browser_telemetry_events_stored_total'), 'metrics export')
     const sinkState = receiver.lastMetrics().get('browser_telemetry_sink_state') ?? []
@@ -167,5 +213,20 @@ fetch('http://127.0.0.1:${refusing}/nope').catch(() => {})
     )
     const h = (await (await fetch(`${d.url}/healthz`)).json()) as { sinks: Record<string, { state: string }> }
     t.same(Object.keys(h.sinks).sort(), ['otlp_logs', 'otlp_metrics', 'otlp_traces'])
+
+    // The page is still shown: its LCP (not poor here) is held by the daemon, and stored when the
+    // daemon stops (its own detach counts as leaving the page).
+    const lcpOf = (records: { json: string }[]) =>
+      records.filter(r => r.json.includes('"type":"page_web_vital"') && r.json.includes('"name":"LCP"'))
+    t.same(lcpOf((await d.log.read({ order: 'asc', cursor: 1, limit: 100_000 })).records), [], 'LCP held while shown')
+    await d.close()
+    const reopened = await EventLog.open({ path: join(dir, 'events'), retentionIntervalMs: 0 })
+    t.teardown(() => reopened.close())
+    const lcp = lcpOf((await reopened.read({ order: 'asc', cursor: 1, limit: 100_000 })).records).map(
+      r => (JSON.parse(r.json) as { event: { data: { url: string; rating: string; attribution: object } } }).event.data,
+    )
+    t.equal(lcp.length, 1, 'stored once when the daemon stopped')
+    t.equal(lcp[0]?.url, pageUrl)
+    t.equal(lcp[0]?.rating, 'good')
   },
 )

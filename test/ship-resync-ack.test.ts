@@ -4,6 +4,7 @@
 // the last seq without a single ack of its own. A waiter on onAcked (the fleet test fixture's) used
 // to wait forever there.
 import t from 'tap'
+import { readdirSync, readFileSync } from 'node:fs'
 import { Shipper } from '../src/ship/shipper.js'
 import { LIMITS, mixedEvent } from './helpers/fleet-serve.js'
 import { startNatsServer } from './helpers/nats.js'
@@ -26,6 +27,23 @@ async function within<T>(what: string, p: Promise<T>, seen: () => string): Promi
     return await Promise.race([p, deadline])
   } finally {
     clearTimeout(timer)
+  }
+}
+
+/**
+ * Resolves once every thread of `pid` is in the stopped state (`T` in /proc): SIGSTOP takes effect
+ * when each thread is next scheduled, which on a loaded machine can be after the sink published.
+ */
+async function stoppedNow(pid: number): Promise<void> {
+  const states = () =>
+    readdirSync(`/proc/${pid}/task`).map(tid => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+    })
+  const deadline = Date.now() + DEADLINE_MS
+  while (!states().every(s => s === 'T')) {
+    if (Date.now() > deadline) throw new Error(`nats-server not stopped: thread states ${states().join('')}`)
+    await new Promise(r => setTimeout(r, 5))
   }
 }
 
@@ -60,6 +78,7 @@ t.test('the watermark a resync moves is heard by onAcked', async t => {
   s.onAcked((seq, ts) => acks.push([seq, ts]))
   const timeoutsBefore = s.stats.errors.timeout ?? 0
   process.kill(nats.proc!.pid!, 'SIGSTOP')
+  await stoppedNow(nats.proc!.pid!)
   for (let i = 100; i < 200; i++) pipeline.emit(mixedEvent(i))
   await log.flush()
   // The sweep notices the missing acks and rewinds to the watermark (100).

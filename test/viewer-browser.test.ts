@@ -406,6 +406,40 @@ t.test('session viewer against a recorded session', async t => {
       /\d+ requests · \d+ failed · 2 console errors/,
       'summary: console errors of page one (console.error + uncaught)',
     )
+    // Its Web Vitals in their rating colours: the latest of each metric under its (target, nav_seq)
+    // (after the daemon's restart above, nav_seq counts again, so a later page may share the key).
+    const first = now.find(e => e.event.type === 'page_web_vital' && e.event.data.url === site.url)
+    const stored = (name: string) =>
+      [...now]
+        .reverse()
+        .find(
+          e =>
+            e.event.type === 'page_web_vital' &&
+            e.event.data.name === name &&
+            e.event.data.target_id === first?.event.data.target_id &&
+            e.event.data.nav_seq === first?.event.data.nav_seq,
+        )
+    for (const name of ['TTFB', 'FCP']) {
+      const v = stored(name)
+      t.ok(v, `${name} stored for page one's navigation`)
+      if (v?.event.type !== 'page_web_vital') continue
+      t.equal(
+        await one
+          .locator(`.vital.v-${v.event.data.rating}`, {
+            hasText: `${name} ${Number(v.event.data.value).toFixed(0)} ms`,
+          })
+          .count(),
+        1,
+        `${name} on the row, coloured by its rating`,
+      )
+    }
+    await one.click()
+    await page.locator('#nav-vitals [data-vital="TTFB"]').waitFor()
+    t.match(
+      await page.locator('#nav-vitals [data-vital="TTFB"]').textContent(),
+      /waiting_duration/,
+      'attribution on selection',
+    )
     await shot('timeline')
   })
 

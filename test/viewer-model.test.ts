@@ -4,6 +4,8 @@ import t from 'tap'
 import {
   buildFrames,
   buildNavigations,
+  LONG_FRAMES_DRAWN,
+  vitalText,
   commandSummary,
   hasRedaction,
   isRedacted,
@@ -217,6 +219,58 @@ t.test('navigations: one section per (target, nav_seq) with markers and summary'
   )
   t.equal(one.endSeq, 18, 'the window ends where the next navigation starts')
   t.equal(navs[2]!.endSeq, 21)
+})
+
+t.test('navigations: the latest vital of each metric with its rating, long frames as marks (bounded)', async t => {
+  const start = env(1, 'page_navigation', 'page', {
+    target_id: 'T1',
+    target_type: 'page',
+    url: 'http://a/',
+    frame_id: 'T1',
+  })
+  const startMs = start.event.ts / 1000
+  const vital = (seq: number, name: string, value: number, rating: string, attribution = {}) =>
+    env(seq, 'page_web_vital', 'page', { ...ctx(1), name, value, rating, delta: value, id: `v6-${name}`, attribution })
+  const frame = (seq: number, at: number, fn?: string) =>
+    env(seq, 'page_long_animation_frame', 'page', {
+      ...ctx(1),
+      start_time: startMs + at,
+      duration: 80,
+      blocking_duration: 30,
+      scripts: fn
+        ? [{ source_url: 'http://a/app.js', source_function_name: fn, invoker: 'BUTTON#b.onclick', duration: 75 }]
+        : [],
+    })
+  const events = [
+    start,
+    vital(2, 'TTFB', 40, 'good'),
+    vital(3, 'INP', 620, 'poor', { interaction_target: '#slow' }),
+    frame(4, 100, 'onSlow'),
+    frame(5, 300),
+    vital(6, 'INP', 700, 'poor', { interaction_target: '#slower' }),
+    ...Array.from({ length: 250 }, (_, i) => frame(7 + i, 400 + i)),
+  ]
+  const [nav] = buildNavigations(events)
+  t.same(
+    Object.entries(nav!.vitals).map(([k, v]) => [k, v!.value, v!.rating, v!.seq, v!.attribution]),
+    [
+      ['TTFB', 40, 'good', 2, {}],
+      ['INP', 700, 'poor', 6, { interaction_target: '#slower' }],
+    ],
+    'the latest INP wins',
+  )
+  t.equal(nav!.longFrameCount, 252)
+  t.equal(nav!.longFrames.length, LONG_FRAMES_DRAWN, 'at most 200 drawn')
+  t.same(
+    nav!.longFrames.slice(0, 2).map(f => [f.seq, Math.round(f.atMs), f.durationMs, f.label]),
+    [
+      [4, 100, 80, 'onSlow http://a/app.js'],
+      [5, 300, 80, 'no script'],
+    ],
+    'offset from the navigation start, labelled by the longest script',
+  )
+  t.equal(vitalText('CLS', 0.12345), '0.123')
+  t.equal(vitalText('LCP', 1234.56), '1235 ms')
 })
 
 t.test('frames: size from the PNG header, clicks on the nearest frame', async t => {

@@ -21,8 +21,10 @@ import type { BundleFrames, FrameMeta } from './frames.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
 import { readStepSpans } from './steps.js'
+import { writePerfTraces, type BundlePerfTraces } from './perf-traces.js'
 
 export type { BundleSourceMaps } from './sourcemaps.js'
+export type { BundlePerfTraces } from './perf-traces.js'
 
 /** Where a bundle's contents come from (the daemon's parts, or a test's). */
 export interface BundleSource {
@@ -40,6 +42,8 @@ export interface BundleSource {
   redaction: RedactionPolicy
   /** Source maps: console stacks mapped as the events API maps them, and the maps used, in sourcemaps/. */
   sourceMaps?: BundleSourceMaps
+  /** Performance traces started in the window go in perf-traces/. */
+  perfTraces?: BundlePerfTraces
 }
 
 export interface BundleWindow {
@@ -374,6 +378,8 @@ export function buildBundle(
       await entry('actions.json', actionsFile())
       await sourceMapFiles()
       await screenshots()
+      if (source.perfTraces)
+        manifest.files['perf-traces'] = { files: await writePerfTraces(source.perfTraces, window, entry) }
       await video(await frames())
       await entry('manifest.json', [JSON.stringify(manifest, null, 2) + '\n'])
       await zs.end()

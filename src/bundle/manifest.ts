@@ -53,6 +53,8 @@ export interface BundleManifest {
     frames: { files: number }
     /** The source maps the window's stacks use (sourcemaps/*.map, listed in sourcemaps/index.json). */
     sourcemaps?: { files: number }
+    /** Performance traces started in the window (perf-traces/<trace_id>.json.gz, listed in perf-traces/index.json). */
+    'perf-traces'?: { files: number }
     'recording.webm'?: { frames: number; duration_ms: number; bytes: number; chapters: number }
   }
   /** Event types in events.ndjson with their counts. */

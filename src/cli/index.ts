@@ -7,6 +7,7 @@ import { extensionCommand } from './extension.js'
 import { fleetCommand } from './fleet.js'
 import { harCommand } from './har.js'
 import { openCommand } from './open.js'
+import { perfTraceCommand } from './perf-trace.js'
 import { readCommand } from './read.js'
 import { recordingCommand } from './recording.js'
 import { sourcemapCommand } from './sourcemap.js'
@@ -27,6 +28,7 @@ export const clientCommands: Record<string, ClientCommand> = {
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,
   sourcemap: sourcemapCommand,
+  'perf-trace': perfTraceCommand,
   open: openCommand,
   view: viewCommand,
   fleet: fleetCommand,

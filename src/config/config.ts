@@ -80,6 +80,8 @@ export interface ServeConfig {
   sourcemaps: SourceMapsConfig
   screenshotIntervalMs: number
   recording: RecordingConfig
+  /** Performance traces on demand (src/perf). */
+  perfTraces: PerfTracesConfig
   uploadMaxBytes: number
   zipMaxEntries: number
   zipMaxTotalBytes: number
@@ -105,6 +107,12 @@ export interface RecordingConfig {
   maxWidth: number
   maxHeight: number
   maxBytes: number
+}
+
+export interface PerfTracesConfig {
+  maxTraceBytes: number
+  storeBytes: number
+  keep: number
 }
 
 export interface SourceMapsConfig {
@@ -216,6 +224,7 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     },
     screenshotIntervalMs: o.value('screenshot-interval'),
     recording: recordingConfig(o),
+    perfTraces: perfTracesConfig(o),
     uploadMaxBytes: o.value('upload-max-bytes'),
     zipMaxEntries: o.value('zip-max-entries'),
     zipMaxTotalBytes: o.value('zip-max-total-bytes'),
@@ -248,6 +257,16 @@ function recordingConfig(o: ServeOptions): RecordingConfig {
     maxHeight: Number(m[2]),
     maxBytes: o.value('recording-max-bytes'),
   }
+}
+
+function perfTracesConfig(o: ServeOptions): PerfTracesConfig {
+  const maxTraceBytes = o.value('perf-trace-max-bytes')
+  const storeBytes = o.value('perf-trace-store-bytes')
+  if (storeBytes < maxTraceBytes)
+    throw new ConfigError(
+      `--perf-trace-store-bytes (${storeBytes}) must hold at least one trace of --perf-trace-max-bytes (${maxTraceBytes})`,
+    )
+  return { maxTraceBytes, storeBytes, keep: o.value('perf-trace-keep') }
 }
 
 function otlpConfig(o: ServeOptions, env: NodeJS.ProcessEnv): OtlpConfig | undefined {

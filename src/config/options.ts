@@ -1,4 +1,4 @@
-// Every option of every command, once: flag, env twin (BROWSER_TELEMETRY_<NAME>), default, parser
+// One idea: every option of every command, once: flag, env twin (BROWSER_TELEMETRY_<NAME>), default, parser
 // and help. `serve`, `fleet serve`, `fleet tail/read` and the client commands pick their flags from
 // OPTIONS; --help, docs/configuration.md and the env example are written from it. Numeric defaults
 // come from DEFAULT_SETTINGS, so what is shown is what the modules use.
@@ -251,6 +251,27 @@ export const OPTIONS = {
       help: 'Recording: JPEG bytes kept at most; the oldest frames are removed first (a recording gap)',
     },
     { min: MiB },
+  ),
+  'perf-trace-max-bytes': size(
+    {
+      default: formatSize(D.perfTraceMaxBytes),
+      help: 'Performance traces: the largest trace file (gzip); a trace growing past it fails and is not kept',
+    },
+    { min: MiB },
+  ),
+  'perf-trace-store-bytes': size(
+    {
+      default: formatSize(D.perfTraceStoreBytes),
+      help: 'Performance traces kept in <data-dir>/perf-traces at most, in bytes; the oldest are removed first',
+    },
+    { min: MiB },
+  ),
+  'perf-trace-keep': int(
+    {
+      default: String(D.perfTraceKeep),
+      help: 'Performance traces kept at most; the oldest are removed first',
+    },
+    1,
   ),
   'upload-max-bytes': size({
     default: formatSize(D.uploadMaxBytes),

@@ -19,7 +19,13 @@ import { type Metrics } from '../metrics/metrics.js'
 import { Monitor } from '../monitor/index.js'
 import { CdpProxy } from '../proxy/cdp-proxy.js'
 import type { StepRegistry } from '../agent/step-registry.js'
-import { type InteractionCollector, type RecordingCollector, type SystemCollectors } from '../../collectors/index.js'
+import {
+  type InteractionCollector,
+  type PerfTraceCollector,
+  type RecordingCollector,
+  type SystemCollectors,
+} from '../../collectors/index.js'
+import type { PerfTraces } from '../perf/perf-traces.js'
 import { type SinkList } from '../ship/sinks.js'
 import type { SourceMaps } from '../symbols/source-maps.js'
 
@@ -84,6 +90,11 @@ export interface Browser {
   monitor: Monitor | undefined
   interaction: InteractionCollector | undefined
   screencast: RecordingCollector | undefined
+  perfTrace: PerfTraceCollector | undefined
+}
+/** performance traces on demand (a browser records them; without one, starting answers 503) */
+export interface PerfTracing {
+  perfTraces: PerfTraces
 }
 /** system */
 export interface System {

@@ -10,6 +10,8 @@ import { TraceLinkSigner } from '../api/trace-links.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
 import { StepRegistry } from '../agent/step-registry.js'
+import { PerfTraces } from '../perf/perf-traces.js'
+import { PerfTraceStore } from '../perf/trace-store.js'
 import { COMMAND_PARAMS_MAX_BYTES } from '../proxy/command-log.js'
 import { ExtensionStore } from '../uploads/extension-store.js'
 import { ExtensionMetaStore } from '../uploads/extension-meta.js'
@@ -31,6 +33,7 @@ import {
   type Proxy,
   type Steps,
   type Symbols,
+  type PerfTracing,
   packageVersion,
 } from './parts.js'
 import { redactorOf } from './steps.js'
@@ -81,8 +84,31 @@ export function startSteps(d: Core): Started<Steps> {
   return { part: { steps }, stop: () => steps.close() }
 }
 
+/** Performance traces on demand, kept in <data-dir>/perf-traces; at shutdown a running one is dropped. */
+export async function openPerfTraces(d: Base & Core & Browser): Promise<Started<PerfTracing>> {
+  const { config } = d
+  const store = await PerfTraceStore.open({
+    dir: join(config.dataDir, 'perf-traces'),
+    maxCount: config.perfTraces.keep,
+    maxBytes: config.perfTraces.storeBytes,
+  })
+  const perfTraces = new PerfTraces({
+    store,
+    recorder: d.perfTrace,
+    maxTraceBytes: config.perfTraces.maxTraceBytes,
+    report: data =>
+      void d.pipeline.emit({
+        type: 'perf_trace_recorded',
+        source: { kind: 'cdp', event: 'Tracing.tracingComplete' },
+        data,
+      }),
+    logger: d.logger.child({ module: 'perf-traces' }),
+  })
+  return { part: { perfTraces }, stop: () => perfTraces.stop() }
+}
+
 export async function startApi(
-  d: Base & Identity & Store & Core & Symbols & Shipping & Browser & System & Uploads & Steps,
+  d: Base & Identity & Store & Core & Symbols & Shipping & Browser & System & Uploads & Steps & PerfTracing,
 ): Promise<Started<Api>> {
   const { config, pipeline, monitor, system, sinks, metrics, disk, sourceMaps } = d
   const monitorState = (): unknown => ({
@@ -116,6 +142,7 @@ export async function startApi(
         extensions: d.extensions,
         ingest: { pipeline, browserId: d.browserId },
         steps: { steps: d.steps },
+        perfTraces: { perfTraces: d.perfTraces },
         metrics: { metrics },
         recording: {
           frames: d.frames,
@@ -133,6 +160,7 @@ export async function startApi(
             categories: () => CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c)),
             redaction: redactorOf(config).policy(),
             sourceMaps,
+            perfTraces: d.perfTraces,
           },
           logger: d.logger.child({ module: 'bundle' }),
         },

@@ -179,9 +179,9 @@ function captureSource(d: Base & Core): CaptureSource {
 export async function startMonitor(d: Base & Store & Core & Symbols): Promise<Started<Browser>> {
   const { config, pipeline, logger, bounds } = d
   if (!config.launch && !config.cdpUrl)
-    return { part: { monitor: undefined, interaction: undefined, screencast: undefined } }
+    return { part: { monitor: undefined, interaction: undefined, screencast: undefined, perfTrace: undefined } }
   const rec = config.recording
-  const { list, interaction, screencast } = createCollectors({
+  const { list, interaction, screencast, perfTrace } = createCollectors({
     bounds,
     isEnabled: c => pipeline.isEnabled(c),
     onCategoriesChanged: l => pipeline.onCategoriesChanged(l),
@@ -235,7 +235,7 @@ export async function startMonitor(d: Base & Store & Core & Symbols): Promise<St
       (err: Error) => logger.warn({ url: config.open, err }, 'could not open the demo page'),
     )
   }
-  return { part: { monitor, interaction, screencast }, stop }
+  return { part: { monitor, interaction, screencast, perfTrace }, stop }
 }
 
 /** System events: OOM kills, watched units, the launched browser's crashes, our own unclean stop. */

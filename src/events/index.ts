@@ -1,4 +1,5 @@
 // The event model: categories, per-type schemas, envelope, validators. Imports nothing of ours.
 export * from './common.js'
 export * from './types.js'
+export * from './vitals.js'
 export * from './validate.js'

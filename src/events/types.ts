@@ -24,6 +24,8 @@ import {
   withContext,
   plain,
 } from './common.js'
+// The page's performance events (layout shift, LCP, Web Vitals, long animation frames).
+import { PageLayoutShiftData, PageLcpData, PageLongAnimationFrameData, PageWebVitalData } from './vitals.js'
 
 const Str = (o?: StringOptions) => Type.String(o)
 const OptStr = () => Type.Optional(Type.String())
@@ -192,32 +194,10 @@ export const EVENT_DEFS = {
       opener_id: OptStr(),
     }),
   ),
-  page_layout_shift: def(
-    'page_layout_shift',
-    'page',
-    withContext({
-      source_frame_id: OptStr(),
-      time: Num(),
-      duration: Num(),
-      layout_shift_details: plain({ value: Num(), had_recent_input: Type.Boolean() }),
-    }),
-  ),
-  page_lcp: def(
-    'page_lcp',
-    'page',
-    withContext({
-      source_frame_id: OptStr(),
-      time: Num(),
-      lcp_details: plain({
-        render_time: Num(),
-        load_time: Num(),
-        size: Num(),
-        element_id: OptStr(),
-        url: OptStr(),
-        node_id: Type.Optional(Int()),
-      }),
-    }),
-  ),
+  page_layout_shift: def('page_layout_shift', 'page', PageLayoutShiftData),
+  page_lcp: def('page_lcp', 'page', PageLcpData),
+  page_web_vital: def('page_web_vital', 'page', PageWebVitalData),
+  page_long_animation_frame: def('page_long_animation_frame', 'page', PageLongAnimationFrameData),
   // The renderer of a watched page or frame crashed (Page.crash, out of memory, a kill): its context
   // as it was, and Chromium's termination status and code when the browser reports them.
   page_crashed: def(
@@ -407,6 +387,21 @@ export const EVENT_DEFS = {
       error_message: OptStr(),
       abandoned_reason: Type.Optional(Type.Union(STEP_ABANDON_REASONS.map(v => Type.Literal(v)))),
       duration_ms: Num({ minimum: 0 }),
+    }),
+  ),
+  // A performance trace taken on demand (POST /browsers/{id}/telemetry/perf-traces) ended.
+  perf_trace_recorded: def(
+    'perf_trace_recorded',
+    'control',
+    plain({
+      trace_id: Str({ minLength: 1 }),
+      outcome: Type.Union([Type.Literal('recorded'), Type.Literal('failed')]),
+      duration_ms: Num({ minimum: 0 }),
+      bytes: Int({ minimum: 0 }),
+      data_loss: Type.Boolean(),
+      categories: Type.Array(Type.String(), { maxItems: 100 }),
+      target_id: OptStr(),
+      error_message: OptStr(),
     }),
   ),
   live_view_connect: def('live_view_connect', 'connection', plain({ session_id: Str({ minLength: 1 }) })),

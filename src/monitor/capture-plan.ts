@@ -14,7 +14,8 @@
 // - network: Network (requests, responses, post data up to the body cap; network_idle is computed
 //   from the page session's own requests) on every target; response/post-data bodies are fetched.
 // - page: PerformanceTimeline (layout-shift for page_layout_shift and the layout-settled rule, LCP)
-//   on pages and OOPIFs. page_navigation, DCL, load and the settle rules use Page (always on);
+//   on pages and OOPIFs; on pages also Runtime, the Web Vitals binding and its new-document script
+//   in an isolated world (page_web_vital, page_long_animation_frame). page_navigation, DCL, load and the settle rules use Page (always on);
 //   page_navigation_settled is independent of network_idle, so page never needs Network.
 // - interaction: Runtime (a binding's calls are delivered only while Runtime is enabled, and
 //   Runtime.disable drops the binding: verified against Chromium), the binding, the new-document
@@ -109,7 +110,8 @@ function targetPlan(has: (c: PlanCollector) => boolean, type: TargetType): Targe
   const interaction = documents && has('interaction')
   const want: Record<PlanDomain, boolean> = {
     Page: frames,
-    Runtime: has('console') || interaction,
+    // The Web Vitals binding on pages (page category) needs Runtime like the interaction one.
+    Runtime: has('console') || interaction || (type === 'page' && has('page')),
     Network: has('network'),
     PerformanceTimeline: documents && has('page'),
   }

@@ -81,6 +81,10 @@ export function navRootSpanId(browserId: string, targetId: string, navSeq: numbe
 export function requestSpanId(browserId: string, requestSeq: number): string {
   return hexId(8, 'request', browserId, requestSeq)
 }
+/** A long animation frame's span: keyed by the seq of its page_long_animation_frame. */
+export function longFrameSpanId(browserId: string, seq: number): string {
+  return hexId(8, 'long-frame', browserId, seq)
+}
 export function connectionTraceId(browserId: string, connectionId: string): string {
   return hexId(16, 'cdp', browserId, connectionId)
 }
@@ -237,21 +241,34 @@ export function navigationSpanOf(browserId: string): SpanOfRecord {
   }
 }
 
-/** One LogRecord per envelope: body = data, event.name = type, time = ts. */
+/** Event names of the OpenTelemetry browser conventions, where one of ours is the same thing. */
+const SEMCONV_EVENT_NAMES: Record<string, string> = { page_web_vital: 'browser.web_vital' }
+
+/**
+ * One LogRecord per envelope: body = data, event.name = type (or the semantic-convention name:
+ * `browser.web_vital` with its attributes `name`, `value`, `delta`, `id`, `rating`), time = ts.
+ */
 export function logRecordOf(env: Envelope, shared: OtlpShared, spanOf?: SpanOfRecord): ReadableLogRecord {
   const time = hrTimeOf(env.event.ts)
   const severity = severityOf(env)
   const spanContext = spanOf?.(env)
+  const attributes = attributesOf(env)
+  const eventName = SEMCONV_EVENT_NAMES[env.event.type] ?? env.event.type
+  if (env.event.type === 'page_web_vital') {
+    const d = env.event.data
+    for (const k of ['name', 'value', 'delta', 'id', 'rating'])
+      if (typeof d[k] === 'string' || typeof d[k] === 'number') attributes[k] = d[k] as string | number
+  }
   return {
     hrTime: time,
     hrTimeObserved: time,
     severityText: severity,
     severityNumber: SEVERITY[severity],
     body: env.event.data as LogBody,
-    eventName: env.event.type,
+    eventName,
     resource: shared.resource,
     instrumentationScope: shared.scope,
-    attributes: attributesOf(env),
+    attributes,
     droppedAttributesCount: 0,
     ...(spanContext ? { spanContext } : {}),
   }

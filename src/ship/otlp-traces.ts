@@ -1,7 +1,8 @@
 // Spans from the committed envelopes, in seq order: one trace per page navigation (target + nav_seq)
 // with a root span from page_navigation to page_navigation_settled (or the next navigation), a child
 // span per request hop (network_request -> network_response / network_loading_failed), page
-// milestones, console errors, layout shifts and LCP as span events on the root; CDP proxy commands
+// milestones, console errors, layout shifts and LCP as span events on the root, each long animation
+// frame as a child span of the root (its scripts as attributes); CDP proxy commands
 // as spans under one span per connection, or, when the agent gave a trace context, under its
 // innermost step (or the agent's span); the agent's steps as spans of that trace. A span is
 // produced when it ends. A request that carried a W3C traceparent header links to that trace.
@@ -19,6 +20,7 @@ import {
   formatStack,
   headerOf,
   hrTimeOf,
+  longFrameSpanId,
   navRootSpanId,
   navTraceId,
   parseTraceparent,
@@ -145,6 +147,14 @@ export class TraceBuilder {
           'browser.telemetry.seq': env.seq,
         })
         break
+      case 'page_long_animation_frame': {
+        const navSeq = num(d.nav_seq)
+        const start = num(d.start_time)
+        const duration = num(d.duration)
+        if (!target || navSeq === undefined || start === undefined || duration === undefined) break
+        out.push(this.longFrameSpan(env, target, navSeq, start, duration))
+        break
+      }
       case 'network_request': {
         const rid = str(d.request_id)
         if (!target || !rid) break
@@ -270,6 +280,40 @@ export class TraceBuilder {
       }
     }
     return out
+  }
+
+  /** A long animation frame: a child of its navigation's root, timed by the frame (epoch ms in the event). */
+  private longFrameSpan(
+    env: Envelope,
+    target: string,
+    navSeq: number,
+    startMs: number,
+    durationMs: number,
+  ): ReadableSpan {
+    const b = this.shared.browserId
+    const d = env.event.data
+    const attrs = attributesOf(env)
+    attrs['browser.long_animation_frame.blocking_duration'] = num(d.blocking_duration) ?? 0
+    const scripts = Array.isArray(d.scripts) ? (d.scripts as Record<string, unknown>[]) : []
+    const top = scripts[0]
+    if (top) {
+      if (typeof top.source_url === 'string') attrs['code.filepath'] = top.source_url
+      if (typeof top.source_function_name === 'string') attrs['code.function'] = top.source_function_name
+      if (typeof top.invoker === 'string') attrs['browser.long_animation_frame.invoker'] = top.invoker
+      if (typeof top.invoker_type === 'string') attrs['browser.long_animation_frame.invoker_type'] = top.invoker_type
+    }
+    if (scripts.length > 0) attrs['browser.long_animation_frame.scripts'] = JSON.stringify(scripts)
+    const start = Math.round(startMs * 1000)
+    return this.span({
+      name: 'long_animation_frame',
+      kind: SpanKind.INTERNAL,
+      traceId: navTraceId(b, target, navSeq),
+      spanId: longFrameSpanId(b, env.seq),
+      parentSpanId: navRootSpanId(b, target, navSeq),
+      start,
+      end: start + Math.round(durationMs * 1000),
+      attributes: attrs,
+    })
   }
 
   private openNav(target: string, navSeq: number, ts: number, env: Envelope): void {

@@ -15,6 +15,7 @@ export class BundleFeed extends FeedState implements Feed {
   warnings: string[] = []
   manifest?: BundleManifest
   recording?: BundleRecording
+  private traceOf?: (traceId: string) => Promise<Blob | undefined>
 
   constructor(readonly fileName: string) {
     super()
@@ -32,6 +33,7 @@ export class BundleFeed extends FeedState implements Feed {
       this.events = b.events
       this.warnings = b.warnings
       this.recording = b.recording
+      this.traceOf = b.perfTrace
     } catch (err) {
       this.error =
         err instanceof BundleError
@@ -53,4 +55,7 @@ export class BundleFeed extends FeedState implements Feed {
   async loadNewer(): Promise<void> {}
   startLive(): void {}
   stopLive(): void {}
+  async perfTrace(traceId: string): Promise<Blob | undefined> {
+    return await this.traceOf?.(traceId)
+  }
 }

@@ -210,6 +210,8 @@ export interface OpenedBundle {
   /** Things the user should know (malformed lines skipped, files missing, events cut at the cap). */
   warnings: string[]
   recording: BundleRecording
+  /** A performance trace of the bundle (perf-traces/<id>.json.gz), undefined when it holds none. */
+  perfTrace(traceId: string): Promise<Blob | undefined>
 }
 
 /** The recording of a bundle for the player: frames/index.json and frames/<frame_id>.jpg. */
@@ -235,20 +237,28 @@ export class BundleRecording implements RecordingSource {
     return { items, hasMore, nextOffset: hasMore ? next.frame_id : 0 }
   }
 
-  async image(frameId: number): Promise<Blob | undefined> {
-    const e = this.entries.get(`frames/${frameId}.jpg`)
-    if (!e) return undefined
-    if (e.method === 0) {
-      // Stored (the daemon does not compress JPEGs): a slice of the file itself, no copy.
-      const local = await bytesAt(this.file, e.localOffset, e.localOffset + 30)
-      const start = e.localOffset + 30 + u16(local, 26) + u16(local, 28)
-      if (start + e.compressedSize > this.file.size) return undefined
-      return this.file.slice(start, start + e.compressedSize, 'image/jpeg')
-    }
-    return new Blob([(await entryBytes(this.file, e, BUNDLE_MAX_SMALL_FILE)) as Uint8Array<ArrayBuffer>], {
-      type: 'image/jpeg',
-    })
+  image(frameId: number): Promise<Blob | undefined> {
+    return entryBlob(this.file, this.entries, `frames/${frameId}.jpg`, 'image/jpeg')
   }
+}
+
+/** One file of the bundle as a Blob (undefined when absent); a stored entry is a slice of the file, no copy. */
+export async function entryBlob(
+  file: Blob,
+  entries: Map<string, ZipEntry>,
+  name: string,
+  type: string,
+): Promise<Blob | undefined> {
+  const e = entries.get(name)
+  if (!e) return undefined
+  if (e.method === 0) {
+    // The daemon stores JPEGs and gzip traces uncompressed.
+    const local = await bytesAt(file, e.localOffset, e.localOffset + 30)
+    const start = e.localOffset + 30 + u16(local, 26) + u16(local, 28)
+    if (start + e.compressedSize > file.size) return undefined
+    return file.slice(start, start + e.compressedSize, type)
+  }
+  return new Blob([(await entryBytes(file, e, BUNDLE_MAX_SMALL_FILE)) as Uint8Array<ArrayBuffer>], { type })
 }
 
 /**
@@ -382,5 +392,13 @@ export async function openBundle(
     events,
     warnings,
   )
-  return { name, manifest, events, frames, warnings, recording: new BundleRecording(file, entries, frames) }
+  return {
+    name,
+    manifest,
+    events,
+    frames,
+    warnings,
+    recording: new BundleRecording(file, entries, frames),
+    perfTrace: id => entryBlob(file, entries, `perf-traces/${id}.json.gz`, 'application/gzip'),
+  }
 }

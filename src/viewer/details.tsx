@@ -19,6 +19,7 @@ import {
   type Row,
 } from './model.js'
 import { AgentDetails } from './agent-panel.js'
+import { NavVitals } from './nav-vitals.js'
 
 const MASK = /\[redacted(?::\d+)?\]/gi
 
@@ -151,10 +152,13 @@ export function Details({
   row,
   activeNav,
   onNav,
+  onPerfTrace,
 }: {
   row: Row | undefined
   activeNav: string
   onNav(key: string): void
+  /** Saves a performance trace's file (perf_trace_recorded rows). */
+  onPerfTrace?(traceId: string): void
 }) {
   if (!row) return <p class="muted">Select a row (click, or arrow keys in the list) to see its details.</p>
   switch (row.kind) {
@@ -225,6 +229,7 @@ export function Details({
               </tr>
             </tbody>
           </table>
+          <NavVitals nav={n} />
         </div>
       )
     }
@@ -422,6 +427,14 @@ export function Details({
             </p>
           ) : null}
           <Stack stack={d.stack_trace as StackTrace | undefined} />
+          {e.event.type === 'perf_trace_recorded' && d.outcome === 'recorded' && onPerfTrace ? (
+            <p>
+              <button type="button" class="perf-trace-download" onClick={() => onPerfTrace(String(d.trace_id))}>
+                Download performance trace
+              </button>{' '}
+              <span class="muted">gzip JSON for Perfetto or the DevTools Performance panel</span>
+            </p>
+          ) : null}
           <Raw envs={[e]} />
         </div>
       )

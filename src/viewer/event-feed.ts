@@ -108,6 +108,17 @@ export class EventFeed extends FeedState implements Feed {
     return { blob, name: name ?? `${this.browserId}.zip` }
   }
 
+  async perfTrace(traceId: string): Promise<Blob | undefined> {
+    const res = await fetch(
+      `${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/perf-traces/${encodeURIComponent(traceId)}`,
+      { headers: { authorization: `Bearer ${this.token}` } },
+    )
+    if (res.status === 401 || res.status === 403) throw new AuthError(await errorText(res))
+    if (res.status === 404) return undefined
+    if (res.status !== 200) throw new Error(await errorText(res))
+    return await res.blob()
+  }
+
   /** Newest page first, then older pages in the background up to INITIAL_EVENTS. */
   async loadLatest(): Promise<void> {
     const gen = this.reset()

@@ -27,6 +27,8 @@ export interface Feed {
   loadNewer(): Promise<void>
   startLive(onAuthError: (e: Error) => void): void
   stopLive(): void
+  /** A performance trace's file (gzip JSON); undefined when the daemon or the bundle no longer has it. */
+  perfTrace(traceId: string): Promise<Blob | undefined>
 }
 
 /** What both feeds share: the envelopes held, their bounds, and telling the page of changes. */

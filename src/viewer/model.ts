@@ -16,13 +16,19 @@ export { SLOW_COMMAND_MS, commandSummary, type CommandSummary } from './model/co
 export {
   MARKERS,
   MARKER_LABEL,
+  LONG_FRAMES_DRAWN,
+  VITAL_NAMES,
   buildNavigations,
+  vitalText,
   inNavigation,
   navKey,
   navKeyOf,
   type Incident,
+  type LongFrame,
   type MarkerName,
   type Navigation,
+  type Vital,
+  type VitalName,
 } from './model/navigations.js'
 export { buildFrames, pngSize, type ClickMark, type Frame } from './model/frames.js'
 export {

@@ -3,6 +3,7 @@
 import {
   MARKERS,
   MARKER_LABEL,
+  VITAL_NAMES,
   commandSummary,
   dataOf,
   fmtBytes,
@@ -13,6 +14,7 @@ import {
   type NetRow,
   type Panel,
   type Row,
+  vitalText,
 } from './model.js'
 import { AgentRowView } from './agent-panel.js'
 
@@ -64,7 +66,8 @@ export function RowView({
       )
     case 'nav': {
       const n = row.nav
-      const span = Math.max(1, ...MARKERS.map(m => n.markers[m] ?? 0))
+      const span = Math.max(1, ...MARKERS.map(m => n.markers[m] ?? 0), ...n.longFrames.map(f => f.atMs + f.durationMs))
+      const vitals = VITAL_NAMES.filter(v => n.vitals[v] !== undefined)
       return (
         <div class="nav" data-started={String(n.started)}>
           <div class="nav-line">
@@ -72,6 +75,14 @@ export function RowView({
             {activeNav === n.key ? <span class="pill">filtering all panels</span> : null}
           </div>
           <div class="markers" aria-hidden="true">
+            {n.longFrames.map(f => (
+              <span
+                key={`f${f.seq}`}
+                class="marker m-loaf"
+                style={{ left: `${Math.min(100, (f.atMs / span) * 100)}%` }}
+                title={`long animation frame ${f.durationMs.toFixed(0)} ms: ${f.label} (at ${f.atMs.toFixed(0)} ms)`}
+              />
+            ))}
             {n.incidents.map(i => (
               <span
                 key={`i${i.seq}`}
@@ -93,8 +104,26 @@ export function RowView({
           </div>
           <div class="nav-sum">
             {fmtTime(n.ts)} · {n.requests} requests · <span class={n.failures ? 'err' : ''}>{n.failures} failed</span> ·{' '}
-            <span class={n.consoleErrors ? 'err' : ''}>{n.consoleErrors} console errors</span> · CLS {n.cls.toFixed(3)}{' '}
-            · LCP {n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}
+            <span class={n.consoleErrors ? 'err' : ''}>{n.consoleErrors} console errors</span>
+            {vitals.length > 0 ? (
+              vitals.map(v => (
+                <span key={v} class={`vital v-${n.vitals[v]!.rating}`} title={n.vitals[v]!.rating}>
+                  {' '}
+                  · {v} {vitalText(v, n.vitals[v]!.value)}
+                </span>
+              ))
+            ) : (
+              <>
+                {' '}
+                · CLS {n.cls.toFixed(3)} · LCP {n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}
+              </>
+            )}
+            {n.longFrameCount > 0 ? (
+              <span class="long-frames">
+                {' '}
+                · {n.longFrameCount} long frame{n.longFrameCount === 1 ? '' : 's'}
+              </span>
+            ) : null}
             {n.incidents.map(i => (
               <span key={`t${i.seq}`} class={`incident i-${i.kind}`}>
                 {' '}

@@ -244,6 +244,17 @@ export function Viewer({
       setBundleBusy('')
     }
   }
+  const downloadPerfTrace = async (traceId: string) => {
+    setBundleError('')
+    try {
+      const blob = await feed.perfTrace(traceId)
+      if (blob) saveBlob(`perf-trace-${traceId}.json.gz`, blob)
+      else setBundleError(`Performance trace ${traceId} is no longer kept (the oldest traces are removed first).`)
+    } catch (err) {
+      if (err instanceof AuthError) authFail(err)
+      else setBundleError(`The performance trace could not be downloaded: ${(err as Error).message}`)
+    }
+  }
   const doJump = async (typed: string) => {
     const text = typed.trim()
     if (!text) return
@@ -411,6 +422,7 @@ export function Viewer({
               row={selected >= 0 ? rows[selected] : undefined}
               activeNav={view.nav}
               onNav={key => update({ nav: key })}
+              onPerfTrace={id => void downloadPerfTrace(id)}
             />
           </aside>
         </div>

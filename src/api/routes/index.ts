@@ -6,6 +6,7 @@ import { registerBundleRoutes, type BundleRouteDeps } from './bundle.js'
 import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.js'
 import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
 import { registerMetricsRoute, type MetricsRouteDeps } from './metrics.js'
+import { registerPerfTraceRoutes, type PerfTraceRouteDeps } from './perf-traces.js'
 import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
 import { registerSourceMapRoutes, type SourceMapRouteDeps } from './sourcemaps.js'
 import { registerStepRoutes, type StepRouteDeps } from './steps.js'
@@ -24,6 +25,7 @@ export interface DaemonRouteDeps {
   steps: StepRouteDeps
   sourceMaps: SourceMapRouteDeps
   trace: TraceRouteDeps
+  perfTraces: PerfTraceRouteDeps
 }
 
 export type RouteGroup = (router: ApiRouter) => void
@@ -41,5 +43,6 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerStepRoutes(r, d.steps),
     r => registerSourceMapRoutes(r, d.sourceMaps),
     r => registerTraceRoutes(r, d.trace),
+    r => registerPerfTraceRoutes(r, d.perfTraces),
   ]
 }

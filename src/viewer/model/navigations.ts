@@ -1,5 +1,5 @@
 // Navigations: one section per (target, nav_seq) of a page target, with its lifecycle markers,
-// request/error counts, layout shift, LCP and incidents.
+// request/error counts, layout shift, LCP, its Web Vitals, long animation frames and incidents.
 import { dataOf, num, str, type Envelope } from './data.js'
 
 export interface Navigation {
@@ -21,6 +21,33 @@ export interface Navigation {
   lcpMs?: number
   /** Crashes, dialogs and downloads, in order, with their offset from the navigation's start. */
   incidents: Incident[]
+  /** The latest page_web_vital of each metric. */
+  vitals: Partial<Record<VitalName, Vital>>
+  /** Long animation frames (the first LONG_FRAMES_DRAWN), offset from the navigation's start. */
+  longFrames: LongFrame[]
+  /** All long animation frames, drawn or not. */
+  longFrameCount: number
+}
+export const VITAL_NAMES = ['TTFB', 'FCP', 'LCP', 'CLS', 'INP'] as const
+export type VitalName = (typeof VITAL_NAMES)[number]
+export interface Vital {
+  seq: number
+  value: number
+  rating: string
+  attribution: Record<string, unknown>
+}
+export interface LongFrame {
+  seq: number
+  atMs: number
+  durationMs: number
+  /** The longest script: its function and URL, or its invoker. */
+  label: string
+}
+/** Long frames drawn per navigation (a janky page has thousands; the count says how many). */
+export const LONG_FRAMES_DRAWN = 200
+/** A vital's value as text: CLS unitless, the others in ms. */
+export function vitalText(name: VitalName, value: number): string {
+  return name === 'CLS' ? value.toFixed(3) : `${value.toFixed(0)} ms`
 }
 export interface Incident {
   kind: 'crash' | 'dialog' | 'download'
@@ -81,6 +108,9 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
       consoleErrors: 0,
       cls: 0,
       incidents: [],
+      vitals: {},
+      longFrames: [],
+      longFrameCount: 0,
     }
     navs.push(nav)
     byKey.set(nav.key, nav)
@@ -148,6 +178,25 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
       case 'page_download_started':
         addIncident(nav, 'download', e, `download ${event.data.suggested_filename}`)
         break
+      case 'page_web_vital': {
+        const d = event.data
+        nav.vitals[d.name] = { seq: e.seq, value: d.value, rating: d.rating, attribution: d.attribution }
+        break
+      }
+      case 'page_long_animation_frame': {
+        const d = event.data
+        if (nav.longFrameCount++ >= LONG_FRAMES_DRAWN) break
+        const top = d.scripts[0]
+        const where = top ? [top.source_function_name, top.source_url].filter(Boolean).join(' ') : ''
+        nav.longFrames.push({
+          seq: e.seq,
+          // start_time is epoch milliseconds; ts is Unix µs.
+          atMs: Math.max(0, d.start_time - nav.ts / 1000),
+          durationMs: d.duration,
+          label: where || top?.invoker || 'no script',
+        })
+        break
+      }
       case 'page_lcp': {
         // render/load times are epoch milliseconds; ts is Unix µs.
         const l = event.data.lcp_details

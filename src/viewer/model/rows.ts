@@ -31,6 +31,7 @@ export function searchText(e: Envelope): string {
     'service_name',
     'step',
     'captcha_type',
+    'trace_id',
   ]) {
     const v = d[k]
     if (typeof v === 'string' || typeof v === 'number') parts.push(String(v))
