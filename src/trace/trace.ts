@@ -2,6 +2,7 @@
 // trace.network, resources/), built from the stored envelopes and the recording's frames in passes
 // over the log a page at a time, like the debug bundle. Everything comes from the stored envelopes,
 // which the pipeline masked before storing them.
+import type { Readable } from 'node:stream'
 import { ACTION_CATEGORIES, ActionBuilder, stepsOf, type Action } from '../actions/index.js'
 import { bundleFileName, DEFAULT_BUNDLE_LIMITS, type BundleLimits } from '../bundle/bundle.js'
 import { ZipStream, type ZipStreamStats } from '../bundle/zip-stream.js'
@@ -70,7 +71,7 @@ export interface TraceSummary {
 }
 
 export interface TraceBuild {
-  readonly output: NodeJS.ReadableStream & import('node:stream').Readable
+  readonly output: Readable
   readonly stats: ZipStreamStats
   readonly done: Promise<TraceSummary>
   abort(reason?: Error): void
