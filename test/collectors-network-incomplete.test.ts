@@ -1,6 +1,7 @@
 // Responses whose body never completes keep their status: network_response_incomplete, once, when
 // the request ends any way other than loadingFinished (a failure, the main frame navigating to a new
-// document, detach, the time bound), on a fake session with fake timers; then the HAR join shows it.
+// document, detach, the time bound), on a fake session with fake timers; then the HAR join and the
+// session viewer's network rows show it.
 import t from 'tap'
 import { FakeTimers } from './helpers/fake-timers.js'
 import { fakeSession } from './helpers/fake-session.js'
@@ -8,6 +9,7 @@ import { createNetworkCollector } from '../collectors/network.js'
 import type { EventInput } from '../src/pipeline/pipeline.js'
 import type { Envelope } from '../src/events/index.js'
 import { toHar } from '../src/har/index.js'
+import { joinNetwork, netSummary } from '../src/viewer/model/network-rows.js'
 import { fakeAccepted } from './helpers/store.js'
 
 function recorder() {
@@ -151,7 +153,7 @@ t.test('the HAR join gives the entry its status, marked incomplete', async t => 
   const headers = { 'content-type': 'text/plain' }
   const env = (seq: number, ts: number, event: Record<string, unknown>) =>
     ({ seq, event: { ts, source: { kind: 'cdp' }, ...event } }) as unknown as Envelope
-  const har = toHar([
+  const envelopes = [
     env(1, 1_000_000, {
       type: 'network_request',
       category: 'network',
@@ -193,7 +195,8 @@ t.test('the HAR join gives the entry its status, marked incomplete', async t => 
         reason: 'detached',
       },
     }),
-  ])
+  ]
+  const har = toHar(envelopes)
   t.same(
     har.log.entries.map(e => [
       e._requestId,
@@ -210,4 +213,12 @@ t.test('the HAR join gives the entry its status, marked incomplete', async t => 
     'one entry per request, with the status that arrived',
   )
   t.equal(har.log.entries[1]!.comment, 'body never completed (detached): status and headers as they arrived')
+  t.same(
+    joinNetwork(envelopes).map(r => [netSummary(r).status, netSummary(r).mime, netSummary(r).error ?? null]),
+    [
+      [200, 'text/plain', 'net::ERR_ABORTED'],
+      [206, 'text/plain', null],
+    ],
+    'the session viewer shows the same statuses',
+  )
 })
