@@ -290,6 +290,16 @@ t.test('a link: exact expiry on the pinned clock, read scope, no other route', a
   )
   t.equal(other.status, 401, 'a link names its browser')
   t.same(await other.json(), { code: 'unauthorized', message: 'trace link refused: the link is for another browser' })
+  const huge = await api.get(`/browsers/${BROWSER_ID}/telemetry/trace-links`, TOKEN, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ since: 'x'.repeat(16 * 1024) }),
+  })
+  t.equal(huge.status, 413, 'a link request over 16 KiB')
+  await huge.arrayBuffer()
+  const long = await fetch(`${api.url}/browsers/${BROWSER_ID}/telemetry/trace.zip?link=${'a'.repeat(2049)}`)
+  t.equal(long.status, 401, 'a link that is not one is refused: 401')
+  await long.arrayBuffer()
   for (const body of ['[]', '{"ttl":5}', '{"since":""}', '{"since":"yesterday"}']) {
     const bad = await api.get(`/browsers/${BROWSER_ID}/telemetry/trace-links`, TOKEN, {
       method: 'POST',
