@@ -64,6 +64,7 @@ export function requestData(
     data.is_redirect = true
     const from = p.redirectResponse.url || previous?.url
     if (from) data.redirect_url = bounds.capUrl(from, onCut)
+    data.redirect_status = Math.trunc(p.redirectResponse.status)
   }
   return data
 }
@@ -87,6 +88,18 @@ export function responseData(
   if (req.resourceType) data.resource_type = req.resourceType
   if (body) data.body = body.body
   return data
+}
+
+/** The headers of a response whose body never came, and why the request ended without it. */
+export function incompleteData(
+  ctx: Context,
+  requestId: string,
+  req: TrackedRequest,
+  response: ResponseRecord,
+  reason: EventData<'network_response_incomplete'>['reason'],
+): EventData<'network_response_incomplete'> {
+  const { body: _none, ...data } = responseData(ctx, requestId, req, response, undefined)
+  return Object.assign(data, { reason })
 }
 
 /** Session context with url/frame/loader of the request; all three absent when the request is unknown. */

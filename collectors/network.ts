@@ -1,5 +1,6 @@
-// Network collector: network_request / network_response / network_loading_failed per target session,
-// plus the computed network_idle for page targets. Per-session state lives in a TargetRequests and
+// One idea: the network collector, CDP's Network events of one target session as network_request /
+// network_response / network_response_incomplete / network_loading_failed, plus the computed
+// network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total.
 import type { Protocol } from 'devtools-protocol'
@@ -15,6 +16,7 @@ import {
   type Emit,
   type EventData,
   type TargetSession,
+  type TimerHandle,
 } from '../src/collector-kit.js'
 import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
@@ -23,6 +25,7 @@ import { attachSocketEvents } from './network-sockets.js'
 import {
   entryBytes,
   headerText,
+  incompleteData,
   requestData,
   responseData,
   withRequest,
@@ -129,8 +132,9 @@ class TargetRequests {
       maxBytes: settings.bounds.limits.maxRequestTableBytes,
       sizeOf: entryBytes,
       now: settings.clock.now,
-      onEvict: id => {
+      onEvict: (id, req) => {
         settings.bounds.countEviction('network_requests')
+        this.incomplete(id, req, 'timeout')
         this.idle?.done(id)
       },
     })
@@ -245,12 +249,54 @@ class TargetRequests {
     req.response.cut = cut
     req.resourceType ??= p.type
     this.requests.set(p.requestId, req) // re-measured with its response
+    this.armSweep()
+  }
+
+  /** The time bound: a body still not complete after the request TTL ends as incomplete (a timer, not the next insert). */
+  private sweepTimer: TimerHandle | undefined
+  private armSweep(): void {
+    if (this.sweepTimer !== undefined || this.disposed) return
+    this.sweepTimer = this.settings.clock.set(
+      () => {
+        this.sweepTimer = undefined
+        if (this.disposed) return
+        this.requests.sweep()
+        if (this.requests.size > 0) this.armSweep()
+      },
+      this.settings.requestTtlMs,
+      { unref: true },
+    )
+  }
+
+  /** Nothing left to time out: no timer waits. */
+  private disarmSweep(): void {
+    if (this.requests.size > 0 || this.sweepTimer === undefined) return
+    this.settings.clock.clear(this.sweepTimer)
+    this.sweepTimer = undefined
+  }
+
+  /** network_response_incomplete: the headers that came, for a request that ended without its body. */
+  private incomplete(
+    requestId: string,
+    req: TrackedRequest | undefined,
+    reason: EventData<'network_response_incomplete'>['reason'],
+  ): void {
+    const response = req?.response
+    if (!req || !response) return
+    this.emit({
+      type: 'network_response_incomplete',
+      data: incompleteData(withRequest(this.session.context(), req), requestId, req, response, reason),
+      source: { kind: 'cdp', event: 'Network.responseReceived' },
+      ...(response.cut || req.cut ? { truncated: true } : {}),
+    })
   }
 
   onFinished(p: Protocol.Network.LoadingFinishedEvent): void {
+    if (this.endedByNavigation.delete(p.requestId)) return this.idle?.done(p.requestId)
     this.afterRequest(p.requestId, () => this.finished(p))
   }
   onFailed(p: Protocol.Network.LoadingFailedEvent): void {
+    if (this.endedByNavigation.delete(p.requestId)) return this.idle?.done(p.requestId)
     this.afterRequest(p.requestId, () => this.failed(p))
   }
 
@@ -267,6 +313,7 @@ class TargetRequests {
   /** network_response is emitted here, once, with the body when one is wanted and can be had in time. */
   private finished(p: Protocol.Network.LoadingFinishedEvent): void {
     const req = this.requests.delete(p.requestId)
+    this.disarmSweep()
     const response = req?.response
     if (!req || !response) {
       this.idle?.done(p.requestId)
@@ -291,6 +338,8 @@ class TargetRequests {
 
   private failed(p: Protocol.Network.LoadingFailedEvent): void {
     const req = this.requests.delete(p.requestId)
+    this.disarmSweep()
+    this.incomplete(p.requestId, req, 'failed')
     // Unknown request = in flight before we attached: url, frame, loader and type are unknown.
     const data: EventData<'network_loading_failed'> = Object.assign(withRequest(this.session.context(), req), {
       request_id: p.requestId,
@@ -308,13 +357,30 @@ class TargetRequests {
   }
 
   onFrameNavigated(p: Protocol.Page.FrameNavigatedEvent): void {
+    if (p.frame.parentId) return
+    // The previous document is gone: its requests whose headers came but whose body never will (a
+    // stream, an unread body) end here, with their status. Chromium may never report them.
+    this.endedByNavigation.clear()
+    for (const [id, req] of this.requests.entries()) {
+      if (!req.response || req.loaderId === undefined || req.loaderId === p.frame.loaderId) continue
+      this.incomplete(id, req, 'navigated')
+      this.requests.delete(id)
+      this.endedByNavigation.add(id)
+    }
+    this.disarmSweep()
     // The monitor bumped nav_seq for this top-level navigation before we are called.
-    if (!p.frame.parentId) this.idle?.navigate(this.session.context().nav_seq ?? 0)
+    this.idle?.navigate(this.session.context().nav_seq ?? 0)
   }
+
+  /** Requests ended by the last navigation: a late loadingFinished/loadingFailed of theirs is not a second end. */
+  private readonly endedByNavigation = new Set<string>()
 
   dispose(): void {
     if (this.disposed) return
+    // Requests whose headers came but whose body never will: their status is not lost.
+    for (const [id, req] of this.requests.entries()) this.incomplete(id, req, 'detached')
     this.disposed = true
+    if (this.sweepTimer !== undefined) this.settings.clock.clear(this.sweepTimer)
     this.idle?.dispose()
     this.requests.clear()
     this.bodies.cancelOwner(this.owner)

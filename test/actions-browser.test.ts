@@ -3,12 +3,9 @@
 // fetches a missing resource, fill an input, press Enter, goto another page. The actions derived
 // from the stored log must say exactly that.
 import t from 'tap'
-import { chromium } from 'playwright-core'
-import { parseServeConfig } from '../src/config/config.js'
-import { startDaemon } from '../src/main.js'
-import { silentLogger } from '../src/log.js'
 import { deriveActions } from '../src/actions/index.js'
-import type { Envelope, EventData } from '../src/events/index.js'
+import type { EventData } from '../src/events/index.js'
+import { driveThroughProxy, startTestDaemon } from './helpers/agent-driver.js'
 import { startServer, waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
 
@@ -32,20 +29,12 @@ t.test('goto, click, fill, press, goto: the derived actions of the stored log', 
     },
   })
   const dir = await tempDir(t)
-  const config = parseServeConfig(['--listen', '127.0.0.1:0', '--data-dir', dir, '--proxy-listen', '127.0.0.1:0'], {})
-  const d = await startDaemon(config, { logger: silentLogger, announce: () => {}, showNewToken: false })
-  t.teardown(() => d.close())
-  const stored = async (): Promise<Envelope[]> => {
-    const page = await d.log.read({ order: 'asc', cursor: 1, limit: 100_000 })
-    return page.records.map(r => JSON.parse(r.json) as Envelope)
-  }
-
-  const pw = await chromium.connectOverCDP(`http://127.0.0.1:${d.proxy!.address().port}`)
-  const page = await pw.contexts()[0]!.newPage()
+  const { d, stored } = await startTestDaemon(t, [
+    ...['--listen', '127.0.0.1:0', '--data-dir', dir, '--proxy-listen', '127.0.0.1:0'],
+  ])
+  const { pw, page, startStep, endStep } = await driveThroughProxy(d)
   // The whole script is one agent step, marked over the client's own CDP socket.
-  const cdp = await pw.newBrowserCDPSession()
-  const send = (cdp.send as unknown as (m: string, p: object) => Promise<{ stepId: string }>).bind(cdp)
-  const { stepId } = await send('BrowserTelemetry.startStep', { name: 'shop' })
+  const stepId = await startStep('shop')
   await page.goto(site.url)
   await page.click('#buy')
   // The fetch answers after the click returned: wait (here, not with a script in the page, which
@@ -59,7 +48,7 @@ t.test('goto, click, fill, press, goto: the derived actions of the stored log', 
   await page.fill('#email', 'me@shop.test')
   await page.press('#email', 'Enter')
   await page.goto(`${site.url}done`)
-  await send('BrowserTelemetry.endStep', { stepId })
+  await endStep(stepId)
   await pw.close()
   await waitFor(async () => (await stored()).some(e => e.event.type === 'cdp_disconnect'), 20_000, 'the disconnect')
 

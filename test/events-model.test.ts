@@ -58,6 +58,7 @@ const SPEC_TABLE: Record<string, string> = {
   network_websocket_closed: 'network',
   network_websocket_error: 'network',
   network_eventsource_message: 'network',
+  network_response_incomplete: 'network', // the headers of a body that never completed
   cdp_connect: 'connection',
   cdp_disconnect: 'connection',
   live_view_connect: 'connection',

@@ -197,6 +197,20 @@ t.test('a bundle opened with no daemon shows what the live session showed', asyn
   t.equal(String((JSON.parse(lines.at(-1)!) as { seq: number }).seq), liveWindow[2])
   t.equal(await page.textContent('#download-bundle'), 'Download bundle', 'the button is ready again')
 
+  // Playwright trace: the same window, the same way (bearer in the header), a trace the viewer reads.
+  const [traceDownload] = await Promise.all([page.waitForEvent('download'), page.click('#download-trace')])
+  t.match(
+    traceDownload.suggestedFilename(),
+    new RegExp(`^browser-telemetry-${d.browserId}-\\d{8}T\\d{6}Z\\.trace\\.zip$`),
+  )
+  const traceFiles = await unzipAll(await readFile((await traceDownload.path())!))
+  const first = JSON.parse(traceFiles.get('trace.trace')!.toString().split('\n')[0]!) as {
+    type: string
+    version: number
+  }
+  t.same([first.type, first.version], ['context-options', 8], 'a Playwright trace, format version 8')
+  t.equal(await page.textContent('#download-trace'), 'Playwright trace', 'the trace button is ready again')
+
   await page.close() // it would keep polling the daemon stopped below
   await d.close()
   daemonOpen = false

@@ -34,6 +34,11 @@ export interface RouteDef {
   scope: Scope | null
   /** No authentication at all (only GET /healthz). */
   public?: boolean
+  /**
+   * Another way in besides the bearer token (the trace route's signed links): given the bearer
+   * check, returns the route's own; it must set ctx.state.scopes as the bearer check does.
+   */
+  authenticate?: (bearer: ApiMiddleware) => ApiMiddleware
   /** Telemetry reads and streams: no api_call event (a poller must not feed itself). */
   skipApiCall?: boolean
   query?: Record<string, ParamDoc>
@@ -81,7 +86,11 @@ export class ApiRouter {
         await next()
       },
     ]
-    if (!def.public) chain.push(this.authenticate, operation(def.operationId, def.scope) as unknown as ApiMiddleware)
+    if (!def.public)
+      chain.push(
+        def.authenticate ? def.authenticate(this.authenticate) : this.authenticate,
+        operation(def.operationId, def.scope) as unknown as ApiMiddleware,
+      )
     // Routes that write (scope write/publish) are refused while the daemon is read-only (full disk).
     if (this.writeGuard && (def.scope === 'write' || def.scope === 'publish')) {
       const guard = this.writeGuard

@@ -8,14 +8,13 @@ import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Readable, Transform } from 'node:stream'
-import { finished } from 'node:stream/promises'
-import yazl from 'yazl'
+import type { Readable } from 'node:stream'
 import { ACTION_CATEGORIES, ActionBuilder, stepsOf } from '../actions/index.js'
 import type { Envelope } from '../events/index.js'
 import { HarBuilder, HAR_CATEGORIES, type HarStreamBounds } from '../har/index.js'
 import type { RedactionPolicy } from '../events/redact.js'
-import type { EventLog, ReadQuery, StoredRecord } from '../store/event-log.js'
+import type { EventLog, StoredRecord } from '../store/event-log.js'
+import { ZipStream, type ZipStreamStats } from './zip-stream.js'
 import { consoleLine, isoMicros } from './console-text.js'
 import { writeSourceMaps, type BundleSourceMaps } from './sourcemaps.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
@@ -81,12 +80,7 @@ export const DEFAULT_BUNDLE_LIMITS: BundleLimits = {
 }
 
 /** What a bundle build reports while and after it runs (tests and the bench read it). */
-export interface BundleStats {
-  /** Log pages read so far (all passes). */
-  pagesRead: number
-  /** Zip bytes handed to the reader of `output`. */
-  bytesOut: number
-}
+export type BundleStats = ZipStreamStats
 
 export interface BundleBuild {
   /** The zip, to be piped to its reader; it errors (and never ends cleanly) if the build fails. */
@@ -98,14 +92,14 @@ export interface BundleBuild {
   abort(reason?: Error): void
 }
 
-/** The file name offered for download: `browser-telemetry-<browser id>-<UTC time>.zip`. */
-export function bundleFileName(browserId: string, at: Date): string {
+/** The file name offered for download: `browser-telemetry-<browser id>-<UTC time>.zip` (or another ending). */
+export function bundleFileName(browserId: string, at: Date, ending = '.zip'): string {
   const safe = browserId.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64)
   const t = at
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z')
-  return `browser-telemetry-${safe}-${t}.zip`
+  return `browser-telemetry-${safe}-${t}${ending}`
 }
 
 /** Screenshot bytes are PNG or JPEG; the entry name says which. */
@@ -121,76 +115,23 @@ export function buildBundle(
   limits: BundleLimits = DEFAULT_BUNDLE_LIMITS,
   now: () => Date = () => new Date(),
 ): BundleBuild {
-  const zip = new yazl.ZipFile()
-  const zipOut = zip.outputStream as unknown as Readable // a PassThrough (the typings say ReadableStream)
-  const abortCtl = new AbortController()
-  const signal = abortCtl.signal
-  const stats: BundleStats = { pagesRead: 0, bytesOut: 0 }
   const createdAt = now()
   const createdUs = createdAt.getTime() * 1000
-  /** The window's upper seq, fixed when the bundle begins: the bundle is one consistent snapshot. */
-  const lastSeq = source.log.lastSeq
-  let current: Readable | undefined
-
-  // Counts what the reader took. (A 'data' listener on the zip's own stream would start it flowing
-  // before the caller's pipe is attached, and the first bytes would be lost.)
-  const output = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      stats.bytesOut += chunk.length
-      cb(null, chunk)
-    },
-  })
-  zipOut.pipe(output)
-  // The reader went away (or the pipe to it was torn down): stop reading the log at once.
-  output.once('close', () => abort(new Error('bundle output closed')))
-
-  function abort(reason: Error = new Error('bundle aborted')): void {
-    if (signal.aborted) return
-    abortCtl.abort(reason)
-    current?.destroy(reason)
-    zipOut.unpipe(output)
-    zipOut.destroy()
-    output.destroy(reason)
-  }
-
-  /** Pages of the window (oldest first, up to lastSeq), optionally only some categories. */
-  async function* records(categories?: readonly string[]): AsyncGenerator<StoredRecord[]> {
-    const base: ReadQuery = {
-      order: 'asc',
-      limit: limits.readPageEvents,
-      maxBytes: limits.readPageBytes,
-      ...(window.untilUs !== undefined ? { untilUs: window.untilUs } : {}),
-      ...(categories ? { categories: new Set(categories as never[]) } : {}),
-    }
-    let cursor: number | undefined
-    for (;;) {
-      signal.throwIfAborted()
-      const page = await source.log.read(
-        cursor === undefined ? { ...base, sinceUs: window.sinceUs } : { ...base, cursor },
-      )
-      signal.throwIfAborted()
-      stats.pagesRead++
-      const within = page.records.filter(r => r.seq <= lastSeq)
-      if (within.length > 0) yield within
-      if (!page.hasMore || within.length < page.records.length) return
-      cursor = page.nextCursor
-    }
-  }
-
-  /** One zip entry from an iterable of chunks; resolves once the zip consumed all of it. */
-  async function entry(
+  const zs = new ZipStream(
+    source.log,
+    window,
+    { events: limits.readPageEvents, bytes: limits.readPageBytes },
+    createdAt,
+    'bundle',
+  )
+  const { signal, stats, lastSeq, output } = zs
+  const abort = (reason?: Error) => zs.abort(reason)
+  const records = (categories?: readonly string[]) => zs.records(categories)
+  const entry = (
     name: string,
     chunks: Iterable<string | Buffer> | AsyncIterable<string | Buffer> | Readable,
     compress = true,
-  ): Promise<void> {
-    signal.throwIfAborted()
-    const r =
-      chunks instanceof Readable ? chunks : Readable.from(chunks, { objectMode: false, highWaterMark: 64 * 1024 })
-    current = r
-    zip.addReadStream(r, name, { compress, mtime: createdAt })
-    await finished(r) // also the error listener: yazl adds none to the streams it is given
-    current = undefined
-  }
+  ) => zs.entry(name, chunks, compress)
 
   const manifest: BundleManifest = {
     format: BUNDLE_FORMAT,
@@ -441,8 +382,7 @@ export function buildBundle(
         manifest.files['perf-traces'] = { files: await writePerfTraces(source.perfTraces, window, entry) }
       await video(await frames())
       await entry('manifest.json', [JSON.stringify(manifest, null, 2) + '\n'])
-      zip.end()
-      await finished(output)
+      await zs.end()
       return manifest
     } catch (err) {
       // After the headers went out the only honest signal is a broken stream: never a valid-looking

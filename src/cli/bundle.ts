@@ -9,7 +9,7 @@ import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { stringOption } from './args.js'
 import { defineCommand } from './command.js'
-import { CliError, writeOut, type OutStream } from './io.js'
+import { CliError, writeOut, type CliIO, type OutStream } from './io.js'
 import { formatBytes, progress } from './progress.js'
 import { WINDOW_OPTIONS } from './read.js'
 
@@ -51,43 +51,57 @@ export const bundleCommand = defineCommand(
       query: { since, until },
       signal: io.signal,
     })
-    if (!res.body) throw new CliError('the daemon answered without a body')
-    const output = stringOption(values.output) ?? offeredName(res.headers.get('content-disposition')) ?? 'bundle.zip'
-    const started = Date.now()
-    const bar = progress(io.stderr)
-    let bytes = 0
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        bytes += chunk.length
-        bar.update(`bundle: ${formatBytes(bytes)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-        cb(null, chunk)
-      },
-    })
-    const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>)
-    try {
-      if (output === '-') {
-        // A pipe cannot be taken back: a broken download still exits 1 after what was written.
-        for await (const chunk of body) {
-          bytes += (chunk as Buffer).length
-          bar.update(`bundle: ${formatBytes(bytes)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-          await writeOut(io.stdout, chunk as Buffer)
-        }
-        return 0
-      }
-      await saveWhole(body, counter, output, io.signal)
-    } catch (err) {
-      if ((err as Error).name === 'AbortError') throw err
-      if (err instanceof CliError) throw err
-      throw new CliError(
-        `the download broke off after ${formatBytes(bytes)} (${(err as Error).message}); nothing was written`,
-      )
-    } finally {
-      bar.done()
-    }
-    done(io.stderr, `wrote ${output} (${formatBytes(bytes)} in ${((Date.now() - started) / 1000).toFixed(1)} s)`)
+    await saveZipDownload(res, stringOption(values.output), 'bundle', io)
     return 0
   },
 )
+
+/**
+ * Saves a zip the daemon streams (a bundle, a trace) with progress on the terminal: to `output`
+ * (default: the name the daemon offers), whole or not at all; `-` writes standard output.
+ */
+export async function saveZipDownload(
+  res: Response,
+  outputOption: string | undefined,
+  what: string,
+  io: CliIO,
+): Promise<string> {
+  if (!res.body) throw new CliError('the daemon answered without a body')
+  const output = outputOption ?? offeredName(res.headers.get('content-disposition')) ?? `${what}.zip`
+  const started = Date.now()
+  const bar = progress(io.stderr)
+  let bytes = 0
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length
+      bar.update(`${what}: ${formatBytes(bytes)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+      cb(null, chunk)
+    },
+  })
+  const body = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>)
+  try {
+    if (output === '-') {
+      // A pipe cannot be taken back: a broken download still exits 1 after what was written.
+      for await (const chunk of body) {
+        bytes += (chunk as Buffer).length
+        bar.update(`${what}: ${formatBytes(bytes)} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        await writeOut(io.stdout, chunk as Buffer)
+      }
+      return output
+    }
+    await saveWhole(body, counter, output, io.signal)
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err
+    if (err instanceof CliError) throw err
+    throw new CliError(
+      `the download broke off after ${formatBytes(bytes)} (${(err as Error).message}); nothing was written`,
+    )
+  } finally {
+    bar.done()
+  }
+  done(io.stderr, `wrote ${output} (${formatBytes(bytes)} in ${((Date.now() - started) / 1000).toFixed(1)} s)`)
+  return output
+}
 
 /** Streams into `<dir>/.<name>.<pid>.part`, checks the zip's end, then renames; the temp file never survives a failure. */
 async function saveWhole(body: Readable, counter: Transform, output: string, signal?: AbortSignal): Promise<void> {

@@ -12,6 +12,7 @@ import { readCommand } from './read.js'
 import { recordingCommand } from './recording.js'
 import { sourcemapCommand } from './sourcemap.js'
 import { tailCommand } from './tail.js'
+import { traceCommand } from './trace.js'
 import { uploadZipCommand } from './upload-zip.js'
 
 export type { ClientCommand } from './command.js'
@@ -22,6 +23,7 @@ export const clientCommands: Record<string, ClientCommand> = {
   read: readCommand,
   har: harCommand,
   bundle: bundleCommand,
+  trace: traceCommand,
   recording: recordingCommand,
   'upload-zip': uploadZipCommand,
   extension: extensionCommand,

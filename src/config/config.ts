@@ -45,6 +45,8 @@ export interface ServeConfig {
   open?: string
   token?: string
   tokenFile?: string
+  /** Signed trace links: the key file (absent: a key per start) and the origins allowed by CORS. */
+  traceLinks: { keyFile?: string; origins: string[] }
   categories: ConfigurableCategory[]
   proxyListen?: HostPort
   proxyAuth: boolean
@@ -183,6 +185,7 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     open: o.get('open'),
     token: o.get('token'),
     tokenFile: o.get('token-file'),
+    traceLinks: { keyFile: o.get('trace-link-key-file'), origins: parseOrigins(o.value('trace-link-origins')) },
     categories: parseCategories(o.value('categories')),
     proxyListen: proxyListenText === 'off' ? undefined : parseHostPort(proxyListenText, 'proxy-listen'),
     proxyAuth: o.value('proxy-auth'),
@@ -360,4 +363,19 @@ export function parseFleetServeConfig(argv: string[], env: NodeJS.ProcessEnv = p
       logLevel: o.value('log-level'),
     }
   })
+}
+
+/** `https://a.example,http://127.0.0.1:8080`: each an origin (scheme, host, optional port, nothing else). */
+function parseOrigins(text: string): string[] {
+  const out: string[] = []
+  for (const raw of text.split(',')) {
+    const v = raw.trim().replace(/\/+$/, '')
+    if (v === '') continue
+    if (!/^https?:\/\/[^/?#\s]+$/.test(v))
+      throw new ConfigError(
+        `--trace-link-origins: expected origins like https://trace.playwright.dev, got ${JSON.stringify(raw)}`,
+      )
+    out.push(v)
+  }
+  return out
 }

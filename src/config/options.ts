@@ -1,4 +1,4 @@
-// Every option of every command, once: flag, env twin (BROWSER_TELEMETRY_<NAME>), default, parser
+// One idea: every option of every command, once: flag, env twin (BROWSER_TELEMETRY_<NAME>), default, parser
 // and help. `serve`, `fleet serve`, `fleet tail/read` and the client commands pick their flags from
 // OPTIONS; --help, docs/configuration.md and the env example are written from it. Numeric defaults
 // come from DEFAULT_SETTINGS, so what is shown is what the modules use.
@@ -50,6 +50,13 @@ export const OPTIONS = {
   token: text({ help: 'API bearer token with every scope' }),
   'token-file': text({
     help: 'File of tokens, one per line: "<token> <scope>[,<scope>...] [<name>]" (scopes: read, write, publish, cdp; the name is what audit events show)',
+  }),
+  'trace-link-key-file': text({
+    help: 'File holding the key (32+ bytes of text) that signs trace links; links then survive restarts until the key changes (default: a key made at each start, so a restart ends every link)',
+  }),
+  'trace-link-origins': text({
+    default: 'https://trace.playwright.dev',
+    help: 'Origins allowed to fetch a trace through a signed link (CORS), comma-separated',
   }),
   categories: text({
     default: DEFAULT_CATEGORIES.join(','),

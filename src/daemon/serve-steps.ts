@@ -6,6 +6,7 @@ import { createApiApp } from '../api/app.js'
 import { startApiServer } from '../api/server.js'
 import { httpMetrics } from '../api/routes/metrics.js'
 import { daemonRoutes } from '../api/routes/index.js'
+import { TraceLinkSigner } from '../api/trace-links.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
 import { StepRegistry } from '../agent/step-registry.js'
@@ -164,6 +165,19 @@ export async function startApi(
           logger: d.logger.child({ module: 'bundle' }),
         },
         actions: { reader: d.log },
+        trace: {
+          source: {
+            browserId: d.browserId,
+            log: d.log,
+            frames: d.frames,
+            mapRecords: records => sourceMaps.mapRecords(records),
+          },
+          signer: config.traceLinks.keyFile
+            ? await TraceLinkSigner.fromFile(config.traceLinks.keyFile)
+            : TraceLinkSigner.random(),
+          corsOrigins: config.traceLinks.origins,
+          logger: d.logger.child({ module: 'trace' }),
+        },
         sourceMaps: { sourceMaps, maxBytes: config.sourcemaps.maxBytes },
       }),
       ...(d.opts.routes ?? []),

@@ -47,6 +47,17 @@ function def<T extends string, C extends Category, D extends TSchema>(type: T, c
   return { type, category, data, event }
 }
 
+/** A response's status and headers: network_response (body received) and network_response_incomplete. */
+const RESPONSE_HEAD = {
+  request_id: Str(),
+  method: OptStr(),
+  status: Int(),
+  status_text: Str(),
+  headers: HeadersSchema,
+  mime_type: Str(),
+  resource_type: OptStr(),
+}
+
 export const EVENT_DEFS = {
   // console
   console_log: def(
@@ -97,20 +108,17 @@ export const EVENT_DEFS = {
       post_data: OptStr(),
       is_redirect: Type.Optional(Type.Boolean()),
       redirect_url: OptStr(),
+      redirect_status: Type.Optional(Int({ description: 'The status of the redirect response (the previous hop)' })),
     }),
   ),
-  network_response: def(
-    'network_response',
+  network_response: def('network_response', 'network', withContext({ ...RESPONSE_HEAD, body: OptStr() })),
+  // Headers of a response whose body never completed, once, when its request ended otherwise (events.md).
+  network_response_incomplete: def(
+    'network_response_incomplete',
     'network',
     withContext({
-      request_id: Str(),
-      method: OptStr(),
-      status: Int(),
-      status_text: Str(),
-      headers: HeadersSchema,
-      mime_type: Str(),
-      resource_type: OptStr(),
-      body: OptStr(),
+      ...RESPONSE_HEAD,
+      reason: Type.Union(['failed', 'navigated', 'detached', 'timeout'].map(v => Type.Literal(v))),
     }),
   ),
   network_loading_failed: def(

@@ -167,6 +167,7 @@ export class HarBuilder {
       // An exchange or a socket belongs to the page current when it began.
       case 'network_request':
       case 'network_response':
+      case 'network_response_incomplete':
       case 'network_loading_failed': {
         const key = exchangeKey(event.data)
         const prev = this.openHttp.get(key)
@@ -184,7 +185,11 @@ export class HarBuilder {
         if (item) {
           item.bytes += bytes
           this.bytesHeld += bytes
-          if (item.ex.response || item.ex.failure) {
+          if (
+            item.ex.response ||
+            item.ex.failure ||
+            (item.ex.incomplete && item.ex.incomplete.event.data.reason !== 'failed')
+          ) {
             item.doneUs ??= event.ts
             this.openHttp.delete(key)
           }
@@ -320,25 +325,28 @@ export const HAR_CATEGORIES = ['network', 'page'] as const
 
 function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
   const req = ex.request?.event.data
-  const res = ex.response?.event.data
+  const inc = ex.incomplete?.event.data
+  // Headers of a body that never completed stand in for the response (marked _incomplete).
+  const res = ex.response?.event.data ?? inc
   const fail = ex.failure?.event.data
   const startUs = firstOf(ex).ts
-  const endUs = ex.response?.event.ts ?? ex.failure?.event.ts ?? ex.redirectedTo?.ts
+  const endUs = ex.response?.event.ts ?? ex.failure?.event.ts ?? ex.incomplete?.event.ts ?? ex.redirectedTo?.ts
   // HAR requires a URI; a failure of a request in flight before attach carries none.
   const url = req?.url ?? res?.url ?? fail?.url ?? 'about:blank'
   const reqHeaders = headerList(req?.headers)
   const postData = req?.post_data
   const reqContentType = firstValue(headerValue(req?.headers, 'content-type'))
   const resHeaders = headerList(res?.headers)
-  const body = res?.body
+  const body = ex.response?.event.data.body
   const declaredLength = Number(firstValue(headerValue(res?.headers, 'content-length')))
   const capturedBytes = body !== undefined ? utf8ByteLength(body) : undefined
 
   const comments: string[] = []
   if (!ex.request) comments.push('request not captured (in flight before the window or the debugger attached)')
-  if (!ex.response && !ex.failure && ex.redirectedTo)
+  if (inc) comments.push(`body never completed (${inc.reason}): status and headers as they arrived`)
+  if (!res && !ex.failure && ex.redirectedTo?.status === undefined && ex.redirectedTo)
     comments.push('redirect response not captured; redirectURL from the next hop')
-  else if (!ex.response && !ex.failure) comments.push('no response captured in this window')
+  else if (!res && !ex.failure) comments.push('no response captured in this window')
 
   const totalMs = endUs !== undefined ? Math.max(0, round3((endUs - startUs) / 1000)) : 0
   // What is captured is when the request was sent and when its body finished (or it failed), so
@@ -361,7 +369,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
       bodySize: postData !== undefined ? utf8ByteLength(postData) : 0,
     },
     response: {
-      status: res?.status ?? 0,
+      status: res?.status ?? ex.redirectedTo?.status ?? 0,
       statusText: res?.status_text ?? '',
       httpVersion: '',
       cookies: [],
@@ -378,12 +386,15 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
       headersSize: -1,
       bodySize: Number.isInteger(declaredLength) && declaredLength >= 0 ? declaredLength : -1,
       ...(fail ? { _error: fail.canceled ? `${fail.error_text} (canceled)` : fail.error_text } : {}),
+      ...(inc ? { _incomplete: inc.reason } : {}),
     },
     cache: {},
     timings,
     ...(comments.length > 0 ? { comment: comments.join('; ') } : {}),
     _requestId: (req ?? res ?? fail)!.request_id,
-    _seq: [ex.request?.seq, ex.response?.seq, ex.failure?.seq].filter((s): s is number => s !== undefined),
+    _seq: [ex.request?.seq, ex.response?.seq, ex.incomplete?.seq, ex.failure?.seq].filter(
+      (s): s is number => s !== undefined,
+    ),
   }
   const resourceType = req?.resource_type ?? res?.resource_type ?? fail?.resource_type
   // DevTools names resource types in lowercase ("document", "xhr", "fetch"); CDP capitalises them.

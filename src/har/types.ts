@@ -41,6 +41,8 @@ export interface HarResponse {
   bodySize: number
   /** Chrome's convention for a failed request: the network error text (status is 0). */
   _error?: string
+  /** The body never completed (network_response_incomplete's reason): status and headers as they arrived. */
+  _incomplete?: string
 }
 
 export interface HarTimings {

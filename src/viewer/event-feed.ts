@@ -90,9 +90,13 @@ export class EventFeed extends FeedState implements Feed {
    * The daemon's debug bundle of the window from `since` (RFC 3339) to the newest event, as a Blob,
    * fetched with the bearer token in the header (the token never goes into a URL).
    */
-  async bundle(since: string | undefined): Promise<{ blob: Blob; name: string }> {
+  /** The debug bundle (or, with route trace.zip, the Playwright trace) of the window from `since`. */
+  async bundle(
+    since: string | undefined,
+    route: 'bundle' | 'trace.zip' = 'bundle',
+  ): Promise<{ blob: Blob; name: string }> {
     const q = since ? `?since=${encodeURIComponent(since)}` : ''
-    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/bundle${q}`, {
+    const res = await fetch(`${this.base}/browsers/${encodeURIComponent(this.browserId)}/telemetry/${route}${q}`, {
       headers: { authorization: `Bearer ${this.token}` },
       cache: 'no-store',
     })

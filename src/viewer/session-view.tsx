@@ -58,7 +58,7 @@ export function Viewer({
   const [view, setView] = useState<ViewState>(() => decodeView(location.hash))
   const [version, setVersion] = useState(0)
   const [follow, setFollow] = useState(view.seq === 0 && source.kind === 'live')
-  const [bundleBusy, setBundleBusy] = useState(false)
+  const [bundleBusy, setBundleBusy] = useState<'' | 'bundle' | 'trace.zip'>('')
   const [bundleError, setBundleError] = useState('')
   const [scrollTo, setScrollTo] = useState<{
     index: number
@@ -225,19 +225,23 @@ export function Viewer({
     if (feed.hasNewer) feed.loadLatest().then(() => feed.startLive(authFail), authFail)
     else feed.startLive(authFail)
   }
-  const downloadBundle = async () => {
+  /** The debug bundle or the Playwright trace of the window the viewer holds. */
+  const downloadBundle = async (route: 'bundle' | 'trace.zip') => {
     if (!(feed instanceof EventFeed)) return
-    setBundleBusy(true)
+    setBundleBusy(route)
     setBundleError('')
     try {
       const first = feed.events[0]
-      const { blob, name } = await feed.bundle(first ? isoMicros(first.event.ts) : undefined)
+      const { blob, name } = await feed.bundle(first ? isoMicros(first.event.ts) : undefined, route)
       saveBlob(name, blob)
     } catch (err) {
       if (err instanceof AuthError) authFail(err)
-      else setBundleError(`The bundle could not be downloaded: ${(err as Error).message}`)
+      else
+        setBundleError(
+          `The ${route === 'bundle' ? 'bundle' : 'trace'} could not be downloaded: ${(err as Error).message}`,
+        )
     } finally {
-      setBundleBusy(false)
+      setBundleBusy('')
     }
   }
   const downloadPerfTrace = async (traceId: string) => {
@@ -328,7 +332,8 @@ export function Viewer({
         onExportHar={() => exportHar(feed, events, nav)}
         onExportJsonl={() => exportJsonl(feed, events, nav)}
         bundleBusy={bundleBusy}
-        onDownloadBundle={() => void downloadBundle()}
+        onDownloadBundle={() => void downloadBundle('bundle')}
+        onDownloadTrace={() => void downloadBundle('trace.zip')}
         onOpenBundle={onOpenBundle}
       />
       <Filters view={view} types={types} derived={derived} feed={feed} onChange={update} />

@@ -34,6 +34,7 @@ export function Toolbar({
   onExportJsonl,
   bundleBusy,
   onDownloadBundle,
+  onDownloadTrace,
   onOpenBundle,
 }: {
   feed: Feed
@@ -43,9 +44,11 @@ export function Toolbar({
   onJump(text: string): void
   onExportHar(): void
   onExportJsonl(): void
-  /** A bundle download is running. */
-  bundleBusy: boolean
+  /** A bundle or trace download is running. */
+  bundleBusy: '' | 'bundle' | 'trace.zip'
   onDownloadBundle(): void
+  /** The Playwright trace of the same window. */
+  onDownloadTrace(): void
   onOpenBundle(file: Blob, name: string): void
 }) {
   const [jump, setJump] = useState('')
@@ -93,9 +96,20 @@ export function Toolbar({
         JSON lines
       </button>
       {feed.mode === 'live' ? (
-        <button type="button" id="download-bundle" onClick={onDownloadBundle} disabled={bundleBusy}>
-          {bundleBusy ? 'Preparing bundle…' : 'Download bundle'}
-        </button>
+        <>
+          <button type="button" id="download-bundle" onClick={onDownloadBundle} disabled={bundleBusy !== ''}>
+            {bundleBusy === 'bundle' ? 'Preparing bundle…' : 'Download bundle'}
+          </button>
+          <button
+            type="button"
+            id="download-trace"
+            title="A trace.zip for the Playwright trace viewer (npx playwright show-trace)"
+            onClick={onDownloadTrace}
+            disabled={bundleBusy !== ''}
+          >
+            {bundleBusy === 'trace.zip' ? 'Preparing trace…' : 'Playwright trace'}
+          </button>
+        </>
       ) : null}
       <OpenBundleButton onBundle={onOpenBundle} />
       {feed.mode === 'live' ? (

@@ -1,7 +1,6 @@
 // GET /browsers/{id}/telemetry/bundle: the debug bundle of a time window as one streamed zip
 // (src/bundle). The window is parsed like the events API's; the zip is written straight to the
 // socket as the client reads it.
-import { pipeline } from 'node:stream/promises'
 import { Type } from '@sinclair/typebox'
 import {
   buildBundle,
@@ -15,6 +14,7 @@ import type { Logger } from '../../log.js'
 import { silentLogger } from '../../log.js'
 import type { ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
+import { sendZip } from '../zip-response.js'
 
 export interface BundleRouteDeps {
   source: BundleSource
@@ -83,32 +83,16 @@ export function registerBundleRoutes(router: ApiRouter, deps: BundleRouteDeps): 
         () => new Date(nowUs / 1000),
       )
       stats.active.add(build.stats)
-      ctx.status = 200
-      ctx.set('Content-Type', 'application/zip')
-      ctx.set(
-        'Content-Disposition',
-        `attachment; filename="${bundleFileName(deps.source.browserId, new Date(nowUs / 1000))}"`,
-      )
-      ctx.set('Cache-Control', 'no-store')
-      ctx.set('X-Content-Type-Options', 'nosniff')
-      ctx.respond = false // the zip is piped to the socket as the client reads it
-      const res = ctx.res
-      const requestId = ctx.state.requestId
-      // pipeline() destroys the socket when the build fails (a broken download, never a short valid
-      // zip) and destroys the build's output when the client goes away (which stops the build).
-      void Promise.allSettled([pipeline(build.output, res), build.done]).then(([piped, built]) => {
+      void sendZip(
+        ctx,
+        build,
+        bundleFileName(deps.source.browserId, new Date(nowUs / 1000)),
+        logger,
+        'debug bundle',
+      ).then(whole => {
         stats.active.delete(build.stats)
-        if (piped.status === 'fulfilled' && built.status === 'fulfilled') {
-          stats.completed++
-          return
-        }
-        stats.failed++
-        if (!res.destroyed) res.destroy()
-        const err = built.status === 'rejected' ? built.reason : (piped as PromiseRejectedResult).reason
-        logger.warn(
-          { request_id: requestId, err: (err as Error)?.message, bytes: build.stats.bytesOut },
-          'debug bundle not completed',
-        )
+        if (whole) stats.completed++
+        else stats.failed++
       })
     },
   })

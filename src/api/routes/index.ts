@@ -10,6 +10,7 @@ import { registerPerfTraceRoutes, type PerfTraceRouteDeps } from './perf-traces.
 import { registerRecordingRoutes, type RecordingRouteDeps } from './recording.js'
 import { registerSourceMapRoutes, type SourceMapRouteDeps } from './sourcemaps.js'
 import { registerStepRoutes, type StepRouteDeps } from './steps.js'
+import { registerTraceRoutes, type TraceRouteDeps } from './trace.js'
 import { registerUploadRoutes, type UploadRouteDeps } from './uploads.js'
 import { registerViewerRoutes } from './viewer.js'
 
@@ -23,6 +24,7 @@ export interface DaemonRouteDeps {
   actions: ActionRouteDeps
   steps: StepRouteDeps
   sourceMaps: SourceMapRouteDeps
+  trace: TraceRouteDeps
   perfTraces: PerfTraceRouteDeps
 }
 
@@ -40,6 +42,7 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerActionRoutes(r, d.actions),
     r => registerStepRoutes(r, d.steps),
     r => registerSourceMapRoutes(r, d.sourceMaps),
+    r => registerTraceRoutes(r, d.trace),
     r => registerPerfTraceRoutes(r, d.perfTraces),
   ]
 }

@@ -13,8 +13,12 @@ export interface NetRow {
   request?: EnvelopeOf<'network_request'>
   response?: EnvelopeOf<'network_response'>
   failure?: EnvelopeOf<'network_loading_failed'>
+  /** The status and headers of a body that never completed. */
+  incomplete?: EnvelopeOf<'network_response_incomplete'>
   /** Set when a later hop with the same request id redirected away from this one. */
   redirectedTo?: string
+  /** The status of that redirect. */
+  redirectStatus?: number
   envelopes: Envelope[]
 }
 
@@ -25,7 +29,9 @@ export function joinNetwork(events: readonly Envelope[]): NetRow[] {
     request: ex.request,
     response: ex.response,
     failure: ex.failure,
+    ...(ex.incomplete ? { incomplete: ex.incomplete } : {}),
     redirectedTo: ex.redirectedTo?.url,
+    ...(ex.redirectedTo?.status !== undefined ? { redirectStatus: ex.redirectedTo.status } : {}),
     envelopes: ex.envelopes,
   }))
 }
@@ -45,14 +51,15 @@ export function netSummary(r: NetRow): NetSummary {
   const req = r.request?.event.data
   const res = r.response?.event.data
   const fail = r.failure?.event.data
-  const end = r.response ?? r.failure
+  const inc = r.incomplete?.event.data
+  const end = r.response ?? r.failure ?? r.incomplete
   const len = headerValue(res?.headers, 'content-length')
   const body = res?.body
   return {
     url: req?.url ?? res?.url ?? fail?.url ?? '',
     method: req?.method ?? res?.method ?? 'GET',
-    status: res?.status,
-    mime: res?.mime_type,
+    status: res?.status ?? inc?.status ?? r.redirectStatus,
+    mime: res?.mime_type ?? inc?.mime_type,
     size: len !== undefined && /^\d+$/.test(len) ? Number(len) : body !== undefined ? utf8ByteLength(body) : undefined,
     durationMs: r.request && end ? Math.max(0, (end.event.ts - r.request.event.ts) / 1000) : undefined,
     error: fail?.error_text,
