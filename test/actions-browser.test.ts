@@ -3,7 +3,7 @@
 // fetches a missing resource, fill an input, press Enter, goto another page. The actions derived
 // from the stored log must say exactly that.
 import t from 'tap'
-import { deriveActions } from '../src/actions/index.js'
+import { deriveActions, PREP_GAP_US } from '../src/actions/index.js'
 import type { EventData } from '../src/events/index.js'
 import { driveThroughProxy, startTestDaemon } from './helpers/agent-driver.js'
 import { startServer, waitFor } from './helpers/http.js'
@@ -37,6 +37,7 @@ t.test('goto, click, fill, press, goto: the derived actions of the stored log', 
   const stepId = await startStep('shop')
   await page.goto(site.url)
   await page.click('#buy')
+  const clickedAt = performance.now()
   // The fetch answers after the click returned: wait (here, not with a script in the page, which
   // would be an action of its own) for its response to be stored, so the next action starts after
   // it (the click's effects window ends where the next action starts).
@@ -45,6 +46,11 @@ t.test('goto, click, fill, press, goto: the derived actions of the stored log', 
     20_000,
     'the 404 stored',
   )
+  // The agent thinks before its next action, longer than PREP_GAP_US: the click's trailing checks
+  // and the fill's leading ones are then two runs. Closer together they are one run, cut at its
+  // longest pause, and on a loaded machine Playwright's own pauses can be longer than the agent's.
+  const thinkMs = PREP_GAP_US / 1000 + 200 - (performance.now() - clickedAt)
+  if (thinkMs > 0) await new Promise(r => setTimeout(r, thinkMs))
   await page.fill('#email', 'me@shop.test')
   await page.press('#email', 'Enter')
   await page.goto(`${site.url}done`)
@@ -58,7 +64,17 @@ t.test('goto, click, fill, press, goto: the derived actions of the stored log', 
   t.ok(navigate?.target_id, 'the page commands carry their target')
   const actions = deriveActions(envelopes)
   const mine = actions.filter(a => a.target_id === navigate.target_id)
-  const show = mine.map(a => `${a.kind}: ${a.title} [${a.command_seqs.length}]`).join('\n')
+  const bySeq = new Map(envelopes.map(e => [e.seq, e]))
+  const show = mine
+    .map(a => {
+      const cmds = a.command_seqs.map(seq => {
+        const e = bySeq.get(seq)!
+        const c = e.event.data as EventData<'cdp_command'>
+        return `    ${e.event.ts} ${c.method}${c.input_type ? ` ${c.input_type}` : ''} ${c.duration_ms.toFixed(1)} ms`
+      })
+      return `${a.kind}: ${a.title} [${a.command_seqs.length}]${a.kind === 'setup' ? '' : `\n${cmds.join('\n')}`}`
+    })
+    .join('\n')
   t.same(
     mine.map(a => a.kind),
     ['setup', 'navigate', 'click', 'type', 'press', 'navigate'],

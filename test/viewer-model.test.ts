@@ -396,7 +396,8 @@ t.test('agent commands, incidents on their navigation, sockets as network rows',
     env(2, 'page_load', 'page', { ...ctx(1), cdp_timestamp: 1 }),
     cmd(3, 'Page.navigate', 'ok', 12),
     cmd(4, 'Target.attachToTarget', 'error', 1, { error_code: -32602, error_message: 'No target' }),
-    cmd(5, 'Runtime.awaitPromise', 'no_answer', 2500),
+    // Sent first (the client's lowest id), recorded last: the connection's end gave up on it.
+    cmd(5, 'Runtime.awaitPromise', 'no_answer', 2500, { id: 1 }),
     env(6, 'page_dialog_opened', 'page', { ...ctx(1), dialog_type: 'alert', message: 'hi', has_browser_handler: true }),
     env(7, 'network_websocket_created', 'network', { ...ctx(1), request_id: 'W', url: 'ws://a/s' }),
     env(8, 'network_websocket_frame', 'network', {

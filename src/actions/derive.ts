@@ -66,6 +66,7 @@ export class ActionBuilder {
       const d = ev.data
       const c: Cmd = {
         seq: e.seq,
+        id: d.id,
         start: Math.round(ev.ts - d.duration_ms * 1000),
         end: ev.ts,
         method: this.intern(d.method),
@@ -96,7 +97,10 @@ export class ActionBuilder {
 
   /** The actions of everything added, ordered by start (then first seq). */
   finish(): Action[] {
-    // Streams: one per connection and target, each in the order its commands were sent.
+    // Streams: one per connection and target, each in the order its commands were sent: the
+    // client's ids. Not the estimated send time (answer ts at ms resolution minus the duration):
+    // Playwright sends a click's move, press and release in the same millisecond, and Chromium may
+    // answer the move last (mouse moves are acknowledged with the next frame).
     const streams = new Map<string, Cmd[]>()
     for (const c of this.cmds) {
       const key = `${c.conn}\u0000${c.target ?? ''}`
@@ -106,7 +110,7 @@ export class ActionBuilder {
     }
     const drafts: Draft[] = []
     for (const s of streams.values()) {
-      s.sort((a, b) => a.start - b.start || a.seq - b.seq)
+      s.sort((a, b) => a.id - b.id || a.seq - b.seq)
       drafts.push(...groupStream(s))
     }
     const actions = drafts.map(d => ({ d, a: toAction(d) }))

@@ -8,6 +8,8 @@ import { MODIFIER_KEYS, type Role } from './methods.js'
 /** One cdp_command as the derivation keeps it. */
 export interface Cmd {
   seq: number
+  /** The client's command id: CDP clients number commands in the order they send them. */
+  id: number
   /** Unix microseconds: sent (ts - duration) and answered (ts). */
   start: number
   end: number
