@@ -203,13 +203,16 @@ const enospc = () =>
  * extractZip with Node's fs replaced in every module of the extraction that touches the disk (each
  * is mocked by itself: the mocks of one import do not reach the modules it loads).
  */
-async function extractWithMocks(t: Test, mocks: Record<string, unknown>): Promise<typeof extractZip> {
+async function extractWithMocks(t: Test, fsMocks: Record<string, unknown>): Promise<typeof extractZip> {
+  // The error classes stay the test's own (a freshly loaded copy would fail instanceof). Keys name
+  // our modules as the TypeScript loader resolves them (.ts).
+  const mocks = { ...fsMocks, '../src/uploads/errors.ts': await import('../src/uploads/errors.js') }
   const checks = await t.mockImport('../src/uploads/destination-checks.js', mocks)
   const data = await t.mockImport('../src/uploads/entry-data.js', mocks)
   const mod = await t.mockImport<typeof import('../src/uploads/extract-zip.js')>('../src/uploads/extract-zip.js', {
     ...mocks,
-    '../src/uploads/destination-checks.js': checks,
-    '../src/uploads/entry-data.js': data,
+    '../src/uploads/destination-checks.ts': checks,
+    '../src/uploads/entry-data.ts': data,
   })
   return mod.extractZip
 }
