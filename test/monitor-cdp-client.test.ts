@@ -8,11 +8,16 @@ import { WebSocketServer, type WebSocket } from 'ws'
 import type { AddressInfo } from 'node:net'
 import { waitFor } from './helpers/http.js'
 import { DEFAULT_BOUNDS } from '../src/pipeline/bounds.js'
+import { consoleShedder } from '../src/monitor/intake-shed.js'
+import { CdpSessionCore } from '../src/monitor/cdp-session.js'
+import { ProtocolErrorLog } from '../src/monitor/protocol-error.js'
+import { silentLogger } from '../src/log.js'
 import {
   CdpClient,
   CdpCommandError,
   ConnectionClosedError,
   MAX_REST_MS,
+  QUEUE_HIGH_BYTES,
   RELEASE_MIN_BYTES,
   SLICE_MS,
   releaseFrame,
@@ -266,6 +271,106 @@ t.test('handleAtOnce: an urgent event is handled as it arrives, ahead of a queue
   client.handleQueued()
   t.equal(seen.length, N + 2, 'nothing lost')
   t.equal(seen[seen.length - 1], 'Flood.after', 'what came after it still comes after the backlog')
+})
+
+t.test(
+  'past its backlog bound the socket is read on: console messages are offered for shedding, an attach is not held',
+  async t => {
+    const { url, peer } = await fakeBrowser(t)
+    const client = await CdpClient.connect(url, DEFAULT_BOUNDS.maxEnvelopeBytes)
+    t.teardown(() => client.close())
+    const ws = await peer
+    const line = (session: string, i: number) =>
+      JSON.stringify({
+        method: 'Runtime.consoleAPICalled',
+        params: { type: 'log', args: [{ type: 'string', value: `${i} ${'x'.repeat(1000)}` }] },
+        sessionId: session,
+      })
+    const frameBytes = Buffer.byteLength(line('LOUD', 10_000))
+    // 2x the bound of loud lines; every 100th line is the quiet page's, which is never shed.
+    const N = Math.ceil((2 * QUEUE_HIGH_BYTES) / frameBytes)
+    const handled = { LOUD: 0, QUIET: 0 }
+    const offered = { LOUD: 0, QUIET: 0 }
+    let shed = 0
+    let loudHandledAtAttach = -1
+    client.handleAtOnce(method => method === 'Target.attachedToTarget')
+    client.shedConsoleWhenBacklogged(frame => {
+      const quiet = frame.includes('"sessionId":"QUIET"')
+      offered[quiet ? 'QUIET' : 'LOUD']++
+      if (quiet) return false
+      shed++
+      return true
+    })
+    client.on('event', m => {
+      if (m.method === 'Target.attachedToTarget') loudHandledAtAttach = handled.LOUD
+      else if (m.method === 'Runtime.consoleAPICalled') handled[m.sessionId as 'LOUD' | 'QUIET']++
+      // A slow consumer: 50 µs per message keeps the backlog growing while the lines arrive.
+      const until = performance.now() + 0.05
+      while (performance.now() < until);
+    })
+    let quietSent = 0
+    for (let i = 0; i < N; i++) {
+      if (i % 100 === 0) ws.send(line('QUIET', quietSent++))
+      ws.send(line('LOUD', i))
+    }
+    ws.send(JSON.stringify({ method: 'Target.attachedToTarget', params: { sessionId: 'NEW' } }))
+    ws.send(JSON.stringify({ method: 'Page.after', params: {} }))
+    await waitFor(() => loudHandledAtAttach >= 0, 60_000, 'the attach')
+    client.handleQueued()
+    await waitFor(() => handled.LOUD + shed === N && handled.QUIET === quietSent, 60_000, 'every line handled or shed')
+    t.equal(handled.QUIET, quietSent, 'the quiet page: every line handled, none shed')
+    t.ok(offered.QUIET > 0, 'quiet lines arriving over the bound were offered too')
+    t.ok(shed > 0, `loud lines shed: ${shed} of ${N}`)
+    // Under the bound nothing is offered: at least the bound's worth of lines was queued first.
+    t.ok(handled.LOUD >= Math.floor(QUEUE_HIGH_BYTES / frameBytes) - quietSent, `${handled.LOUD} loud lines handled`)
+    // A paused socket would hold the attach until the backlog fell to 2 MiB: after ~N - 2 MiB lines.
+    // Read on, it is handled after those queued when it arrived, at most the bound's worth (measured: ~7,700 of 15,400).
+    t.ok(
+      loudHandledAtAttach <= Math.ceil(QUEUE_HIGH_BYTES / frameBytes) + quietSent,
+      `attach handled after ${loudHandledAtAttach} loud lines`,
+    )
+  },
+)
+
+t.test('consoleShedder: reads the session and console type from the raw bytes; only listening targets', async t => {
+  const errors = new ProtocolErrorLog({ logger: silentLogger })
+  const session = (targetId: string) =>
+    Object.assign(new CdpSessionCore(() => Promise.resolve({}) as never, 'S', errors, silentLogger, 'test'), {
+      targetId,
+    })
+  const listening = session('T1')
+  listening.on('Runtime.consoleAPICalled', () => undefined)
+  const deaf = session('T2')
+  const asked: [string, string][] = []
+  const shed = consoleShedder(
+    new Map([
+      ['S1', listening],
+      ['S2', deaf],
+    ]),
+    (type, target) => {
+      asked.push([type, target])
+      return true
+    },
+  )
+  const frame = (type: string, sessionId?: string) =>
+    Buffer.from(
+      JSON.stringify({
+        method: 'Runtime.consoleAPICalled',
+        params: { type, args: [] },
+        ...(sessionId ? { sessionId } : {}),
+      }),
+    )
+  t.equal(shed(frame('log', 'S1')), true)
+  t.equal(shed(frame('error', 'S1')), true)
+  t.equal(shed(frame('warning', 'S1')), true)
+  t.equal(shed(frame('log', 'S2')), false, 'a target no console handler listens on: left to the queue')
+  t.equal(shed(frame('log', 'S9')), false, 'an unknown session')
+  t.equal(shed(frame('log')), false, 'no session')
+  t.same(asked, [
+    ['console_log', 'T1'],
+    ['console_error', 'T1'],
+    ['console_log', 'T1'],
+  ])
 })
 
 t.test(

@@ -184,6 +184,30 @@ t.test('events without a target (api, system, ingest) are never shed; shedding: 
   t.equal(off.stats.shed + off.stats.overBudget, 0)
 })
 
+t.test('shedAtIntake: a loud source is shed before it is built (seq consumed, counted), a quiet one never', async t => {
+  const { log: store, pipeline } = await openStore(t, {}, { backlog: () => 0, sheddingClock: () => 0 })
+  const metrics = createMetrics({ processMetrics: false })
+  t.teardown(metrics.attach({ pipeline, log: store }))
+  // The store keeps up (backlog 0): intake shedding reads only the source's loudness.
+  for (let i = 0; i < QUIET_EVENTS_PER_SEC; i++)
+    t.equal(pipeline.shedAtIntake('console_log', 'QUIET'), false, `quiet event ${i + 1}: not shed`)
+  t.equal(pipeline.stats.shed, 0)
+  t.equal(pipeline.shedAtIntake('console_error', 'QUIET'), true, 'past 100 events in its second: loud, shed')
+  t.equal(pipeline.shedAtIntake('console_log', 'OTHER'), false, 'another page is a source of its own')
+  t.equal(pipeline.stats.shed, 1)
+  t.equal(store.skipSeq(), 2, 'the shed event consumed seq 1')
+  // Built and emitted events of the source count towards its loudness too.
+  pipeline.emit(log('OTHER'))
+  t.equal(pipeline.stats.accepted, 1)
+  const text = (await metrics.render()).body
+  t.match(text, /browser_telemetry_events_dropped_total\{category="console",reason="shed"\} 1/)
+  pipeline.setCategories(['network'])
+  t.equal(pipeline.shedAtIntake('console_log', 'QUIET'), false, 'console off: left to the category gate')
+  const { pipeline: off } = await openStore(t, {}, { shedding: false })
+  for (let i = 0; i < 1000; i++) off.shedAtIntake('console_log', 'T')
+  t.equal(off.stats.shed, 0, 'shedding disabled: never')
+})
+
 t.test('page cap: a page of huge events is cut off by bytes, not by count', async t => {
   const { log: store, pipeline } = await openStore(
     t,

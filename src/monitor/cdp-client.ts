@@ -3,8 +3,11 @@
 // send thousands of messages at once (console floods, 200,000 binding calls) and one socket read
 // hands over up to 2 MB of them; handled synchronously as they arrive, they hold the event loop
 // for hundreds of milliseconds and /healthz, the API and SSE wait. Here messages are queued raw
-// and handled in slices of at most SLICE_MS, yielding to other I/O in between; while more than
-// QUEUE_HIGH_BYTES wait, the socket is paused (the backlog stays in the kernel and the browser).
+// and handled in slices of at most SLICE_MS, yielding to other I/O in between. The socket is read
+// on while a backlog waits: a new tab is paused until the daemon resumes it, and its attach must
+// not wait in the kernel behind a flood. While more than QUEUE_HIGH_BYTES wait, a loud page's
+// console messages are shed as they arrive (counted: each consumes its seq); only past
+// QUEUE_MAX_BYTES (a flood of what cannot be shed) is the socket paused.
 // One message can outlast a slice by itself (a console call with 5,000 long arguments: tens of ms);
 // after such a slice the loop gets as long again for other I/O before the next one (see drain).
 // Console arguments over the envelope cap are cut in the raw frame first (console-frame-cut.ts).
@@ -26,8 +29,11 @@ export interface CdpMessage {
 export const SLICE_MS = 10
 /** The longest pause after an overrun slice (the queue is bounded, so this only delays, never grows, the backlog). */
 export const MAX_REST_MS = 100
-/** Raw bytes received and not yet handled above which the socket is paused (at least one message is always taken). */
+/** Raw bytes received and not yet handled above which a loud page's console messages are shed as they arrive. */
 export const QUEUE_HIGH_BYTES = 8 * 1024 * 1024
+/** Above this the socket is paused (messages that cannot be shed: at least one message is always taken). */
+export const QUEUE_MAX_BYTES = 4 * QUEUE_HIGH_BYTES
+/** A paused socket is resumed once the backlog is down to this. */
 const QUEUE_LOW_BYTES = QUEUE_HIGH_BYTES / 4
 /** Like chrome-remote-interface: a DevTools message is never refused for its size (the browser would lose the connection). */
 const MAX_PAYLOAD = 256 * 1024 * 1024
@@ -95,6 +101,7 @@ export class CdpClient {
   private eventHandler: (m: CdpMessage) => void = () => undefined
   private unread: ((method: string) => boolean) | undefined
   private urgent: ((method: string) => boolean) | undefined
+  private shed: ((frame: Buffer) => boolean) | undefined
   private disconnectHandler: () => void = () => undefined
 
   private constructor(
@@ -154,6 +161,15 @@ export class CdpClient {
     this.urgent = urgent
   }
 
+  /**
+   * Console messages arriving while more than QUEUE_HIGH_BYTES wait are offered here before they
+   * are queued; `shed` returns true when it accounted for the message as shed (it is then dropped
+   * unparsed), false to queue it as usual (a quiet page's).
+   */
+  shedConsoleWhenBacklogged(shed: (frame: Buffer) => boolean): void {
+    this.shed = shed
+  }
+
   send(method: string, params?: object, sessionId?: string): Promise<unknown> {
     if (this.closed) return Promise.reject(new ConnectionClosedError())
     const id = this.nextId++
@@ -202,9 +218,13 @@ export class CdpClient {
       this.handle(data)
       return
     }
+    if (this.queuedBytes > QUEUE_HIGH_BYTES && this.shed && isConsoleEventFrame(data) && this.shed(data)) {
+      releaseFrame(data)
+      return
+    }
     this.queue.push(data)
     this.queuedBytes += data.length
-    if (!this.paused && this.queuedBytes > QUEUE_HIGH_BYTES) {
+    if (!this.paused && this.queuedBytes > QUEUE_MAX_BYTES) {
       this.paused = true
       this.ws.pause()
     }

@@ -88,6 +88,11 @@ export class CdpSessionCore implements CdpSession {
     return this.handlers.add(event, handler as Handler)
   }
 
+  /** True while a handler on this session listens to `event`. */
+  listens(event: CdpEvent): boolean {
+    return this.handlers.has(event)
+  }
+
   /** Records a collector's detach; if the session already closed, runs it at once. */
   addDetach(detach: Dispose): void {
     this.detaches.add(detach)

@@ -12,6 +12,7 @@ import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
 import { ListenedEvents } from './handlers.js'
+import { consoleShedder, type ShedAtIntake } from './intake-shed.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
 import { AttachedTarget } from './target-session.js'
@@ -101,6 +102,8 @@ export interface ConnectionOptions {
   /** Byte bounds (URLs in target context, the console cut in raw frames) and their eviction counters. */
   bounds: Bounds
   onTargetRefused?: (info: EventParams<'Target.attachedToTarget'>['targetInfo']) => void
+  /** Sheds one console event of a target before it is built (Pipeline.shedAtIntake); absent: never shed at intake. */
+  shedAtIntake?: ShedAtIntake
 }
 
 export class BrowserConnection {
@@ -154,6 +157,7 @@ export class BrowserConnection {
     // A new target waits paused for its setup: never behind a flood's backlog of other targets'
     // events. Its own events come after its attach anyway; nothing else queued is needed first.
     client.handleAtOnce(method => method === 'Target.attachedToTarget')
+    if (opts.shedAtIntake) client.shedConsoleWhenBacklogged(consoleShedder(this.sessions, opts.shedAtIntake))
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()

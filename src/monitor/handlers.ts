@@ -46,6 +46,11 @@ export class HandlerRegistry {
     }
   }
 
+  /** True while any handler listens to `event`. */
+  has(event: string): boolean {
+    return this.byEvent.has(event)
+  }
+
   /** `session` names the session in the warning of a throwing handler (a string: nothing is built per event). */
   dispatch(event: string, params: unknown, logger: Logger, session: string): void {
     const set = this.byEvent.get(event)

@@ -8,6 +8,7 @@ import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { BrowserConnection } from './connection.js'
+import type { ShedAtIntake } from './intake-shed.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
 import type { ChromiumUser } from './chromium-user.js'
@@ -62,6 +63,8 @@ export interface MonitorOptions {
   pausedMaxMs?: number
   /** Byte bounds and their eviction counters, shared with the collectors (default: this monitor's own, at the default bounds). */
   bounds?: Bounds
+  /** Console events shed before they are built while the CDP backlog is over its bound (Pipeline.shedAtIntake); absent: never. */
+  shedAtIntake?: ShedAtIntake
 }
 
 export const DEFAULT_RECONNECT: ReconnectOptions = {
@@ -294,6 +297,7 @@ export class Monitor implements MonitorView {
       },
       pausedMaxMs: this.opts.pausedMaxMs,
       bounds: this.bounds,
+      shedAtIntake: this.opts.shedAtIntake,
       events: this.events,
       errors: this.errors,
       onLost: c => this.onConnectionLost(c),

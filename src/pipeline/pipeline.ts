@@ -236,6 +236,20 @@ export class Pipeline {
     return { accepted: envelope.seq, envelope, committed }
   }
 
+  /**
+   * An event refused before it was built: the CDP client sheds a loud page's console messages
+   * while its backlog of unhandled messages is over its bound, so it never stops reading the
+   * socket (a new tab's attach would wait behind the backlog). Returns true when the event was
+   * shed: its seq is consumed and it is counted like any shed event. False (build and emit it as
+   * usual) for a quiet source, a category switched off, or shedding disabled.
+   */
+  shedAtIntake(type: EventType, target: string): boolean {
+    const category = categoryOf(type)
+    if (!this.shedder || !this.isEnabled(category) || !this.shedder.loud(target, category)) return false
+    this.drop(type, category, target, 'shed')
+    return true
+  }
+
   /** Not stored, but its seq is consumed so readers see the gap. */
   private drop(type: EventType, category: Category, target: string, reason: 'over_budget' | 'shed'): EmitDropped {
     const seq = this.log.skipSeq()
@@ -249,7 +263,9 @@ export class Pipeline {
     if (now - l.at >= DROP_LOG_INTERVAL_MS) {
       this.logger.warn(
         { type, category, target_id: target, seq, reason, dropped: l.since, backlog_bytes: this.log.pendingBytes },
-        reason === 'shed' ? 'events shed: the store is falling behind' : 'events over a fixed cap dropped',
+        reason === 'shed'
+          ? 'events shed: the daemon is falling behind a loud page (store or CDP backlog)'
+          : 'events over a fixed cap dropped',
       )
       l.at = now
       l.since = 0

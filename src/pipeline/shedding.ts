@@ -110,20 +110,8 @@ export class LoadShedder {
   /** Decides for one event of a target before it is validated or serialised (cheap: a flood passes here). */
   admit(target: string, category: string): ShedVerdict {
     const now = this.nowMs()
-    const win = Math.floor(now / WINDOW_MS)
-    if (win !== this.win) {
-      this.prevMax = win === this.win + 1 ? this.curMax : 0
-      this.curMax = 0
-      this.win = win
-    }
-    const s = this.source(target, category)
-    if (s.win !== win) {
-      s.prev = s.win === win - 1 ? s.cur : 0
-      s.cur = 0
-      s.win = win
-    }
-    const n = ++s.cur
-    if (n > this.curMax) this.curMax = n
+    const s = this.count(target, category, now)
+    const n = s.cur
     if (s.cap) {
       s.tokens = Math.min(s.cap.eventsBurst, s.tokens! + ((now - s.at!) / 1000) * s.cap.eventsPerSec)
       s.at = now
@@ -138,6 +126,35 @@ export class LoadShedder {
     const max = this.curMax > this.prevMax ? this.curMax : this.prevMax
     const share = level < 2 ? 1 / 2 : level < 3 ? 1 / 8 : 1 / 64
     return loud >= max * share ? 'shed' : 'ok'
+  }
+
+  /**
+   * For an event refused before it was built (the CDP client's backlog is the pressure there):
+   * counts it like admit() and says whether its source is loud enough to be shed. A source at or
+   * below QUIET_EVENTS_PER_SEC never is.
+   */
+  loud(target: string, category: string): boolean {
+    const s = this.count(target, category, this.nowMs())
+    return (s.cur > s.prev ? s.cur : s.prev) > QUIET_EVENTS_PER_SEC
+  }
+
+  /** Counts one event of a source in the current window; returns the source. */
+  private count(target: string, category: string, now: number): Source {
+    const win = Math.floor(now / WINDOW_MS)
+    if (win !== this.win) {
+      this.prevMax = win === this.win + 1 ? this.curMax : 0
+      this.curMax = 0
+      this.win = win
+    }
+    const s = this.source(target, category)
+    if (s.win !== win) {
+      s.prev = s.win === win - 1 ? s.cur : 0
+      s.cur = 0
+      s.win = win
+    }
+    const n = ++s.cur
+    if (n > this.curMax) this.curMax = n
+    return s
   }
 
   /** Takes `bytes` from the target's page cap once the envelope size is known; false when over it. */

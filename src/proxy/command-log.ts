@@ -7,6 +7,7 @@ import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import type { CommandStamp } from '../agent/step-registry.js'
 import { ALWAYS_MASKED, cutText, inputFacts, type InputFacts } from './command-facts.js'
+import { SESSION_KEY, sessionIdAtEnd } from '../util/cdp-frame.js'
 
 export interface CommandLogOptions {
   emit: Emit
@@ -49,7 +50,6 @@ const DEFAULT_MAX_PENDING = 10_000
 const OPEN_BRACE = 0x7b
 const ANSWER_PREFIX = Buffer.from('{"id":')
 const ERROR_AFTER_ID = Buffer.from(',"error":')
-const SESSION_KEY = Buffer.from('"sessionId":"')
 const ATTACHED = Buffer.from('"method":"Target.attachedToTarget"')
 const DETACHED = Buffer.from('"method":"Target.detachedFromTarget"')
 
@@ -386,19 +386,4 @@ function startsWith(data: Buffer, prefix: Buffer, at = 0): boolean {
   if (data.length < at + prefix.length) return false
   for (let i = 0; i < prefix.length; i++) if (data[at + i] !== prefix[i]) return false
   return true
-}
-
-/**
- * Chromium appends a flattened session's id last: `,"sessionId":"<id>"}`. Only that exact ending
- * counts (a result may hold a sessionId of its own, as Target.attachToTarget's does, one `}` deeper).
- */
-function sessionIdAtEnd(data: Buffer): string | undefined {
-  const last = data.length - 1
-  if (data[last] !== 0x7d || data[last - 1] !== 0x22) return undefined
-  const from = Math.max(0, data.length - 96)
-  const at = data.subarray(from).lastIndexOf(SESSION_KEY)
-  if (at === -1 || data[from + at - 1] !== 0x2c) return undefined
-  const start = from + at + SESSION_KEY.length
-  const end = data.indexOf(0x22, start)
-  return end === last - 1 ? data.toString('latin1', start, end) : undefined
 }
