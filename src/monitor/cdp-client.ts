@@ -32,7 +32,7 @@ export const MAX_REST_MS = 100
 /** Raw bytes received and not yet handled above which a loud page's console messages are shed as they arrive. */
 export const QUEUE_HIGH_BYTES = 8 * 1024 * 1024
 /** Above this the socket is paused (messages that cannot be shed: at least one message is always taken). */
-export const QUEUE_MAX_BYTES = 4 * QUEUE_HIGH_BYTES
+export const QUEUE_MAX_BYTES = 2 * QUEUE_HIGH_BYTES
 /** A paused socket is resumed once the backlog is down to this. */
 const QUEUE_LOW_BYTES = QUEUE_HIGH_BYTES / 4
 /** Like chrome-remote-interface: a DevTools message is never refused for its size (the browser would lose the connection). */
