@@ -29,7 +29,12 @@ const [wsUrl, dir, n] = process.argv.slice(-3)
 const N = Number(n)
 const log = await EventLog.open({ path: dir, retentionIntervalMs: 0 })
 const pipeline = new Pipeline({ log }) // the default load shedding: it must keep the whole burst
-const monitor = new Monitor({ cdpUrl: wsUrl, emit: pipeline.emit, collectors: [createConsoleCollector()] })
+const monitor = new Monitor({
+  cdpUrl: wsUrl,
+  emit: pipeline.emit,
+  collectors: [createConsoleCollector()],
+  shedAtIntake: (type, target) => pipeline.shedAtIntake(type, target),
+})
 await monitor.start()
 let peak = process.memoryUsage().rss
 let peakMem = process.memoryUsage()
