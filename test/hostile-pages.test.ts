@@ -22,12 +22,14 @@ const COUNTS = { requests: 1000, iframes: 250, depth: 300 }
 t.setTimeout(900_000)
 
 // Measured over 11 fresh-clone suite runs (quiet to load 14, one with two CPU burners; 95 case
-// results): /healthz max 9-100 ms, median 47: 2x under this bound at the worst (probes during which
-// the machine starved the prober or the daemon are not samples).
+// results): /healthz max 9-100 ms, median 47; over 3 runs of this file at load 7-11: 12-102 ms. 2x
+// under this bound at the worst (probes during which the machine starved the prober or the daemon
+// are not samples).
 const HEALTHZ_MAX_MS = 200
 // A product bound of the README's that this suite pins (bench/hostile.ts reports it at full
 // counts). Measured over 11 fresh-clone suite runs (quiet to load 14; 95 case results): 88.7-130
-// MB, median 110 MB; the console case, the highest, 117-130 MB: 1.15x under this bound at its max.
+// MB, median 110 MB; the console case, the highest, 117-130 MB: 1.15x under this bound at its max
+// (3 runs of this file at load 7-11: 90.5-125.8 MB).
 // Thin, and kept: it is the product's goal, not a test-only bound. Earlier, at a load average of
 // 2.5-5.7: the console case 116-134 MB over 19 runs, median 123 MB; the other six cases 88-122 MB
 // (3 runs). RSS does not follow the machine's load the way latency does; it follows V8's
@@ -73,8 +75,9 @@ const extra: Record<string, (t: Test, r: CaseResult) => void> = {
     const clicks = r.storedByType.interaction_click ?? 0
     // The interaction budget's burst and rate over a wall-clock span that contains the flood: a bound
     // of the code, which load cannot break (it only lengthens the span). Measured over 11 suite runs
-    // (quiet to load 14): 108-131 clicks against bounds of 177-190 (1.42-1.70x); the margin is the
-    // bucket's own rule, so it is not widened.
+    // (quiet to load 14): 108-131 clicks against bounds of 177-190 (1.42-1.70x); over 3 runs of this
+    // file at load 7-11: 114-169 against 180-195 (1.15x at load 10). Thin, and not widened: the
+    // bound is the bucket's own rule (100 + 50/s), which no timing can exceed.
     const most = Math.floor(100 + 50 * (r.elapsedMs / 1000) + 5)
     t.ok(clicks <= most, `forged clicks rate-limited: ${clicks} <= ${most} in ${(r.elapsedMs / 1000).toFixed(1)} s`)
     // Stopped at the source: the binding removed on the first drop, and the script looping over it
@@ -115,11 +118,17 @@ for (const c of hostileCases(COUNTS)) {
         metrics: r.metrics,
       }),
     )
+    // Measured over 11 fresh-clone suite runs (quiet to load 14): 5-421 samples a case; the deep-DOM
+    // case, the shortest, 5-29, and 12, 4 and 5 over 3 runs of this file at load 7-11 (the 4 failed
+    // this check). Thin for that case only (the others 13 or more): it needs a longer case or a
+    // check that counts the probes made during it, not a lower bound.
     t.ok(
       r.healthz.n >= 5,
       `/healthz probed throughout (${r.healthz.n} latency samples; ${r.healthz.machineStalled} more while the machine starved the prober or the daemon of ` +
         `CPU for over 50 ms; steal up to ${r.healthz.machineStealMaxMs} ms)`,
     )
+    // Every probe, stalled ones too: the slowest answered 12-328 ms over 3 runs of this file at load
+    // 8-17, 6.1x under the 2 s timeout.
     t.equal(
       r.healthz.failures,
       0,
