@@ -86,8 +86,8 @@ t.test('a burst is handled in order, in slices that let other work run in betwee
     'every event, in order',
   )
   // Measured: after 16 of 40 in each of 11 fresh-clone suite runs (quiet to load 14). The bounds
-  // allow any slice from 1 to 39 events (1-39 ms): 2.4x from the upper one; load that preempts the
-  // loop shortens a slice in events, which the lower bound still allows.
+  // allow anything from 1 to 39 events before the other work: 2.4x from the upper one; load that
+  // preempts the loop means fewer events in a slice, which the lower bound still allows.
   t.ok(
     otherWorkAt > 0 && otherWorkAt < N,
     `other work ran after ${otherWorkAt} of ${N} events (slices of ${SLICE_MS} ms)`,

@@ -136,7 +136,8 @@ t.test('perf traces of a working page: window, marks, event, bundle, CLI, refusa
     t.equal(gz.length, event.bytes, 'the event names the file size')
     t.equal(Number(ready.headers.get('content-length')), gz.length)
     const json = JSON.parse(gunzipSync(gz).toString('utf8')) as TraceJson
-    // Measured 1,798-3,848 over 6 fresh-clone suite runs and 3 runs at load 10-18: 1.8x over the bound.
+    // Measured 1,798-3,848 over 6 fresh-clone suite runs and 3 runs at load 10-18: 1.8x over the
+    // bound.
     t.ok(Array.isArray(json.traceEvents) && json.traceEvents.length > 1000, `${json.traceEvents.length} trace events`)
     const timed = json.traceEvents.filter(e => e.ts > 0 && e.ph !== 'M').map(e => e.ts)
     const spanMs = (Math.max(...timed) - Math.min(...timed)) / 1000

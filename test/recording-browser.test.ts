@@ -362,8 +362,8 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   t.ok(held > 0 && held <= BOUND, `recording bytes gauge within the bound (${held})`)
   t.ok(received.received > received.kept, `Chromium sent more than was kept (${received.received} > ${received.kept})`)
   // Measured 45-242 ms (median 76) over 11 fresh-clone suite runs (quiet to load 14) and 19-242 over
-  // 3 runs of this file at load 7-15: 4.1x under the bound; an ack that waited for the store would come after its 1 MiB-bounded writes and
-  // retention.
+  // 3 runs of this file at load 7-15: 4.1x under the bound; an ack that waited for the store would
+  // come after its 1 MiB-bounded writes and retention.
   t.ok(
     received.maxAckDelayMs < 1000,
     `every frame acknowledged within 1 s of its capture (max ${Math.round(received.maxAckDelayMs)} ms)`,
@@ -470,7 +470,8 @@ t.test('a store that cannot keep up: frames dropped as a gap, every frame still 
   )
   t.ok(screencast.stats.received > 30, `frames kept flowing (${screencast.stats.received})`)
   // Measured 13-43 ms (median 21) over 11 fresh-clone suite runs (quiet to load 14) and 11-42 over 3
-  // runs of this file at load 7-15: 23x under the bound; an ack that waited for the store would wait out its 1.5 s writes.
+  // runs of this file at load 7-15: 23x under the bound; an ack that waited for the store would wait
+  // out its 1.5 s writes.
   t.ok(
     screencast.stats.maxAckDelayMs < 1000,
     `acks not delayed by the store (max ${Math.round(screencast.stats.maxAckDelayMs)} ms)`,
