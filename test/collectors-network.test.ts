@@ -214,6 +214,8 @@ t.test('redirect chain: one id, is_redirect + redirect_url per hop, one response
   const nav = page.context().nav_seq
   const idle = await h.waitEvent('network_idle', e => e.data.target_id === page.targetId && e.data.nav_seq === nav)
   // A lower bound (a 500 ms timer, on the loop's millisecond clock): load only makes the idle later.
+  // Measured 500-505 ms over 11 fresh-clone suite runs (quiet to load 14), 500-537 over 3 runs of
+  // this file at load 5-16.
   t.ok(idle.at - final.at >= 450, `idle ${Math.round(idle.at - final.at)} ms after the last response`)
   t.ok(idle.seq > final.seq)
 })
@@ -229,8 +231,10 @@ t.test('network_idle waits 500 ms after the last response of the navigation, onc
   const lastResponse = Math.max(...h.ofType('network_response', e => e.data.nav_seq === 1).map(e => e.at))
   t.equal(lastResponse, slow.at)
   t.ok(idle.at - lastResponse >= 450, `idle ${Math.round(idle.at - lastResponse)} ms after the last response`)
-  // Measured: 500-501 ms at a load average of 5 on 2 cores; the bound is 10x the 500 ms rule.
-  t.ok(idle.at - lastResponse < 5000, 'and not absurdly late')
+  // Measured 500-504 ms over 11 fresh-clone suite runs (quiet to load 14) and 500-653 over 3 runs
+  // of this file at load 5-16: 7.7x under this bound, which is 10x the 500 ms rule (an idle left to
+  // a later event would miss it).
+  t.ok(idle.at - lastResponse < 5000, `and not absurdly late (${Math.round(idle.at - lastResponse)} ms)`)
   t.same(idle.data, page.context())
   // A later request in the same navigation does not produce a second idle for it.
   await h.evaluate(page, `fetch('/final').then((r) => r.text())`)
@@ -253,7 +257,12 @@ t.test('a hanging request blocks idle (navigation_settled still fires); two tabs
     e => e.data.target_id === a.targetId && e.data.nav_seq === 1,
   )
   const loadA = h.ofType('page_load', e => e.data.target_id === a.targetId && e.data.nav_seq === 1)[0]!
-  t.ok(settledA.at - loadA.at >= 900, 'navigation settled after the 1 s layout period')
+  // A lower bound (the 1 s layout timer): load only makes the settling later. Measured 1,001-1,005
+  // ms over 3 runs of this file at load 5-16.
+  t.ok(
+    settledA.at - loadA.at >= 900,
+    `navigation settled ${Math.round(settledA.at - loadA.at)} ms after load: after the 1 s layout period`,
+  )
 
   const b = await h.openTab()
   await b.send('Page.navigate', { url: `${server.url}empty` })
@@ -276,7 +285,8 @@ t.test('a hanging request blocks idle (navigation_settled still fires); two tabs
   await h.evaluate(a, 'ctrl.abort()')
   const failed = await h.waitEvent('network_loading_failed', e => e.data.target_id === a.targetId)
   const idleA = await h.waitEvent('network_idle', e => e.data.target_id === a.targetId && e.data.nav_seq === 1)
-  // A lower bound: load only makes the idle later.
+  // A lower bound (the same 500 ms timer): load only makes the idle later. Measured 499-501 ms over
+  // 11 fresh-clone suite runs (quiet to load 14), 500-529 over 3 runs of this file at load 5-16.
   t.ok(idleA.at - failed.at >= 450, `idle ${Math.round(idleA.at - failed.at)} ms after the abort`)
 })
 

@@ -150,7 +150,10 @@ t.test(
     })
     t.same(shift.source, { kind: 'cdp', event: 'PerformanceTimeline.timelineEventAdded' })
     t.ok(shift.data.layout_shift_details.value > 0, 'a real shift score')
-    t.ok(Math.abs(shift.data.time - Date.now()) < 60_000, `time in ms since the epoch: ${shift.data.time}`)
+    // Epoch milliseconds, not seconds or a monotonic clock: measured 6-15 ms old over 3 runs of this
+    // file at load 8-16, so 60 s is 4,000x that.
+    const shiftAge = Date.now() - shift.data.time
+    t.ok(Math.abs(shiftAge) < 60_000, `time in ms since the epoch: ${shift.data.time} (${Math.round(shiftAge)} ms ago)`)
 
     const lcp = await h.waitEvent('page_lcp', e => e.data.nav_seq === 1)
     const { lcp_details: d, ...lcpRest } = lcp.data
@@ -158,7 +161,12 @@ t.test(
     t.same(Object.keys(d).sort(), ['element_id', 'load_time', 'node_id', 'render_time', 'size'])
     t.equal(d.element_id, 'hero')
     t.equal(d.load_time, 0, 'text has no load time')
-    t.ok(d.render_time > 0 && Math.abs(d.render_time - Date.now()) < 60_000, 'render time in ms since the epoch')
+    // Measured 297-310 ms old over 3 runs of this file at load 8-16: 190x under 60 s.
+    const renderAge = Date.now() - d.render_time
+    t.ok(
+      d.render_time > 0 && Math.abs(renderAge) < 60_000,
+      `render time in ms since the epoch (${Math.round(renderAge)} ms ago)`,
+    )
     t.ok(d.size > 1000, `visible area ${d.size}`)
     t.ok(Number.isInteger(d.node_id))
 
@@ -169,9 +177,11 @@ t.test(
       ...h.ofType('page_layout_shift', e => e.data.nav_seq === 1 && e.seq > load.seq).map(e => e.at),
     )
     t.ok(shift.seq > load.seq, 'the shift came after load')
-    // Lower bounds (a 1 s quiet timer): load only makes the settling later.
+    // Lower bounds (a 1 s quiet timer): load only makes the settling later. Measured 1,000-1,020 ms
+    // after the last shift over 11 fresh-clone suite runs (quiet to load 14); 1,297-1,305 ms after
+    // load over 3 runs of this file at load 8-16.
     t.ok(layout.at - lastShift >= 950, `settled ${Math.round(layout.at - lastShift)} ms after the last shift`)
-    t.ok(layout.at - load.at >= 950, 'not before 1 s after load')
+    t.ok(layout.at - load.at >= 950, `not before 1 s after load (${Math.round(layout.at - load.at)} ms)`)
     t.same(layout.data, page.context(), 'context only')
     t.same(settled.data, page.context())
     t.ok(settled.seq > layout.seq)

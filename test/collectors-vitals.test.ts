@@ -91,13 +91,22 @@ t.test('web vitals and long animation frames', async t => {
       [[`${server.url}app.js`, 'onSlow300', 'BUTTON#slow300.onclick', 'event-listener']],
       'the long animation frame names the handler that blocked',
     )
-    t.ok(frame.data.duration >= 300 && frame.data.blocking_duration > 0 && frame.data.scripts[0]!.duration >= 300)
+    // Lower bounds the page sets (its handler spins 300 ms on performance.now()): measured frames of
+    // 304-308 ms, scripts of 300-302 ms over 3 runs of this file at load 9-18.
+    t.ok(
+      frame.data.duration >= 300 && frame.data.blocking_duration > 0 && frame.data.scripts[0]!.duration >= 300,
+      `frame ${frame.data.duration} ms, blocking ${frame.data.blocking_duration} ms, script ${frame.data.scripts[0]!.duration} ms`,
+    )
     t.equal(frame.data.nav_seq, 1)
     t.equal(vitals(tab, 'INP').length, 0, 'not poor: nothing stored while the page is shown')
 
     await h.navigate(tab, `${server.url}blank`)
     const inp = await waitFor(() => vitals(tab, 'INP')[0], 10000, 'INP stored')
     const d = inp.data
+    // The upper bound is web-vitals' needs-improvement limit, which the rating below pins too.
+    // Measured 312-328 ms over 6 fresh-clone suite runs (quiet to load 14) and 304-312 over 3 runs of
+    // this file at load 9-18: 1.52x under 500 at the worst. Thin-ish: input and presentation delay
+    // are what load adds.
     t.ok(d.value >= 300 && d.value <= 500, `value ${d.value}`)
     t.equal(d.rating, 'needs-improvement')
     t.equal(d.delta, d.value, 'the first value stored: delta is the value')
@@ -108,7 +117,8 @@ t.test('web vitals and long animation frames', async t => {
     t.equal(a.interaction_target, '#slow300')
     t.equal(a.interaction_type, 'pointer')
     t.ok(close(a.input_delay! + a.processing_duration! + a.presentation_delay!, d.value), 'parts add up to the value')
-    t.ok(a.processing_duration! >= 300)
+    // Measured 302-304 ms over 3 runs of this file at load 9-18 (the handler's 300 ms spin).
+    t.ok(a.processing_duration! >= 300, `processing ${a.processing_duration} ms`)
     t.match(a.longest_script, {
       source_url: `${server.url}app.js`,
       source_function_name: 'onSlow300',
@@ -126,6 +136,8 @@ t.test('web vitals and long animation frames', async t => {
     const inp = await waitFor(() => vitals(tab, 'INP')[0], 10000, 'poor INP')
     t.equal(await h.evaluate(tab, 'document.visibilityState'), 'visible', 'the page is still shown')
     t.equal(tab.context().nav_seq, inp.data.nav_seq, 'and still on the measured document')
+    // A lower bound the page sets: measured 608-624 ms over 6 fresh-clone suite runs (quiet to load
+    // 14), 608-736 over 3 runs of this file at load 9-18.
     t.ok(inp.data.value >= 600, `value ${inp.data.value}`)
     t.equal(inp.data.rating, 'poor')
     t.equal(inp.data.attribution.interaction_target, '#slow600')
@@ -202,7 +214,8 @@ t.test('web vitals and long animation frames', async t => {
       largest_shift_value: d.value,
       largest_shift_time: d.attribution.largest_shift_time,
     })
-    t.ok(d.attribution.largest_shift_time! > 300, 'after the banner timer')
+    // A lower bound (the page's 300 ms banner timer): measured 430-732 ms over 3 runs at load 9-18.
+    t.ok(d.attribution.largest_shift_time! > 300, `after the banner timer (${d.attribution.largest_shift_time} ms)`)
   })
 
   t.test('a long animation frame names the script that blocked', async t => {
@@ -215,8 +228,14 @@ t.test('web vitals and long animation frames', async t => {
       frame.data.scripts.map(s => [s.source_url, s.source_function_name, s.invoker, s.invoker_type]),
       [[`${server.url}jank.js`, 'blockMain', 'TimerHandler:setTimeout', 'user-callback']],
     )
-    t.ok(frame.data.duration >= 120 && frame.data.scripts[0]!.duration >= 120)
-    t.ok(frame.data.start_time > Date.now() - 60_000 && frame.data.start_time <= Date.now(), 'epoch milliseconds')
+    // A lower bound the page sets (a 120 ms spin): measured 120.1-120.8 ms over 3 runs at load 9-18.
+    t.ok(
+      frame.data.duration >= 120 && frame.data.scripts[0]!.duration >= 120,
+      `frame ${frame.data.duration} ms, script ${frame.data.scripts[0]!.duration} ms`,
+    )
+    // Epoch milliseconds: measured 124-133 ms old over 3 runs at load 9-18, 450x under 60 s.
+    const age = Date.now() - frame.data.start_time
+    t.ok(age < 60_000 && age >= 0, `epoch milliseconds (${Math.round(age)} ms ago)`)
     t.equal(frame.data.url, `${server.url}jank`)
   })
 

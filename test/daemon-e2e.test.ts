@@ -160,7 +160,8 @@ t.test(
     const stopAt = Date.now()
     d.child.kill('SIGTERM')
     t.equal(await d.exited, 0, 'SIGTERM exits 0')
-    // Measured: 75-86 ms at a load average of 4 on 2 cores (the bound is 50x that).
+    // Measured over 11 fresh-clone suite runs (quiet to load 14): 97-1,025 ms, median 180: 4.9x under
+    // the bound at the worst (a daemon that ignored SIGTERM's drain deadline would hang).
     t.ok(Date.now() - stopAt < 5000, `stopped within 5 s (${Date.now() - stopAt} ms)`)
 
     const log = await EventLog.open({ path: join(dataDir, 'events'), retentionIntervalMs: 0 })

@@ -136,16 +136,26 @@ t.test('perf traces of a working page: window, marks, event, bundle, CLI, refusa
     t.equal(gz.length, event.bytes, 'the event names the file size')
     t.equal(Number(ready.headers.get('content-length')), gz.length)
     const json = JSON.parse(gunzipSync(gz).toString('utf8')) as TraceJson
+    // Measured 1,798-3,848 over 6 fresh-clone suite runs and 3 runs at load 10-18: 1.8x over the
+    // bound.
     t.ok(Array.isArray(json.traceEvents) && json.traceEvents.length > 1000, `${json.traceEvents.length} trace events`)
     const timed = json.traceEvents.filter(e => e.ts > 0 && e.ph !== 'M').map(e => e.ts)
     const spanMs = (Math.max(...timed) - Math.min(...timed)) / 1000
+    // A lower bound (the trace's window). Measured 2,097-2,500 ms over 6 fresh-clone suite runs
+    // (quiet to load 14) and 1,866-2,243 over 3 runs of this file at load 10-18.
     t.ok(spanMs >= 1500, `the events span ${spanMs.toFixed(0)} ms of the 1500 ms window`)
-    t.ok(spanMs <= Date.now() - startedAt + 1000, 'and not more than the time it took')
+    // The span overhangs the request's time by 41-274 ms over 3 runs at load 10-18 (took 1,825-2,016
+    // ms): 3.6x under the 1 s allowed; a trace that kept an earlier one's events would not be.
+    const tookMs = Date.now() - startedAt
+    t.ok(spanMs <= tookMs + 1000, `and not more than the time it took (${tookMs} ms)`)
     const marks = json.traceEvents.filter(e => e.name === 'TimeStamp' && e.args?.data?.message?.startsWith('mark-'))
+    // Measured 30-33 marks over 6 fresh-clone suite runs (quiet to load 14) and 31-33 over 3 runs at
+    // load 10-18: 3x over the bound.
     t.ok(marks.length >= 10, `${marks.length} console.timeStamp marks of the page (one per 50 ms)`)
 
     // Capture went on: the page's ticks logged during the trace are stored.
     const during = (await stored()).filter(e => e.seq > seqAtStart && e.event.type === 'console_log')
+    // Measured 33-39 over 6 fresh-clone suite runs and 3 runs at load 10-18: 3.3x over the bound.
     t.ok(during.length >= 10, `${during.length} console_log events stored while tracing`)
 
     const list = (await (await get()).json()) as { trace_id: string; state: string; bytes: number }[]

@@ -280,8 +280,14 @@ t.test('identical frames are dropped; the rate cap holds', async t => {
   // A frame waits for its slot and keeps its arrival time, so two can be closer than 1/fps; any one
   // second still holds at most fps + 1 of them (at most 4 fps). How close to 4 fps a loaded machine
   // gets is bench/recording.ts's to measure (frames per minute of its canvas page).
-  for (let i = 0; i + 5 < frames.length; i++)
-    t.ok(frames[i + 5]!.ts - frames[i]!.ts > 1_000_000, 'at most 5 frames in any second at 4 fps')
+  // The rule's bound, which load cannot break (a late frame waits for its slot): the closest six
+  // spanned 1,233-1,248 ms over 3 runs of this file at load 7-15 (1,250 at exactly 4 fps).
+  let closest = Infinity
+  for (let i = 0; i + 5 < frames.length; i++) closest = Math.min(closest, frames[i + 5]!.ts - frames[i]!.ts)
+  t.ok(
+    closest > 1_000_000,
+    `at most 5 frames in any second at 4 fps (6 frames span ${Math.round(closest / 1000)} ms at least)`,
+  )
 })
 
 t.test('hostile: a page repainting every animation frame, a small store', async t => {
@@ -331,9 +337,13 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   const received = d.screencast!.stats
   // Every page since the daemon started (the first blank tab too) is under the same rate cap.
   const sinceStart = (until - started) / 1e6
+  // A bound of the rate cap's rule, which load cannot break (it only lengthens the window). Measured
+  // over 11 fresh-clone suite runs (quiet to load 14): 20-22 kept in 5.8-6.5 s, bounds of 50-53.
   t.ok(received.kept <= FPS * sinceStart + 1 + 20, `kept ${received.kept} in ${sinceStart.toFixed(1)} s`)
   const ids = new Set(ofPage.map(f => f.frame_id))
   // Arrival times of kept frames are at least a slot apart but one: at most fps x seconds + 1 in a window.
+  // Measured over 11 fresh-clone suite runs (quiet to load 14): 10 frames in 3.1-3.7 s against
+  // bounds of 16-19 (1.6x); like the line above, load only lowers the count.
   const most = Math.floor(FPS * seconds) + 1
   t.ok(ids.size <= most, `frames stored in ${seconds.toFixed(1)} s: ${ids.size} <= ${most}`)
   t.ok(stats.removed_by_retention > 0, 'the bound forced retention')
@@ -351,8 +361,9 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   const held = Number(/browser_telemetry_recording_bytes (\d+)/.exec(metrics)?.[1])
   t.ok(held > 0 && held <= BOUND, `recording bytes gauge within the bound (${held})`)
   t.ok(received.received > received.kept, `Chromium sent more than was kept (${received.received} > ${received.kept})`)
-  // Measured: 49-60 ms at a load average of 4-6 on 2 cores (the bound is 16x that); an ack that
-  // waited for the store would come after its 1 MiB-bounded writes and retention.
+  // Measured 45-242 ms (median 76) over 11 fresh-clone suite runs (quiet to load 14) and 19-242 over
+  // 3 runs of this file at load 7-15: 4.1x under the bound; an ack that waited for the store would
+  // come after its 1 MiB-bounded writes and retention.
   t.ok(
     received.maxAckDelayMs < 1000,
     `every frame acknowledged within 1 s of its capture (max ${Math.round(received.maxAckDelayMs)} ms)`,
@@ -458,8 +469,9 @@ t.test('a store that cannot keep up: frames dropped as a gap, every frame still 
     `one ack per frame received (${relay.count('Page.screencastFrame', sessionId)})`,
   )
   t.ok(screencast.stats.received > 30, `frames kept flowing (${screencast.stats.received})`)
-  // Measured: 30-45 ms at a load average of 4-6 on 2 cores (22x under the bound); an ack that waited
-  // for the store would wait out its 1.5 s writes.
+  // Measured 13-43 ms (median 21) over 11 fresh-clone suite runs (quiet to load 14) and 11-42 over 3
+  // runs of this file at load 7-15: 23x under the bound; an ack that waited for the store would wait
+  // out its 1.5 s writes.
   t.ok(
     screencast.stats.maxAckDelayMs < 1000,
     `acks not delayed by the store (max ${Math.round(screencast.stats.maxAckDelayMs)} ms)`,

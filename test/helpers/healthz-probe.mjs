@@ -3,8 +3,8 @@
 // a timeout that counts as a failure. Plain JS so node runs it without a TS loader.
 // argv: url intervalMs timeoutMs maxStallMs daemonPid. Probes back to back (intervalMs between the
 // end of one and the start of the next) until stdin closes, then prints one JSON line:
-// { latencies: number[] (ms, send to last body byte), failures, timeouts, stalled, selfLagMaxMs,
-//   daemonRunDelayMaxMs, machineStealMaxMs }.
+// { latencies: number[] (ms, send to last body byte), failures, timeouts, stalled, answeredMaxMs,
+//   selfLagMaxMs, daemonRunDelayMaxMs, machineStealMaxMs }.
 // What the daemon cannot answer for is told apart: a probe during which the prober itself could
 // not run for more than maxStallMs (a 5 ms timer watches its event loop), or the daemon's main
 // thread waited more than maxStallMs in total for a CPU while runnable (the kernel's run-queue
@@ -40,6 +40,7 @@ function machineSteal() {
   }
 }
 let runDelayMax = 0
+let answeredMax = 0 // the slowest answered probe, stalled ones too: what the timeout bounds
 let stealMax = 0
 let lastTick = performance.now()
 let probeLag = 0 // the longest gap between ticks during the current probe
@@ -78,6 +79,7 @@ function probe() {
       runDelayMax = Math.max(runDelayMax, runDelay)
       const steal = machineSteal() - steal0
       stealMax = Math.max(stealMax, steal)
+      if (ok) answeredMax = Math.max(answeredMax, latency)
       if ((probeLag > maxSelfLagMs || runDelay > maxSelfLagMs || steal > maxSelfLagMs) && ok) stalled++
       else latencies.push(latency)
       if (!ok) failures++
@@ -109,6 +111,7 @@ process.stdout.write(
     failures,
     timeouts,
     stalled,
+    answeredMaxMs: answeredMax,
     selfLagMaxMs: lag.max / 1e6,
     daemonRunDelayMaxMs: runDelayMax,
     machineStealMaxMs: stealMax,

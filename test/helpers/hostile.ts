@@ -62,6 +62,7 @@ export interface CaseResult {
   /**
    * /healthz as a separate probe process saw it: latency of each probe from sending the request on a
    * fresh connection to the last body byte (ms); failures = non-200, errors and timeouts (2 s);
+   * answeredMaxMs = the slowest probe answered 200, stalled ones included (what the 2 s bounds);
    * machineStalled = answered probes that are no latency sample because meanwhile the prober could
    * not run, or the daemon waited for a CPU, or the hypervisor took CPU time from the machine
    * (steal), for over MACHINE_STALL_MS; proberLagMaxMs = the prober's event-loop delay maximum;
@@ -75,6 +76,7 @@ export interface CaseResult {
     maxMs: number
     failures: number
     timeouts: number
+    answeredMaxMs: number
     machineStalled: number
     proberLagMaxMs: number
     daemonRunDelayMaxMs: number
@@ -289,6 +291,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
     latencies: number[]
     failures: number
     timeouts: number
+    answeredMaxMs: number
     stalled: number
     selfLagMaxMs: number
     daemonRunDelayMaxMs: number
@@ -369,6 +372,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
       maxMs: sorted[sorted.length - 1] ?? 0,
       failures: probe.failures,
       timeouts: probe.timeouts,
+      answeredMaxMs: probe.answeredMaxMs,
       machineStalled: probe.stalled,
       proberLagMaxMs: probe.selfLagMaxMs,
       daemonRunDelayMaxMs: probe.daemonRunDelayMaxMs,
