@@ -11,12 +11,12 @@
 // visible, so the recording follows it with no bookkeeping of ours. Frames from a page reported
 // hidden (Chromium may send one right after the start) are acknowledged and dropped.
 //
-// Per frame: acknowledged at the rate cap, never later than its slot, whatever the store does.
-// Chromium captures and JPEG-encodes a frame only while few are unacknowledged, so acks paced at
-// `maxFps` per page keep it from encoding the 30-60 frames a second of a busy page that the cap
-// would drop anyway (a scrolling page: 54 frames a second sent unpaced, 5.3 paced). A page that stops changing while its
-// frames wait is not lost: Chromium captures its last state once an ack lets it (verified with
-// Chromium 156, acks held 1 s). The first frame after a quiet spell is acked at once. A frame is
+// Per frame: acknowledged at the rate cap (one ack per slot per page, oldest first), whatever the
+// store does. Chromium captures and JPEG-encodes a frame only while few are unacknowledged (3 at
+// most seen), so acks paced at `maxFps` keep it from encoding the 30-60 frames a second of a busy
+// page that the cap would drop anyway (a scrolling page: 54 frames a second sent unpaced, 5.3
+// paced). A page that stops changing while its frames wait is not lost: Chromium captures its last
+// state once an ack lets it (verified with Chromium 156, acks held 1 s). The first frame after a quiet spell is acked at once. A frame is
 // dropped when it repeats the page's previous frame byte for byte (sha1); kept at most `maxFps` per
 // page: a frame arriving sooner waits (replacing any older waiting one) until its slot, so the last
 // state of a page that stops changing is always kept. Each frame carries its arrival time on the
