@@ -11,12 +11,17 @@
 // visible, so the recording follows it with no bookkeeping of ours. Frames from a page reported
 // hidden (Chromium may send one right after the start) are acknowledged and dropped.
 //
-// Per frame: acknowledged at once, before anything else (Chromium sends the next frame only after
-// the ack, so the browser never waits on the daemon, whatever the store does); dropped when it
-// repeats the page's previous frame byte for byte (sha1); kept at most `maxFps` per page: a frame
-// arriving sooner waits (replacing any older waiting one) until its slot, so the last state of a
-// page that stops changing is always kept. Each frame carries its arrival time on the events' clock
-// (Unix µs, the clock the pipeline stamps with) and the seq of the last committed event then.
+// Per frame: acknowledged at the rate cap (one ack per slot per page, oldest first), whatever the
+// store does. Chromium captures and JPEG-encodes a frame only while few are unacknowledged (3 at
+// most seen), so acks paced at `maxFps` keep it from encoding the 30-60 frames a second of a busy
+// page that the cap would drop anyway (a scrolling page: 54 frames a second sent unpaced, 5.3
+// paced). A page that stops changing while its frames wait is not lost: Chromium captures its last
+// state once an ack lets it (verified with Chromium 156, acks held 1 s). The first frame after a
+// quiet spell is acked at once. A frame is dropped when it repeats the page's previous frame byte
+// for byte (sha1); kept at most `maxFps` per page: a frame arriving sooner waits (replacing any
+// older waiting one) until its slot, so the last state of a page that stops changing is always
+// kept. Each frame carries its arrival time on the events' clock (Unix µs, the clock the pipeline
+// stamps with) and the seq of the last committed event then.
 import { createHash } from 'node:crypto'
 import type { Protocol } from 'devtools-protocol'
 import {
@@ -51,11 +56,11 @@ export interface RecordingCollectorOptions {
   sink: FrameSink
   /** seq of the last event the pipeline took (EventLog.lastAssignedSeq): committed, or within the group-commit delay. */
   lastSeq: () => number
-  /** Frames kept per second per page at most (default 5). */
+  /** Frames kept (and acknowledged) per second per page at most (default 5). */
   maxFps?: number
-  /** JPEG quality 0-100 (default 60). */
+  /** JPEG quality 0-100 (default 50). */
   quality?: number
-  /** Largest frame size in pixels (Chromium scales the viewport down to fit; default 1280 x 720). */
+  /** Largest frame size in pixels (Chromium scales the viewport down to fit; default 960 x 540). */
   maxWidth?: number
   maxHeight?: number
   /** Unix microseconds (the events' clock; tests pin it). */
@@ -78,8 +83,10 @@ export interface RecordingStats {
   hidden: number
   /** Dropped by the sink (backpressure, write error, too large): a gap. */
   sinkDropped: number
-  /** Largest delay between Chromium taking a frame (its metadata timestamp) and our ack, ms. */
+  /** Largest delay between Chromium taking a frame (its metadata timestamp) and our ack (paced: a few slots), ms. */
   maxAckDelayMs: number
+  /** Most frames of one page waiting for their ack at once. */
+  maxHeldAcks: number
 }
 
 export interface RecordingCollector extends Collector {
@@ -88,7 +95,9 @@ export interface RecordingCollector extends Collector {
   readonly recording: ReadonlySet<string>
 }
 
-export const RECORDING_DEFAULTS = { maxFps: 5, quality: 60, maxWidth: 1280, maxHeight: 720 }
+/** Acks held per page at most; Chromium stops capturing with a few unacknowledged, well below it. */
+const MAX_HELD_ACKS = 8
+export const RECORDING_DEFAULTS = { maxFps: 5, quality: 50, maxWidth: 960, maxHeight: 540 }
 
 export function createRecordingCollector(opts: RecordingCollectorOptions): RecordingCollector {
   const stats: RecordingStats = {
@@ -99,6 +108,7 @@ export function createRecordingCollector(opts: RecordingCollectorOptions): Recor
     hidden: 0,
     sinkDropped: 0,
     maxAckDelayMs: 0,
+    maxHeldAcks: 0,
   }
   const recording = new Set<string>()
   const cfg = {
@@ -153,6 +163,12 @@ export function createRecordingCollector(opts: RecordingCollectorOptions): Recor
   }
 }
 
+interface HeldAck {
+  sessionId: number
+  /** Chromium's capture time, Unix seconds. */
+  takenS: number | undefined
+}
+
 interface Waiting {
   frame: CapturedFrame
   hash: string
@@ -169,6 +185,10 @@ class PageRecorder {
   private waiting: Waiting | undefined
   private timer: TimerHandle | undefined
   private closed = false
+  /** Frames not yet acknowledged, oldest first (at most MAX_HELD_ACKS), and when the last ack went. */
+  private readonly heldAcks: HeldAck[] = []
+  private ackTimer: TimerHandle | undefined
+  private lastAckAt = -Infinity
 
   constructor(
     private readonly session: TargetSession,
@@ -181,14 +201,10 @@ class PageRecorder {
   ) {}
 
   onFrame(p: Protocol.Page.ScreencastFrameEvent): void {
-    // First, always: Chromium sends the next frame only once this one is acknowledged.
-    void this.session.sendMayFail('Page.screencastFrameAck', { sessionId: p.sessionId })
+    // First, always: every frame gets its ack, at once or at its slot.
+    this.ackPaced({ sessionId: p.sessionId, takenS: p.metadata.timestamp })
     const arrivedUs = this.now()
     this.stats.received++
-    if (p.metadata.timestamp !== undefined) {
-      const delay = arrivedUs / 1000 - p.metadata.timestamp * 1000
-      if (delay > this.stats.maxAckDelayMs) this.stats.maxAckDelayMs = delay
-    }
     if (this.closed) return
     if (this.visible === false) {
       this.stats.hidden++
@@ -226,13 +242,48 @@ class PageRecorder {
     if (visible) this.lastHash = this.keptHash = undefined
   }
 
-  /** Recording switched off or the page went away: a frame waiting for its slot is kept now. */
+  /** Recording switched off or the page went away: a frame waiting for its slot is kept now, held acks sent. */
   close(): void {
     if (this.closed) return
     this.closed = true
     if (this.timer !== undefined) this.clock.clear(this.timer)
     this.timer = undefined
+    if (this.ackTimer !== undefined) this.clock.clear(this.ackTimer)
+    this.ackTimer = undefined
+    for (const a of this.heldAcks.splice(0)) this.ack(a)
     this.keepWaiting()
+  }
+
+  /** Acks at most one frame per slot, oldest first; closed, at once. */
+  private ackPaced(a: HeldAck): void {
+    const t = this.clock.now()
+    if (this.closed || (this.heldAcks.length === 0 && t >= this.lastAckAt + this.intervalMs)) {
+      this.lastAckAt = t
+      this.ack(a)
+      return
+    }
+    this.heldAcks.push(a)
+    // Chromium not pacing as expected: the oldest goes at once, so nothing waits without bound.
+    if (this.heldAcks.length > MAX_HELD_ACKS) this.ack(this.heldAcks.shift()!)
+    if (this.heldAcks.length > this.stats.maxHeldAcks) this.stats.maxHeldAcks = this.heldAcks.length
+    this.ackTimer ??= this.clock.set(() => this.onAckSlot(), Math.max(0, this.lastAckAt + this.intervalMs - t))
+  }
+
+  private onAckSlot(): void {
+    this.ackTimer = undefined
+    const a = this.heldAcks.shift()
+    if (!a) return
+    this.lastAckAt = this.clock.now()
+    this.ack(a)
+    if (this.heldAcks.length > 0) this.ackTimer = this.clock.set(() => this.onAckSlot(), this.intervalMs)
+  }
+
+  private ack(a: HeldAck): void {
+    void this.session.sendMayFail('Page.screencastFrameAck', { sessionId: a.sessionId })
+    if (a.takenS !== undefined) {
+      const delay = this.now() / 1000 - a.takenS * 1000
+      if (delay > this.stats.maxAckDelayMs) this.stats.maxAckDelayMs = delay
+    }
   }
 
   private onSlot(): void {

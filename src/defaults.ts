@@ -32,11 +32,15 @@ export const DEFAULT_SETTINGS = {
   retentionAgeMs: 7 * DAY,
   networkBodyMaxBytes: 64 * KiB,
   screenshotIntervalMs: 5 * SECOND,
-  /** Screen recording: frames kept per second per page, JPEG quality, largest frame, frame store bound. */
+  /**
+   * Screen recording: frames kept per second per page, JPEG quality, largest frame, frame store bound.
+   * 960x540 at quality 50: a 1280-wide page at 0.75 keeps 16 px text at 12 px, still readable, for
+   * about half the bytes and pixels to encode of 1280x720 at 60 (bench/recording.ts).
+   */
   recordingMaxFps: 5,
-  recordingQuality: 60,
-  recordingMaxWidth: 1280,
-  recordingMaxHeight: 720,
+  recordingQuality: 50,
+  recordingMaxWidth: 960,
+  recordingMaxHeight: 540,
   recordingMaxBytes: 256 * MiB,
   uploadMaxBytes: 1 * GiB,
   /** Source maps: the largest one read or uploaded, the disk store's bound, the parsed maps in memory. */

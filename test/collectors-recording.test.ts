@@ -1,7 +1,7 @@
 // The recording collector's acknowledgements, with a fake session so the order of a frame and the
 // answer to Page.stopScreencast is set exactly: every frame that arrives is acknowledged once,
 // before and after recording is switched off, whenever the stop is answered, and again once it is
-// switched back on (real Chromium: test/recording-browser.test.ts).
+// switched back on; acks are paced at the rate cap (real Chromium: test/recording-browser.test.ts).
 import t from 'tap'
 import type { Protocol } from 'devtools-protocol'
 import { createRecordingCollector, type CapturedFrame, type RecordingCollector } from '../collectors/recording.js'
@@ -11,7 +11,8 @@ import type { Detach, TargetSession } from '../src/monitor/types.js'
 
 /**
  * A fake page session whose Page.stopScreencast is answered only when the test says so; its frames
- * come a second apart on the collector's clock (each gets its slot under the rate cap at once).
+ * come a second apart on the collector's clock (each gets its slot under the rate cap at once)
+ * unless `frame(gapMs)` says otherwise.
  */
 function page(clock: FakeClock) {
   const acks: number[] = []
@@ -22,8 +23,8 @@ function page(clock: FakeClock) {
     return Promise.resolve({})
   })
   let n = 0
-  const frame = () => {
-    clock.advance(1000)
+  const frame = (gapMs = 1000) => {
+    clock.advance(gapMs)
     const p: Protocol.Page.ScreencastFrameEvent = {
       data: Buffer.from(`frame ${++n}`).toString('base64'),
       sessionId: n,
@@ -108,4 +109,40 @@ t.test('the page goes away: its listeners go with it, nothing is sent to it', as
   t.equal(p.listeners(), before, 'no listener left on a session that went away')
   t.equal(p.sent.filter(m => m === 'Page.stopScreencast').length, 0, 'no stop sent to a page that is gone')
   t.same(p.acks, [1])
+})
+
+t.test('acks are paced at the rate cap: one per slot, at most 8 held, the held ones sent at switch-off', async t => {
+  const clock = new FakeClock()
+  const p = page(clock)
+  const { c, kept } = collector(clock) // 5 fps: a slot is 200 ms
+  const detach = attach(c, p.session)
+  p.frame() // t = 1000, after a quiet spell
+  t.same(p.acks, [1], 'the first frame after a quiet spell: acknowledged at once')
+  for (let i = 2; i <= 9; i++) p.frame(10)
+  t.same(p.acks, [1], 'eight frames within the slot: all held')
+  t.same(clock.dueIn, [120, 120], 'at t = 1080: the ack slot and the rate cap slot, both at t = 1200')
+  p.frame(10) // a ninth unacknowledged frame: Chromium is not pacing as expected
+  t.same(p.acks, [1, 2], 'never more than eight held: the oldest goes at once')
+  t.equal(c.stats.maxHeldAcks, 8)
+  clock.advance(109)
+  t.same(p.acks, [1, 2], 'not before the slot')
+  clock.advance(1)
+  t.same(p.acks, [1, 2, 3], 'the next at its slot (t = 1200)')
+  clock.advance(199)
+  t.same(p.acks, [1, 2, 3])
+  clock.advance(1)
+  t.same(p.acks, [1, 2, 3, 4], 'one more a slot later (t = 1400)')
+  t.same(
+    kept.map(f => f.jpeg.toString()),
+    ['frame 1', 'frame 10'],
+    'kept: the first frame and the last one waiting for the slot',
+  )
+  t.equal(c.stats.rateLimited, 8, 'the eight in between were replaced while waiting')
+  p.frame(10) // t = 1410
+  t.same(p.acks, [1, 2, 3, 4])
+  detach()
+  t.same(p.acks, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], 'switched off: the held acks sent at once, oldest first')
+  t.equal(clock.pending, 0, 'no timer left')
+  p.frame(10)
+  t.same(p.acks.length, 12, 'after the switch-off every frame is acknowledged at once')
 })

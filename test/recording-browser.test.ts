@@ -112,7 +112,7 @@ t.test('recording on: 10 content changes come as frames in order, and a click li
   const { targetId, sessionId, driver } = await openTab(t, browser, d, site.url + 'steps')
   t.ok(relay.sent('Page.startScreencast', sessionId).length >= 1, 'the daemon started a screencast on the tab')
   const startParams = relay.sent('Page.startScreencast', sessionId)[0]!.params as Record<string, unknown>
-  t.match(startParams, { format: 'jpeg', quality: 60, maxWidth: 1280, maxHeight: 720 })
+  t.match(startParams, { format: 'jpeg', quality: 50, maxWidth: 960, maxHeight: 540 })
   await evaluate(driver, 'go()')
   await waitFor(async () => (await evaluate(driver, 'window.stepsDone')).result.value === true, 20_000, 'steps')
   // The last state waits at most one slot (200 ms at 5 fps) before it is kept.
@@ -360,13 +360,19 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   t.match(metrics, /browser_telemetry_recording_frames_total\{outcome="removed_retention"\} [1-9]/)
   const held = Number(/browser_telemetry_recording_bytes (\d+)/.exec(metrics)?.[1])
   t.ok(held > 0 && held <= BOUND, `recording bytes gauge within the bound (${held})`)
-  t.ok(received.received > received.kept, `Chromium sent more than was kept (${received.received} > ${received.kept})`)
-  // Measured 45-242 ms (median 76) over 11 fresh-clone suite runs (quiet to load 14) and 19-242 over
-  // 3 runs of this file at load 7-15: 4.1x under the bound; an ack that waited for the store would
+  // Acks paced at the cap: Chromium captures (and encodes) no more frames than are kept, give or
+  // take the two it may have in flight per page; unpaced it sent one per animation frame.
+  t.ok(
+    received.received <= FPS * sinceStart + 1 + 20,
+    `Chromium held to the rate cap: received ${received.received} in ${sinceStart.toFixed(1)} s (kept ${received.kept})`,
+  )
+  // Paced, an ack waits a slot for each frame held before it: Chromium holds at most 3 unacknowledged,
+  // so 3 x 200 ms at 5 fps. Measured 586-597 ms over 3 runs of this file at load 1.2 (3 held): 2.5x
+  // under this bound, left for timers firing late under load; an ack that waited for the store would
   // come after its 1 MiB-bounded writes and retention.
   t.ok(
-    received.maxAckDelayMs < 1000,
-    `every frame acknowledged within 1 s of its capture (max ${Math.round(received.maxAckDelayMs)} ms)`,
+    received.maxAckDelayMs < 1500,
+    `every frame acknowledged within 1.5 s of its capture (max ${Math.round(received.maxAckDelayMs)} ms)`,
   )
   // Switched off, the frames still on the wire are acknowledged too: one ack per frame received.
   const res = await fetch(`${d.url}/browsers/${d.browserId}/telemetry`, {
@@ -385,7 +391,7 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
     'one ack per frame',
   )
   t.comment(
-    `hostile: received ${received.received}, kept ${received.kept}, max ack delay ${Math.round(received.maxAckDelayMs)} ms`,
+    `hostile: received ${received.received}, kept ${received.kept}, max ack delay ${Math.round(received.maxAckDelayMs)} ms, max held ${received.maxHeldAcks}`,
   )
   // Event capture unaffected: every console line of the window is stored. A marker logged after them
   // in the same page is stored after them too.
@@ -407,7 +413,7 @@ t.test('hostile: a page repainting every animation frame, a small store', async 
   )
 })
 
-t.test('a store that cannot keep up: frames dropped as a gap, every frame still acknowledged at once', async t => {
+t.test('a store that cannot keep up: frames dropped as a gap, every frame still acknowledged in its slot', async t => {
   const site = await startServer(t, { '/raf': RAF_PAGE })
   const browser = await startBrowser(t)
   const relay = await countingRelay(t, browser.wsUrl)
@@ -469,9 +475,9 @@ t.test('a store that cannot keep up: frames dropped as a gap, every frame still 
     `one ack per frame received (${relay.count('Page.screencastFrame', sessionId)})`,
   )
   t.ok(screencast.stats.received > 30, `frames kept flowing (${screencast.stats.received})`)
-  // Measured 13-43 ms (median 21) over 11 fresh-clone suite runs (quiet to load 14) and 11-42 over 3
-  // runs of this file at load 7-15: 23x under the bound; an ack that waited for the store would wait
-  // out its 1.5 s writes.
+  // Paced at 10 fps an ack waits a slot for each frame held before it (3 x 100 ms at most). Measured
+  // 284-289 ms over 3 runs of this file at load 1.2: 3.5x under the bound; an ack that waited for the
+  // store would wait out its 1.5 s writes.
   t.ok(
     screencast.stats.maxAckDelayMs < 1000,
     `acks not delayed by the store (max ${Math.round(screencast.stats.maxAckDelayMs)} ms)`,

@@ -9,9 +9,9 @@ t.test('--recording and its env twin; defaults; bad values refused', async t => 
   t.same(off.recording, {
     enabled: false,
     maxFps: 5,
-    quality: 60,
-    maxWidth: 1280,
-    maxHeight: 720,
+    quality: 50,
+    maxWidth: 960,
+    maxHeight: 540,
     maxBytes: 256 * 1024 * 1024,
   })
   t.equal(parseServeConfig(['--recording'], {}).recording.enabled, true)

@@ -230,7 +230,7 @@ export const OPTIONS = {
   'recording-max-fps': int(
     {
       default: String(D.recordingMaxFps),
-      help: 'Recording: frames kept per second per page at most (repeated frames are never kept)',
+      help: 'Recording: frames kept per second per page at most (repeated frames are never kept); Chromium is acknowledged at this pace, so it encodes about as many',
     },
     1,
   ),
@@ -243,7 +243,7 @@ export const OPTIONS = {
   ),
   'recording-max-size': text({
     default: `${D.recordingMaxWidth}x${D.recordingMaxHeight}`,
-    help: 'Recording: largest frame in pixels, WIDTHxHEIGHT (the viewport is scaled down to fit)',
+    help: 'Recording: largest frame in pixels, WIDTHxHEIGHT (the viewport is scaled down to fit; 960 keeps the text of a 1280-wide page readable, raise it for wider windows)',
   }),
   'recording-max-bytes': size(
     {
