@@ -9,6 +9,10 @@
 // One capture at a time, never closer than minIntervalMs; a frame identical to the previous one
 // is skipped; a PNG that would not fit the envelope cap is captured again at a smaller scale
 // (never truncated: half a PNG is useless).
+//
+// Chromium may never answer a capture whose document is replaced while it runs (about 1 in 30 sent
+// just before a navigation): such a capture is abandoned when the page's main frame navigates, and
+// another one is asked for, so one lost answer cannot hold every capture back for captureTimeoutMs.
 import { createHash } from 'node:crypto'
 import {
   DEFAULT_MAX_ENVELOPE_BYTES,
@@ -55,6 +59,8 @@ export interface ScreenshotStats {
   /** Frames dropped because even the smallest scale did not fit. */
   oversize: number
   failed: number
+  /** Captures given up because their page's main frame navigated while they ran. */
+  abandoned: number
 }
 
 export interface ScreenshotCollector extends Collector {
@@ -67,6 +73,8 @@ export interface ScreenshotCollector extends Collector {
 const ENVELOPE_OVERHEAD = 512
 const MAX_RESCALES = 5
 const SOURCE = { kind: 'cdp', event: 'Page.captureScreenshot' } as const
+/** The abort reason of a capture given up after a navigation. */
+const ABANDONED = new Error('the page navigated while the capture ran')
 
 interface PageEntry {
   session: TargetSession
@@ -120,7 +128,15 @@ class ActivePages {
  * (fit to the envelope budget, skip duplicates). Every timer goes through the injected clock.
  */
 class Screenshots {
-  readonly stats: ScreenshotStats = { captured: 0, emitted: 0, duplicates: 0, rescaled: 0, oversize: 0, failed: 0 }
+  readonly stats: ScreenshotStats = {
+    captured: 0,
+    emitted: 0,
+    duplicates: 0,
+    rescaled: 0,
+    oversize: 0,
+    failed: 0,
+    abandoned: 0,
+  }
   private readonly pages = new ActivePages()
   private readonly clock: Clock
   private readonly logger: Logger
@@ -136,6 +152,8 @@ class Screenshots {
   private pending = false
   private lastCaptureAt = -Infinity
   private lastHash: string | undefined
+  /** The capture in flight: its page, and how to give it up. */
+  private current: { sessionId: string; abandon: () => void } | undefined
 
   constructor(private readonly opts: ScreenshotCollectorOptions) {
     this.clock = opts.clock ?? systemClock
@@ -157,7 +175,9 @@ class Screenshots {
     bag.add(() => this.removePage(session.sessionId))
     bag.add(
       session.on('Page.frameNavigated', p => {
-        if (!p.frame.parentId) this.pages.touch(session.sessionId)
+        if (p.frame.parentId) return
+        this.pages.touch(session.sessionId)
+        if (this.current?.sessionId === session.sessionId) this.current.abandon()
       }),
     )
     bag.add(
@@ -235,8 +255,10 @@ class Screenshots {
     if (!page) return
     this.inFlight = true
     this.lastCaptureAt = this.clock.now()
+    const abort = new AbortController()
+    this.current = { sessionId: page.session.sessionId, abandon: () => abort.abort(ABANDONED) }
     try {
-      const png = await this.fittedScreenshot(page.session)
+      const png = await this.fittedScreenshot(page.session, abort.signal)
       if (png === undefined) return
       const hash = createHash('sha1').update(png).digest('hex')
       if (hash === this.lastHash) {
@@ -249,9 +271,15 @@ class Screenshots {
       if (page.emit({ type: 'monitor_screenshot', data: { png }, source: SOURCE }).accepted !== undefined)
         this.stats.emitted++
     } catch (err) {
+      if (err === ABANDONED) {
+        this.stats.abandoned++
+        this.pending = true // the new document gets its capture
+        return
+      }
       this.stats.failed++
       if (!page.session.signal.aborted) this.logger.debug({ err, targetId: page.session.targetId }, 'screenshot failed')
     } finally {
+      this.current = undefined
       this.inFlight = false
       if (this.pending) {
         this.pending = false
@@ -261,9 +289,9 @@ class Screenshots {
   }
 
   /** The viewport as base64 PNG that fits the budget, or undefined when no scale makes it fit. */
-  private async fittedScreenshot(session: TargetSession): Promise<string | undefined> {
+  private async fittedScreenshot(session: TargetSession, signal: AbortSignal): Promise<string | undefined> {
     const { budget } = this
-    let data = await this.shoot(session)
+    let data = await this.shoot(session, signal)
     if (data.length <= budget) return data
     const metrics = await session.sendMayFail('Page.getLayoutMetrics')
     if (!metrics) throw new Error('Page.getLayoutMetrics failed')
@@ -274,7 +302,7 @@ class Screenshots {
     for (let i = 0; i < MAX_RESCALES && data.length > budget; i++) {
       scale *= Math.sqrt(budget / data.length) * 0.9
       this.stats.rescaled++
-      data = await this.shoot(session, {
+      data = await this.shoot(session, signal, {
         x: vp.pageX,
         y: vp.pageY,
         width: vp.clientWidth,
@@ -291,13 +319,14 @@ class Screenshots {
     return undefined
   }
 
-  /** One capture; a protocol failure is counted by the session (sendMayFail), a slow one abandoned. */
-  private async shoot(session: TargetSession, clip?: Clip): Promise<string> {
+  /** One capture; a protocol failure is counted by the session (sendMayFail); a slow one, or one aborted, is given up. */
+  private async shoot(session: TargetSession, signal: AbortSignal, clip?: Clip): Promise<string> {
     const shot = await withTimeout(
       session.sendMayFail('Page.captureScreenshot', { format: 'png', ...(clip ? { clip } : {}) }),
       this.captureTimeoutMs,
       {
         timers: this.clock,
+        signal,
         message: `Page.captureScreenshot took over ${this.captureTimeoutMs} ms`,
       },
     )
