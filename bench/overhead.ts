@@ -11,7 +11,7 @@
 // issue's Runtime+Network+Page observer (the plan adds PerformanceTimeline to those, for page).
 // Per block it prints the median navigate->load time, the ratio to `none` and to the matching bare observer
 // (same CDP domains), the watcher's CPU ms per load (/proc/<pid>/stat, every thread), events stored per
-// load (/metrics), CPU µs per stored event, and what the daemon adds on top of its observer (its CPU minus the
+// load (/metrics), CPU µs per stored event, the peak RSS (VmHWM), and what the daemon adds on top of its observer (its CPU minus the
 // observer's, per load and per stored event: receiving Chromium's messages costs both). Then the idle cost: CPU ms per second of a daemon attached to
 // a browser with one idle tab, and of one with no browser at all.
 // Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names;
@@ -33,6 +33,7 @@ import {
   cpuByThread,
   cpuMs,
   loadOnce,
+  peakRssMb,
   root,
   startBare,
   startDaemon,
@@ -122,9 +123,11 @@ interface Sample {
   loads: number
   events: number
   threads: Map<string, number>
+  /** The highest peak RSS of the block's watcher processes, MB. */
+  peakRssMb: number
 }
 const samples = new Map<string, Sample>(
-  BLOCKS.map(b => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map() }]),
+  BLOCKS.map(b => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map(), peakRssMb: 0 }]),
 )
 const THREADS = process.env.THREADS === '1'
 const WARM_LOADS = Math.max(1, Number(process.env.WARM_LOADS ?? 1))
@@ -166,6 +169,7 @@ await withTempDir(async tmp => {
           for (const [name, ms] of cpuByThread(watcher.pid))
             s.threads.set(name, (s.threads.get(name) ?? 0) + ms - (threads0.get(name) ?? 0))
         s.events += (await watcher.storedEvents()) - ev0
+        s.peakRssMb = Math.max(s.peakRssMb, peakRssMb(watcher.pid))
         await watcher.stop()
       }
       s.loads += LOADS
@@ -176,7 +180,7 @@ await withTempDir(async tmp => {
   const none = median(samples.get('none')!.loadMs)
   console.log(
     `\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ` +
-      `${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)}`,
+      `${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)} ${'peak MB'.padStart(8)}`,
   )
   for (const b of BLOCKS) {
     const s = samples.get(b.name)!
@@ -194,7 +198,8 @@ await withTempDir(async tmp => {
         `${(b.kind === 'daemon' ? fmt(evPerLoad, 1) : '').padStart(11)} ` +
         `${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ` +
         `${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ` +
-        `${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)}`,
+        `${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)} ` +
+        `${(b.kind === 'none' ? '' : fmt(s.peakRssMb, 1)).padStart(8)}`,
     )
   }
   // This checkout's daemon against the baseline's (BASELINE_ROOT), the same categories, interleaved.
@@ -220,7 +225,8 @@ await withTempDir(async tmp => {
   }
   console.log(
     `(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events ` +
-      `stored; added: daemon CPU minus its bare observer's, per load and per stored event)`,
+      `stored; added: daemon CPU minus its bare observer's, per load and per stored event; peak MB: the highest VmHWM of ` +
+      `the block's watcher processes, each after its warm-up and ${LOADS} loads)`,
   )
 
   // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser, sampled

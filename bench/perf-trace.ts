@@ -9,11 +9,10 @@
 //
 // Knobs: ROUNDS (default 3), DURATION_MS (per block, default 5000), SKIP_BUILD=1 (run dist/ as it is).
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { launchChromium } from '../src/monitor/launch.js'
 import { fmt, median, withTempDir } from './common.js'
-import { ALL_BUT_SCREENSHOT, Cdp, loadOnce, root, startDaemon, startSite, type Watcher } from './watchers.js'
+import { ALL_BUT_SCREENSHOT, Cdp, loadOnce, peakRssMb, root, startDaemon, startSite, type Watcher } from './watchers.js'
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3)
 const DURATION_MS = Number(process.env.DURATION_MS ?? 5000)
@@ -26,7 +25,6 @@ if (!process.env.SKIP_BUILD) {
   }
 }
 
-const peakRssMb = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 const api = (w: Watcher, path: string, init: RequestInit = {}) =>
   fetch(`${w.api!.url}/browsers/bench/telemetry/perf-traces${path}`, {
     ...init,

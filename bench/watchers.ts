@@ -118,6 +118,9 @@ export function cpuMs(pid: number): number {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK // utime + stime
 }
+/** Peak resident set of pid in MB (VmHWM, /proc/<pid>/status). */
+export const peakRssMb = (pid: number): number =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 /** CPU ms per thread name (/proc/<pid>/task/<tid>/comm; same-named threads summed), user and system apart, for THREADS=1. */
 export function cpuByThread(pid: number): Map<string, number> {
   const out = new Map<string, number>()
