@@ -138,6 +138,9 @@ print(repr(got), flush=True)
 `
     const { spawn } = await import('node:child_process')
     const py = spawn('python3', ['-c', listener, sock], { stdio: ['ignore', 'pipe', 'inherit'] })
+    // Listened for now: the listener exits as soon as systemd-notify's barrier arrives, which can be
+    // before notifyReady's answer reaches this test.
+    const exited = new Promise(r => py.once('close', r)) // after its output is read too
     t.teardown(() => {
       py.kill()
     })
@@ -147,7 +150,7 @@ print(repr(got), flush=True)
     })
     await waitFor(() => out.includes('bound'), 10_000, 'listener bound')
     t.equal(await notifyReady('ready', { env: { ...process.env, NOTIFY_SOCKET: sock } }), true)
-    await new Promise(r => py.once('exit', r))
+    await exited
     t.match(out, `READY=1\\nSTATUS=ready\\nMAINPID=${process.pid}`)
   },
 )
