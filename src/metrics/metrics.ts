@@ -48,8 +48,13 @@ export interface CreateMetricsOptions {
   processMetrics?: boolean
 }
 
-/** Resolution of nodejs_eventloop_lag_* (prom-client's monitorEventLoopDelay timer). */
-export const EVENT_LOOP_SAMPLE_MS = 100
+/**
+ * Resolution of nodejs_eventloop_lag_* (prom-client's monitorEventLoopDelay timer). Every wakeup of
+ * an idle process costs ~90 us of CPU on a small VM: at 100 ms the timer alone was half an idle
+ * daemon's CPU (0.9 of 1.8 ms/s). At 500 ms a stall of 500 ms or more is always recorded, a shorter
+ * one in proportion to its length (a 50 ms stall one time in ten).
+ */
+export const EVENT_LOOP_SAMPLE_MS = 500
 
 export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const registry = new Registry()
@@ -64,7 +69,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const http = httpMetrics(family)
 
   // The event-loop delay histogram samples on a libuv timer: prom-client's default 10 ms wakes an
-  // idle daemon 100 times a second (~8 ms CPU/s measured); 100 ms keeps it near 1 ms/s.
+  // idle daemon 100 times a second (~8 ms CPU/s measured); see EVENT_LOOP_SAMPLE_MS.
   if (opts.processMetrics !== false)
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
 
