@@ -21,7 +21,10 @@ export interface OomWatcherOptions {
   kmsgPath?: string
   emit: Emit
   logger?: Logger
-  /** Default 1 s: an OOM report waits at most that long, and an idle daemon wakes once a second for it (each wakeup with its file read costs ~0.2 ms of CPU). */
+  /**
+   * Default 1 s: an OOM report waits at most that long, and an idle daemon wakes once a second for
+   * it (each wakeup with its file read costs ~0.2 ms of CPU).
+   */
   pollMs?: number
   /** Only kernel-facility records (default true: anything can write user-facility lines to /dev/kmsg). */
   kernelOnly?: boolean

@@ -283,46 +283,43 @@ function recordingTimers() {
   }
 }
 
-t.test(
-  'kernel log poll interval: 1 s when unset, also when passed through as undefined (not every 1 ms)',
-  async t => {
-    const dir = await tempDir(t)
-    const path = join(dir, 'kmsg')
-    await writeFile(path, '')
-    const rec = recorder()
-    const r = recordingTimers()
-    // What the daemon does (src/daemon/steps.ts, startSystem): kmsgPollMs is not set, so the option
-    // is present with the value undefined.
-    const sys = await startSystemCollectors({
-      emit: rec.emit,
-      kmsgPath: path,
-      kmsgPollMs: undefined,
-      watchUnits: [],
-      timers: r.timers,
-    })
-    t.teardown(() => sys.stop())
-    t.same(r.delays, [1000], 'first poll scheduled 1 s out')
-    await appendFile(
-      path,
-      '4,1,1,-;Killed process 4242 (victim) total-vm:1kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n',
-    )
-    r.clock.advance(999)
-    t.same(rec.events, [], 'nothing read before 1 s')
-    r.clock.advance(1)
-    await waitFor(() => r.delays.length === 2, 5000, 'the next poll scheduled')
-    t.same(r.delays, [1000, 1000], 'and every second after it')
-    t.same(
-      rec.events.map(e => (e.data as { process_name: string }).process_name),
-      ['victim'],
-    )
+t.test('kernel log poll interval: 1 s when unset, also when passed through as undefined (not every 1 ms)', async t => {
+  const dir = await tempDir(t)
+  const path = join(dir, 'kmsg')
+  await writeFile(path, '')
+  const rec = recorder()
+  const r = recordingTimers()
+  // What the daemon does (src/daemon/steps.ts, startSystem): kmsgPollMs is not set, so the option
+  // is present with the value undefined.
+  const sys = await startSystemCollectors({
+    emit: rec.emit,
+    kmsgPath: path,
+    kmsgPollMs: undefined,
+    watchUnits: [],
+    timers: r.timers,
+  })
+  t.teardown(() => sys.stop())
+  t.same(r.delays, [1000], 'first poll scheduled 1 s out')
+  await appendFile(
+    path,
+    '4,1,1,-;Killed process 4242 (victim) total-vm:1kB, anon-rss:8kB, file-rss:0kB, shmem-rss:0kB\n',
+  )
+  r.clock.advance(999)
+  t.same(rec.events, [], 'nothing read before 1 s')
+  r.clock.advance(1)
+  await waitFor(() => r.delays.length === 2, 5000, 'the next poll scheduled')
+  t.same(r.delays, [1000, 1000], 'and every second after it')
+  t.same(
+    rec.events.map(e => (e.data as { process_name: string }).process_name),
+    ['victim'],
+  )
 
-    const direct = recordingTimers()
-    const w = new OomWatcher({ kmsgPath: path, emit: rec.emit, pollMs: undefined, timers: direct.timers })
-    await w.start()
-    t.teardown(() => w.stop())
-    t.same(direct.delays, [1000], 'OomWatcher itself ignores an undefined pollMs')
-  },
-)
+  const direct = recordingTimers()
+  const w = new OomWatcher({ kmsgPath: path, emit: rec.emit, pollMs: undefined, timers: direct.timers })
+  await w.start()
+  t.teardown(() => w.stop())
+  t.same(direct.delays, [1000], 'OomWatcher itself ignores an undefined pollMs')
+})
 
 t.test(
   'kernel log follower on a FIFO (non-blocking reads like /dev/kmsg): only records written after start are followed',
