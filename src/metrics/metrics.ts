@@ -50,7 +50,7 @@ export interface CreateMetricsOptions {
 
 /**
  * Resolution of nodejs_eventloop_lag_* (prom-client's monitorEventLoopDelay timer). Every wakeup of
- * an idle process costs ~90 us of CPU on a small VM: at 100 ms the timer alone was half an idle
+ * an idle process costs ~90 us of CPU on a small VM: at 100 ms the timer alone is half an idle
  * daemon's CPU (0.9 of 1.8 ms/s). At 500 ms a stall of 500 ms or more is always recorded, a shorter
  * one in proportion to its length (a 50 ms stall one time in ten).
  */

@@ -38,8 +38,8 @@ export interface EventLogOptions {
   retentionIntervalMs?: number
   /**
    * Group commit: flush after this long (default 25 ms) ... Each LevelDB write costs ~0.2-0.4 ms of
-   * CPU whatever its size (a worker-thread handoff and a wakeup each way): at 10 ms a heavy page
-   * load took ~24 writes, at 25 ms ~13.
+   * CPU whatever its size (a worker-thread handoff and a wakeup each way): a heavy page load makes
+   * ~24 writes at 10 ms, ~13 at 25 ms.
    */
   commitDelayMs?: number
   /** ... or once this many events are buffered (default 256). */
