@@ -203,9 +203,28 @@ export function installVitalsAgent(
   }
   const report = (m: Metric): void => {
     vitals[m.name] = { n: m.name, v: m.value, i: m.id, t: m.navigationType, a: attribution(m) }
-    schedule()
+    // An interaction is often followed at once by a navigation (the agent's next step): no coalescing.
+    if (m.name === 'INP') flush(false)
+    else schedule()
   }
 
+  // web-vitals computes INP in an idle callback, up to 1 s after the interaction, or when the page
+  // is hidden, whose report is lost when the tab navigates away: an agent that clicks and then
+  // navigates would never get one. This world's globals are the agent's own (the page's are not):
+  // here an idle callback runs after the next frame (the long animation frames of the interaction,
+  // which its attribution names, are delivered by then), at the latest after the same 1 s.
+  Reflect.set(globalThis, 'requestIdleCallback', (cb: () => void) => {
+    let done = false
+    const run = (): void => {
+      if (done) return
+      done = true
+      cb()
+    }
+    requestAnimationFrame(() => setTimeout(run, 0))
+    setTimeout(run, 1000)
+    return 0
+  })
+  Reflect.set(globalThis, 'cancelIdleCallback', () => undefined)
   const wv = loadWebVitals()
   const opts = { reportAllChanges: true, generateTarget: target }
   wv.onTTFB(report, opts)
