@@ -106,13 +106,26 @@ export function parseV8Stack(text: string): StackTrace['callFrames'] {
   return frames
 }
 
-/** The stack with the causes appended after its last parent entry (a new object; the input is kept). */
-export function withCauses(stack: StackTrace | undefined, causes: StackTrace | undefined): StackTrace | undefined {
+/**
+ * The stack with the causes inserted after its first `at` entries (default: after its last parent
+ * entry); a new object, the input is kept.
+ */
+export function withCauses(
+  stack: StackTrace | undefined,
+  causes: StackTrace | undefined,
+  at = Infinity,
+): StackTrace | undefined {
   if (!causes) return stack
   if (!stack) return { callFrames: [], parent: causes }
   const copy: StackTrace = { ...stack }
   let s = copy
-  for (let depth = 0; s.parent && depth < 32; depth++) s = s.parent = { ...s.parent }
+  for (let depth = 1; s.parent && depth < Math.min(at, 32); depth++) s = s.parent = { ...s.parent }
+  const rest = s.parent
   s.parent = causes
+  if (rest) {
+    let tail = (s.parent = { ...causes })
+    for (let depth = 0; tail.parent && depth < 32; depth++) tail = tail.parent = { ...tail.parent }
+    tail.parent = rest
+  }
   return copy
 }

@@ -20,8 +20,8 @@ import {
   type StackTrace,
   type TargetSession,
 } from '../src/collector-kit.js'
-import { mayHaveCause, readCauses, withCauses } from './console-cause.js'
-import { cutChars, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
+import { mayHaveCause, parseV8Stack, readCauses, withCauses } from './console-cause.js'
+import { cutChars, errorMessage, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 import { browserLoader } from './sourcemap-loader.js'
 
 export interface ConsoleCollectorOptions {
@@ -64,14 +64,14 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
           void waiting.shift()
         }
       }
-      const push = (e: Console, cause: Protocol.Runtime.RemoteObject | undefined) => {
+      const push: Push = (e, cause, causesAt) => {
         if (waiting.length === 0 && !cause) return deliver(e)
         const item =
           cause && waiting.length < MAX_WAITING
             ? readCauses(session, cause).then(
                 c => {
                   const data = e.data as { stack_trace?: StackTrace }
-                  const stack = withCauses(data.stack_trace, c)
+                  const stack = withCauses(data.stack_trace, c, causesAt)
                   if (stack) data.stack_trace = stack
                   return e
                 },
@@ -88,7 +88,26 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
   }
 }
 
-type Push = (e: Console, cause: Protocol.Runtime.RemoteObject | undefined) => void
+type Push = (e: Console, cause: Protocol.Runtime.RemoteObject | undefined, causesAt?: number) => void
+
+/**
+ * The stack of a logged error: where it was made comes first (what a reader asks of a
+ * `catch (e) { console.error(e) }`), then the console call site as the next entry (`console.error`).
+ * Its frames are parsed from the error's own stack text, which Chromium sends as its description.
+ */
+function loggedError(
+  err: Protocol.Runtime.RemoteObject | undefined,
+  callSite: StackTrace | undefined,
+  method: string,
+): StackTrace | undefined {
+  const text = err?.description
+  if (!text) return callSite
+  const frames = parseV8Stack(text)
+  if (frames.length === 0) return callSite
+  const own: StackTrace = { description: errorMessage(text).split('\n')[0]!, callFrames: frames }
+  if (callSite) own.parent = { ...callSite, description: `console.${method}` }
+  return own
+}
 
 function onConsoleCall(
   session: TargetSession,
@@ -99,21 +118,25 @@ function onConsoleCall(
   const ctx = session.context()
   const { args, cut } = renderArgs(p.args, maxEnvelopeBytes)
   const text = args[0] ?? ''
-  const stack = stackTraceOf(p.stackTrace)
+  const callSite = stackTraceOf(p.stackTrace)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
   const truncated = cut || undefined
-  // The first error argument's causes (console.error(err), console.warn(err)).
+  // The first error argument (console.error(err), console.warn(err)): its own stack and its causes.
   const cause = p.args.find(a => a.subtype === 'error')
+  const withOwn = p.type === 'error' || isMappable('console_log', { level: p.type, stack_trace: callSite })
+  const stack = withOwn ? loggedError(cause, callSite, p.type) : callSite
+  // The causes follow the error they belong to, ahead of the console call site.
+  const causesAt = stack !== callSite ? 1 : undefined
   // Built on the fresh context object (types.ts: no spread); field order as before.
   if (p.type === 'error') {
     const data: EventData<'console_error'> = Object.assign(ctx, { text, level: 'error' as const, args })
     if (stack) data.stack_trace = stack
-    push({ type: 'console_error', data, source, truncated }, mayHaveCause(cause) ? cause : undefined)
+    push({ type: 'console_error', data, source, truncated }, mayHaveCause(cause) ? cause : undefined, causesAt)
   } else {
     const data: EventData<'console_log'> = Object.assign(ctx, { level: p.type, text, args })
     if (stack) data.stack_trace = stack
     const withStack = isMappable('console_log', data) && mayHaveCause(cause)
-    push({ type: 'console_log', data, source, truncated }, withStack ? cause : undefined)
+    push({ type: 'console_log', data, source, truncated }, withStack ? cause : undefined, causesAt)
   }
 }
 

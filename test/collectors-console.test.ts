@@ -17,6 +17,13 @@ function logAll() {
 }
 logAll()
 </script>`,
+    '/logged': `<script>
+function makeSpec() { return null.paths }
+function loadSpec() {
+  try { makeSpec() } catch (e) { console.error(e) }
+}
+loadSpec()
+</script>`,
     '/throws': `<script>
 function boom() { throw new Error('boom') }
 setTimeout(boom, 0)
@@ -68,6 +75,26 @@ Promise.reject(new TypeError('nope'))
   )
   t.match(errStack, { callFrames: [{ functionName: 'logAll' }] })
   t.equal(h.ofType('console_log', e => e.data.level === 'error').length, 0, 'error is routed to console_error only')
+
+  // console.error(e) in a catch: where the error was made first, where it was logged second.
+  await h.navigate(page, `${server.url}logged`)
+  const logged = await h.waitEvent('console_error', e => e.data.nav_seq === page.context().nav_seq)
+  const where = (st: typeof logged.data.stack_trace) => {
+    const out: string[] = []
+    for (let s = st; s; s = s.parent)
+      out.push(
+        `${s.description ?? ''}: ${s.callFrames.map(f => `${f.functionName}@${f.lineNumber}:${f.columnNumber}`).join(' ')}`,
+      )
+    return out
+  }
+  t.same(
+    where(logged.data.stack_trace),
+    [
+      "TypeError: Cannot read properties of null (reading 'paths'): makeSpec@1:34 loadSpec@3:8 @5:0",
+      'console.error: loadSpec@3:41 @5:0',
+    ],
+    'the logged error own stack (0-based positions, as CDP gives them), then the console call site',
+  )
 
   await h.navigate(page, `${server.url}throws`)
   const ctx2 = page.context()

@@ -120,6 +120,9 @@ function input(i: number): EventInput {
         type: 'console_error',
         data: {
           text: `boom ${i}`,
+          source_url: 'https://example.com/a.js',
+          line: 4,
+          column: 2,
           stack_trace: {
             callFrames: [{ functionName: 'f', url: 'https://example.com/a.js', lineNumber: 4, columnNumber: 2 }],
           },
@@ -192,6 +195,7 @@ for (const protocol of ['http/protobuf', 'http/json'] as const) {
     t.equal(rec.severityNumber, 17, 'console errors are ERROR')
     t.equal(rec.attributes['browser.telemetry.category'], 'console')
     t.equal(rec.attributes['exception.message'], 'boom 3')
+    t.equal(rec.attributes['code.lineno'], 5, "1-based: the event's line 4 is CDP's 0-based")
     t.equal(rec.attributes['exception.stacktrace'], '    at f (https://example.com/a.js:5:3)')
     const req = logs.find(l => l.attributes['browser.telemetry.seq'] === 2)!
     t.equal(req.eventName, 'network_request')

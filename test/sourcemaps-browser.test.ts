@@ -69,9 +69,11 @@ const EXPECTED: Record<string, unknown[]> = {
     o('../src/inline.ts', 13, 1),
     o('../src/inline.ts', 13, 13),
   ],
-  // console.error(err) with a cause (Debug-ID map, uploaded without a URL).
+  // console.error(err) with a cause (Debug-ID map, uploaded without a URL): where the logged error
+  // was made first, then its causes, then where console.error was called.
   'checkout error': [
-    o('../src/debugid.ts', 7, 13, 'reportFailure'),
+    o('../src/checkout.ts', 18, 11, 'outerEntry'),
+    o('../src/debugid.ts', 5, 5, 'reportFailure'),
     o('../src/debugid.ts', 11, 1),
     o('../src/debugid.ts', 11, 15),
     ...causeChain(
@@ -80,6 +82,10 @@ const EXPECTED: Record<string, unknown[]> = {
       o('../src/debugid.ts', 11, 1),
       o('../src/debugid.ts', 11, 15),
     ),
+    '-- console.error',
+    o('../src/debugid.ts', 7, 13, 'reportFailure'),
+    o('../src/debugid.ts', 11, 1),
+    o('../src/debugid.ts', 11, 15),
   ],
   // console.warn (a map uploaded only after the event was stored).
   'low stock: 2': [

@@ -5,6 +5,7 @@ import t from 'tap'
 import { hasOriginalFrames, stackLines } from '../src/viewer/model.js'
 import { openBundle } from '../src/viewer/bundle-source.js'
 import { formatEnvelope } from '../src/cli/format.js'
+import { exceptionLocation } from '../src/events/location.js'
 import { consoleLine } from '../src/bundle/console-text.js'
 import { formatStack } from '../src/ship/otlp-model.js'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
@@ -115,8 +116,17 @@ t.test('tail, console.txt and the OTLP stack text place errors where they were w
     stack_trace: { callFrames: [mapped.callFrames[1]!] },
   })
   t.match(formatEnvelope(warn, false), /\[warning\] low \(at total \.\.\/src\/checkout\.ts:5:12\)$/)
-  const unmapped = env('console_error', { text: 'boom', source_url: URL_, line: 0, stack_trace: mapped.parent })
-  t.match(formatEnvelope(unmapped, false), /boom \(https:\/\/shop\.example\/app\.min\.js:0\)$/)
+  // No map: the stored position is CDP's 0-based line 0, column 1803355; people read 1:1803356.
+  const unmapped = env('console_error', {
+    text: 'boom',
+    source_url: URL_,
+    line: 0,
+    column: 1803355,
+    stack_trace: { callFrames: [] },
+  })
+  t.match(formatEnvelope(unmapped, false), /boom \(https:\/\/shop\.example\/app\.min\.js:1:1803356\)$/)
+  t.match(consoleLine(unmapped), /boom \(https:\/\/shop\.example\/app\.min\.js:1:1803356\)$/)
+  t.equal(exceptionLocation({ source_url: URL_, line: 29 }), `${URL_}:30`, 'a line without a column')
   t.match(consoleLine(error), /Uncaught TypeError: bad value 10 \(\.\.\/src\/util\.ts:3:11\)$/)
   t.equal(
     formatStack(mapped),

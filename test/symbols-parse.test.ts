@@ -281,3 +281,48 @@ t.test('frames mapped with their functions’ names from the call site below', a
   t.notOk(isMappable('console_log', { level: 'log', stack_trace: stack }), 'console.log stacks are left alone')
   t.notOk(isMappable('console_error', {}))
 })
+
+t.test('a position a map points nowhere (a source past `sources`, a negative line) maps to nothing', async t => {
+  const text = (mappings: string) => JSON.stringify({ version: 3, sources: ['a.ts'], names: [], mappings })
+  // Segments [0, 5, 0, 0] (source index 5 of 1) and [0, 0, -1, 0] (line -1): valid VLQ, no place.
+  const pastSources = await parseSourceMap(text('AKAA'), LIMITS)
+  const negativeLine = await parseSourceMap(text('AADA'), LIMITS)
+  t.equal(originalAt(pastSources, 0, 0), undefined)
+  t.equal(originalAt(negativeLine, 0, 0), undefined)
+  const stack = { callFrames: [{ functionName: 'f', url: 'http://x/a.js', lineNumber: 0, columnNumber: 0 }] }
+  t.equal(
+    mapStack(stack, () => pastSources),
+    undefined,
+    'the frame stays raw',
+  )
+  t.equal(
+    mapStack(stack, () => negativeLine),
+    undefined,
+    'the frame stays raw',
+  )
+})
+
+t.test("a frame's name comes from its caller's token only when a segment starts at the call's column", async t => {
+  // Line 0: [0, 0, 0, 0, 0] names "__bogusEarlierToken"; [10, 0, +1, 0] has no name; [20, 0, +1, 0, +1] names "realCall".
+  const map = await parseSourceMap(
+    JSON.stringify({
+      version: 3,
+      sources: ['a.ts'],
+      names: ['__bogusEarlierToken', 'realCall'],
+      mappings: 'AAAAA,UACA,UACAC',
+    }),
+    LIMITS,
+  )
+  const frames = (callerColumn: number) => ({
+    callFrames: [
+      { functionName: 'BaseLayout.render', url: 'http://x/a.js', lineNumber: 0, columnNumber: 12 },
+      { functionName: 'caller', url: 'http://x/a.js', lineNumber: 0, columnNumber: callerColumn },
+    ],
+  })
+  // The call at column 5 has no segment of its own: the nearest before it names an earlier token.
+  const off = mapStack(frames(5), () => map)!
+  t.same(off.callFrames[0]!.original, { source: 'a.ts', line: 2, column: 1 }, 'no name: readers keep the raw one')
+  const on = mapStack(frames(20), () => map)!
+  t.same(off.callFrames[0]!.functionName, 'BaseLayout.render')
+  t.same(on.callFrames[0]!.original, { source: 'a.ts', line: 2, column: 1, name: 'realCall' })
+})

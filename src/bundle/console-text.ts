@@ -1,5 +1,5 @@
 // console.txt of a bundle: one readable line per console message, with its time and page. Pure.
-import type { Envelope } from '../events/index.js'
+import { exceptionLocation, type Envelope } from '../events/index.js'
 
 /** Longest message text kept on one line (the full text is in events.ndjson). */
 export const CONSOLE_LINE_MAX_CHARS = 8192
@@ -20,6 +20,7 @@ export function consoleLine(e: Envelope): string | undefined {
     target_id?: string
     source_url?: string
     line?: number
+    column?: number
     stack_trace?: { callFrames?: { original?: { source: string; line: number; column: number } }[] }
   }
   const level =
@@ -35,7 +36,7 @@ export function consoleLine(e: Envelope): string | undefined {
   const where = top
     ? ` (${top.source}:${top.line}:${top.column})`
     : d.source_url !== undefined
-      ? ` (${d.source_url}${d.line !== undefined ? `:${d.line}` : ''})`
+      ? ` (${exceptionLocation(d)})`
       : ''
   return `${isoMicros(ev.ts)} ${level.padEnd(9)} ${page}  ${text}${where}`
 }

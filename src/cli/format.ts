@@ -1,6 +1,6 @@
 // One human-readable line per envelope for `tail`: time, seq, category, type and the few fields a
 // person scans for. Colour is optional (see io.useColor); the NDJSON form is the envelope itself.
-import type { Envelope, StackTrace } from '../events/index.js'
+import { exceptionLocation, type Envelope, type StackTrace } from '../events/index.js'
 
 const COLORS: Record<string, number> = {
   console: 33,
@@ -35,7 +35,7 @@ function summarize(env: Envelope, color: boolean): string {
     case 'console_error':
       return (
         paint(color, 31, oneLine(e.data.text)) +
-        (mappedTop(e.data.stack_trace) ?? (e.data.source_url ? ` (${e.data.source_url}:${e.data.line ?? '?'})` : ''))
+        (mappedTop(e.data.stack_trace) ?? (e.data.source_url ? ` (${exceptionLocation(e.data)})` : ''))
       )
     case 'network_request':
       return `${e.data.method} ${e.data.url ?? ''}${e.data.is_redirect ? ` (redirect from ${e.data.redirect_url ?? '?'})` : ''}`

@@ -1,5 +1,6 @@
 // The event model: categories, per-type schemas, envelope, validators. Imports nothing of ours.
 export * from './common.js'
+export * from './location.js'
 export * from './types.js'
 export * from './vitals.js'
 export * from './validate.js'

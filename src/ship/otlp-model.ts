@@ -198,7 +198,9 @@ export function attributesOf(env: Envelope): Attributes {
     set('exception.message', data.text)
     set('exception.stacktrace', formatStack(data.stack_trace))
     set('code.filepath', data.source_url)
-    set('code.lineno', num(data.line))
+    // 1-based, as the semantic conventions and every reader count lines (the event is CDP's 0-based).
+    const line = num(data.line)
+    set('code.lineno', line === undefined ? undefined : line + 1)
   }
   if (type === 'console_log') set('log.level', data.level)
   if (type === 'cdp_command' || type === 'cdp_connect' || type === 'cdp_disconnect') {

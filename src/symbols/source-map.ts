@@ -202,16 +202,23 @@ function checkSlice(slice: string, at: number, room: number, sums: number[]): nu
 export function originalAt(map: ParsedMap, line: number, column: number): OriginalPosition | undefined {
   if (line < 0 || column < 0) return undefined
   const o = originalPositionFor(map.trace, { line: line + 1, column })
-  if (o.source === null || o.line === null || o.column === null) return undefined
+  // A map can be well-formed VLQ and still point nowhere (a source index past `sources`, a negative
+  // line): such a position is no position, and must not make the event invalid.
+  if (typeof o.source !== 'string' || o.line === null || o.column === null || o.line < 1 || o.column < 0)
+    return undefined
   const out: OriginalPosition = { source: o.source, line: o.line, column: o.column + 1 }
   if (o.name) out.name = o.name
   return out
 }
 
-/** The name the map gives the token at a generated position (0-based), if any. */
+/**
+ * The name the map gives the token that starts at a generated position (0-based), if any. Only a
+ * segment at that very column names it: the nearest one before it names some earlier token.
+ */
 export function nameAt(map: ParsedMap, line: number, column: number): string | undefined {
   if (line < 0 || column < 0) return undefined
   const seg = traceSegment(map.trace, line, column)
-  if (!seg || seg.length !== 5) return undefined
-  return map.trace.names[seg[4]]
+  if (!seg || seg.length !== 5 || seg[0] !== column) return undefined
+  const name = map.trace.names[seg[4]]
+  return typeof name === 'string' ? name : undefined
 }

@@ -2,6 +2,7 @@
 // stack, click position, raw JSON). Redacted values are shown as redactions, never as data.
 import { useState } from 'preact/hooks'
 import type { StackTrace } from '../events/index.js'
+import { exceptionLocation } from '../events/location.js'
 import {
   commandSummary,
   dataOf,
@@ -422,9 +423,7 @@ export function Details({
             </section>
           ) : null}
           {e.event.type === 'console_error' && typeof d.source_url === 'string' ? (
-            <p>
-              at {d.source_url}:{String(d.line ?? '?')}:{String(d.column ?? '?')}
-            </p>
+            <p>at {exceptionLocation(d as { source_url: string; line?: number; column?: number })}</p>
           ) : null}
           <Stack stack={d.stack_trace as StackTrace | undefined} />
           {e.event.type === 'perf_trace_recorded' && d.outcome === 'recorded' && onPerfTrace ? (
