@@ -60,9 +60,7 @@ interface ScriptTiming {
   forcedStyleAndLayoutDuration?: number
   pauseDuration?: number
 }
-interface FrameTiming {
-  startTime: number
-  duration: number
+interface FrameTiming extends PerformanceEntry {
   blockingDuration?: number
   renderStart?: number
   styleAndLayoutStart?: number
@@ -240,7 +238,7 @@ export function installVitalsAgent(
           dropped++
           continue
         }
-        const e = entry as unknown as FrameTiming
+        const e = entry as FrameTiming
         const scripts = [...(e.scripts ?? [])].sort((x, y) => y.duration - x.duration).slice(0, 5)
         frames.push({
           start_time: origin + e.startTime,

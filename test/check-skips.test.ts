@@ -51,8 +51,8 @@ async function results(t: Test, files: Record<string, string>) {
 t.test('a todo test that is not allowed is listed and fails the run', async t => {
   const dir = await results(t, {
     'test/a.test.ts': `
-      t.test('runs', async t => { t.pass('fine') })
-      t.test('comes later', { todo: 'not written yet' }, async t => { t.pass('never run') })
+      t.test('runs', async t => { t.equal(1 + 1, 2, 'fine') })
+      t.test('comes later', { todo: 'not written yet' }, async t => { t.equal(1 + 1, 2, 'never run') })
       t.todo('a bare todo')`,
   })
   const r = await run(script, dir)
@@ -87,7 +87,7 @@ t.test('allow-listed: listed, the run passes; as a todo it is allowed the same w
     const dir = await results(t, {
       [ALLOWED_FILE]: `
         t.test(${JSON.stringify(ALLOWED_NAME)}, { ${mark}: 'opt-in' }, async () => {})
-        t.test('runs', async t => { t.pass('fine') })`,
+        t.test('runs', async t => { t.equal(1 + 1, 2, 'fine') })`,
     })
     const r = await run(script, dir)
     t.equal(r.code, 0, `${mark}: exit code`)
@@ -99,7 +99,7 @@ t.test('allow-listed: listed, the run passes; as a todo it is allowed the same w
 })
 
 t.test('nothing skipped: zero listed, the run passes', async t => {
-  const dir = await results(t, { 'test/c.test.ts': `t.test('runs', async t => { t.pass('fine') })` })
+  const dir = await results(t, { 'test/c.test.ts': `t.test('runs', async t => { t.equal(1 + 1, 2, 'fine') })` })
   const r = await run(script, dir)
   t.same({ code: r.code, stdout: r.stdout.trim() }, { code: 0, stdout: 'skipped or todo tests: 0' })
 })

@@ -713,7 +713,11 @@ t.test('session viewer against a recorded session', async t => {
       firstAtOrAfter.seq,
       { timeout: 5000 },
     )
-    t.pass(`jumped to seq ${firstAtOrAfter.seq}`)
+    t.equal(
+      await page.textContent('#list-all [aria-selected="true"] .c-seq'),
+      String(firstAtOrAfter.seq),
+      'jumped to the first event at or after the time',
+    )
     await page.fill('#jump', 'not a time')
     await page.click('.jump button[type=submit]')
     await page.waitForSelector('[role=alert]:has-text("Cannot read")')
@@ -767,7 +771,11 @@ t.test('session viewer against a recorded session', async t => {
     // Select step 3: the player shows its start, the other panels only its time.
     await p.click('#list-agent [data-key="step:S3"] .a-title')
     await p.waitForSelector('section.player[data-frame-id="4"]', { timeout: 10_000 })
-    t.pass('the player shows the frame at the start of step 3')
+    t.equal(
+      await p.getAttribute('section.player', 'data-frame-id'),
+      '4',
+      'the player shows the frame at the start of step 3',
+    )
     await p.waitForSelector('#span-filter')
     t.match(p.url(), /sel=step%3AS3&from=\d+&to=\d+/, 'the selection and its span are in the deep link')
     await p.click('#tab-console')
@@ -779,7 +787,7 @@ t.test('session viewer against a recorded session', async t => {
     )
     await p.click('#clear-span')
     await p.waitForFunction(() => document.getElementById('row-count')?.getAttribute('data-count') === '11')
-    t.pass('Show all: every console line again')
+    t.equal(await p.getAttribute('#row-count', 'data-count'), '11', 'Show all: every console line again')
     // Open step 5 and its nested step: the actions with their titles; an action narrows to its effects window.
     await p.click('#tab-agent')
     await p.click('#list-agent [data-toggle="step:S5"]')

@@ -1,4 +1,4 @@
-// Issue 14's heavy local page: 20 stylesheets, 40 scripts, 30 images, 30 fetched JSON files, 300
+// A heavy local page, as a busy real site loads: 20 stylesheets, 40 scripts, 30 images, 30 fetched JSON files, 300
 // console lines, two layout shifts and a 30 ms long task. Shared by bench/overhead.ts (what watching
 // costs) and test/heavy-page-complete.test.ts (normal-site activity is never shed or capped).
 import type { IncomingMessage, ServerResponse } from 'node:http'
