@@ -14,10 +14,20 @@ const MAX_CAUSE_CHARS = 16 * 1024
 export const CAUSE_TIMEOUT_MS = 1000
 
 /**
- * Runs in the page on the error: the chain of `cause` own data properties (never a getter, so page
- * code does not run), each as its stack text, or JSON / String for a value that is not an Error.
+ * Runs in the page on the error: its own `stack` when asked for (an error-like object's), and the
+ * chain of `cause` own data properties, each as its stack text, or JSON / String for a value that
+ * is not an Error. Own properties only, and no getter but V8's own, so page code does not run.
  */
-const READ_CAUSES = `function (maxDepth, maxChars) {
+const READ_ERROR = `function (maxDepth, maxChars, own) {
+  let stack
+  if (own) {
+    const d = Object.getOwnPropertyDescriptor(this, 'stack')
+    let v = d && d.value
+    // Error.captureStackTrace installs V8's own accessor; a getter of the page's is never called.
+    if (d && typeof d.get === 'function' && /\\{\\s*\\[native code\\]\\s*\\}$/.test(Function.prototype.toString.call(d.get)))
+      try { v = d.get.call(this) } catch (_) {}
+    if (typeof v === 'string') stack = v.slice(0, maxChars)
+  }
   const out = []
   const seen = new Set([this])
   let e = this
@@ -35,7 +45,7 @@ const READ_CAUSES = `function (maxDepth, maxChars) {
     }
     out.push(String(text).slice(0, maxChars))
   }
-  return out
+  return { stack, causes: out }
 }`
 
 /** Whether a thrown or logged value is an error whose preview shows (or may hide) a `cause`. */
@@ -45,24 +55,50 @@ export function mayHaveCause(obj: Protocol.Runtime.RemoteObject | undefined): ob
   return !p || p.overflow || p.properties.some(prop => prop.name === 'cause')
 }
 
-/** The error's causes as a chain of stack entries (undefined: none, or the page did not answer in time). */
-export async function readCauses(
+/**
+ * An object that is not an Error but carries the stack of one: an error class of a library's own
+ * (js-yaml's YAMLException copies `new Error().stack`). Its frames need one call to read.
+ */
+export function isErrorLike(obj: Protocol.Runtime.RemoteObject | undefined): obj is Protocol.Runtime.RemoteObject {
+  if (!obj || obj.type !== 'object' || obj.subtype !== undefined || !obj.objectId) return false
+  return obj.preview?.properties.some(p => p.name === 'stack' && p.type === 'string') === true
+}
+
+/** `name: message` of an error-like object as its preview shows them (undefined: it shows neither). */
+export function errorLikeTitle(obj: Protocol.Runtime.RemoteObject): string | undefined {
+  const prop = (n: string) => obj.preview?.properties.find(p => p.name === n && p.type === 'string')?.value
+  const name = prop('name')
+  const message = prop('message')
+  return name && message ? `${name}: ${message}` : (name ?? message)
+}
+
+/**
+ * One call on the logged or thrown value: its own stack text (with `own`, for an error-like
+ * object) and its causes as a chain of stack entries. Empty when the page did not answer in time.
+ */
+export async function readError(
   session: TargetSession,
   obj: Protocol.Runtime.RemoteObject,
-): Promise<StackTrace | undefined> {
+  own: boolean,
+): Promise<{ stack?: string; causes?: StackTrace }> {
   const r = await withTimeout(
     session.sendMayFail('Runtime.callFunctionOn', {
       objectId: obj.objectId!,
-      functionDeclaration: READ_CAUSES,
-      arguments: [{ value: MAX_CAUSES }, { value: MAX_CAUSE_CHARS }],
+      functionDeclaration: READ_ERROR,
+      arguments: [{ value: MAX_CAUSES }, { value: MAX_CAUSE_CHARS }, { value: own }],
       returnByValue: true,
       silent: true,
     }),
     CAUSE_TIMEOUT_MS,
   ).catch(() => undefined)
-  const texts = r?.result.value as unknown
-  if (!Array.isArray(texts) || texts.length === 0) return undefined
-  return causeChain(texts.filter((t): t is string => typeof t === 'string'))
+  const v = r?.result.value as { stack?: unknown; causes?: unknown } | undefined
+  const out: { stack?: string; causes?: StackTrace } = {}
+  if (typeof v?.stack === 'string') out.stack = v.stack
+  if (Array.isArray(v?.causes) && v.causes.length > 0) {
+    const causes = causeChain(v.causes.filter((t): t is string => typeof t === 'string'))
+    if (causes) out.causes = causes
+  }
+  return out
 }
 
 /** Stack entries for cause texts, outermost cause first: `cause: <message>` and its parsed frames. */

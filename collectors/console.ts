@@ -20,7 +20,7 @@ import {
   type StackTrace,
   type TargetSession,
 } from '../src/collector-kit.js'
-import { mayHaveCause, parseV8Stack, readCauses, withCauses } from './console-cause.js'
+import { errorLikeTitle, isErrorLike, mayHaveCause, parseV8Stack, readError, withCauses } from './console-cause.js'
 import { cutChars, errorMessage, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 import { browserLoader } from './sourcemap-loader.js'
 
@@ -64,14 +64,18 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
           void waiting.shift()
         }
       }
-      const push: Push = (e, cause, causesAt) => {
-        if (waiting.length === 0 && !cause) return deliver(e)
+      const push: Push = (e, read) => {
+        if (waiting.length === 0 && !read) return deliver(e)
         const item =
-          cause && waiting.length < MAX_WAITING
-            ? readCauses(session, cause).then(
-                c => {
+          read && waiting.length < MAX_WAITING
+            ? readError(session, read.obj, read.own !== undefined).then(
+                r => {
                   const data = e.data as { stack_trace?: StackTrace }
-                  const stack = withCauses(data.stack_trace, c, causesAt)
+                  let stack = data.stack_trace
+                  let causesAt = read.causesAt
+                  const own = read.own && r.stack ? loggedError(r.stack, read.own) : undefined
+                  if (own) [stack, causesAt] = [own, 1]
+                  stack = withCauses(stack, r.causes, causesAt)
                   if (stack) data.stack_trace = stack
                   return e
                 },
@@ -88,24 +92,34 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
   }
 }
 
-type Push = (e: Console, cause: Protocol.Runtime.RemoteObject | undefined, causesAt?: number) => void
+/** What one call reads of the logged or thrown value: its causes, and for an error-like object its stack. */
+interface ErrorRead {
+  obj: Protocol.Runtime.RemoteObject
+  /** Causes go after this many entries (default: after the last). */
+  causesAt?: number
+  /** Set: the value's own stack is read too, and comes first (see loggedError). */
+  own?: ConsoleCall
+}
+type Push = (e: Console, read?: ErrorRead) => void
+
+/** A console call with an error argument: the call site, the method and the title of the error. */
+interface ConsoleCall {
+  callSite: StackTrace | undefined
+  method: string
+  title?: string
+}
 
 /**
  * The stack of a logged error: where it was made comes first (what a reader asks of a
  * `catch (e) { console.error(e) }`), then the console call site as the next entry (`console.error`).
- * Its frames are parsed from the error's own stack text, which Chromium sends as its description.
+ * Its frames are parsed from the error's own stack text (an Error's description, as Chromium sends
+ * it; an error-like object's `stack`, read in the page). Undefined when the text has no frames.
  */
-function loggedError(
-  err: Protocol.Runtime.RemoteObject | undefined,
-  callSite: StackTrace | undefined,
-  method: string,
-): StackTrace | undefined {
-  const text = err?.description
-  if (!text) return callSite
+function loggedError(text: string, call: ConsoleCall): StackTrace | undefined {
   const frames = parseV8Stack(text)
-  if (frames.length === 0) return callSite
-  const own: StackTrace = { description: errorMessage(text).split('\n')[0]!, callFrames: frames }
-  if (callSite) own.parent = { ...callSite, description: `console.${method}` }
+  if (frames.length === 0) return undefined
+  const own: StackTrace = { description: call.title ?? errorMessage(text).split('\n')[0]!, callFrames: frames }
+  if (call.callSite) own.parent = { ...call.callSite, description: `console.${call.method}` }
   return own
 }
 
@@ -121,22 +135,31 @@ function onConsoleCall(
   const callSite = stackTraceOf(p.stackTrace)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
   const truncated = cut || undefined
-  // The first error argument (console.error(err), console.warn(err)): its own stack and its causes.
-  const cause = p.args.find(a => a.subtype === 'error')
-  const withOwn = p.type === 'error' || isMappable('console_log', { level: p.type, stack_trace: callSite })
-  const stack = withOwn ? loggedError(cause, callSite, p.type) : callSite
-  // The causes follow the error they belong to, ahead of the console call site.
-  const causesAt = stack !== callSite ? 1 : undefined
+  // The first error argument (console.error(err), console.warn(err)): its own stack and its causes;
+  // else the first error-like object, whose stack takes one call to read.
+  const withStack = p.type === 'error' || isMappable('console_log', { level: p.type, stack_trace: callSite })
+  const err = p.args.find(a => a.subtype === 'error')
+  const errorLike = withStack && !err ? p.args.find(isErrorLike) : undefined
+  const call: ConsoleCall = { callSite, method: p.type }
+  const own = withStack && err?.description ? loggedError(err.description, call) : undefined
+  const stack = own ?? callSite
+  let read: ErrorRead | undefined
+  if (errorLike) {
+    const title = errorLikeTitle(errorLike)
+    read = { obj: errorLike, own: title ? { ...call, title } : call }
+  } else if (withStack && mayHaveCause(err)) {
+    // The causes follow the error they belong to, ahead of the console call site.
+    read = { obj: err, causesAt: own ? 1 : undefined }
+  }
   // Built on the fresh context object (types.ts: no spread); field order as before.
   if (p.type === 'error') {
     const data: EventData<'console_error'> = Object.assign(ctx, { text, level: 'error' as const, args })
     if (stack) data.stack_trace = stack
-    push({ type: 'console_error', data, source, truncated }, mayHaveCause(cause) ? cause : undefined, causesAt)
+    push({ type: 'console_error', data, source, truncated }, read)
   } else {
     const data: EventData<'console_log'> = Object.assign(ctx, { level: p.type, text, args })
     if (stack) data.stack_trace = stack
-    const withStack = isMappable('console_log', data) && mayHaveCause(cause)
-    push({ type: 'console_log', data, source, truncated }, withStack ? cause : undefined, causesAt)
+    push({ type: 'console_log', data, source, truncated }, read)
   }
 }
 
@@ -165,6 +188,6 @@ function onException(
       source: { kind: 'cdp', event: 'Runtime.exceptionThrown' },
       truncated: data.text !== text || undefined,
     },
-    mayHaveCause(d.exception) ? d.exception : undefined,
+    mayHaveCause(d.exception) ? { obj: d.exception } : undefined,
   )
 }

@@ -23,6 +23,11 @@ function loadSpec() {
   try { makeSpec() } catch (e) { console.error(e) }
 }
 loadSpec()
+function YamlError(reason) { this.name = 'YAMLException'; this.message = reason; Error.captureStackTrace(this, YamlError) }
+YamlError.prototype = Object.create(Error.prototype)
+function parseYaml() { throw new YamlError('bad indent') }
+function loadYaml() { try { parseYaml() } catch (e) { console.error(e) } }
+loadYaml()
 </script>`,
     '/throws': `<script>
 function boom() { throw new Error('boom') }
@@ -79,6 +84,12 @@ Promise.reject(new TypeError('nope'))
   // console.error(e) in a catch: where the error was made first, where it was logged second.
   await h.navigate(page, `${server.url}logged`)
   const logged = await h.waitEvent('console_error', e => e.data.nav_seq === page.context().nav_seq)
+  // An error class of a library's own (js-yaml's, its stack from Error.captureStackTrace): not an
+  // Error, but it carries the stack of one.
+  const likeError = await h.waitEvent(
+    'console_error',
+    e => e.data.nav_seq === page.context().nav_seq && e.seq !== logged.seq,
+  )
   const where = (st: typeof logged.data.stack_trace) => {
     const out: string[] = []
     for (let s = st; s; s = s.parent)
@@ -94,6 +105,11 @@ Promise.reject(new TypeError('nope'))
       'console.error: loadSpec@3:41 @5:0',
     ],
     'the logged error own stack (0-based positions, as CDP gives them), then the console call site',
+  )
+  t.same(
+    where(likeError.data.stack_trace),
+    ['YAMLException: bad indent: parseYaml@8:29 loadYaml@9:28 @10:0', 'console.error: loadYaml@9:62 @10:0'],
+    "an error-like object's own stack, read in the page, then the call site",
   )
 
   await h.navigate(page, `${server.url}throws`)
