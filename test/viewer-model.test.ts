@@ -2,6 +2,7 @@
 // summaries, click-to-frame matching, filters and the deep-link round trip.
 import t from 'tap'
 import {
+  fmtRequestUrl,
   buildFrames,
   buildNavigations,
   LONG_FRAMES_DRAWN,
@@ -584,4 +585,14 @@ t.test('the Agent panel: ten steps first, setup last; opening, selection, filter
     [inSpan(5, { span: { from: 5, to: 0 } }), inSpan(4, { span: { from: 5, to: 0 } }), inSpan(9, {})],
     [true, false, true],
   )
+})
+
+t.test("the network list's URL column: the path and query on the page's own origin", async t => {
+  const page = 'http://127.0.0.1:8080/swagger/'
+  t.equal(fmtRequestUrl('http://127.0.0.1:8080/swagger/dist/app.js?v=2', page), '/swagger/dist/app.js?v=2')
+  t.equal(fmtRequestUrl('https://cdn.example/lib.js', page), 'cdn.example/lib.js', 'another origin keeps its host')
+  t.equal(fmtRequestUrl('http://127.0.0.1:8080/a', undefined), '127.0.0.1:8080/a', 'no document: the host too')
+  const data = `data:image/svg+xml;charset=utf-8,${'<svg>'.repeat(100)}`
+  t.equal(fmtRequestUrl(data, page), `${data.slice(0, 48)}…`, 'a data: URL cut to its start')
+  t.equal(fmtRequestUrl('blob:http://127.0.0.1:8080/1234', page), 'blob:http://127.0.0.1:8080/1234')
 })

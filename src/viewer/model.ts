@@ -62,5 +62,5 @@ export {
   type NavRow,
   type Row,
 } from './model/rows.js'
-export { fmtBytes, fmtTime, hasRedaction, isRedacted } from './model/format.js'
+export { fmtBytes, fmtRequestUrl, fmtTime, hasRedaction, isRedacted } from './model/format.js'
 export { hasOriginalFrames, stackLines, type StackLine } from './model/stack.js'

@@ -7,6 +7,7 @@ import {
   commandSummary,
   dataOf,
   fmtBytes,
+  fmtRequestUrl,
   fmtTime,
   gapLabel,
   netSummary,
@@ -186,7 +187,7 @@ export function RowView({
           <span class="c-method">{s.method}</span>
           <span class="c-status">{s.status ?? (s.error ? 'failed' : '…')}</span>
           <span class="c-url" title={s.url}>
-            {s.url}
+            {fmtRequestUrl(s.url, s.documentUrl)}
           </span>
           <span class="c-mime">{s.mime ?? s.error ?? ''}</span>
           <span class="c-size">{fmtBytes(s.size)}</span>

@@ -38,6 +38,8 @@ export function joinNetwork(events: readonly Envelope[]): NetRow[] {
 
 export interface NetSummary {
   url: string
+  /** The document that made the request (its origin is dropped from the list's URL column). */
+  documentUrl?: string
   method: string
   status?: number
   mime?: string
@@ -57,6 +59,7 @@ export function netSummary(r: NetRow): NetSummary {
   const body = res?.body
   return {
     url: req?.url ?? res?.url ?? fail?.url ?? '',
+    ...(req?.document_url !== undefined ? { documentUrl: req.document_url } : {}),
     method: req?.method ?? res?.method ?? 'GET',
     status: res?.status ?? inc?.status ?? r.redirectStatus,
     mime: res?.mime_type ?? inc?.mime_type,
