@@ -2,7 +2,7 @@
 // network_response data built from CDP payloads (no session, no timers: tested without a browser).
 import { STATUS_CODES } from 'node:http'
 import type { Protocol } from 'devtools-protocol'
-import { headerValue, type Bounds, type Context, type EventData } from '../src/collector-kit.js'
+import { headerValue, type Bounds, type Context, type EventData, type TargetSession } from '../src/collector-kit.js'
 import type { CutBody } from './network-body.js'
 
 export interface ResponseRecord {
@@ -26,6 +26,17 @@ export interface TrackedRequest {
   cut?: boolean
   /** Set while this request's network_request waits for its body (Network.getRequestPostData). */
   emitted?: Promise<void>
+  /** The session that continued this request when it is not the one that started it (its body is there). */
+  via?: TargetSession
+}
+
+/**
+ * A worker's main script as its page's session reports it: a script request that starts a global
+ * scope of its own (its document is the script itself) and belongs to no document loader. Chromium
+ * reports the rest of it in the worker's session.
+ */
+export function startsWorker(p: Protocol.Network.RequestWillBeSentEvent): boolean {
+  return p.type === 'Script' && !p.loaderId && p.documentURL === p.request.url
 }
 
 /** Estimated bytes of one table entry (strings dominate; 200 for the object and small fields). */

@@ -2,14 +2,15 @@
 // network_response / network_response_incomplete / network_loading_failed, plus the computed
 // network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
-// a bounded number of Network.getResponseBody calls in total.
+// a bounded number of Network.getResponseBody calls in total. A request started in one session and
+// continued in another (a worker's script, an OOPIF's document) is joined to the session that
+// started it, so it tells one story.
 import type { Protocol } from 'devtools-protocol'
 import {
   Bounds,
   DEFAULT_BODY_MAX_BYTES,
   Disposer,
   systemClock,
-  withTimeout,
   type Clock,
   type Collector,
   type Detach,
@@ -18,18 +19,18 @@ import {
   type TargetSession,
   type TimerHandle,
 } from '../src/collector-kit.js'
-import { BodyFetchQueue, cutBody, isTextMime, postDataText, type CutBody } from './network-body.js'
+import { BodyFetchQueue, cutBody, type CutBody } from './network-body.js'
+import { BodyFetches } from './network-fetch.js'
 import { NetworkIdleRule, NETWORK_QUIET_MS } from './network-idle.js'
 import { RequestTable } from './network-requests.js'
 import { attachSocketEvents } from './network-sockets.js'
 import {
   entryBytes,
-  headerText,
+  startsWorker,
   incompleteData,
   requestData,
   responseData,
   withRequest,
-  type ResponseRecord,
   type TrackedRequest,
 } from './network-events.js'
 
@@ -84,13 +85,15 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
   // The navigation each page last reported network_idle for, across attaches: the category switched
   // off and on again within one navigation must not report that navigation idle twice.
   const idleReported = new WeakMap<TargetSession, number>()
+  // Every attached session's requests: where a request continued in another session is found.
+  const live = new Set<TargetRequests>()
   return {
     name: 'network',
     // Network (maxPostDataSize: the body cap, so Chromium inlines request bodies up to it) and Page
     // are enabled by the monitor's capture plan.
     category: 'network',
     attach(session: TargetSession, emit: Emit): Detach {
-      const tracker = new TargetRequests(session, emit, settings, bodies, idleReported)
+      const tracker = new TargetRequests(session, emit, settings, bodies, idleReported, live)
       const listeners = new Disposer()
       listeners.add(() => tracker.dispose())
       listeners.add(session.on('Network.requestWillBeSent', p => tracker.onRequest(p)))
@@ -113,17 +116,19 @@ class TargetRequests {
   readonly isPage: boolean
   private readonly requests: RequestTable<TrackedRequest>
   private readonly idle: NetworkIdleRule | undefined
-  /** Groups this session's queued body fetches so dispose() can cancel them. */
-  private readonly owner = {}
+  private readonly fetches: BodyFetches
   private disposed = false
 
   constructor(
     private readonly session: TargetSession,
     private readonly emit: Emit,
     private readonly settings: NetworkSettings,
-    private readonly bodies: BodyFetchQueue,
+    bodies: BodyFetchQueue,
     private readonly idleReported: WeakMap<TargetSession, number>,
+    private readonly live: Set<TargetRequests>,
   ) {
+    live.add(this)
+    this.fetches = new BodyFetches(session, settings, bodies)
     this.isPage = session.targetType === 'page'
     this.idle = this.isPage ? this.idleRule() : undefined
     this.requests = new RequestTable<TrackedRequest>({
@@ -168,7 +173,32 @@ class TargetRequests {
     )
   }
 
+  /**
+   * The tracker whose table holds the request: this one, or the one of the session that started it.
+   * Chromium reports a worker's script start in the page's session and the rest in the worker's
+   * (shared workers included), an OOPIF's document start and response in the page's and its end in
+   * the frame's; the request id is the same in all of them (ids are unique across a browser's sessions).
+   */
+  private ownerOf(requestId: string): TargetRequests {
+    if (this.knows(requestId)) return this
+    for (const t of this.live) if (t !== this && t.knows(requestId)) return t
+    return this
+  }
+  private knows(requestId: string): boolean {
+    return this.requests.get(requestId) !== undefined || this.endedByNavigation.has(requestId)
+  }
+  /** The session an event came from, when it is not the owner's: its later events and body are there. */
+  private joinedFrom(owner: TargetRequests): TargetSession | undefined {
+    return owner === this ? undefined : this.session
+  }
+
   onRequest(p: Protocol.Network.RequestWillBeSentEvent): void {
+    // A redirect hop continues the request wherever it started.
+    const owner = p.redirectResponse ? this.ownerOf(p.requestId) : this
+    owner.request(p, this.joinedFrom(owner))
+  }
+
+  private request(p: Protocol.Network.RequestWillBeSentEvent, via: TargetSession | undefined): void {
     const previous = this.requests.get(p.requestId)
     let cut = false
     const onCut = () => {
@@ -181,8 +211,11 @@ class TargetRequests {
     if (p.frameId) req.frameId = p.frameId
     if (p.loaderId) req.loaderId = p.loaderId
     if (p.type) req.resourceType = p.type
+    if (via ?? previous?.via) req.via = via ?? previous?.via
     this.requests.set(p.requestId, req)
-    this.idle?.start(p.requestId) // a redirect hop keeps its id: still one request in flight
+    // A redirect hop keeps its id: still one request in flight. A worker's script ends only in the
+    // worker's session (or never, when the worker is ended before it starts): it cannot hold the page busy.
+    if (!startsWorker(p)) this.idle?.start(p.requestId)
     const data = requestData(this.settings.bounds, this.session.context(), p, req, previous, onCut)
     // Inline bodies are capped too (a form navigation's body comes whole, whatever maxPostDataSize says).
     const inline =
@@ -204,7 +237,7 @@ class TargetRequests {
         ...(truncated ? { truncated: true } : {}),
       })
     }
-    const fetch = this.wantsPostData(p)
+    const fetch = this.fetches.wantsPostData(p)
     if (!fetch && !previous?.emitted) {
       send(undefined)
       return
@@ -216,7 +249,7 @@ class TargetRequests {
         return
       }
       return new Promise<void>(done =>
-        this.fetchPostData(p, body => {
+        this.fetches.postData(p, body => {
           send(body)
           done()
         }),
@@ -225,6 +258,11 @@ class TargetRequests {
   }
 
   onResponse(p: Protocol.Network.ResponseReceivedEvent): void {
+    const owner = this.ownerOf(p.requestId)
+    owner.response(p, this.joinedFrom(owner))
+  }
+
+  private response(p: Protocol.Network.ResponseReceivedEvent, via: TargetSession | undefined): void {
     let req = this.requests.get(p.requestId)
     if (!req) {
       // Started before we attached: we missed requestWillBeSent, but the response tells enough.
@@ -248,6 +286,7 @@ class TargetRequests {
     }
     req.response.cut = cut
     req.resourceType ??= p.type
+    if (via) req.via = via
     this.requests.set(p.requestId, req) // re-measured with its response
     this.armSweep()
   }
@@ -292,12 +331,19 @@ class TargetRequests {
   }
 
   onFinished(p: Protocol.Network.LoadingFinishedEvent): void {
-    if (this.endedByNavigation.delete(p.requestId)) return this.idle?.done(p.requestId)
-    this.afterRequest(p.requestId, () => this.finished(p))
+    const owner = this.ownerOf(p.requestId)
+    owner.end(p.requestId, this.joinedFrom(owner), () => owner.finished(p))
   }
   onFailed(p: Protocol.Network.LoadingFailedEvent): void {
-    if (this.endedByNavigation.delete(p.requestId)) return this.idle?.done(p.requestId)
-    this.afterRequest(p.requestId, () => this.failed(p))
+    const owner = this.ownerOf(p.requestId)
+    owner.end(p.requestId, this.joinedFrom(owner), () => owner.failed(p))
+  }
+
+  private end(requestId: string, via: TargetSession | undefined, handle: () => void): void {
+    if (this.endedByNavigation.delete(requestId)) return this.idle?.done(requestId)
+    const req = this.requests.get(requestId)
+    if (req && via) req.via = via
+    this.afterRequest(requestId, handle)
   }
 
   /** A request whose network_request still waits for its body is ended after it, in order. */
@@ -332,7 +378,7 @@ class TargetRequests {
       })
       this.idle?.done(p.requestId)
     }
-    if (this.wantsBody(response)) this.fetchBody(p.requestId, respond)
+    if (this.fetches.wantsBody(response)) this.fetches.responseBody(p.requestId, req.via ?? this.session, respond)
     else respond(undefined)
   }
 
@@ -375,79 +421,28 @@ class TargetRequests {
   /** Requests ended by the last navigation: a late loadingFinished/loadingFailed of theirs is not a second end. */
   private readonly endedByNavigation = new Set<string>()
 
+  /** A session that continued some of this table's requests went away: they cannot end any more. */
+  private endJoined(via: TargetSession): void {
+    if (this.disposed) return
+    for (const [id, req] of this.requests.entries()) {
+      if (req.via !== via) continue
+      this.incomplete(id, req, 'detached')
+      this.requests.delete(id)
+      this.idle?.done(id)
+    }
+    this.disarmSweep()
+  }
+
   dispose(): void {
     if (this.disposed) return
+    this.live.delete(this)
+    for (const t of this.live) t.endJoined(this.session)
     // Requests whose headers came but whose body never will: their status is not lost.
     for (const [id, req] of this.requests.entries()) this.incomplete(id, req, 'detached')
     this.disposed = true
     if (this.sweepTimer !== undefined) this.settings.clock.clear(this.sweepTimer)
     this.idle?.dispose()
     this.requests.clear()
-    this.bodies.cancelOwner(this.owner)
-  }
-
-  private wantsBody(response: ResponseRecord): boolean {
-    return (
-      this.settings.bodyMaxBytes > 0 &&
-      isTextMime(response.mimeType) &&
-      !this.disposed &&
-      this.settings.isEnabled?.() !== false
-    )
-  }
-
-  /**
-   * Chromium inlines a request body only up to maxPostDataSize and only when it is plain bytes: a
-   * big form, a multipart upload or a long JSON body says hasPostData and must be fetched.
-   */
-  private wantsPostData(p: Protocol.Network.RequestWillBeSentEvent): boolean {
-    const partial = p.request.postDataEntries?.some(e => e.bytes === undefined) === true
-    return (
-      p.request.hasPostData === true &&
-      (p.request.postData === undefined || partial) &&
-      this.settings.bodyMaxBytes > 0 &&
-      this.settings.isEnabled?.() !== false
-    )
-  }
-
-  /** Network.getResponseBody, cut to the cap. Evicted from Chromium's buffer, redirected or target gone: no body, nothing else lost. */
-  private fetchBody(requestId: string, respond: (body: CutBody | undefined) => void): void {
-    const { bodyMaxBytes } = this.settings
-    this.queueFetch(
-      () =>
-        this.session
-          .sendMayFail('Network.getResponseBody', { requestId })
-          .then(r => r && cutBody(r.body, r.base64Encoded, bodyMaxBytes)),
-      respond,
-    )
-  }
-
-  /** Network.getRequestPostData, as text (multipart binary parts summarised). The request may be gone from Chromium's memory: best effort. */
-  private fetchPostData(
-    p: Protocol.Network.RequestWillBeSentEvent,
-    respond: (body: CutBody | undefined) => void,
-  ): void {
-    const contentType = headerText(p.request.headers, 'content-type')
-    const { bodyMaxBytes } = this.settings
-    this.queueFetch(
-      () =>
-        this.session
-          .sendMayFail('Network.getRequestPostData', { requestId: p.requestId })
-          .then(r => r && postDataText(r.postData, r.base64Encoded, contentType, bodyMaxBytes)),
-      respond,
-    )
-  }
-
-  /**
-   * Runs a body fetch in the shared queue; `respond` gets the body, or undefined when it cannot be
-   * had (queue full, failed, slower than bodyTimeoutMs, session detached). The queue slot is freed
-   * when the fetch settles or times out, whichever is first.
-   */
-  private queueFetch(fetch: () => Promise<CutBody | undefined>, respond: (body: CutBody | undefined) => void): void {
-    const { bodyTimeoutMs, clock } = this.settings
-    this.bodies.submit({
-      owner: this.owner,
-      cancel: () => respond(undefined),
-      run: () => withTimeout(fetch(), bodyTimeoutMs, { timers: clock }).then(respond, () => respond(undefined)),
-    })
+    this.fetches.close()
   }
 }

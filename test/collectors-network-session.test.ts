@@ -253,3 +253,50 @@ t.test('network switched off and on within one navigation: that navigation is re
   )
   detachAgain()
 })
+
+t.test('a worker that goes away ends the requests it was answering, under the page; the idle is not held', async t => {
+  const timers = new FakeTimers()
+  const page = fakeSession()
+  const worker = fakeSession('worker', () => Promise.resolve({}), 'W1')
+  const rec = recorder()
+  const network = createNetworkCollector({ clock: timers })
+  await network.attach!(page.session, rec.emit)
+  const detachWorker = await network.attach!(worker.session, rec.emit)
+  t.equal(timers.pending, 1, 'idle armed at attach')
+  // The worker's script, as the page's session starts it; the worker's session answers it.
+  const script = {
+    ...request('script', 'blob:http://x/w'),
+    loaderId: '',
+    documentURL: 'blob:http://x/w',
+    type: 'Script',
+  }
+  page.fire('Network.requestWillBeSent', script)
+  t.equal(timers.pending, 1, "the worker's script does not hold the page's idle")
+  // A fetch of the page that the worker's session answers (the page counts it until its end).
+  page.fire('Network.requestWillBeSent', request('held'))
+  t.equal(timers.pending, 0, 'a request the page counts: idle waits')
+  worker.fire('Network.responseReceived', { ...response('script', 'text/javascript'), loaderId: '' })
+  worker.fire('Network.responseReceived', response('held'))
+  t.same(rec.types(), ['network_request', 'network_request'], 'no response yet: the bodies never came')
+  detachWorker()
+  t.same(
+    rec.events
+      .slice(2)
+      .map(e => [
+        e.type,
+        (e.data as { request_id: string }).request_id,
+        (e.data as { session_id: string }).session_id,
+        (e.data as { reason?: string }).reason,
+      ]),
+    [
+      ['network_response_incomplete', 'script', 'S1', 'detached'],
+      ['network_response_incomplete', 'held', 'S1', 'detached'],
+    ],
+    "both end with the worker, in the page's session where they started",
+  )
+  timers.advance(500)
+  t.equal(rec.types().at(-1), 'network_idle', 'nothing left that can complete: the page goes idle')
+  // A late end from a session that no longer knows the request is not a second end.
+  page.fire('Network.loadingFinished', { requestId: 'held', timestamp: 3, encodedDataLength: 1 })
+  t.equal(rec.events.length, 5)
+})

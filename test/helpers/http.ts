@@ -1,6 +1,8 @@
 // A local HTTP server for test pages, bound to 127.0.0.1 on a free port.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http'
+import { readFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
+import { extname, resolve } from 'node:path'
 import type { Test } from 'tap'
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void
@@ -12,7 +14,10 @@ export interface TestServer {
   route(path: string, h: Handler | string): void
 }
 
-/** Routes map a path (without query) to a handler or a literal HTML body. Unknown paths answer 404. */
+/**
+ * Routes map a path (without query) to a handler or a literal HTML body; a route ending in `/*`
+ * takes every path under it (the longest such prefix wins). Unknown paths answer 404.
+ */
 export async function startServer(t: Test, routes: Record<string, Handler | string> = {}): Promise<TestServer> {
   const table = new Map<string, Handler>()
   const route = (path: string, h: Handler | string) => {
@@ -29,7 +34,7 @@ export async function startServer(t: Test, routes: Record<string, Handler | stri
   for (const [p, h] of Object.entries(routes)) route(p, h)
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!
-    const h = table.get(path)
+    const h = table.get(path) ?? underPrefix(table, path)
     if (h) h(req, res)
     else {
       res.writeHead(404, { 'content-type': 'text/plain' })
@@ -46,6 +51,35 @@ export async function startServer(t: Test, routes: Record<string, Handler | stri
       }),
   )
   return { url: `http://127.0.0.1:${port}/`, origin: `http://127.0.0.1:${port}`, port, server, route }
+}
+
+function underPrefix(table: Map<string, Handler>, path: string): Handler | undefined {
+  for (let at = path.lastIndexOf('/'); at >= 0; at = path.lastIndexOf('/', at - 1)) {
+    const h = table.get(`${path.slice(0, at)}/*`)
+    if (h || at === 0) return h
+  }
+  return undefined
+}
+
+/** Files under `root` for a `<prefix>/*` route, with their content type (a path leaving root answers 404). */
+export function serveFiles(root: string, prefix: string, types: Record<string, string>): Handler {
+  return (req, res) => {
+    const rel = decodeURIComponent((req.url ?? '/').split('?')[0]!.slice(prefix.length))
+    const file = resolve(root, `.${rel}`)
+    if (!file.startsWith(`${resolve(root)}/`)) return notFound(res)
+    readFile(file).then(
+      body => {
+        res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' })
+        res.end(body)
+      },
+      () => notFound(res),
+    )
+  }
+}
+
+function notFound(res: ServerResponse): void {
+  res.writeHead(404, { 'content-type': 'text/plain' })
+  res.end('not found')
 }
 
 /** Resolves when predicate() is true, polling every few ms; fails after timeoutMs. */
