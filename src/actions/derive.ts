@@ -3,6 +3,7 @@
 // effects). ActionBuilder takes envelopes one at a time in seq order and keeps only a small record
 // of the ones that matter, so an export can feed it page by page; deriveActions is the one-call form.
 import type { Category, Envelope } from '../events/index.js'
+import { Redactor } from '../events/redact.js'
 import { groupStream, type Cmd, type Draft } from './group.js'
 import { isNamedKey, MODIFIER_KEYS, roleOf } from './methods.js'
 import type { Action, ActionEffects, ActionKind } from './types.js'
@@ -345,15 +346,37 @@ function countEffects(joins: Joins, list: readonly { d: Draft; a: Action }[], re
 
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`
 
-/** The title of a URL: its path (http), the URL itself (about:), else its scheme. */
+/** A navigation title's URL part at most (path and query), in characters; longer ones end in "…". */
+export const URL_TITLE_MAX = 120
+/** The URL rule the pipeline applies, applied again: a window may come from a bundle or an older daemon. */
+const urlRedactor = new Redactor()
+
+/**
+ * The title of a URL: its path and query (http, https, file), secrets in the query masked by the
+ * URL redaction rule, cut to URL_TITLE_MAX; the URL itself for about:, else its scheme. Without the
+ * query, one page of a single-page app opened with different parameters would read the same.
+ */
 export function pathOf(url: string): string {
   if (url.startsWith('about:')) return url
+  let u: URL
   try {
-    const u = new URL(url)
-    return u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'file:' ? u.pathname : `${u.protocol}…`
+    u = new URL(url)
   } catch {
     return '(unknown page)'
   }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:' && u.protocol !== 'file:') return `${u.protocol}…`
+  // The query as written (not re-encoded by URL), without the fragment.
+  const q = url.indexOf('?')
+  const hash = url.indexOf('#')
+  const query = q >= 0 && (hash < 0 || q < hash) ? url.slice(q, hash < 0 ? url.length : hash) : ''
+  return cut(u.pathname + (query.length > 1 ? `?${urlRedactor.params(query.slice(1))}` : ''), URL_TITLE_MAX)
+}
+
+/** `s` cut to at most `max` code points, the last one "…" when cut. */
+function cut(s: string, max: number): string {
+  if (s.length <= max) return s
+  const points = [...s]
+  return points.length <= max ? s : points.slice(0, max - 1).join('') + '…'
 }
 
 /** Kind and title, now that the page's reports are joined. */
