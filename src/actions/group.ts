@@ -20,9 +20,15 @@ export interface Cmd {
   step?: string
   failed: boolean
   inputType?: string
+  /** A fold of input events: the event types it holds. */
+  inputTypes?: string[]
   chars?: number
   key?: string
 }
+
+/** Whether a key or text command says what it did (older proxies recorded key events without it). */
+const described = (c: Cmd) =>
+  c.inputType !== undefined || c.inputTypes !== undefined || c.chars !== undefined || c.key !== undefined
 
 export type DraftKind = 'setup' | 'navigate' | 'mouse' | 'keys' | 'scroll' | 'screenshot' | 'evaluate' | 'other'
 
@@ -84,7 +90,7 @@ function push(d: Draft, c: Cmd): void {
     else if (c.inputType === 'mouseReleased' || c.inputType === 'touchEnd') d.releases++
     else if (c.inputType === 'mouseWheel') d.wheel = true
   } else if (c.role === 'key' || c.role === 'text') {
-    if (c.role === 'key' && c.inputType === undefined && c.chars === undefined && c.key === undefined) d.untyped++
+    if (c.role === 'key' && !described(c)) d.untyped++
     if (c.chars !== undefined && c.inputType !== 'keyUp') {
       d.chars += c.chars
       d.charsKnown = true
@@ -119,7 +125,7 @@ function continues(d: Draft, c: Cmd): boolean {
     case 'keys': {
       if (c.role === 'text') return d.named.length === 0
       if (c.role !== 'key') return false
-      const untyped = c.inputType === undefined && c.chars === undefined && c.key === undefined
+      const untyped = !described(c)
       if (untyped || d.untyped > 0) return untyped && d.untyped > 0
       // Key up, char: the stroke goes on. A key down: a new press, unless a modifier is held.
       if (c.inputType === 'keyUp' || c.inputType === 'char') return true
@@ -243,5 +249,41 @@ export function groupStream(cmds: readonly Cmd[]): Draft[] {
     out.push(current)
   }
   settle(undefined)
+  return joinTyping(out)
+}
+
+/** A draft of typed text: characters, with nothing but Shift among its keys (Shift+A types "A"). */
+export function isTyping(d: Draft): boolean {
+  return d.kind === 'keys' && d.untyped === 0 && d.charsKnown && d.named.every(k => k === 'Shift')
+}
+
+/**
+ * One typing run is one action: a draft of typed text that goes straight on from the previous one
+ * (a capital typed with Shift starts a draft of its own above) joins it, when nothing else of the
+ * stream came between, in the same step and no more than STROKE_GAP_US apart.
+ */
+function joinTyping(drafts: Draft[]): Draft[] {
+  const out: Draft[] = []
+  let last: Draft | undefined
+  for (const d of drafts) {
+    if (d.kind === 'setup') {
+      out.push(d)
+      continue
+    }
+    const first = d.cmds[0]!
+    if (
+      last &&
+      isTyping(last) &&
+      isTyping(d) &&
+      (first.role === 'key' || first.role === 'text') &&
+      sameStep(last.main, d.main) &&
+      d.start - last.end <= STROKE_GAP_US
+    ) {
+      for (const c of d.cmds) push(last, c)
+      continue
+    }
+    out.push(d)
+    last = d
+  }
   return out
 }
