@@ -4,6 +4,7 @@
 import t from 'tap'
 import { deriveActions, ActionBuilder, noEffects, roleOf, stepsOf, pathOf, type Action } from '../src/actions/index.js'
 import { at, SessionBuilder, shopSession as shop } from './helpers/agent-session.js'
+import { LOAD_MAX_US } from '../src/actions/page.js'
 
 const none = noEffects()
 const fx = (o: Partial<Action['effects']>) => ({ ...none, ...o })
@@ -356,9 +357,10 @@ t.test('two clients, two targets: streams are separate, effects stay on their ta
   )
   t.equal(
     actions[0]!.effects_end_ts,
-    at(19),
-    "the first client's navigate ends where the second client's setup of T1 starts",
+    at(14) + LOAD_MAX_US,
+    "the second client's setup of T1 does not end the first client's navigate while it loads (no settle: 30 s)",
   )
+  t.equal(actions[2]!.effects_end_ts, at(19), 'the setup has no window of its own then')
 })
 
 t.test('roles and titles of methods and URLs', async t => {

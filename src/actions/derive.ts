@@ -3,11 +3,12 @@
 // effects). ActionBuilder takes envelopes one at a time in seq order and keeps only a small record
 // of the ones that matter, so an export can feed it page by page; deriveActions is the one-call form.
 import type { Category, Envelope } from '../events/index.js'
+import { attemptOf, markAttempts } from './attempts.js'
 import { countEffects, noEffects } from './effects.js'
 import { groupStream, type Cmd, type Draft } from './group.js'
 import { joinInteractions, type Joins } from './join.js'
 import { roleOf } from './methods.js'
-import { pageRecord, type PageRec } from './page.js'
+import { LoadTimes, pageRecord, type PageRec } from './page.js'
 import { kindAndTitle } from './titles.js'
 import type { Action } from './types.js'
 
@@ -23,6 +24,8 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 export class ActionBuilder {
   private readonly cmds: Cmd[] = []
   private readonly page = new Map<string, PageRec[]>()
+  /** Failed steps whose error names an input call: step id -> error message. */
+  private readonly stepErrors = new Map<string, string>()
   /** One copy of each repeated string (connection, target, step ids, methods, selectors). */
   private readonly strings = new Map<string, string>()
   private records = 0
@@ -72,6 +75,15 @@ export class ActionBuilder {
       this.records++
       return
     }
+    if (ev.type === 'agent_step_finished') {
+      // Only a failed step whose error names an input call matters (attempts.ts).
+      const d = ev.data
+      if (d.outcome === 'error' && d.error_message !== undefined && attemptOf(d.error_message)) {
+        this.stepErrors.set(this.intern(d.step_id), d.error_message)
+        this.records++
+      }
+      return
+    }
     const d = ev.data as { target_id?: unknown }
     const target = str(d.target_id)
     if (target === undefined) return
@@ -97,10 +109,17 @@ export class ActionBuilder {
       if (!s) streams.set(key, (s = []))
       s.push(c)
     }
+    const loads = new Map<string, LoadTimes>()
+    const loadTimes = (target: string) => {
+      let l = loads.get(target)
+      if (!l) loads.set(target, (l = new LoadTimes(this.page.get(target) ?? [])))
+      return l
+    }
+    const loadedAt = (c: Cmd) => (c.target === undefined ? undefined : loadTimes(c.target).loadedAt(c.start, c.end))
     const drafts: Draft[] = []
     for (const s of streams.values()) {
       s.sort((a, b) => a.id - b.id || a.seq - b.seq)
-      drafts.push(...groupStream(s))
+      drafts.push(...markAttempts(groupStream(s, loadedAt), this.stepErrors))
     }
     const actions = drafts.map(d => ({ d, a: toAction(d) }))
     const joins: Joins = new Map()
@@ -116,7 +135,7 @@ export class ActionBuilder {
       list.sort((x, y) => x.a.start_ts - y.a.start_ts || x.a.command_seqs[0]! - y.a.command_seqs[0]!)
       const recs = this.page.get(target) ?? []
       joinInteractions(joins, list, recs)
-      countEffects(joins, list, recs)
+      countEffects(joins, list, recs, d => loadedAt(d.main))
     }
     for (const x of actions) settle(joins, x.d, x.a)
     return actions.map(x => x.a).sort((a, b) => a.start_ts - b.start_ts || a.command_seqs[0]! - b.command_seqs[0]!)
@@ -140,10 +159,11 @@ function toAction(d: Draft): Action {
     connection_id: d.conn,
     start_ts: d.start,
     end_ts: d.end,
-    outcome: d.cmds.some(c => c.failed) ? 'error' : 'ok',
+    outcome: d.attempt || d.cmds.some(c => c.failed) ? 'error' : 'ok',
     command_seqs: seqs,
     effects: noEffects(),
   }
+  if (d.attempt) a.error_message = d.attempt.error
   const step = stepOf(d)
   if (step !== undefined) a.step_id = step
   if (d.target !== undefined) a.target_id = d.target

@@ -16,13 +16,70 @@ export const noEffects = (): ActionEffects => ({
   crashed: false,
 })
 
+/** A navigate's loading: when its navigation stopped loading (LoadTimes.loadedAt), if known. */
+export type LoadedAt = (d: Draft) => number | undefined
+
+/** Drafts that never end a navigation's window while it loads: script calls, preparations, attempts. */
+const WAITS = new Set<Draft['kind']>(['evaluate', 'setup', 'attempt'])
+
+/** When an action starts to act: its first command that is not a script call or a helper (its checks come first). */
+function actsAt(d: Draft): number {
+  const c = d.cmds.find(x => x.role !== 'eval' && x.role !== 'prep')
+  return c ? c.start : d.start
+}
+
 /**
- * Effects: each report of the target counts for the action whose window holds it: from the action's
- * start until the next action on the target starts, or for a navigate until the
- * page_navigation_settled that follows its navigation, if that comes first. Both lists are in
- * order (actions by start, reports by seq, whose ts never decreases), so one merge pass.
+ * The effects windows of one target's actions (in start order): [from, to) each, to undefined when
+ * the window runs to the end of what was read; from === to for an action that has none. An
+ * action's window runs from its start until the next action starts; a navigate's, until its
+ * navigation stopped loading (settled), whatever script calls come meanwhile: an evaluate,
+ * a setup command or an attempt that starts then has no window, and an input ends it only once it
+ * acts (its press or its keys, not its checks).
  */
-export function countEffects(joins: Joins, list: readonly { d: Draft; a: Action }[], recs: readonly PageRec[]): void {
+function windows(list: readonly { d: Draft; a: Action }[], loadedAt: LoadedAt): { from: number; to?: number }[] {
+  const out = list.map(x => ({ from: x.a.start_ts }) as { from: number; to?: number })
+  let owner = -1
+  let loaded: number | undefined
+  for (let k = 0; k < list.length; k++) {
+    const { d, a } = list[k]!
+    if (owner >= 0 && loaded !== undefined && a.start_ts < loaded) {
+      if (WAITS.has(d.kind)) {
+        out[k]!.to = a.start_ts
+        continue
+      }
+      const at = Math.max(a.start_ts, Math.min(loaded, actsAt(d)))
+      out[owner]!.to = Math.min(loaded, at)
+      out[k]!.from = at
+    } else if (owner >= 0) out[owner]!.to ??= loaded !== undefined ? Math.min(loaded, a.start_ts) : a.start_ts
+    owner = k
+    loaded = d.kind === 'navigate' ? loadedAt(d) : undefined
+  }
+  if (owner >= 0 && loaded !== undefined) out[owner]!.to ??= loaded
+  // Apart and in order, whatever the clamps above made of overlapping streams.
+  let floor = -Infinity
+  for (const x of out) {
+    if (x.to === x.from) continue // none: inside another's window
+    if (x.from < floor) x.from = floor
+    if (x.to !== undefined && x.to < x.from) x.to = x.from
+    if (x.to !== undefined && x.to > x.from) floor = x.to
+    else if (x.to === undefined) floor = Math.max(floor, x.from)
+  }
+  return out
+}
+
+/**
+ * Effects: each report of the target counts for the action whose window holds it (windows()).
+ * Windows are in order and apart, and reports come by seq (their ts never decreases): one merge
+ * pass. A navigate's window also closes at the page_navigation_settled after its navigation when
+ * its loading time is not known beforehand.
+ */
+export function countEffects(
+  joins: Joins,
+  list: readonly { d: Draft; a: Action }[],
+  recs: readonly PageRec[],
+  loadedAt: LoadedAt = () => undefined,
+): void {
+  const w = windows(list, loadedAt)
   let i = -1
   let closed = false
   const failed = new Set<string>()
@@ -31,14 +88,19 @@ export function countEffects(joins: Joins, list: readonly { d: Draft; a: Action 
     closed = true
   }
   for (const r of recs) {
-    while (i + 1 < list.length && list[i + 1]!.a.start_ts <= r.ts) {
-      if (i >= 0 && !closed) close(list[i]!.a, list[i + 1]!.a.start_ts)
-      i++
+    for (let k = i + 1; k < list.length && w[k]!.from <= r.ts; k++) {
+      if (w[k]!.to === w[k]!.from) continue // no window
+      if (i >= 0 && !closed) close(list[i]!.a, w[i]!.to ?? w[k]!.from)
+      i = k
       closed = false
       failed.clear()
     }
     if (i < 0 || closed) continue
     const { d, a } = list[i]!
+    if (w[i]!.to !== undefined && r.ts >= w[i]!.to!) {
+      close(a, w[i]!.to!)
+      continue
+    }
     const e = a.effects
     switch (r.kind) {
       case 'nav':
@@ -79,6 +141,9 @@ export function countEffects(joins: Joins, list: readonly { d: Draft; a: Action 
         break
     }
   }
-  // Windows that no report closed end where the next action starts.
-  for (let k = 0; k + 1 < list.length; k++) list[k]!.a.effects_end_ts ??= list[k + 1]!.a.start_ts
+  // Windows that no report closed end where they were to.
+  for (let k = 0; k < list.length; k++) {
+    const to = w[k]!.to
+    if (to !== undefined) list[k]!.a.effects_end_ts ??= to
+  }
 }

@@ -30,7 +30,17 @@ export interface Cmd {
 const described = (c: Cmd) =>
   c.inputType !== undefined || c.inputTypes !== undefined || c.chars !== undefined || c.key !== undefined
 
-export type DraftKind = 'setup' | 'navigate' | 'mouse' | 'keys' | 'scroll' | 'screenshot' | 'evaluate' | 'other'
+export type DraftKind =
+  | 'setup'
+  | 'navigate'
+  | 'mouse'
+  | 'keys'
+  | 'scroll'
+  | 'screenshot'
+  | 'evaluate'
+  | 'other'
+  /** An input call that failed before it sent its input (attempts.ts). */
+  | 'attempt'
 
 export interface Draft {
   kind: DraftKind
@@ -53,6 +63,15 @@ export interface Draft {
   held: Set<string>
   /** Input events recorded without input_type (older proxies): kinds come from the page's reports. */
   untyped: number
+  /** An attempt: what the call was and the error its step ended with. */
+  attempt?: Attempt
+}
+
+/** A failed input call as its step's error names it. */
+export interface Attempt {
+  kind: 'click' | 'type' | 'press' | 'other'
+  title: string
+  error: string
 }
 
 /** Script and DOM helpers this close before an input (end to next start) are its actionability checks. */
@@ -60,7 +79,7 @@ export const PREP_GAP_US = 1_000_000
 /** Key strokes or mouse events further apart than this are separate actions. */
 export const STROKE_GAP_US = 2_000_000
 
-function draft(kind: DraftKind, c: Cmd): Draft {
+export function draft(kind: DraftKind, c: Cmd): Draft {
   return {
     kind,
     conn: c.conn,
@@ -80,7 +99,7 @@ function draft(kind: DraftKind, c: Cmd): Draft {
   }
 }
 
-function push(d: Draft, c: Cmd): void {
+export function push(d: Draft, c: Cmd): void {
   d.cmds.push(c)
   if (c.start < d.start) d.start = c.start
   if (c.end > d.end) d.end = c.end
@@ -105,7 +124,7 @@ function push(d: Draft, c: Cmd): void {
   }
 }
 
-const sameStep = (a: Cmd, b: Cmd) => a.step === b.step
+export const sameStep = (a: Cmd, b: Cmd) => a.step === b.step
 
 /** Whether command c (nothing else between) carries on the open draft d. */
 function continues(d: Draft, c: Cmd): boolean {
@@ -159,11 +178,12 @@ const TAKES_PREP = new Set<Role>(['mouse', 'key', 'text', 'scroll', 'screenshot'
  * draft. Script (eval) and helper (prep) commands wait in `pending` until the next action command
  * (or the end), then are shared out: the run that follows the previous action without a gap over
  * PREP_GAP_US is its tail (helpers; for a mouse action also script calls: Playwright checks the hit
- * target after a click), the run that leads up to an input or a screenshot the same way is its
+ * target after a click; for a navigate, every call of its step sent while its navigation was
+ * loading, up to `loadedAt`), the run that leads up to an input or a screenshot the same way is its
  * actionability check, and what lies between becomes evaluate drafts. When the two runs meet (a
  * script that goes straight on), they are cut at the longest pause before a script call.
  */
-export function groupStream(cmds: readonly Cmd[]): Draft[] {
+export function groupStream(cmds: readonly Cmd[], loadedAt?: (navigate: Cmd) => number | undefined): Draft[] {
   const out: Draft[] = []
   let setup: Draft | undefined
   let current: Draft | undefined
@@ -175,11 +195,17 @@ export function groupStream(cmds: readonly Cmd[]): Draft[] {
     // The tail of the previous action: [0, tail).
     let tail = 0
     if (prev) {
+      // A navigation still loading: the client's script calls meanwhile (Playwright waiting for
+      // the page or an element) are part of going there.
+      const loaded = prev.kind === 'navigate' ? loadedAt?.(prev.main) : undefined
       let end = prev.end
       while (tail < pending.length) {
         const p = pending[tail]!
-        if (!sameStep(prev.main, p) || p.start - end > PREP_GAP_US) break
-        if (p.role === 'eval' && prev.kind !== 'mouse') break
+        if (!sameStep(prev.main, p)) break
+        if (loaded === undefined || p.start >= loaded) {
+          if (p.start - end > PREP_GAP_US) break
+          if (p.role === 'eval' && prev.kind !== 'mouse') break
+        }
         end = Math.max(end, p.end)
         tail++
       }

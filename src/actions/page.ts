@@ -2,6 +2,7 @@
 // (a navigation, a settle, a request, a failure, a console error, a dialog, a download, a crash, a
 // click, a key, a scroll), never a typed character.
 import type { Envelope } from '../events/index.js'
+import { lowerBound } from '../util/lower-bound.js'
 import { isNamedKey } from './methods.js'
 
 /** What the page reported, reduced to what actions need (never a typed character). */
@@ -67,5 +68,35 @@ export function pageRecord(e: Envelope): PageRec | undefined {
       return { ...at, kind: 'scroll', text: ev.data.target_selector }
     default:
       return undefined
+  }
+}
+
+/** A navigation that never settles counts as loading for this long after it. */
+export const LOAD_MAX_US = 30_000_000
+/** A navigate's navigation comes at most this long after its answer (else it caused none). */
+const NAV_AFTER_US = 10_000_000
+
+/** When the navigations of one target stopped loading, from its reports (in ts order). */
+export class LoadTimes {
+  private readonly navs: number[] = []
+  private readonly settles: number[] = []
+
+  constructor(recs: readonly PageRec[]) {
+    for (const r of recs) {
+      if (r.kind === 'nav') this.navs.push(r.ts)
+      else if (r.kind === 'settled') this.settles.push(r.ts)
+    }
+  }
+
+  /**
+   * The end of the loading of the navigation a navigate (sent at `start`, answered at `end`)
+   * started: the first page_navigation_settled after that navigation, or LOAD_MAX_US after it when
+   * none came; undefined when no main-frame navigation followed it (nothing known to wait for).
+   */
+  loadedAt(start: number, end: number): number | undefined {
+    const nav = this.navs[lowerBound(this.navs.length, i => this.navs[i]! < start)]
+    if (nav === undefined || nav > end + NAV_AFTER_US) return undefined
+    const settle = this.settles[lowerBound(this.settles.length, i => this.settles[i]! < nav)]
+    return settle !== undefined && settle < nav + LOAD_MAX_US ? settle : nav + LOAD_MAX_US
   }
 }

@@ -56,6 +56,8 @@ export function kindAndTitle(d: Draft, j: Joined): [ActionKind, string] {
       return ['screenshot', 'take a screenshot']
     case 'evaluate':
       return ['evaluate', 'evaluate']
+    case 'attempt':
+      return [d.attempt!.kind, d.attempt!.title]
     case 'scroll':
       return ['scroll', j.scrollSelector !== undefined ? `scroll ${j.scrollSelector}` : 'scroll']
     case 'mouse': {
