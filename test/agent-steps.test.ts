@@ -415,3 +415,70 @@ t.test('control off: steps still cover commands, nothing is stored, the answer h
   await log.flush()
   t.equal((await log.read({ order: 'asc', limit: 10 })).records.length, 0)
 })
+
+// Playwright's own message for a click that timed out, as err.message holds it (dim call log).
+const PLAYWRIGHT_ERROR =
+  'page.click: Timeout 1500ms exceeded.\nCall log:\n\u001b[2m  - waiting for locator(\'#b\')\u001b[22m\n\u001b[2m    - locator resolved to <button id="b">hidden</button>\u001b[22m\n'
+const CLEAN_ERROR =
+  'page.click: Timeout 1500ms exceeded.\nCall log:\n  - waiting for locator(\'#b\')\n    - locator resolved to <button id="b">hidden</button>\n'
+
+t.test('error messages are stored without terminal escape codes, whichever door they came in by', async t => {
+  const { stripAnsi } = await import('../src/util/ansi.js')
+  t.equal(stripAnsi(PLAYWRIGHT_ERROR), CLEAN_ERROR)
+  t.equal(
+    stripAnsi('\u001b[31;1mred\u001b[0m \u001b]8;;http://x\u0007link\u001b]8;;\u0007 \u009b2Kc1 \u001bMrev'),
+    'red link c1 rev',
+  )
+  const plain = 'no codes here'
+  t.equal(stripAnsi(plain), plain)
+
+  const { log, pipeline } = await openStore(t)
+  const steps = new StepRegistry({ emit: pipeline.emit })
+  t.teardown(() => steps.close())
+  const tokens = new TokenSet()
+  tokens.add('pub', ['publish'])
+  const app = createApiApp({ browserId: 'br', log, pipeline, tokens, routes: [r => registerStepRoutes(r, { steps })] })
+  const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
+  t.teardown(() => server.close(500))
+  const post = (path: string, body: unknown) =>
+    fetch(`${server.url}/browsers/br/telemetry/steps${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer pub' },
+      body: JSON.stringify(body),
+    })
+  const { step_id: httpStep } = (await (await post('', { name: 'over http' })).json()) as { step_id: string }
+  t.equal((await post(`/${httpStep}/end`, { outcome: 'error', error_message: PLAYWRIGHT_ERROR })).status, 200)
+  const only = await post('', { name: 'codes only' })
+  const { step_id: codesOnly } = (await only.json()) as { step_id: string }
+  const refused = await post(`/${codesOnly}/end`, { outcome: 'error', error_message: '\u001b[2m\u001b[22m' })
+  t.equal(refused.status, 400, 'a message of escape codes alone says nothing')
+  t.match(await refused.json(), { code: 'bad_request', message: /error_message/ })
+
+  steps.connectionOpened('conn')
+  const frame = (o: object) => Buffer.from(JSON.stringify(o))
+  const started = JSON.parse(
+    answerTelemetryCommand(
+      frame({ id: 1, method: 'BrowserTelemetry.startStep', params: { name: 'over cdp' } }),
+      'conn',
+      steps,
+    )!,
+  ) as { result: { stepId: string } }
+  answerTelemetryCommand(
+    frame({
+      id: 2,
+      method: 'BrowserTelemetry.endStep',
+      params: { stepId: started.result.stepId, outcome: 'error', errorMessage: PLAYWRIGHT_ERROR },
+    }),
+    'conn',
+    steps,
+  )
+  await log.flush()
+  const finished = (await log.read({ order: 'asc', limit: 100 })).records
+    .map(r => JSON.parse(r.json) as Envelope)
+    .filter(e => e.event.type === 'agent_step_finished')
+    .map(e => [(e.event.data as Finished).name, (e.event.data as Finished).error_message])
+  t.same(finished, [
+    ['over http', CLEAN_ERROR],
+    ['over cdp', CLEAN_ERROR],
+  ])
+})

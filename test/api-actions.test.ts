@@ -58,7 +58,7 @@ t.test('pages of the derived actions: exact, in start order, until bounds the wi
     [
       ['a1', 'setup', 'set up (2 commands)'],
       ['a3', 'setup', 'set up (4 commands)'],
-      ['a7', 'navigate', 'go to /checkout'],
+      ['a7', 'navigate', 'go to /checkout?step=1'],
       ['a12', 'click', 'click #buy'],
     ],
   )

@@ -58,6 +58,8 @@ t.test('URLs: userinfo, secret-looking query and fragment params; other text byt
     ['https://h/p?%74oken=enc', 'https://h/p?%74oken=[redacted:8]'],
     ['/relative?password=p', '/relative?password=[redacted:8]'],
     ['https://h/plain', 'https://h/plain'],
+    // Masked already (a stored URL masked again by a reader): unchanged, not re-masked to [redacted:16].
+    ['https://h/p?token=[redacted:8]&q=1', 'https://h/p?token=[redacted:8]&q=1'],
   ]
   for (const [input, want] of cases) t.equal(r.url(input), want, input)
 })

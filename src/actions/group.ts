@@ -20,11 +20,27 @@ export interface Cmd {
   step?: string
   failed: boolean
   inputType?: string
+  /** A fold of input events: the event types it holds. */
+  inputTypes?: string[]
   chars?: number
   key?: string
 }
 
-export type DraftKind = 'setup' | 'navigate' | 'mouse' | 'keys' | 'scroll' | 'screenshot' | 'evaluate' | 'other'
+/** Whether a key or text command says what it did (older proxies recorded key events without it). */
+const described = (c: Cmd) =>
+  c.inputType !== undefined || c.inputTypes !== undefined || c.chars !== undefined || c.key !== undefined
+
+export type DraftKind =
+  | 'setup'
+  | 'navigate'
+  | 'mouse'
+  | 'keys'
+  | 'scroll'
+  | 'screenshot'
+  | 'evaluate'
+  | 'other'
+  /** An input call that failed before it sent its input (attempts.ts). */
+  | 'attempt'
 
 export interface Draft {
   kind: DraftKind
@@ -47,6 +63,15 @@ export interface Draft {
   held: Set<string>
   /** Input events recorded without input_type (older proxies): kinds come from the page's reports. */
   untyped: number
+  /** An attempt: what the call was and the error its step ended with. */
+  attempt?: Attempt
+}
+
+/** A failed input call as its step's error names it. */
+export interface Attempt {
+  kind: 'click' | 'type' | 'press' | 'other'
+  title: string
+  error: string
 }
 
 /** Script and DOM helpers this close before an input (end to next start) are its actionability checks. */
@@ -54,7 +79,7 @@ export const PREP_GAP_US = 1_000_000
 /** Key strokes or mouse events further apart than this are separate actions. */
 export const STROKE_GAP_US = 2_000_000
 
-function draft(kind: DraftKind, c: Cmd): Draft {
+export function draft(kind: DraftKind, c: Cmd): Draft {
   return {
     kind,
     conn: c.conn,
@@ -74,7 +99,7 @@ function draft(kind: DraftKind, c: Cmd): Draft {
   }
 }
 
-function push(d: Draft, c: Cmd): void {
+export function push(d: Draft, c: Cmd): void {
   d.cmds.push(c)
   if (c.start < d.start) d.start = c.start
   if (c.end > d.end) d.end = c.end
@@ -84,7 +109,7 @@ function push(d: Draft, c: Cmd): void {
     else if (c.inputType === 'mouseReleased' || c.inputType === 'touchEnd') d.releases++
     else if (c.inputType === 'mouseWheel') d.wheel = true
   } else if (c.role === 'key' || c.role === 'text') {
-    if (c.role === 'key' && c.inputType === undefined && c.chars === undefined && c.key === undefined) d.untyped++
+    if (c.role === 'key' && !described(c)) d.untyped++
     if (c.chars !== undefined && c.inputType !== 'keyUp') {
       d.chars += c.chars
       d.charsKnown = true
@@ -99,7 +124,7 @@ function push(d: Draft, c: Cmd): void {
   }
 }
 
-const sameStep = (a: Cmd, b: Cmd) => a.step === b.step
+export const sameStep = (a: Cmd, b: Cmd) => a.step === b.step
 
 /** Whether command c (nothing else between) carries on the open draft d. */
 function continues(d: Draft, c: Cmd): boolean {
@@ -119,7 +144,7 @@ function continues(d: Draft, c: Cmd): boolean {
     case 'keys': {
       if (c.role === 'text') return d.named.length === 0
       if (c.role !== 'key') return false
-      const untyped = c.inputType === undefined && c.chars === undefined && c.key === undefined
+      const untyped = !described(c)
       if (untyped || d.untyped > 0) return untyped && d.untyped > 0
       // Key up, char: the stroke goes on. A key down: a new press, unless a modifier is held.
       if (c.inputType === 'keyUp' || c.inputType === 'char') return true
@@ -153,11 +178,12 @@ const TAKES_PREP = new Set<Role>(['mouse', 'key', 'text', 'scroll', 'screenshot'
  * draft. Script (eval) and helper (prep) commands wait in `pending` until the next action command
  * (or the end), then are shared out: the run that follows the previous action without a gap over
  * PREP_GAP_US is its tail (helpers; for a mouse action also script calls: Playwright checks the hit
- * target after a click), the run that leads up to an input or a screenshot the same way is its
+ * target after a click; for a navigate, every call of its step sent while its navigation was
+ * loading, up to `loadedAt`), the run that leads up to an input or a screenshot the same way is its
  * actionability check, and what lies between becomes evaluate drafts. When the two runs meet (a
  * script that goes straight on), they are cut at the longest pause before a script call.
  */
-export function groupStream(cmds: readonly Cmd[]): Draft[] {
+export function groupStream(cmds: readonly Cmd[], loadedAt?: (navigate: Cmd) => number | undefined): Draft[] {
   const out: Draft[] = []
   let setup: Draft | undefined
   let current: Draft | undefined
@@ -169,11 +195,17 @@ export function groupStream(cmds: readonly Cmd[]): Draft[] {
     // The tail of the previous action: [0, tail).
     let tail = 0
     if (prev) {
+      // A navigation still loading: the client's script calls meanwhile (Playwright waiting for
+      // the page or an element) are part of going there.
+      const loaded = prev.kind === 'navigate' ? loadedAt?.(prev.main) : undefined
       let end = prev.end
       while (tail < pending.length) {
         const p = pending[tail]!
-        if (!sameStep(prev.main, p) || p.start - end > PREP_GAP_US) break
-        if (p.role === 'eval' && prev.kind !== 'mouse') break
+        if (!sameStep(prev.main, p)) break
+        if (loaded === undefined || p.start >= loaded) {
+          if (p.start - end > PREP_GAP_US) break
+          if (p.role === 'eval' && prev.kind !== 'mouse') break
+        }
         end = Math.max(end, p.end)
         tail++
       }
@@ -243,5 +275,41 @@ export function groupStream(cmds: readonly Cmd[]): Draft[] {
     out.push(current)
   }
   settle(undefined)
+  return joinTyping(out)
+}
+
+/** A draft of typed text: characters, with nothing but Shift among its keys (Shift+A types "A"). */
+export function isTyping(d: Draft): boolean {
+  return d.kind === 'keys' && d.untyped === 0 && d.charsKnown && d.named.every(k => k === 'Shift')
+}
+
+/**
+ * One typing run is one action: a draft of typed text that goes straight on from the previous one
+ * (a capital typed with Shift starts a draft of its own above) joins it, when nothing else of the
+ * stream came between, in the same step and no more than STROKE_GAP_US apart.
+ */
+function joinTyping(drafts: Draft[]): Draft[] {
+  const out: Draft[] = []
+  let last: Draft | undefined
+  for (const d of drafts) {
+    if (d.kind === 'setup') {
+      out.push(d)
+      continue
+    }
+    const first = d.cmds[0]!
+    if (
+      last &&
+      isTyping(last) &&
+      isTyping(d) &&
+      (first.role === 'key' || first.role === 'text') &&
+      sameStep(last.main, d.main) &&
+      d.start - last.end <= STROKE_GAP_US
+    ) {
+      for (const c of d.cmds) push(last, c)
+      continue
+    }
+    out.push(d)
+    last = d
+  }
   return out
 }

@@ -47,8 +47,10 @@ export interface Action {
   start_ts: number
   /** Unix microseconds: the last answer (a navigate: or the main-frame navigation it caused, if later). */
   end_ts: number
-  /** error when any of its commands failed or went unanswered. */
+  /** error when any of its commands failed or went unanswered, or its call failed (error_message). */
   outcome: 'ok' | 'error'
+  /** A call that failed before it sent its input (a click that timed out): the error its step ended with. */
+  error_message?: string
   /** Its commands' seqs, ascending (a folded cdp_command is one). */
   command_seqs: number[]
   effects: ActionEffects

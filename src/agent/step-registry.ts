@@ -9,6 +9,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { Emit } from '../pipeline/pipeline.js'
 import { ServiceError } from '../errors.js'
+import { stripAnsi } from '../util/ansi.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { STEP_ABANDON_REASONS, TRACEPARENT_PATTERN } from '../events/index.js'
 
@@ -197,7 +198,10 @@ export class StepRegistry {
         throw new StepError(400, 'bad_request', 'must be a non-empty string', 'error_message')
       if (input.errorMessage.length > STEP_LIMITS.errorMessageChars)
         throw new StepError(400, 'bad_request', `at most ${STEP_LIMITS.errorMessageChars} characters`, 'error_message')
-      errorMessage = input.errorMessage
+      // Both doors (HTTP, BrowserTelemetry.endStep) come here: the message is stored as people read it.
+      errorMessage = stripAnsi(input.errorMessage)
+      if (errorMessage.trim() === '')
+        throw new StepError(400, 'bad_request', 'must hold text besides terminal escape codes', 'error_message')
     }
     const step = this.byId.get(stepId)
     if (!step) {

@@ -198,7 +198,8 @@ export class Redactor {
             /* keep raw */
           }
         }
-        if (this.isSecretName(name)) {
+        // A value masked already (a stored URL read again) stays as it is.
+        if (this.isSecretName(name) && !REDACTED_PATTERN.test(query.slice(eq + 1, end))) {
           out = (out ?? '') + query.slice(copied, eq + 1) + maskValue(query.slice(eq + 1, end))
           copied = end
         }

@@ -357,6 +357,15 @@ export const EVENT_DEFS = {
       ),
       duration_ms_p50: Type.Optional(Num({ minimum: 0 })),
       duration_ms_p90: Type.Optional(Num({ minimum: 0 })),
+      // A fold's times (from its first command sent to its last answered; from then to this event).
+      span_ms: Type.Optional(Num({ minimum: 0 })),
+      flush_delay_ms: Type.Optional(Num({ minimum: 0 })),
+      input_types: Type.Optional(
+        Type.Record(Str({ maxLength: 32 }), Int({ minimum: 1 }), {
+          maxProperties: 32,
+          description: 'A fold of Input.* commands: how many of each event type (keyDown, mouseMoved, ...)',
+        }),
+      ),
       step_id: Type.Optional(Str({ description: 'The innermost agent step open when the command was sent' })),
       input_type: Type.Optional(
         Str({ maxLength: 32, description: 'Input.dispatch*Event: the event type (mousePressed, keyDown, ...)' }),
@@ -364,13 +373,15 @@ export const EVENT_DEFS = {
       input_chars: Type.Optional(
         Int({
           minimum: 0,
-          description: 'Input.insertText and key events with text: how many characters (never the text)',
+          description:
+            'Input.insertText and key events with text: how many characters (never the text); a fold: their sum',
         }),
       ),
       input_key: Type.Optional(
         Str({
           maxLength: 32,
-          description: 'Key events: the key when it is a named key (Enter, Tab, ArrowDown); never a character',
+          description:
+            'Key events: the key when it is a named key (Enter, Tab, ArrowDown), or the key of a shortcut (pressed with Control, Alt or Meta held, typing nothing: A, Space); never a typed character',
         }),
       ),
       ...TraceParentProps,

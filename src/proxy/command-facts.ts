@@ -1,6 +1,6 @@
 // What a recorded command may keep of its parameters: the masks for what a person typed or a
 // credential (whatever the redaction policy says), the cut to the capture cap, and the facts of an
-// Input.* command (event type, character count, named key) without the text itself.
+// Input.* command (event type, character count, named key or shortcut key) without the text itself.
 
 /**
  * Parameters that carry what a person typed or a credential: masked whatever the redaction policy
@@ -67,20 +67,41 @@ export interface InputFacts {
   input_key?: string
 }
 
-/** Named keys (Enter, Tab, ArrowDown, F5) may be stored; a key that is a character never is. */
+/** Named keys (Enter, Tab, ArrowDown, F5) may be stored; a key that is a character never is... */
 const NAMED_KEY = /^[A-Z][A-Za-z0-9]{1,31}$/
+/** ...unless it is pressed with Alt (1), Control (2) or Meta (4) held and types nothing: a shortcut. */
+const COMMAND_MODIFIERS = 1 | 2 | 4
 
 export function inputFacts(method: string, params: unknown): InputFacts | undefined {
   if (params === null || typeof params !== 'object') return undefined
-  const p = params as { type?: unknown; text?: unknown; key?: unknown }
+  const p = params as { type?: unknown; text?: unknown; key?: unknown; modifiers?: unknown }
   const out: InputFacts = {}
   if (typeof p.type === 'string' && p.type.length <= 32) out.input_type = p.type
+  const typesText = typeof p.text === 'string' && p.text !== ''
   if (
-    typeof p.text === 'string' &&
-    p.text !== '' &&
+    typesText &&
     (method === 'Input.insertText' || method === 'Input.dispatchKeyEvent' || method === 'Input.imeSetComposition')
   )
-    out.input_chars = [...p.text].length
-  if (method === 'Input.dispatchKeyEvent' && typeof p.key === 'string' && NAMED_KEY.test(p.key)) out.input_key = p.key
+    out.input_chars = [...(p.text as string)].length
+  if (method === 'Input.dispatchKeyEvent' && typeof p.key === 'string') {
+    if (NAMED_KEY.test(p.key)) out.input_key = p.key
+    else if (!typesText && typeof p.modifiers === 'number' && (p.modifiers & COMMAND_MODIFIERS) !== 0) {
+      const shortcut = shortcutKey(p.key)
+      if (shortcut !== undefined) out.input_key = shortcut
+    }
+  }
   return out
+}
+
+/**
+ * The key of a shortcut (Control+A, Control+Space) as a title shows it: one character, a letter
+ * upper-cased, the space as `Space`. A key of more than one character that is not a named key is
+ * not kept.
+ */
+function shortcutKey(key: string): string | undefined {
+  if (key === ' ') return 'Space'
+  const points = [...key]
+  if (points.length !== 1 || /\p{C}/u.test(key)) return undefined
+  const upper = key.toUpperCase()
+  return [...upper].length === 1 ? upper : key
 }

@@ -7,6 +7,9 @@ import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import type { CommandStamp } from '../agent/step-registry.js'
 import { ALWAYS_MASKED, cutText, inputFacts, type InputFacts } from './command-facts.js'
+import { CommandFolds } from './command-fold.js'
+
+export { FOLD_AFTER } from './command-fold.js'
 import { SESSION_KEY, sessionIdAtEnd } from '../util/cdp-frame.js'
 
 export interface CommandLogOptions {
@@ -39,10 +42,6 @@ interface Pending {
   input?: InputFacts
 }
 
-/** Answered-ok commands of one session and method recorded one by one per second before the rest are folded. */
-export const FOLD_AFTER = 20
-/** Folds (session + method) open at once per connection; past it the oldest is emitted early. */
-const MAX_FOLDS = 1024
 /** With --capture-command-params: each command's parameters and result are cut to this. */
 export const COMMAND_PARAMS_MAX_BYTES = 4096
 const SOURCE = { kind: 'local_process' } as const
@@ -55,8 +54,7 @@ const DETACHED = Buffer.from('"method":"Target.detachedFromTarget"')
 
 export class CommandLog {
   private readonly pending = new Map<string, Pending>()
-  private readonly folds = new Map<string, Fold>()
-  private foldTimer: NodeJS.Timeout | undefined
+  private readonly folds: CommandFolds<Pending>
   private readonly targetOfSession = new Map<string, string>()
   private readonly maxPending: number
   private readonly now: () => number
@@ -67,6 +65,13 @@ export class CommandLog {
   constructor(private readonly opts: CommandLogOptions) {
     this.maxPending = opts.maxPending ?? DEFAULT_MAX_PENDING
     this.now = opts.now ?? (() => performance.now())
+    this.folds = new CommandFolds<Pending>(this.now, (p, fold) =>
+      this.opts.emit({
+        type: 'cdp_command',
+        source: SOURCE,
+        data: { ...this.identity(p), outcome: 'ok', ...fold, ...p.stamp },
+      }),
+    )
   }
 
   /** A frame from the client (before it is relayed). */
@@ -135,9 +140,7 @@ export class CommandLog {
     if (this.ended) return
     for (const p of this.pending.values()) this.record(p, 'no_answer')
     this.pending.clear()
-    if (this.foldTimer) clearTimeout(this.foldTimer)
-    this.foldTimer = undefined
-    this.flushFolds(true)
+    this.folds.flushAll(true)
     this.ended = true
   }
 
@@ -226,7 +229,9 @@ export class CommandLog {
     } = {},
   ): void {
     const durationMs = Math.round((this.now() - p.startedAt) * 1000) / 1000
-    if (outcome === 'ok' && this.fold(p, durationMs, a.responseBytes ?? 0)) return
+    // Commands of different steps never share a fold: each keeps its step.
+    const foldKey = `${p.sessionId ?? ''}\u0000${p.method}\u0000${p.stamp?.step_id ?? ''}`
+    if (outcome === 'ok' && this.folds.add(foldKey, p, durationMs, a.responseBytes ?? 0)) return
     this.opts.emit({
       type: 'cdp_command',
       source: SOURCE,
@@ -248,56 +253,6 @@ export class CommandLog {
     })
   }
 
-  /**
-   * Repetition is folded: per session and method, the first FOLD_AFTER answered-ok commands of a
-   * second are recorded one by one; the further ok ones of that second become one cdp_command with
-   * `count` and their duration distribution, emitted when the second is over (or the connection
-   * ends). Errors and unanswered commands are always recorded one by one. True when `p` was folded.
-   */
-  private fold(p: Pending, durationMs: number, responseBytes: number): boolean {
-    const second = Math.floor(this.now() / 1000)
-    // Commands of different steps never share a fold: each keeps its step.
-    const key = `${p.sessionId ?? ''}\u0000${p.method}\u0000${p.stamp?.step_id ?? ''}`
-    let f = this.folds.get(key)
-    if (f && f.second !== second) {
-      this.flushFold(key, f)
-      f = undefined
-    }
-    if (!f) {
-      if (this.folds.size >= MAX_FOLDS) {
-        const [oldKey, old] = this.folds.entries().next().value!
-        this.flushFold(oldKey, old)
-      }
-      f = { second, seen: 0, first: undefined, durations: [], requestBytes: 0, responseBytes: 0 }
-      this.folds.set(key, f)
-    }
-    if (++f.seen <= FOLD_AFTER) return false
-    f.first ??= p
-    f.durations.push(durationMs)
-    f.requestBytes += p.requestBytes
-    f.responseBytes += responseBytes
-    this.scheduleFoldFlush()
-    return true
-  }
-
-  /** Emits every fold of a second that is over (all of them when the connection ends). */
-  private flushFolds(all: boolean): void {
-    const second = Math.floor(this.now() / 1000)
-    for (const [key, f] of this.folds) if (all || f.second !== second) this.flushFold(key, f)
-    if (!all && [...this.folds.values()].some(f => f.first)) this.scheduleFoldFlush()
-  }
-
-  /** A second's fold is emitted once the second is over, even if no command follows. */
-  private scheduleFoldFlush(): void {
-    this.foldTimer ??= setTimeout(
-      () => {
-        this.foldTimer = undefined
-        this.flushFolds(false)
-      },
-      1000 - (this.now() % 1000) + 1,
-    ).unref()
-  }
-
   /** Which command a record is about: its connection, id, method, session and target. */
   private identity(p: Pending): {
     connection_id: string
@@ -315,40 +270,6 @@ export class CommandLog {
       ...(targetId !== undefined ? { target_id: targetId } : {}),
     }
   }
-
-  private flushFold(key: string, f: Fold): void {
-    this.folds.delete(key)
-    const p = f.first
-    if (!p) return
-    const d = f.durations.sort((a, b) => a - b)
-    const at = (q: number) => d[Math.min(d.length - 1, Math.floor(q * d.length))]!
-    this.opts.emit({
-      type: 'cdp_command',
-      source: SOURCE,
-      data: {
-        ...this.identity(p),
-        duration_ms: d[d.length - 1]!,
-        outcome: 'ok',
-        request_bytes: f.requestBytes,
-        response_bytes: f.responseBytes,
-        count: d.length,
-        duration_ms_p50: at(0.5),
-        duration_ms_p90: at(0.9),
-        ...p.stamp,
-      },
-    })
-  }
-}
-
-interface Fold {
-  second: number
-  /** Answered-ok commands of this session and method in this second. */
-  seen: number
-  /** The first folded command (its id stands for the fold). */
-  first: Pending | undefined
-  durations: number[]
-  requestBytes: number
-  responseBytes: number
 }
 
 const COMMAND_PREFIX = Buffer.from('{"id":')

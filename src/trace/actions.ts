@@ -58,7 +58,7 @@ export function actionLines(
       callId: a.action_id,
       endTime: msOf(clock, a.end_ts),
       ...(a.outcome === 'error'
-        ? { error: { name: 'Error', message: `${a.title}: a command failed or went unanswered` } }
+        ? { error: { name: 'Error', message: a.error_message ?? `${a.title}: a command failed or went unanswered` } }
         : {}),
     })
   }

@@ -180,6 +180,7 @@ export function AgentDetails({ row }: { row: StepRow | ActionRow | SetupRow }) {
         <tbody>
           {line('kind', a.kind)}
           {line('outcome', a.outcome)}
+          {line('error', a.error_message)}
           {line('duration', `${((a.end_ts - a.start_ts) / 1000).toFixed(1)} ms`)}
           {line('commands', a.command_seqs.length)}
           {line('step', a.step_id)}
