@@ -64,3 +64,40 @@ t.test('the background fill and a load from the list at the same time both finis
   )
   t.equal(feed.hasOlder, false)
 })
+
+t.test('"Load older" reads five minutes before the oldest event shown, page after page', async t => {
+  const realFetch = globalThis.fetch
+  t.teardown(() => {
+    globalThis.fetch = realFetch
+  })
+  // One event a second for 50 minutes: the first fill shows the newest INITIAL_EVENTS.
+  const total = 3000
+  const at = (seq: number) => ({ ...envelope(seq), event: { ...envelope(seq).event, ts: seq * 1_000_000 } }) as Envelope
+  const reads: string[] = []
+  globalThis.fetch = (async (input: string | URL | Request) => {
+    const url = new URL(String(input), 'http://viewer.test')
+    reads.push(url.searchParams.get('offset') ?? 'latest')
+    const offset = url.searchParams.get('offset')
+    const top = offset === null ? total : Number(offset) - 1
+    const items: Envelope[] = []
+    for (let s = top; s >= 1 && items.length < Number(url.searchParams.get('limit')); s--) items.push(at(s))
+    return new Response(JSON.stringify(items), {
+      status: 200,
+      headers: { 'x-has-more': String(items.length > 0 && items.at(-1)!.seq > 1) },
+    })
+  }) as typeof fetch
+  const feed = new EventFeed('', 'b1', 'token')
+  await feed.loadLatest()
+  t.equal(feed.events[0]!.seq, total - INITIAL_EVENTS + 1, 'the first fill')
+  reads.length = 0
+  await feed.loadOlder()
+  // 1001 is at 1001 s; five minutes before it is 701 s: three pages of 100.
+  t.equal(feed.events[0]!.seq, 701, 'the five minutes before the oldest event shown')
+  t.same(reads, ['1001', '901', '801'])
+  t.same(
+    feed.events.map(e => e.seq),
+    Array.from({ length: total - 700 }, (_, i) => i + 701),
+    'every event once, in seq order',
+  )
+  t.equal(feed.hasOlder, true)
+})

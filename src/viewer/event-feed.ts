@@ -9,6 +9,10 @@ const TOKEN_KEY = 'browser-telemetry.token'
 export const PAGE_LIMIT = 100
 /** Pages of history loaded without asking (the rest on scroll or "load older"). */
 export const INITIAL_EVENTS = 2000
+/** "Load older" reads the events of this long before the oldest one shown, page after page, */
+export const OLDER_WINDOW_US = 5 * 60 * 1_000_000
+/** and at most this many at once, however busy that window was (the page holds what it reads). */
+export const OLDER_MAX_EVENTS = 5000
 /** Oldest envelopes are let go beyond this many, so a long live session stays bounded. */
 export const MAX_EVENTS = 200_000
 
@@ -142,7 +146,7 @@ export class EventFeed extends FeedState implements Feed {
       this.hasNewer = p.hasMore
       this.hasOlder = true
     })
-    await this.loadOlder()
+    await this.fillPage(gen)
   }
 
   /** A window starting at an RFC-3339 time. Returns the first seq at or after it (0 when none). */
@@ -161,21 +165,45 @@ export class EventFeed extends FeedState implements Feed {
       await this.loadLatest()
       return this.lastSeq
     }
-    await this.loadOlder()
+    await this.fillPage(gen)
     return first
   }
 
+  /**
+   * The OLDER_WINDOW_US before the oldest event shown (what "Load older" and the list's top ask
+   * for): one API page at a time, until the window is read, the log's start or OLDER_MAX_EVENTS.
+   */
   async loadOlder(): Promise<void> {
     if (!this.hasOlder || this.loading) return
     const gen = this.generation
     await this.guard(async () => {
-      const offset = this.firstSeq
-      const p = await this.page(`order=desc&limit=${PAGE_LIMIT}${offset > 0 ? `&offset=${offset}` : ''}`)
-      if (gen !== this.generation) return
-      const older = p.items.filter(e => e.seq < this.firstSeq || this.events.length === 0).reverse()
-      this.events = older.concat(this.events)
-      this.hasOlder = p.hasMore && older.length > 0
+      const oldest = this.events[0]
+      const from = oldest ? oldest.event.ts - OLDER_WINDOW_US : Infinity
+      for (let read = 0; read < OLDER_MAX_EVENTS;) {
+        const older = await this.olderPage(gen)
+        if (older === undefined) return
+        read += older.length
+        if (!this.hasOlder || (older[0]?.event.ts ?? -Infinity) <= from) return
+        this.changed()
+      }
     })
+  }
+
+  /** One page before the oldest event shown (undefined: a newer load replaced the window). */
+  private async olderPage(gen: number): Promise<Envelope[] | undefined> {
+    const offset = this.firstSeq
+    const p = await this.page(`order=desc&limit=${PAGE_LIMIT}${offset > 0 ? `&offset=${offset}` : ''}`)
+    if (gen !== this.generation) return undefined
+    const older = p.items.filter(e => e.seq < this.firstSeq || this.events.length === 0).reverse()
+    this.events = older.concat(this.events)
+    this.hasOlder = p.hasMore && older.length > 0
+    return older
+  }
+
+  /** The background fill after the first page: one page at a time, up to INITIAL_EVENTS. */
+  private async fillPage(gen: number): Promise<void> {
+    if (!this.hasOlder || this.loading) return
+    await this.guard(async () => void (await this.olderPage(gen)))
   }
 
   async loadNewer(): Promise<void> {
@@ -194,7 +222,7 @@ export class EventFeed extends FeedState implements Feed {
       // Another load in flight (the list reached its top, a live page): loadOlder would return at
       // once and this loop would spin in microtasks, never letting that load finish.
       if (this.loading) await new Promise(r => setTimeout(r, 50))
-      else await this.loadOlder()
+      else await this.fillPage(gen)
     }
   }
 

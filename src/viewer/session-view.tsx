@@ -379,7 +379,7 @@ export function Viewer({
                     feed.loadOlder().catch(authFail)
                   }}
                 >
-                  Load older
+                  Load 5 minutes older
                 </button>
               ) : null}
             </div>
