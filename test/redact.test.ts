@@ -101,6 +101,50 @@ t.test('bodies: form-encoded and JSON fields (nested, numbers), cut JSON, other 
   )
 })
 
+t.test(
+  'YAML bodies: secret keys masked (plain, quoted, in sequences, block scalars), the rest byte for byte',
+  async t => {
+    const yaml = [
+      'openapi: 3.0.0',
+      'servers:',
+      '  - url: https://api.example',
+      '    api_key: abc123',
+      'auth:',
+      '  password: "hunter2"',
+      "  'client_secret': 's3cr3t' # rotated",
+      '  private_key: |',
+      '    -----BEGIN KEY-----',
+      '',
+      '    AAAA',
+      '  user: bob',
+      'token:',
+      '  type: bearer',
+      '',
+    ].join('\n')
+    t.equal(
+      r.body(yaml, 'application/yaml'),
+      [
+        'openapi: 3.0.0',
+        'servers:',
+        '  - url: https://api.example',
+        '    api_key: "[redacted:8]"',
+        'auth:',
+        '  password: "[redacted:8]"',
+        '  \'client_secret\': "[redacted:32]"',
+        '  private_key: "[redacted:32]"',
+        '  user: bob',
+        'token:',
+        '  type: bearer',
+        '',
+      ].join('\n'),
+    )
+    t.equal(r.body('a: 1\r\nsecret: x\r\n', 'text/yaml'), 'a: 1\r\nsecret: "[redacted:8]"\r\n', 'CRLF kept')
+    const clean = 'info:\n  title: Petstore # the usual\n  version: 1.0.0\n'
+    t.equal(r.body(clean, 'application/x-yaml'), clean, 'no secret: unchanged')
+    t.equal(r.body('password: x', 'text/plain'), 'password: x', 'only a YAML body is read as YAML')
+  },
+)
+
 t.test('the pipeline masks every place before storage; the producer object is untouched', async t => {
   const { log, pipeline } = await openStore(t, {}, { redactor: r })
   const data = {

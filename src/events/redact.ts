@@ -4,12 +4,13 @@
 // What is masked (built-in lists are always on; configuration only adds names):
 // - header values by name (authorization, cookie, set-cookie, proxy-authorization, x-api-key, ...);
 // - in URLs: the userinfo (user:pass@), query and fragment parameters whose names look secret;
-// - form-encoded and JSON bodies (post_data, response bodies): fields whose names look secret.
+// - form-encoded, JSON and YAML bodies (post_data, response bodies): fields whose names look secret.
 // A masked value becomes `[redacted:<n>]`, n its length class (the next power of two >= its length,
 // at least 8), so a reader still sees that a field was there and roughly how big it was. The field
 // itself always stays.
 import type { TelemetryEvent } from './index.js'
 import { headerValue } from '../util/headers.js'
+import { maskYaml } from './redact-yaml.js'
 
 export const DEFAULT_REDACTED_HEADERS = [
   'authorization',
@@ -208,7 +209,7 @@ export class Redactor {
     return out === undefined ? query : out + query.slice(copied)
   }
 
-  /** A request or response body: JSON or form-encoded fields with secret-looking names are masked. */
+  /** A request or response body: JSON, form-encoded and YAML fields with secret-looking names are masked. */
   body(text: string, contentType?: string): string {
     const ct = (contentType ?? '').toLowerCase()
     const trimmed = text.trimStart()
@@ -217,6 +218,7 @@ export class Redactor {
       if (masked !== undefined) return masked
     }
     if (ct.includes('x-www-form-urlencoded') || (ct === '' && /^[^\s=&]+=[^\s]*$/.test(text))) return this.params(text)
+    if (ct.includes('yaml')) return maskYaml(text, name => this.isSecretName(name), maskValue)
     return text
   }
 
