@@ -17,16 +17,23 @@ const TEXT_MIME_TYPES = new Set([
   'text/x-csv',
   'application/x-www-form-urlencoded',
   'application/graphql',
+  'application/yaml',
+  'application/x-yaml',
+  'text/yaml',
+  'text/x-yaml',
 ])
 
 /**
- * True for the text MIME types whose bodies are captured: JSON, XML, HTML, plain text, CSV, form-urlencoded, GraphQL
- * and the structured-syntax suffixes +json / +xml. Scripts, stylesheets and binaries get no body.
+ * True for the text MIME types whose bodies are captured: JSON, XML, HTML, plain text, CSV,
+ * form-urlencoded, GraphQL, YAML and the structured-syntax suffixes +json / +xml / +yaml. Scripts,
+ * stylesheets and binaries get no body.
  */
 export function isTextMime(mime: string | undefined): boolean {
   if (!mime) return false
   const essence = mime.split(';', 1)[0]!.trim().toLowerCase()
-  return TEXT_MIME_TYPES.has(essence) || essence.endsWith('+json') || essence.endsWith('+xml')
+  return (
+    TEXT_MIME_TYPES.has(essence) || essence.endsWith('+json') || essence.endsWith('+xml') || essence.endsWith('+yaml')
+  )
 }
 
 export interface CutBody {

@@ -23,6 +23,12 @@ t.test('isTextMime keeps the documented text types and nothing else', async t =>
     'application/atom+xml',
     'application/graphql-response+json',
     'application/xhtml+xml',
+    'application/yaml',
+    'application/x-yaml',
+    'text/yaml',
+    'text/x-yaml',
+    'application/yaml; charset=utf-8',
+    'application/openapi+yaml',
   ])
     t.equal(isTextMime(m), true, m)
   for (const m of [

@@ -546,3 +546,49 @@ t.test(
     t.equal(h.pipeline.stats.invalid, 0)
   },
 )
+
+t.test('YAML bodies (application/yaml, application/x-yaml, text/yaml) are captured as text, both ways', async t => {
+  const spec = 'openapi: 3.0.0\ninfo:\n  title: Petstore\n  version: 1.0.0\n'
+  const server = await startServer(t, {
+    '/empty': '<p>yaml</p>',
+    '/openapi.yaml': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/yaml' })
+      res.end(spec)
+    },
+    '/config.yml': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/x-yaml; charset=utf-8' })
+      res.end('a: 1\npassword: hunter2\n')
+    },
+    '/echo': (req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', c => chunks.push(c as Buffer))
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/yaml' })
+        res.end(Buffer.concat(chunks))
+      })
+    },
+  })
+  const h = await startCollecting(t, [createNetworkCollector()])
+  const page = h.firstPage()
+  await page.send('Page.navigate', { url: `${server.url}empty` })
+  await h.waitEvent('network_response', e => e.data.url === `${server.url}empty`)
+  const sent = 'kind: Pet\nname: Rex\ntags:\n  - dog\n'
+  t.equal(
+    await h.evaluate(
+      page,
+      `Promise.all([fetch('/openapi.yaml').then(r => r.text()), fetch('/config.yml').then(r => r.text()),
+        fetch('/echo', { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: ${JSON.stringify(sent)} }).then(r => r.text())]).then(a => a.join('|'))`,
+    ),
+    `${spec}|a: 1\npassword: hunter2\n|${sent}`,
+  )
+  const spec$ = await h.waitEvent('network_response', e => e.data.url === `${server.url}openapi.yaml`)
+  const config = await h.waitEvent('network_response', e => e.data.url === `${server.url}config.yml`)
+  const echo = await h.waitEvent('network_response', e => e.data.url === `${server.url}echo`)
+  const post = h.ofType('network_request', e => e.data.url === `${server.url}echo`)[0]!
+  t.match(spec$.data, { mime_type: 'application/yaml', body: spec })
+  t.match(echo.data, { mime_type: 'text/yaml', body: sent })
+  t.equal(post.data.post_data, sent, 'the request body too')
+  // Stored as the pipeline masks it: a YAML secret is masked like a JSON one.
+  const stored = (await h.stored()).find(e => e.seq === config.seq)!
+  t.equal((stored.event.data as { body?: string }).body, 'a: 1\npassword: "[redacted:8]"\n')
+})

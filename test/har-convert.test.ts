@@ -340,3 +340,46 @@ t.test('a captured 3xx response joins its hop and the next request opens a new e
     ],
   )
 })
+
+t.test('data: URLs are percent-encoded into URIs: har-validator accepts them, nothing is lost', async t => {
+  seq = 0
+  const raw = `data:text/javascript,self.say("héllo wörld") // 100% <ok> {a|b} ^\`\\ #one#two 😀`
+  const events = [
+    env(
+      'network_request',
+      { ...ctx, url: raw, request_id: 'D1', method: 'GET', headers: {}, resource_type: 'Script' },
+      0,
+    ),
+    env(
+      'network_response',
+      {
+        ...ctx,
+        url: raw,
+        request_id: 'D1',
+        status: 200,
+        status_text: 'OK',
+        headers: {},
+        mime_type: 'text/javascript',
+      },
+      1,
+    ),
+    env(
+      'network_request',
+      { ...ctx, url: 'data:text/plain,already%20encoded%2C%22q%22', request_id: 'D2', method: 'GET', headers: {} },
+      2,
+    ),
+  ]
+  const har = toHar(events)
+  const [a, b] = har.log.entries
+  t.equal(
+    a!.request.url,
+    'data:text/javascript,self.say(%22h%C3%A9llo%20w%C3%B6rld%22)%20//%20100%25%20%3Cok%3E%20%7Ba%7Cb%7D%20%5E%60%5C%20#one%23two%20%F0%9F%98%80',
+  )
+  t.equal(decodeURIComponent(a!.request.url.replace('#', '%23')), raw, 'decoding gives the URL back')
+  t.equal(b!.request.url, 'data:text/plain,already%20encoded%2C%22q%22', 'an encoded URL stays as it is')
+  await t.resolves(harValidator.har(har), 'har-validator accepts the HAR')
+  // Before: the raw URL as Chromium reported it.
+  const rawHar = structuredClone(har)
+  rawHar.log.entries[0]!.request.url = raw
+  await t.rejects(harValidator.har(rawHar), 'the raw data: URL is refused (format "uri")')
+})

@@ -103,6 +103,119 @@ t.test('bodies: form-encoded and JSON fields (nested, numbers), cut JSON, other 
   )
 })
 
+t.test(
+  'YAML bodies: secret keys masked (plain, quoted, in sequences, block scalars), the rest byte for byte',
+  async t => {
+    const yaml = [
+      'openapi: 3.0.0',
+      'servers:',
+      '  - url: https://api.example',
+      '    api_key: abc123',
+      'auth:',
+      '  password: "hunter2"',
+      "  'client_secret': 's3cr3t' # rotated",
+      '  private_key: |',
+      '    -----BEGIN KEY-----',
+      '',
+      '    AAAA',
+      '  user: bob',
+      'token:',
+      '  type: bearer',
+      '',
+    ].join('\n')
+    t.equal(
+      r.body(yaml, 'application/yaml'),
+      [
+        'openapi: 3.0.0',
+        'servers:',
+        '  - url: https://api.example',
+        '    api_key: "[redacted:8]"',
+        'auth:',
+        '  password: "[redacted:8]"',
+        '  \'client_secret\': "[redacted:32]"',
+        '  private_key: "[redacted:32]"',
+        '  user: bob',
+        'token:',
+        '  type: bearer',
+        '',
+      ].join('\n'),
+    )
+    t.equal(r.body('a: 1\r\nsecret: x\r\n', 'text/yaml'), 'a: 1\r\nsecret: "[redacted:8]"\r\n', 'CRLF kept')
+    const clean = 'info:\n  title: Petstore # the usual\n  version: 1.0.0\n'
+    t.equal(r.body(clean, 'application/x-yaml'), clean, 'no secret: unchanged')
+    t.equal(r.body('password: x', 'text/plain'), 'password: x', 'only a YAML body is read as YAML')
+  },
+)
+
+t.test(
+  'code: masked as a URL parameter and a form field (an OAuth or one-time code), not as a JSON or YAML field',
+  async t => {
+    const d = new Redactor()
+    // URL query and fragment: the authorization code of a redirect.
+    t.equal(
+      d.url('https://app.example/callback?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz'),
+      'https://app.example/callback?code=[redacted:32]&state=xyz',
+    )
+    t.equal(d.url('https://app.example/cb#code=abc&state=s'), 'https://app.example/cb#code=[redacted:8]&state=s')
+    t.equal(d.url('https://h/?client_code=1&zipcode=12345'), 'https://h/?client_code=[redacted:8]&zipcode=12345')
+    // Form posts: the token request that trades the code.
+    t.equal(
+      d.body(
+        'grant_type=authorization_code&code=SplxlOBeZQQYbYS6WxSbIA&redirect_uri=https%3A%2F%2Fapp',
+        'application/x-www-form-urlencoded',
+      ),
+      'grant_type=authorization_code&code=[redacted:32]&redirect_uri=https%3A%2F%2Fapp',
+    )
+    t.equal(d.body('code=123456'), 'code=[redacted:8]', 'a form-looking body without a content type')
+    // JSON and YAML: a status or an error code, kept byte for byte.
+    t.equal(d.body('{"code":404}', 'application/json'), '{"code":404}')
+    t.equal(
+      d.body('{"error":{"code":"E_NOT_FOUND","message":"no such pet"},"statusCode":404}', 'application/problem+json'),
+      '{"error":{"code":"E_NOT_FOUND","message":"no such pet"},"statusCode":404}',
+    )
+    t.equal(
+      d.body('{"code": 401, "token": "abc", "note": "cut', 'application/json'),
+      '{"code": 401, "token": "[redacted:8]", "note": "cut',
+      'cut JSON: the token only',
+    )
+    t.equal(d.body('code: 404\nsecret: x\n', 'application/yaml'), 'code: 404\nsecret: "[redacted:8]"\n')
+    // A CDP command's JSON keeps its code; a URL inside it is masked as a URL.
+    const e = {
+      type: 'cdp_command',
+      data: { params: '{"code":7,"url":"https://h/cb?code=abc"}' },
+    } as unknown as Parameters<Redactor['event']>[0]
+    d.event(e)
+    t.equal((e.data as { params: string }).params, '{"code":7,"url":"https://h/cb?code=[redacted:8]"}')
+    // Through the pipeline, as stored: the redirect's code masked, the API's error code kept.
+    const { log, pipeline } = await openStore(t, {}, { redactor: d })
+    await ok(
+      pipeline.emit({
+        type: 'network_response',
+        source: { kind: 'cdp' },
+        data: {
+          request_id: '1',
+          url: 'https://app.example/callback?code=abc123&state=s',
+          status: 404,
+          status_text: 'Not Found',
+          headers: { 'content-type': 'application/json' },
+          mime_type: 'application/json',
+          body: '{"code":404}',
+        },
+      }),
+    ).committed
+    const [stored] = (await log.read({ order: 'asc', limit: 10 })).records.map(
+      rec => JSON.parse(rec.json) as { event: { data: { url: string; body: string } } },
+    )
+    t.equal(stored!.event.data.url, 'https://app.example/callback?code=[redacted:8]&state=s')
+    t.equal(stored!.event.data.body, '{"code":404}')
+    // Named by --redact-params, code is a secret everywhere again.
+    t.equal(new Redactor({ params: ['code'] }).body('{"code":404}', 'application/json'), '{"code":"[redacted:8]"}')
+    t.same(d.policy().url_form_params, ['code'])
+    t.notOk(d.policy().params.includes('code'), 'not among the terms masked everywhere')
+    t.same(new Redactor({ params: ['code'] }).policy().url_form_params, [], 'once configured it is masked everywhere')
+  },
+)
+
 t.test('the pipeline masks every place before storage; the producer object is untouched', async t => {
   const { log, pipeline } = await openStore(t, {}, { redactor: r })
   const data = {

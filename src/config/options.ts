@@ -4,7 +4,11 @@
 // come from DEFAULT_SETTINGS, so what is shown is what the modules use.
 import { DEFAULT_CATEGORIES } from '../pipeline/pipeline.js'
 import { MIN_ENVELOPE_BYTES } from '../pipeline/envelope-fit.js'
-import { DEFAULT_REDACTED_HEADERS, DEFAULT_REDACTED_PARAMS } from '../events/redact.js'
+import {
+  DEFAULT_REDACTED_HEADERS,
+  DEFAULT_REDACTED_PARAMS,
+  DEFAULT_REDACTED_URL_FORM_PARAMS,
+} from '../events/redact.js'
 import { BROWSER_ID_SYNTAX } from '../api/browser-id.js'
 import { parseNatsServers } from '../ship/connect.js'
 import { isValidSubjectPrefix } from '../ship/subject.js'
@@ -175,7 +179,7 @@ export const OPTIONS = {
     help: `Extra header names whose values are masked, comma-separated (always masked: ${DEFAULT_REDACTED_HEADERS.join(', ')})`,
   }),
   'redact-params': names({
-    help: `Extra URL query/fragment parameter and form/JSON field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter(p => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter(p => p.length < 5).join(', ')})`,
+    help: `Extra URL query/fragment parameter and form/JSON/YAML field names to mask, comma-separated (always masked: names containing ${DEFAULT_REDACTED_PARAMS.filter(p => p.length >= 5).join(', ')}; words ${DEFAULT_REDACTED_PARAMS.filter(p => p.length < 5).join(', ')}; in URLs and forms only, the word ${DEFAULT_REDACTED_URL_FORM_PARAMS.join(', ')})`,
   }),
   'disk-reserve': size(
     {

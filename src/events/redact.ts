@@ -4,12 +4,14 @@
 // What is masked (built-in lists are always on; configuration only adds names):
 // - header values by name (authorization, cookie, set-cookie, proxy-authorization, x-api-key, ...);
 // - in URLs: the userinfo (user:pass@), query and fragment parameters whose names look secret;
-// - form-encoded and JSON bodies (post_data, response bodies): fields whose names look secret.
+// - form-encoded, JSON and YAML bodies (post_data, response bodies): fields whose names look secret.
+// `code` is masked only as a URL parameter or form field (an OAuth or one-time code), not in JSON.
 // A masked value becomes `[redacted:<n>]`, n its length class (the next power of two >= its length,
 // at least 8), so a reader still sees that a field was there and roughly how big it was. The field
 // itself always stays.
 import type { TelemetryEvent } from './index.js'
 import { headerValue } from '../util/headers.js'
+import { maskYaml } from './redact-yaml.js'
 
 export const DEFAULT_REDACTED_HEADERS = [
   'authorization',
@@ -28,7 +30,6 @@ export const DEFAULT_REDACTED_PARAMS = [
   'password',
   'sig',
   'signature',
-  'code',
   'access_token',
   'refresh_token',
   'session',
@@ -38,8 +39,18 @@ export const DEFAULT_REDACTED_PARAMS = [
   'auth',
   'credential',
 ] as const
+/**
+ * Words masked only as URL query / fragment parameters and form-encoded fields: an OAuth
+ * authorization code or a one-time code travels there (`/callback?code=...`, a form post), while a
+ * JSON or YAML `code` is a status or an error code (`{"code": 404}`).
+ */
+export const DEFAULT_REDACTED_URL_FORM_PARAMS = ['code'] as const
 /** Header values that are URLs: their query and userinfo are masked like any URL. */
 const URL_HEADERS = new Set(['referer', 'location', 'content-location', 'origin'])
+
+/** classify() bits: secret as a JSON / YAML / attribute field, secret as a URL or form parameter. */
+const SECRET_FIELD = 1
+const SECRET_PARAM = 2
 
 const HEADER_PLAIN = 0
 const HEADER_SECRET = 1
@@ -67,8 +78,10 @@ export interface RedactionPolicy {
   mask: string
   /** Header names whose values are masked (case-insensitive). */
   headers: string[]
-  /** Terms of query, fragment, form and JSON field names that are masked (under 5 characters: whole words only). */
+  /** Terms of query, fragment, form, JSON and YAML field names that are masked (under 5 characters: whole words only). */
   params: string[]
+  /** Words masked only in query and fragment parameters and form fields, never as JSON or YAML fields. */
+  url_form_params: string[]
   /** Headers holding URLs, masked like any URL. */
   url_headers: string[]
 }
@@ -77,7 +90,9 @@ export class Redactor {
   private readonly headerNames: Set<string>
   private readonly wordTerms: Set<string>
   private readonly substringTerms: string[]
-  private readonly nameCache = new Map<string, boolean>()
+  private readonly urlFormWords = new Set<string>(DEFAULT_REDACTED_URL_FORM_PARAMS)
+  /** Per name: SECRET_FIELD and SECRET_PARAM bits. */
+  private readonly nameCache = new Map<string, number>()
   private readonly headerKinds = new Map<string, HeaderKind>()
 
   constructor(opts: RedactionOptions = {}) {
@@ -95,26 +110,37 @@ export class Redactor {
       mask: '[redacted:<n>]',
       headers: [...this.headerNames].sort(),
       params: [...this.wordTerms, ...this.substringTerms].sort(),
+      url_form_params: [...this.urlFormWords].filter(w => !this.wordTerms.has(w)).sort(),
       url_headers: [...URL_HEADERS].sort(),
     }
   }
 
-  /** True when a parameter or field name looks like it holds a secret. */
+  /** True when a JSON, YAML or attribute field name looks like it holds a secret. */
   isSecretName(name: string): boolean {
-    let hit = this.nameCache.get(name)
-    if (hit !== undefined) return hit
+    return (this.classify(name) & SECRET_FIELD) !== 0
+  }
+
+  /** True when a URL query / fragment parameter or form field name looks like it holds a secret. */
+  isSecretParam(name: string): boolean {
+    return (this.classify(name) & SECRET_PARAM) !== 0
+  }
+
+  private classify(name: string): number {
+    let kind = this.nameCache.get(name)
+    if (kind !== undefined) return kind
     const lower = name.toLowerCase()
-    hit = this.substringTerms.some(t => lower.includes(t))
-    if (!hit) {
+    kind = this.substringTerms.some(t => lower.includes(t)) ? SECRET_FIELD | SECRET_PARAM : 0
+    if (kind === 0) {
       // Words: split on non-alphanumerics and camelCase boundaries (apiKey, X-Amz-Signature, client_code).
       const words = name
         .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
         .toLowerCase()
         .split(/[^a-z0-9]+/)
-      hit = words.some(w => this.wordTerms.has(w))
+      if (words.some(w => this.wordTerms.has(w))) kind = SECRET_FIELD | SECRET_PARAM
+      else if (words.some(w => this.urlFormWords.has(w))) kind = SECRET_PARAM
     }
-    if (this.nameCache.size < 4096) this.nameCache.set(name, hit) // bounded: names come from pages
-    return hit
+    if (this.nameCache.size < 4096) this.nameCache.set(name, kind) // bounded: names come from pages
+    return kind
   }
 
   isSecretHeader(name: string): boolean {
@@ -199,7 +225,7 @@ export class Redactor {
           }
         }
         // A value masked already (a stored URL read again) stays as it is.
-        if (this.isSecretName(name) && !REDACTED_PATTERN.test(query.slice(eq + 1, end))) {
+        if (this.isSecretParam(name) && !REDACTED_PATTERN.test(query.slice(eq + 1, end))) {
           out = (out ?? '') + query.slice(copied, eq + 1) + maskValue(query.slice(eq + 1, end))
           copied = end
         }
@@ -209,7 +235,7 @@ export class Redactor {
     return out === undefined ? query : out + query.slice(copied)
   }
 
-  /** A request or response body: JSON or form-encoded fields with secret-looking names are masked. */
+  /** A request or response body: JSON, form-encoded and YAML fields with secret-looking names are masked. */
   body(text: string, contentType?: string): string {
     const ct = (contentType ?? '').toLowerCase()
     const trimmed = text.trimStart()
@@ -218,6 +244,7 @@ export class Redactor {
       if (masked !== undefined) return masked
     }
     if (ct.includes('x-www-form-urlencoded') || (ct === '' && /^[^\s=&]+=[^\s]*$/.test(text))) return this.params(text)
+    if (ct.includes('yaml')) return maskYaml(text, name => this.isSecretName(name), maskValue)
     return text
   }
 

@@ -5,6 +5,7 @@
 import type { Envelope, TelemetryEvent } from '../events/index.js'
 import { headerValue } from '../util/headers.js'
 import { ExchangeJoin, exchangeKey, firstOf, type Exchange } from './exchanges.js'
+import { harUri } from './uri.js'
 import { SocketJoin, socketEntry, type SocketExchange } from './websockets.js'
 import type { Har, HarEntry, HarNameValue, HarPage, HarTimings } from './types.js'
 
@@ -332,7 +333,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
   const startUs = firstOf(ex).ts
   const endUs = ex.response?.event.ts ?? ex.failure?.event.ts ?? ex.incomplete?.event.ts ?? ex.redirectedTo?.ts
   // HAR requires a URI; a failure of a request in flight before attach carries none.
-  const url = req?.url ?? res?.url ?? fail?.url ?? 'about:blank'
+  const url = harUri(req?.url ?? res?.url ?? fail?.url ?? 'about:blank')
   const reqHeaders = headerList(req?.headers)
   const postData = req?.post_data
   const reqContentType = firstValue(headerValue(req?.headers, 'content-type'))
@@ -382,7 +383,7 @@ function toEntry(ex: Exchange, pageref: string | undefined): HarEntry {
           ? { comment: 'body truncated at capture' }
           : {}),
       },
-      redirectURL: ex.redirectedTo?.url ?? firstValue(headerValue(res?.headers, 'location')) ?? '',
+      redirectURL: harUri(ex.redirectedTo?.url ?? firstValue(headerValue(res?.headers, 'location')) ?? ''),
       headersSize: -1,
       bodySize: Number.isInteger(declaredLength) && declaredLength >= 0 ? declaredLength : -1,
       ...(fail ? { _error: fail.canceled ? `${fail.error_text} (canceled)` : fail.error_text } : {}),

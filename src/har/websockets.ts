@@ -1,6 +1,7 @@
 // WebSocket connections -> HAR entries the way Chrome DevTools writes them: one entry per socket
 // (the handshake: GET, status 101, both header sets) with its messages in `_webSocketMessages`
 // ({type: send|receive, time in seconds, opcode, data}). Joined by (session, request id).
+import { harUri } from './uri.js'
 import type { Envelope } from '../events/index.js'
 import type { HarEntry, HarNameValue, HarWebSocketMessage } from './types.js'
 
@@ -116,7 +117,7 @@ export function socketEntry(
     time,
     request: {
       method: 'GET',
-      url: s.url,
+      url: harUri(s.url),
       httpVersion: 'HTTP/1.1',
       cookies: [],
       headers: helpers.headerList(s.requestHeaders),
