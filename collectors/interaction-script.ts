@@ -10,6 +10,7 @@ import { cssSelectorFor } from './selector.js'
 export type PagePayload =
   | { t: 'click'; x: number; y: number; selector: string; tag: string; text: string }
   | { t: 'key'; key: string; selector: string; tag: string }
+  | { t: 'input'; input_type: string; selector: string; tag: string }
   | { t: 'scroll'; from_x: number; from_y: number; to_x: number; to_y: number; target_selector: string }
 
 export interface AgentOptions {
@@ -191,6 +192,45 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
       send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase() })
     },
     { capture: true },
+  )
+
+  // Text that arrives without a key (an automation client's Input.insertText, as Playwright's fill
+  // sends it, a paste from the menu, a drop, autofill) has no key report to say where it went: its
+  // input event does. Input while a key that types is down is that key's (already reported). Not
+  // a timer: Chromium runs input tasks ahead of timers, so the next insertText may come first.
+  const down = new Set<string>()
+  const MODIFIERS = ['Shift', 'Control', 'Alt', 'Meta', 'AltGraph', 'CapsLock']
+  window.addEventListener(
+    'keydown',
+    e => {
+      if (e.isTrusted && !MODIFIERS.includes(e.key)) down.add(e.code || e.key)
+    },
+    { capture: true, passive: true },
+  )
+  window.addEventListener(
+    'keyup',
+    e => {
+      down.delete(e.code || e.key)
+    },
+    { capture: true, passive: true },
+  )
+  // A key released while the window had no focus never sends its keyup.
+  window.addEventListener('blur', () => down.clear(), { passive: true })
+  window.addEventListener(
+    'input',
+    e => {
+      if (!e.isTrusted || down.size > 0 || !isElement(e.target)) return
+      const target = e.target
+      // What was put in is never read; the field's name alone (as a click reports it).
+      const inputType = (e as InputEvent).inputType
+      send({
+        t: 'input',
+        input_type: typeof inputType === 'string' ? inputType.slice(0, 64) : '',
+        selector: cssSelectorFor(target),
+        tag: target.tagName.toUpperCase(),
+      })
+    },
+    { capture: true, passive: true },
   )
 
   // Scroll: `from` must be where a burst started, but the first scroll event of a burst already

@@ -1,4 +1,4 @@
-// Interaction collector: clicks, keys and settled scrolls, reported by a script injected into every
+// Interaction collector: clicks, keys, text put in without keys and settled scrolls, reported by a script injected into every
 // document of a page or iframe target (interaction-script.ts) through a CDP binding.
 //
 // The script runs in an isolated world (the page cannot see the binding or patch what the script
@@ -72,6 +72,7 @@ const TEXT_MAX = 100
 const FIELDS = {
   click: { type: 'interaction_click', keys: ['x', 'y', 'selector', 'tag', 'text'] },
   key: { type: 'interaction_key', keys: ['key', 'selector', 'tag'] },
+  input: { type: 'interaction_input', keys: ['input_type', 'selector', 'tag'] },
   scroll: { type: 'interaction_scroll_settled', keys: ['from_x', 'from_y', 'to_x', 'to_y', 'target_selector'] },
 } as const
 
@@ -84,7 +85,7 @@ export function parseInteractionPayload(payload: unknown, context: Context): Eve
   const report = parseBindingPayload(payload, MAX_PAYLOAD_CHARS)
   if (!report) return undefined
   const kind = report.t
-  if (kind !== 'click' && kind !== 'key' && kind !== 'scroll') return undefined
+  if (kind !== 'click' && kind !== 'key' && kind !== 'input' && kind !== 'scroll') return undefined
   const spec = FIELDS[kind]
   const data: Record<string, unknown> = { ...context }
   for (const key of spec.keys) {

@@ -82,7 +82,7 @@ t.test('goto, click, fill, press, goto: the derived actions of the stored log', 
   )
   t.same(
     mine.slice(1).map(a => a.title),
-    ['go to /', 'click #buy', 'type 12 characters', 'press Enter', 'go to /done'],
+    ['go to /', 'click #buy', 'type 12 characters into #email', 'press Enter', 'go to /done'],
   )
   t.same(
     mine.slice(1).map(a => a.step_id),

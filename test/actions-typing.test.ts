@@ -9,7 +9,7 @@ import { deriveActions } from '../src/actions/index.js'
 import { validateEvent, type Envelope, type EventData, type TelemetryEvent } from '../src/events/index.js'
 import type { Emit } from '../src/pipeline/pipeline.js'
 import { fakeAccepted } from './helpers/store.js'
-import { T0 } from './helpers/agent-session.js'
+import { SessionBuilder, T0 } from './helpers/agent-session.js'
 
 type Command = EventData<'cdp_command'>
 
@@ -180,6 +180,25 @@ t.test('shortcuts name their key; Shift and a letter is text', async t => {
       ['press', 'press Shift+Alt+F'],
       ['press', 'press Meta+/'],
       ['type', 'type 3 characters'],
+    ],
+  )
+})
+
+t.test("page.fill: the element comes from the page's input report, the count from insertText", async t => {
+  const s = new SessionBuilder()
+  s.cmd(100, 'Runtime.callFunctionOn', { dur: 2 }) // 1: focus and select the field
+  s.cmd(103, 'Runtime.callFunctionOn', { dur: 1 }) // 2
+  s.cmd(106, 'Input.insertText', { input_chars: 12, dur: 2 }) // 3
+  s.page('interaction_input', 107, { input_type: 'insertText', selector: '#email', tag: 'INPUT' }) // 4
+  s.cmd(109, 'Runtime.releaseObject', { dur: 1 }) // 5
+  // A paste from a menu much later into another field: no key, no insertText of ours.
+  s.cmd(5000, 'Input.insertText', { input_chars: 3, dur: 1 }) // 6
+  s.page('interaction_input', 5001, { input_type: 'insertText', selector: 'textarea#notes', tag: 'TEXTAREA' }) // 7
+  t.same(
+    deriveActions(s.envelopes).map(a => [a.kind, a.title, a.command_seqs]),
+    [
+      ['type', 'type 12 characters into #email', [1, 2, 3, 5]],
+      ['type', 'type 3 characters into textarea#notes', [6]],
     ],
   )
 })

@@ -1,5 +1,5 @@
 // Interaction collector through the real Monitor against real headless Chromium: clicks, keys and
-// settled scrolls driven with CDP Input, privacy, iframes, late attach and anti-forgery.
+// settled scrolls driven with CDP Input, text put in without keys, privacy, iframes, late attach and anti-forgery.
 import t from 'tap'
 import CDP from 'chrome-remote-interface'
 import { Monitor, type Collector, type TargetSession } from '../src/monitor/index.js'
@@ -258,6 +258,32 @@ t.test('interaction events through the monitor', async t => {
         ['#host', 170, 180, 'DIV', ''],
       ],
     )
+  })
+
+  t.test('text put in without a key (insertText) says where it went, never what; typed keys do not', async t => {
+    await click(client, 20, 90) // focus #user
+    const before = dataOf(rec, 'interaction_input').length
+    await press(client, 'q') // a key's own input event: reported as the key only
+    await client.Input.insertText({ text: 'filled in' })
+    await click(client, 20, 120) // the password field: where, still never what
+    await client.Input.insertText({ text: 'hunter2' })
+    await click(client, 20, 90)
+    await press(client, 'y') // marker
+    await waitFor(() => dataOf(rec, 'interaction_key').some(k => k.key === 'y'), 5000, 'marker key')
+    const inputs = dataOf(rec, 'interaction_input').slice(before)
+    t.same(
+      inputs.map(i => [i.input_type, i.selector, i.tag]),
+      [
+        ['insertText', '#user', 'INPUT'],
+        ['insertText', '#pw', 'INPUT'],
+      ],
+    )
+    t.same(
+      Object.keys(inputs[0]!).sort(),
+      [...Object.keys(pageSession.context()), 'input_type', 'selector', 'tag'].sort(),
+    )
+    t.notOk(JSON.stringify(rec.inputs).includes('hunter2'), 'the text itself appears nowhere')
+    t.equal(await evalMain('document.getElementById("user").value.includes("qfilled in")'), true)
   })
 
   t.test('30 keys in one second all arrive', async t => {

@@ -36,6 +36,7 @@ const SPEC_TABLE: Record<string, string> = {
   page_navigation_settled: 'page',
   interaction_click: 'interaction',
   interaction_key: 'interaction',
+  interaction_input: 'interaction',
   interaction_scroll_settled: 'interaction',
   monitor_screenshot: 'screenshot',
   monitor_disconnected: 'monitor',

@@ -25,9 +25,10 @@ export const joinedOf = (joins: Joins, d: Draft): Joined => {
 }
 
 /**
- * Each click, key and scroll report goes to the latest input action of its target that started at
- * or before it and answered no more than JOIN_US before it: clicks to mouse actions, keys to key
- * actions, scrolls to scroll and mouse actions. list is in start order.
+ * Each click, key, input and scroll report goes to the latest input action of its target that
+ * started at or before it and answered no more than JOIN_US before it: clicks to mouse actions,
+ * keys and text put in without keys (the element of a fill) to key actions, scrolls to scroll and
+ * mouse actions. list is in start order.
  */
 export function joinInteractions(
   joins: Joins,
@@ -36,8 +37,9 @@ export function joinInteractions(
 ): void {
   const starts = list.map(x => x.a.start_ts)
   for (const r of recs) {
-    if (r.kind !== 'click' && r.kind !== 'key' && r.kind !== 'scroll') continue
-    const wants = r.kind === 'key' ? ['keys'] : r.kind === 'click' ? ['mouse'] : ['mouse', 'scroll']
+    if (r.kind !== 'click' && r.kind !== 'key' && r.kind !== 'input' && r.kind !== 'scroll') continue
+    const wants =
+      r.kind === 'key' || r.kind === 'input' ? ['keys'] : r.kind === 'click' ? ['mouse'] : ['mouse', 'scroll']
     for (let i = lastAtOrBefore(starts, r.ts), tries = 0; i >= 0 && tries < 4; i--, tries++) {
       const d = list[i]!.d
       if (r.ts > d.end + JOIN_US) break
@@ -50,7 +52,8 @@ export function joinInteractions(
         j.keySelector ??= r.text
         if (r.key !== undefined) j.keyNames.push(r.key)
         else j.keyChars++
-      } else j.scrollSelector ??= r.text
+      } else if (r.kind === 'input') j.keySelector ??= r.text
+      else j.scrollSelector ??= r.text
       break
     }
   }

@@ -1,6 +1,6 @@
 // The page's own reports, reduced to what actions need: one small record per envelope that matters
 // (a navigation, a settle, a request, a failure, a console error, a dialog, a download, a crash, a
-// click, a key, a scroll), never a typed character.
+// click, a key, text put in, a scroll), never a typed character.
 import type { Envelope } from '../events/index.js'
 import { lowerBound } from '../util/lower-bound.js'
 import { isNamedKey } from './methods.js'
@@ -17,12 +17,13 @@ export type PageKind =
   | 'crash'
   | 'click'
   | 'key'
+  | 'input'
   | 'scroll'
 export interface PageRec {
   seq: number
   ts: number
   kind: PageKind
-  /** nav: the URL; click and key: the element's selector; scroll: the scrolled element's. */
+  /** nav: the URL; click, key and input: the element's selector; scroll: the scrolled element's. */
   text?: string
   /** key: the key's name when it is a named key (Enter), else undefined (a character). */
   key?: string
@@ -64,6 +65,8 @@ export function pageRecord(e: Envelope): PageRec | undefined {
       if (isNamedKey(ev.data.key)) rec.key = ev.data.key
       return rec
     }
+    case 'interaction_input':
+      return { ...at, kind: 'input', text: ev.data.selector }
     case 'interaction_scroll_settled':
       return { ...at, kind: 'scroll', text: ev.data.target_selector }
     default:

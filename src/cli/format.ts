@@ -56,6 +56,8 @@ function summarize(env: Envelope, color: boolean): string {
       return `${e.data.tag} ${e.data.selector} at ${e.data.x},${e.data.y}${e.data.text ? ` "${oneLine(e.data.text)}"` : ''}`
     case 'interaction_key':
       return `${JSON.stringify(e.data.key)} on ${e.data.tag} ${e.data.selector}`
+    case 'interaction_input':
+      return `${e.data.input_type} on ${e.data.tag} ${e.data.selector}`
     case 'interaction_scroll_settled':
       return `${e.data.target_selector} ${e.data.from_x},${e.data.from_y} -> ${e.data.to_x},${e.data.to_y}`
     case 'monitor_screenshot':

@@ -110,6 +110,32 @@ export const StepProps = {
   span_id: Type.Optional(Hex(16, "The step's own span id")),
 }
 
+/** What an Input.* cdp_command did, never what was typed (a fold of them: its sum and event types). */
+export const InputFactsProps = {
+  input_type: Type.Optional(
+    Type.String({ maxLength: 32, description: 'Input.dispatch*Event: the event type (mousePressed, keyDown, ...)' }),
+  ),
+  input_chars: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: 'Input.insertText and key events with text: how many characters (never the text); a fold: their sum',
+    }),
+  ),
+  input_key: Type.Optional(
+    Type.String({
+      maxLength: 32,
+      description:
+        'Key events: the key when it is a named key (Enter, Tab, ArrowDown), or the key of a shortcut (pressed with Control, Alt or Meta held, typing nothing: A, Space); never a typed character',
+    }),
+  ),
+  input_types: Type.Optional(
+    Type.Record(Type.String({ maxLength: 32 }), Type.Integer({ minimum: 1 }), {
+      maxProperties: 32,
+      description: 'A fold of Input.* commands: how many of each event type (keyDown, mouseMoved, ...)',
+    }),
+  ),
+}
+
 /** Why a script's source map could not be used (sourcemap_failed.reason). */
 export const SOURCEMAP_FAILURES = [
   'not_found',

@@ -17,6 +17,7 @@ import {
   STEP_ABANDON_REASONS,
   STEP_OUTCOMES,
   TRACEPARENT_PATTERN,
+  InputFactsProps,
   StepProps,
   TraceParentProps,
   NavigationContextProps,
@@ -252,6 +253,12 @@ export const EVENT_DEFS = {
     }),
   ),
   interaction_key: def('interaction_key', 'interaction', withContext({ key: Str(), selector: Str(), tag: Str() })),
+  // Text put into a field without a key (Input.insertText, a paste, a drop): where it went, never what.
+  interaction_input: def(
+    'interaction_input',
+    'interaction',
+    withContext({ input_type: Str({ maxLength: 64 }), selector: Str(), tag: Str() }),
+  ),
   interaction_scroll_settled: def(
     'interaction_scroll_settled',
     'interaction',
@@ -360,30 +367,8 @@ export const EVENT_DEFS = {
       // A fold's times (from its first command sent to its last answered; from then to this event).
       span_ms: Type.Optional(Num({ minimum: 0 })),
       flush_delay_ms: Type.Optional(Num({ minimum: 0 })),
-      input_types: Type.Optional(
-        Type.Record(Str({ maxLength: 32 }), Int({ minimum: 1 }), {
-          maxProperties: 32,
-          description: 'A fold of Input.* commands: how many of each event type (keyDown, mouseMoved, ...)',
-        }),
-      ),
       step_id: Type.Optional(Str({ description: 'The innermost agent step open when the command was sent' })),
-      input_type: Type.Optional(
-        Str({ maxLength: 32, description: 'Input.dispatch*Event: the event type (mousePressed, keyDown, ...)' }),
-      ),
-      input_chars: Type.Optional(
-        Int({
-          minimum: 0,
-          description:
-            'Input.insertText and key events with text: how many characters (never the text); a fold: their sum',
-        }),
-      ),
-      input_key: Type.Optional(
-        Str({
-          maxLength: 32,
-          description:
-            'Key events: the key when it is a named key (Enter, Tab, ArrowDown), or the key of a shortcut (pressed with Control, Alt or Meta held, typing nothing: A, Space); never a typed character',
-        }),
-      ),
+      ...InputFactsProps,
       ...TraceParentProps,
     }),
   ),
