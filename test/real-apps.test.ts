@@ -18,7 +18,7 @@ import type { Envelope, EventData, StackTrace } from '../src/events/index.js'
 import { driveThroughProxy, startTestDaemon } from './helpers/agent-driver.js'
 import { waitFor } from './helpers/http.js'
 import { tempDir } from './helpers/store.js'
-import { APP_DIRS, serveRealApps } from './helpers/real-apps.js'
+import { APP_DIRS, TYPED_LINE, runAgentSession, serveRealApps } from './helpers/real-apps.js'
 
 t.setTimeout(170_000)
 
@@ -56,47 +56,16 @@ t.test('swagger-ui, monaco and jsoneditor driven by an agent: the record is righ
   page.on('pageerror', e => pageErrors.push({ url: page.url(), text: e.message }))
   const storedNow = async (pred: (e: Envelope) => boolean, what: string) =>
     waitFor(async () => (await stored()).find(pred), 20_000, what)
-
-  // 1. The API docs: a YAML spec, then a broken one that swagger-ui logs with console.error(e).
-  let step = await startStep('read the API docs')
-  await page.goto(`${apps.url}/swagger/`)
-  await page.waitForSelector('.opblock-summary-path', { timeout: 20_000 })
-  await page.goto(`${apps.url}/swagger/?spec=broken.yaml`)
-  await storedNow(e => e.event.type === 'console_error' && e.event.data.url?.includes('broken') === true, 'YAML error')
-  await endStep(step)
-
-  // 2. The code editor: a typed line, shortcuts. Its workers start from blob: URLs.
-  step = await startStep('write code')
-  await page.goto(`${apps.url}/monaco/`)
-  await page.waitForFunction('window.editorReady === true', null, { timeout: 20_000 })
-  const monacoNav = await storedNow(
+  const line = TYPED_LINE
+  await runAgentSession(apps, {
+    page,
+    startStep,
+    endStep,
+    stored: (what, pred) => storedNow(pred, what),
+  })
+  const monacoNav = (await stored()).find(
     e => e.event.type === 'page_navigation' && e.event.data.url === `${apps.url}/monaco/`,
-    'the monaco navigation',
-  )
-  await page.click('#container')
-  const line = 'const total = items.reduce((sum, item) => sum + item.price, 0)'
-  await page.keyboard.type(line)
-  await page.keyboard.press('Control+A')
-  await page.keyboard.press('Shift+Alt+F')
-  await page.keyboard.press('Control+Space')
-  await storedNow(
-    e => e.event.type === 'network_idle' && e.event.data.url === `${apps.url}/monaco/`,
-    'network idle on the monaco page',
-  )
-  await endStep(step)
-
-  // 3. The JSON editor: a form field filled, a document typed and saved (the API answers 404), and
-  // the app's own parse error thrown uncaught.
-  step = await startStep('edit a document')
-  await page.goto(`${apps.url}/jsoneditor/`)
-  await page.fill('#email', 'agent@example.test')
-  await page.click('.ace_content')
-  await page.keyboard.press('Control+A')
-  await page.keyboard.type('{"user": "agent", "password": "hunter2"}')
-  await page.evaluate('save()')
-  await page.evaluate(`setTimeout(() => { window.editor.setText('{bad'); window.editor.get() }, 0)`)
-  await storedNow(e => e.event.type === 'console_error' && e.event.data.text.includes('Parse error'), 'parse error')
-  await endStep(step)
+  )!
   await pw.close()
   await storedNow(e => e.event.type === 'cdp_disconnect', 'the disconnect')
 

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net'
 import { readFile } from 'node:fs/promises'
 import { dirname, extname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Test } from 'tap'
+import type { Page } from 'playwright-core'
+import type { Envelope } from '../../src/events/index.js'
 
 // Not every package exports its package.json: the checkout's own node_modules.
 const pkgDir = (name: string) => join(dirname(fileURLToPath(import.meta.url)), '../../node_modules', name)
@@ -128,11 +129,67 @@ function handle(req: IncomingMessage, res: ServerResponse, seen: string[]): void
   send(res, 404, 'text/plain', 'not found')
 }
 
-/** The three apps and the API on one 127.0.0.1 port, closed at teardown. */
-export async function serveRealApps(t: Test): Promise<RealApps> {
+/** The three apps and the API on one 127.0.0.1 port, closed at teardown (a tap Test, or a script's own). */
+export async function serveRealApps(t: { teardown(fn: () => unknown): void }): Promise<RealApps> {
   const seen: string[] = []
   const server = createServer((req, res) => handle(req, res, seen))
   await new Promise<void>(r => server.listen(0, '127.0.0.1', r))
   t.teardown(() => new Promise<void>(r => (server.closeAllConnections(), server.close(() => r()))))
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen }
+}
+
+/** The line typed into the code editor. */
+export const TYPED_LINE = 'const total = items.reduce((sum, item) => sum + item.price, 0)'
+
+export interface AgentDriver {
+  page: Page
+  startStep(name: string): Promise<string>
+  endStep(stepId: string): Promise<void>
+  /** Resolves once an event the daemon stored matches (the agent waits on the record, not a clock). */
+  stored(
+    what: string,
+    pred: (e: Envelope) => boolean,
+  ): Promise<unknown>
+}
+
+/**
+ * What an agent does with the three apps, in three steps: reads the API docs (a YAML spec, then a
+ * broken one swagger-ui logs with console.error(e)); writes a line of code in monaco and uses
+ * shortcuts; fills a form field, types a JSON document in jsoneditor, saves it (the API answers
+ * 404) and hits the app's own parse error, thrown uncaught.
+ */
+export async function runAgentSession(apps: RealApps, a: AgentDriver): Promise<void> {
+  const { page } = a
+  const url = (e: Envelope['event']) => String((e.data as { url?: string }).url ?? '')
+  let step = await a.startStep('read the API docs')
+  await page.goto(`${apps.url}/swagger/`)
+  await page.waitForSelector('.opblock-summary-path', { timeout: 20_000 })
+  await page.goto(`${apps.url}/swagger/?spec=broken.yaml`)
+  await a.stored('the YAML error', e => e.event.type === 'console_error' && url(e.event).includes('broken'))
+  await a.endStep(step)
+
+  step = await a.startStep('write code')
+  await page.goto(`${apps.url}/monaco/`)
+  await page.waitForFunction('window.editorReady === true', null, { timeout: 20_000 })
+  await page.click('#container')
+  await page.keyboard.type(TYPED_LINE)
+  await page.keyboard.press('Control+A')
+  await page.keyboard.press('Shift+Alt+F')
+  await page.keyboard.press('Control+Space')
+  await a.stored(
+    'network idle on the monaco page',
+    e => e.event.type === 'network_idle' && url(e.event) === `${apps.url}/monaco/`,
+  )
+  await a.endStep(step)
+
+  step = await a.startStep('edit a document')
+  await page.goto(`${apps.url}/jsoneditor/`)
+  await page.fill('#email', 'agent@example.test')
+  await page.click('.ace_content')
+  await page.keyboard.press('Control+A')
+  await page.keyboard.type('{"user": "agent", "password": "hunter2"}')
+  await page.evaluate('save()')
+  await page.evaluate(`setTimeout(() => { window.editor.setText('{bad'); window.editor.get() }, 0)`)
+  await a.stored('the parse error', e => e.event.type === 'console_error' && e.event.data.text.includes('Parse error'))
+  await a.endStep(step)
 }
