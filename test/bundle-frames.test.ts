@@ -11,6 +11,7 @@ import type { BundleManifest } from '../src/bundle/manifest.js'
 import { FrameStore, type FrameMeta } from '../src/recording/frame-store.js'
 import { BROWSER_ID, T0_US, startBundleApi, unzipAll, standardToolsAccept } from './helpers/bundle.js'
 import { tempDir } from './helpers/store.js'
+import { oneTrack } from '../src/util/one-track.js'
 
 const run = promisify(execFile)
 const SEC = 1_000_000
@@ -115,4 +116,49 @@ t.test('without ffmpeg: the frames, no video, and why', async t => {
   const m = JSON.parse(files.get('manifest.json')!.toString()) as BundleManifest
   t.equal(m.recording.video, null)
   t.match(m.recording.video_note, /ffmpeg was not on the daemon's PATH; install it with `apt-get install ffmpeg`/)
+})
+
+t.test('one tab per video: the busiest tab, or the one asked for', async t => {
+  const f = (target_id: string, n: number) => ({ target_id, n })
+  const frames = [f('A', 1), f('B', 2), f('A', 3), f('B', 4), f('A', 5)]
+  t.same(
+    oneTrack(frames).map(x => x.n),
+    [1, 3, 5],
+    'the tab with the most frames',
+  )
+  t.same(
+    oneTrack(frames, 'B').map(x => x.n),
+    [2, 4],
+    'the tab asked for',
+  )
+  t.same(
+    oneTrack(frames, 'C').map(x => x.n),
+    [1, 3, 5],
+    'a tab without frames: the busiest',
+  )
+  t.same(
+    oneTrack([f('A', 1)]).map(x => x.n),
+    [1],
+  )
+
+  // Two visible tabs painting at once: their frames alternate in the store.
+  const store = await FrameStore.open({ dir: await tempDir(t), maxBytes: 200_000, maxPendingFrames: 100 })
+  t.teardown(() => store.close())
+  const api = await startBundleApi(t, { source: () => ({ frames: store, recordingEnabled: () => true }) })
+  const tabs = ['PAGE', 'OTHER', 'PAGE', 'OTHER', 'PAGE', 'PAGE']
+  for (const [i, target_id] of tabs.entries()) {
+    api.setClock(T0_US + i * SEC)
+    await api.emitStep(i)
+    const jpeg = colorJpeg(target_id === 'PAGE' ? 'blue' : 'red')
+    store.add({ ts: T0_US + i * SEC + 1000, target_id, after_seq: api.log.lastSeq, width: 160, height: 120, jpeg })
+  }
+  await store.flush()
+  api.setClock(T0_US + 60 * SEC)
+  const res = await api.get(`/browsers/${BROWSER_ID}/telemetry/bundle?since=${encodeURIComponent(iso(T0_US))}`)
+  t.equal(res.status, 200)
+  const files = await unzipAll(Buffer.from(await res.arrayBuffer()))
+  const m = JSON.parse(files.get('manifest.json')!.toString()) as BundleManifest
+  t.equal(m.recording.frames, 6, 'every frame is in frames/')
+  t.equal(m.recording.video_target_id, 'PAGE')
+  t.equal(m.files['recording.webm']?.frames, 5, "the video: PAGE's 4 frames plus the held last one")
 })

@@ -183,9 +183,10 @@ t.test('a window as a bundle: standard zip, the contract files, events exactly a
     consoleLines[0],
     /^2026-01-02T03:04:1\d\.\d{6}Z (log|warning)\s+https:\/\/shop\.example\.com\/page\/1 {2}step 1\d\\tloaded$/,
   )
+  // The stored line 1, column 2 are 0-based: people read 2:3.
   t.ok(
     consoleLines.some(l =>
-      / exception https:\/\/.* {2}Uncaught Error: boom 13\\n {4}at app\.js:1:2 \(.*app\.js:1\)$/.test(l),
+      / exception https:\/\/.* {2}Uncaught Error: boom 13\\n {4}at app\.js:1:2 \(.*app\.js:2:3\)$/.test(l),
     ),
     'an exception: escaped line break, source',
   )

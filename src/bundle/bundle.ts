@@ -18,6 +18,7 @@ import { ZipStream, type ZipStreamStats } from './zip-stream.js'
 import { consoleLine, isoMicros } from './console-text.js'
 import { writeSourceMaps, type BundleSourceMaps } from './sourcemaps.js'
 import type { BundleFrames, FrameMeta } from './frames.js'
+import { oneTrack } from '../util/one-track.js'
 import { encodeWebm, findFfmpeg, FFMPEG_INSTALL_HINT, type EncodedWebm } from '../recording/webm.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, GapTracker, type BundleManifest } from './manifest.js'
 import { readStepSpans } from './steps.js'
@@ -320,6 +321,8 @@ export function buildBundle(
       manifest.recording.video_note = 'no recording frames in this window'
       return
     }
+    // One tab's frames: two visible tabs' would alternate in one video.
+    const track = oneTrack(included)
     const ffmpeg = source.ffmpeg === null ? undefined : (source.ffmpeg ?? (await findFfmpeg()))
     if (!ffmpeg) {
       manifest.recording.video_note = `ffmpeg was not on the daemon's PATH; ${FFMPEG_INSTALL_HINT}`
@@ -339,11 +342,11 @@ export function buildBundle(
       let encoded: EncodedWebm
       try {
         encoded = await encodeWebm({
-          frames: included,
+          frames: track,
           steps,
           jpeg: async i => {
-            const bytes = await store.read(included[i]!.frame_id)
-            if (!bytes) throw new Error(`frame ${included[i]!.frame_id} was removed by retention during the export`)
+            const bytes = await store.read(track[i]!.frame_id)
+            if (!bytes) throw new Error(`frame ${track[i]!.frame_id} was removed by retention during the export`)
             return bytes
           },
           output: file,
@@ -359,6 +362,8 @@ export function buildBundle(
       }
       await entry('recording.webm', createReadStream(file), false)
       manifest.recording.video = 'recording.webm'
+      const shown = track[0]?.target_id
+      if (shown !== undefined) manifest.recording.video_target_id = shown
       manifest.files['recording.webm'] = {
         frames: encoded.frames,
         duration_ms: encoded.durationMs,

@@ -38,7 +38,15 @@ export interface BundleManifest {
    * The screen recording: frames in frames/, the runs of frame ids the store could not keep (with
    * why) that happened in the window, and recording.webm when ffmpeg was there to encode it.
    */
-  recording: { enabled: boolean; frames: number; gaps: FrameGap[]; video: string | null; video_note?: string }
+  recording: {
+    enabled: boolean
+    frames: number
+    gaps: FrameGap[]
+    video: string | null
+    video_note?: string
+    /** The tab recording.webm shows (one tab: two visible tabs' frames would alternate). */
+    video_target_id?: string
+  }
   /** Event categories being captured when the bundle was made. */
   categories: string[]
   /** Applied before anything was stored, so every file of the bundle is masked by it. */

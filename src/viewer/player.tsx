@@ -11,6 +11,7 @@ import { clicksOnFrame, frameIndexOf, type Moment } from './model/player.js'
 import { frameGaps, type RecordingFrame, type RecordingSource } from './model/recording.js'
 import { fmtTime, type Envelope } from './model.js'
 import { ImageCache } from './image-cache.js'
+import { oneTrack } from '../util/one-track.js'
 import { AuthError } from './event-feed.js'
 
 /** Frame metadata held at most (the oldest are let go beyond). */
@@ -54,7 +55,14 @@ export function Player({ source, events, live: startLive, targetId, seek, onMome
   const report = useRef({ onMoment, onError })
   report.current = { onMoment, onError }
   const loadedFrom = useRef<number | undefined>(undefined)
-  const frames = useMemo(() => (targetId ? all.filter(f => f.target_id === targetId) : all), [all, targetId])
+  // One tab's frames (two visible tabs' alternate): the target filter's, else the tab of the row
+  // last picked, else the tab with the most frames.
+  const seekTarget = useMemo(() => {
+    if (!seek?.seq) return undefined
+    const picked = events.find(e => e.seq === seek.seq)?.event.data as { target_id?: string } | undefined
+    return picked?.target_id
+  }, [seek?.nonce, events])
+  const frames = useMemo(() => oneTrack(all, targetId ?? seekTarget), [all, targetId, seekTarget])
   const clicks = useMemo(() => events.filter(e => e.event.type === 'interaction_click'), [events])
   const firstEventTs = events[0]?.event.ts
 
