@@ -170,6 +170,13 @@ t.test('the recording player', async t => {
   })
   await page.waitForSelector('#player-image')
   t.match(await page.getAttribute('#player-image', 'src'), /^blob:/, 'the frame is a blob: URL')
+  // The Filmstrip lists periodic screenshots; its count names the recording's frames beside them.
+  await page.click('#tab-filmstrip')
+  const held = Number(await page.getAttribute('.player', 'data-frames'))
+  const count = await page.textContent('#row-count')
+  t.match(count, new RegExp(`^\\d+ screenshots? · ${held} recording frames? in the player$`), `filmstrip: ${count}`)
+  await page.click('#tab-console')
+  await page.waitForSelector('#tab-console[aria-selected="true"]')
 
   const frameShown = () => page.getAttribute('.player', 'data-frame-id').then(Number)
   const selectedSeq = () =>

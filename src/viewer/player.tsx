@@ -37,9 +37,20 @@ export interface PlayerProps {
   onMoment(at: Moment): void
   /** The token was refused (any other failure is shown in the player and retried). */
   onAuthError(err: unknown): void
+  /** How many recording frames are held (the Filmstrip's count names them beside its screenshots). */
+  onFrameCount?(n: number): void
 }
 
-export function Player({ source, events, live: startLive, targetId, seek, onMoment, onAuthError }: PlayerProps) {
+export function Player({
+  source,
+  events,
+  live: startLive,
+  targetId,
+  seek,
+  onMoment,
+  onAuthError,
+  onFrameCount,
+}: PlayerProps) {
   const [all, setAll] = useState<RecordingFrame[]>([])
   const [at, setAt] = useState<Moment | undefined>(undefined)
   const [playing, setPlaying] = useState(false)
@@ -63,6 +74,7 @@ export function Player({ source, events, live: startLive, targetId, seek, onMome
     return picked?.target_id
   }, [seek?.nonce, events])
   const frames = useMemo(() => oneTrack(all, targetId ?? seekTarget), [all, targetId, seekTarget])
+  useEffect(() => onFrameCount?.(frames.length), [frames.length])
   const clicks = useMemo(() => events.filter(e => e.event.type === 'interaction_click'), [events])
   const firstEventTs = events[0]?.event.ts
 

@@ -121,6 +121,8 @@ export function Viewer({
     if (feed instanceof BundleFeed) return feed.recording && feed.recording.list.length > 0 ? feed.recording : undefined
     return source.kind === 'live' ? new ApiRecordingSource('', feed.browserId, source.token) : undefined
   }, [feed, bundleLoaded])
+  // Recording frames the player holds: the Filmstrip names them beside its screenshots.
+  const [recordingFrames, setRecordingFrames] = useState(0)
   const events: readonly Envelope[] = feed?.events ?? []
   const derived = useMemo(() => derive(events), [events])
   const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
@@ -364,10 +366,14 @@ export function Viewer({
                       (view.panel === 'timeline'
                         ? 'navigation'
                         : view.panel === 'filmstrip'
-                          ? 'frame'
+                          ? 'screenshot'
                           : view.panel === 'network'
                             ? 'request'
                             : 'event') + (dataRows === 1 ? '' : 's')
+                    }${
+                      view.panel === 'filmstrip' && recording && recordingFrames > 0
+                        ? ` · ${recordingFrames} recording frame${recordingFrames === 1 ? '' : 's'} in the player`
+                        : ''
                     }`}
               </span>
               {feed.hasOlder ? (
@@ -416,6 +422,7 @@ export function Viewer({
                 seek={seek}
                 onMoment={onMoment}
                 onAuthError={authFail}
+                onFrameCount={setRecordingFrames}
               />
             ) : null}
             <Details
