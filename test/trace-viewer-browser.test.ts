@@ -287,6 +287,35 @@ function buy() {
   )
   for (const [status, bytes] of images) t.ok(status === 200 && bytes! > 0, 'a film strip frame loads')
 
+  // An action's Before and After: the recording frame on screen then, not a blank about:blank.
+  const shots = traceLines.filter(l => l.type === 'screenshot')
+  t.ok(
+    shots.filter(l => l.phase === 'before').length >= derived.length - 1,
+    `actions with a Before frame: ${shots.filter(l => l.phase === 'before').length} of ${derived.length}`,
+  )
+  for (const l of shots) t.ok(files.has(String(l.file)), `${String(l.file)} is in the zip`)
+  const click = derived.find(a => a.kind === 'click')!
+  await vp.click(`.action-title-method:text-is("${click.title}")`)
+  const clickShots = shots.filter(l => l.callId === click.action_id).map(l => String(l.file))
+  t.ok(clickShots.length > 0, `the click has its frames: ${clickShots.join(', ')}`)
+  const shown = await waitFor(
+    () =>
+      vp
+        .$eval('.aria-mode-screenshot img', e => {
+          const img = e as HTMLImageElement
+          return img.complete && img.naturalWidth > 0 ? { src: img.src, width: img.naturalWidth } : undefined
+        })
+        .catch(() => undefined),
+    15_000,
+    "the click's screenshot",
+  )
+  const imageWidth = shown.width
+  t.ok(
+    clickShots.some(f => shown.src.includes(`/file/${f}?`)),
+    `the viewer shows one of the click's frames: ${shown.src.split('?')[0]}`,
+  )
+  t.ok(imageWidth > 0, `the click's screenshot is its recording frame (${imageWidth} px wide)`)
+
   // Network: every request the page server saw, with its status; the dead port failed; the stream
   // shows the status its headers brought although its body never ended.
   await tab('Network')

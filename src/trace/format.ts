@@ -76,6 +76,32 @@ export interface AfterLine {
   error?: { name: string; message: string }
 }
 
+/**
+ * An action's screenshot for one phase ("Before", "After"): the trace viewer shows it where a DOM
+ * snapshot would be. Here the recording frame on screen at that moment (the daemon records pixels,
+ * not the DOM); `file` is the frame's path in the zip, as the film strip's.
+ */
+export interface ScreenshotLine {
+  type: 'screenshot'
+  callId: string
+  phase: 'before' | 'after'
+  pageId: string
+  timestamp: number
+  file: string
+}
+
+/** The screenshot line showing one film-strip frame for an action's phase. */
+export function frameScreenshot(callId: string, phase: 'before' | 'after', frame: ScreencastFrameLine): ScreenshotLine {
+  return {
+    type: 'screenshot',
+    callId,
+    phase,
+    pageId: frame.pageId,
+    timestamp: frame.timestamp,
+    file: `resources/${frame.sha1}`,
+  }
+}
+
 /** Console levels as Playwright names them (CDP says warning; console.warn says warn). */
 function messageType(level: string | undefined): string {
   if (level === 'warn') return 'warning'

@@ -65,6 +65,8 @@ export interface TraceSummary {
   events: number
   frames: number
   frames_from: 'recording' | 'screenshots' | 'none'
+  /** Screenshot lines written: an action's "Before"/"After" as the recording frame on screen. */
+  screenshots: number
   pages: number
   /** Actions past maxActionRecords were not derived from here on. */
   actions_cut_at_seq?: number
@@ -145,6 +147,7 @@ export function buildTrace(
     events: 0,
     frames: 0,
     frames_from: 'none',
+    screenshots: 0,
     pages: 0,
   }
   const keep = (e: Envelope): boolean => {
@@ -354,10 +357,11 @@ export function buildTrace(
     const actions: Action[] = builder
       .finish()
       .filter(a => window.targetId === undefined || a.target_id === undefined || a.target_id === window.targetId)
-    const lines = actionLines(clock, steps, actions, lastUs)
+    const lines = actionLines(clock, steps, actions, lastUs, summary.frames_from === 'recording' ? frames : [])
     summary.steps = steps.length
     summary.actions = actions.filter(a => a.kind !== 'setup').length
     for (const l of lines) if (l.type === 'before') seePage(l.pageId)
+    summary.screenshots = lines.filter(l => l.type === 'screenshot').length
     yield* ndjson(lines)
     summary.pages = pages.size
   }
