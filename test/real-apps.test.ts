@@ -166,6 +166,12 @@ t.test('swagger-ui, monaco and jsoneditor driven by an agent: the record is righ
     const actions = deriveActions(all).filter(a => a.kind !== 'setup')
     const titles = actions.map(a => a.title)
     t.ok(titles.includes('go to /swagger/?spec=broken.yaml'), `navigations name their query: ${titles.join(' | ')}`)
+    const navs = actions.filter(a => a.kind === 'navigate')
+    t.same(
+      navs.map(a => a.outcome),
+      navs.map(() => 'ok'),
+      `every navigation succeeded: ${navs.map(a => `${a.title} ${a.outcome}`).join(' | ')}`,
+    )
     const goBroken = actions.find(a => a.title === 'go to /swagger/?spec=broken.yaml')
     t.equal(goBroken?.effects.console_errors, 1, "the page's own error is the navigation's effect")
     const typed = actions.filter(a => a.kind === 'type')

@@ -152,6 +152,9 @@ export function deriveActions(envelopes: Iterable<Envelope>): Action[] {
 /** The draft as an action before joins: kind and title are provisional (settle() fixes them). */
 function toAction(d: Draft): Action {
   const seqs = d.cmds.map(c => c.seq).sort((a, b) => a - b)
+  // A navigation's window holds the client's own calls while the page loads, and those into the
+  // contexts the navigation destroys fail routinely: only the navigate command itself decides.
+  const failed = d.kind === 'navigate' ? d.main.failed : d.cmds.some(c => c.failed)
   const a: Action = {
     action_id: `a${seqs[0]!}`,
     kind: 'other',
@@ -159,7 +162,7 @@ function toAction(d: Draft): Action {
     connection_id: d.conn,
     start_ts: d.start,
     end_ts: d.end,
-    outcome: d.attempt || d.cmds.some(c => c.failed) ? 'error' : 'ok',
+    outcome: d.attempt || failed ? 'error' : 'ok',
     command_seqs: seqs,
     effects: noEffects(),
   }
