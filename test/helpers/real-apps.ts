@@ -146,10 +146,7 @@ export interface AgentDriver {
   startStep(name: string): Promise<string>
   endStep(stepId: string): Promise<void>
   /** Resolves once an event the daemon stored matches (the agent waits on the record, not a clock). */
-  stored(
-    what: string,
-    pred: (e: Envelope) => boolean,
-  ): Promise<unknown>
+  stored(what: string, pred: (e: Envelope) => boolean): Promise<unknown>
 }
 
 /**
