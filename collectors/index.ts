@@ -27,6 +27,8 @@ export interface CollectorSettings {
   logger: Logger
   /** Source maps for console stacks (absent: stacks stored as Chromium sent them). */
   sourceMaps?: SourceMaps
+  /** Whether printable keys are stored without their value now (read at each key). */
+  maskTypedKeys?: () => boolean
 }
 
 export interface Collectors {
@@ -41,7 +43,7 @@ export interface Collectors {
 }
 
 export function createCollectors(s: CollectorSettings): Collectors {
-  const interaction = createInteractionCollector({ logger: s.logger })
+  const interaction = createInteractionCollector({ logger: s.logger, maskTypedKeys: s.maskTypedKeys })
   const screencast = createRecordingCollector({ ...s.recording, logger: s.logger })
   const perfTrace = createPerfTraceCollector()
   const list: Collector[] = [

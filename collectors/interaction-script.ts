@@ -9,7 +9,7 @@ import { cssSelectorFor } from './selector.js'
 /** Messages the page sends through the binding (untrusted on arrival: see parseInteractionPayload). */
 export type PagePayload =
   | { t: 'click'; x: number; y: number; selector: string; tag: string; text: string }
-  | { t: 'key'; key: string; selector: string; tag: string }
+  | { t: 'key'; key: string; selector: string; tag: string; c: boolean }
   | { t: 'input'; input_type: string; selector: string; tag: string }
   | { t: 'scroll'; from_x: number; from_y: number; to_x: number; to_y: number; target_selector: string }
 
@@ -189,7 +189,9 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
       const target = isElement(e.target) ? e.target : (document.activeElement ?? document.documentElement)
       const inner = innermost(e) ?? target
       if (isSensitiveField(inner) || isSensitiveField(target) || isOpaqueKeyTarget(target, inner)) return
-      send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase() })
+      // c: a command modifier is held (a shortcut, not text); AltGr types characters, so it is not one.
+      const command = (e.ctrlKey || e.metaKey || e.altKey) && !e.getModifierState('AltGraph')
+      send({ t: 'key', key: e.key, selector: cssSelectorFor(target), tag: target.tagName.toUpperCase(), c: command })
     },
     { capture: true },
   )

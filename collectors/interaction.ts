@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto'
 import {
   DOCUMENT_TYPES,
   INTERACTION_BUDGET,
+  maskValue,
   silentLogger,
   validateData,
   type Collector,
@@ -37,6 +38,11 @@ export interface InteractionCollectorOptions {
    */
   terminateAfterCalls?: number
   logger?: Logger
+  /**
+   * Whether printable keys are stored without their value now (--mask-typed-keys, the capture
+   * config's mask_typed_keys); read at every key, so a change applies to the next key.
+   */
+  maskTypedKeys?: () => boolean
 }
 
 export interface InteractionStats {
@@ -81,7 +87,11 @@ const FIELDS = {
  * Only the known keys of the report's kind are kept, context comes from `context` alone, and the
  * result is validated against the event's data schema.
  */
-export function parseInteractionPayload(payload: unknown, context: Context): EventInput | undefined {
+export function parseInteractionPayload(
+  payload: unknown,
+  context: Context,
+  opts: { maskTypedKeys?: boolean } = {},
+): EventInput | undefined {
   const report = parseBindingPayload(payload, MAX_PAYLOAD_CHARS)
   if (!report) return undefined
   const kind = report.t
@@ -91,8 +101,26 @@ export function parseInteractionPayload(payload: unknown, context: Context): Eve
   for (const key of spec.keys) {
     if (Object.prototype.hasOwnProperty.call(report, key)) data[key] = report[key]
   }
+  // A key that types a character is stored as pressed, not as what (a shortcut's key is a command).
+  if (
+    kind === 'key' &&
+    opts.maskTypedKeys &&
+    typeof data.key === 'string' &&
+    isPrintableKey(data.key) &&
+    report.c !== true
+  )
+    data.key = maskValue(data.key)
   if (validateData(spec.type, data).length > 0) return undefined
   return { type: spec.type, data, source: SOURCE } as EventInput
+}
+
+/**
+ * A key value that is a character (a, A, 7, space, é, an emoji), not a named key (Enter, Tab,
+ * Backspace, ArrowDown, Shift, F5, Dead, Unidentified): DOM key names are one capital and letters
+ * or digits.
+ */
+export function isPrintableKey(key: string): boolean {
+  return !(key.length > 1 && /^[A-Z][A-Za-z0-9]*$/.test(key))
 }
 
 /** Targets with a DOM: the script only makes sense there (workers have no Page domain). */
@@ -104,6 +132,7 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
   const logger = opts.logger ?? silentLogger
   const pauseMs = opts.pauseMs ?? DEFAULT_PAUSE_MS
   const terminateAfter = opts.terminateAfterCalls ?? DEFAULT_TERMINATE_AFTER_CALLS
+  const maskTypedKeys = opts.maskTypedKeys ?? (() => false)
   const suffix = randomBytes(6).toString('hex')
   const bindingName = `__browserTelemetryInteraction_${suffix}`
   const worldName = `browser-telemetry-interaction-${suffix}`
@@ -163,7 +192,7 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
         )
         void session.sendMayFail('Runtime.terminateExecution')
       }
-      const input = parseInteractionPayload(p.payload, session.context())
+      const input = parseInteractionPayload(p.payload, session.context(), { maskTypedKeys: maskTypedKeys() })
       if (!input) {
         stats.invalid++
         return

@@ -97,3 +97,36 @@ t.test('malformed or invalid payloads are rejected', async t => {
     t.equal(parseInteractionPayload(payload, ctx), undefined, `rejects ${String(payload).slice(0, 60)}`)
   t.ok(parseInteractionPayload(JSON.stringify({ ...click, text: 'x'.repeat(100) }), ctx), '100 chars of text is fine')
 })
+
+t.test('masked typed keys: printable keys lose their value; named keys, modifiers and shortcuts stay', async t => {
+  const key = (k: string, c = false) => JSON.stringify({ t: 'key', key: k, selector: '#code', tag: 'TEXTAREA', c })
+  const stored = (k: string, c = false, maskTypedKeys = true) =>
+    parseInteractionPayload(key(k, c), ctx, { maskTypedKeys })?.data as { key: string } | undefined
+  const typed = ['h', 'U', '7', ' ', '"', 'é', '😀']
+  t.same(
+    typed.map(k => stored(k)?.key),
+    typed.map(() => '[redacted:8]'),
+    'a character, Shift and a letter included, is stored as a key that types',
+  )
+  const kept = ['Enter', 'Tab', 'Backspace', 'ArrowDown', 'Shift', 'Control', 'Meta', 'F5', 'Dead', 'Unidentified']
+  t.same(
+    kept.map(k => stored(k)?.key),
+    kept,
+  )
+  t.same(
+    ['a', 'A', ' ', '/'].map(k => stored(k, true)?.key),
+    ['a', 'A', ' ', '/'],
+    'pressed with Control, Alt or Meta held: a shortcut, kept',
+  )
+  t.same(
+    typed.map(k => stored(k, false, false)?.key),
+    typed,
+    'off (the default): every key as the service document defines it',
+  )
+  t.same(
+    Object.keys(stored('h')!).sort(),
+    [...Object.keys(ctx), 'key', 'selector', 'tag'].sort(),
+    'the modifier flag is read, never stored',
+  )
+  t.same(parseInteractionPayload(key('h'), ctx)?.data, { ...ctx, key: 'h', selector: '#code', tag: 'TEXTAREA' })
+})

@@ -14,6 +14,7 @@ import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes, type MapRecords } from './routes/telemetry.js'
 import type { RecordingSwitch } from '../recording/switch.js'
+import type { Toggle } from '../util/toggle.js'
 import { TelemetryStreams } from './telemetry-stream.js'
 
 export interface ApiDeps {
@@ -43,6 +44,10 @@ export interface ApiDeps {
   recording?: RecordingSwitch
   /** What PUT sets the recording to when its body does not name it (default: off). */
   defaultRecording?: boolean
+  /** Printable keys stored without their value (capture config `mask_typed_keys`); absent: not offered. */
+  maskTypedKeys?: Toggle
+  /** What PUT sets it to when its body does not name it (the daemon's --mask-typed-keys; default: off). */
+  defaultMaskTypedKeys?: boolean
   /** What PUT /browsers/{id}/telemetry layers its body onto (default: the pipeline's categories at creation). */
   defaultCategories?: readonly ConfigurableCategory[]
   /** Reported by /healthz under `monitor`. */
@@ -118,6 +123,8 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c)),
     recording: deps.recording,
     defaultRecording: deps.defaultRecording,
+    maskTypedKeys: deps.maskTypedKeys,
+    defaultMaskTypedKeys: deps.defaultMaskTypedKeys,
     now: deps.now,
   })
   for (const register of deps.routes ?? []) register(router)

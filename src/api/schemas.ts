@@ -41,12 +41,24 @@ export const TelemetryConfigSchema = Type.Object(
         },
       ),
     ),
+    mask_typed_keys: Type.Optional(
+      Type.Object(
+        { enabled: Type.Optional(Type.Boolean()) },
+        {
+          additionalProperties: false,
+          $id: 'BrowserMaskTypedKeysConfig',
+          description:
+            'Printable keys stored in interaction_key without their value ([redacted:8]); named keys, modifiers and shortcuts stay; off unless --mask-typed-keys',
+        },
+      ),
+    ),
   },
   { additionalProperties: false, $id: 'BrowserTelemetryConfig' },
 )
 export type TelemetryConfig = {
   browser?: Partial<Record<(typeof CONFIGURABLE_CATEGORIES)[number], { enabled?: boolean }>>
   recording?: { enabled?: boolean }
+  mask_typed_keys?: { enabled?: boolean }
 }
 
 export const HealthSchema = Type.Object(

@@ -62,6 +62,8 @@ export interface ServeConfig {
   proxyMaxConnections: number
   /** Store CDP proxy commands' parameters and results (redacted, cut to 4 KiB each) in cdp_command events. */
   captureCommandParams: boolean
+  /** Printable keys stored without their value in interaction_key, from the start (the capture config toggles it). */
+  maskTypedKeys: boolean
   maxTargets: number
   /** maxEnvelopeBytes joins them at startup (src/daemon/steps.ts, buildPipeline), from --max-envelope-bytes. */
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
@@ -190,6 +192,7 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     proxyListen: proxyListenText === 'off' ? undefined : parseHostPort(proxyListenText, 'proxy-listen'),
     proxyAuth: o.value('proxy-auth'),
     captureCommandParams: o.value('capture-command-params'),
+    maskTypedKeys: o.value('mask-typed-keys'),
     uploadRoots: o.value('upload-root'),
     reconnectAttempts: o.value('reconnect-attempts'),
     reconnectInitialBackoffMs: initial,

@@ -76,6 +76,9 @@ export const OPTIONS = {
   'capture-command-params': flag({
     help: 'Store the parameters and results of CDP proxy commands in cdp_command events (redacted, 4 KiB each; typed text, cookie and header values always masked)',
   }),
+  'mask-typed-keys': flag({
+    help: 'Store printable keys in interaction_key without their value (key [redacted:8]); named keys (Enter, Tab, Backspace), modifiers and shortcuts (Control+A) stay; the capture config toggles it at runtime',
+  }),
   'upload-root': list({ help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)' }),
   'reconnect-attempts': int(
     {

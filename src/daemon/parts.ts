@@ -9,6 +9,7 @@ import { Bounds } from '../pipeline/bounds.js'
 import { EventLog } from '../store/event-log.js'
 import { FrameStore } from '../recording/frame-store.js'
 import { RecordingSwitch } from '../recording/switch.js'
+import type { Toggle } from '../util/toggle.js'
 import { type ApiApp } from '../api/app.js'
 import { type LoadedTokens } from '../api/auth.js'
 import type { ApiRouter } from '../api/route-table.js'
@@ -76,6 +77,8 @@ export interface Core {
   metrics: Metrics
   bounds: Bounds
   recording: RecordingSwitch
+  /** Printable keys stored without their value (--mask-typed-keys; the capture config toggles it). */
+  maskTypedKeys: Toggle
 }
 /** sourcemaps: uploaded and fetched source maps, and the stack mapping every reader uses */
 export interface Symbols {

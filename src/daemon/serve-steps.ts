@@ -136,6 +136,8 @@ export async function startApi(
     diskState: () => disk.status,
     recording: d.recording,
     defaultRecording: config.recording.enabled,
+    maskTypedKeys: d.maskTypedKeys,
+    defaultMaskTypedKeys: config.maskTypedKeys,
     routes: [
       ...daemonRoutes({
         uploads: d.uploads,

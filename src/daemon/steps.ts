@@ -12,6 +12,7 @@ import { Bounds } from '../pipeline/bounds.js'
 import { EventLog } from '../store/event-log.js'
 import { FrameStore } from '../recording/frame-store.js'
 import { RecordingSwitch } from '../recording/switch.js'
+import { Toggle } from '../util/toggle.js'
 import { loadTokens } from '../api/auth.js'
 import { resolveBrowserId } from '../api/browser-id.js'
 import { createMetrics } from '../metrics/metrics.js'
@@ -104,7 +105,11 @@ export function buildPipeline(d: Base & Store): Started<Core> {
   const bounds = new Bounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
   const recording = new RecordingSwitch(d.config.recording.enabled)
   recording.onChange(on => d.logger.info({ enabled: on }, on ? 'screen recording on' : 'screen recording off'))
-  return { part: { pipeline, metrics: createMetrics(), bounds, recording } }
+  const maskTypedKeys = new Toggle(d.config.maskTypedKeys)
+  maskTypedKeys.onChange(on =>
+    d.logger.info({ enabled: on }, on ? 'typed keys stored without their value' : 'typed keys stored as typed'),
+  )
+  return { part: { pipeline, metrics: createMetrics(), bounds, recording, maskTypedKeys } }
 }
 
 /**
@@ -198,6 +203,7 @@ export async function startMonitor(d: Base & Store & Core & Symbols): Promise<St
     },
     logger: logger.child({ module: 'collectors' }),
     sourceMaps: d.sourceMaps,
+    maskTypedKeys: () => d.maskTypedKeys.enabled,
   })
   const monitor = new Monitor({
     cdpUrl: config.launch ? undefined : config.cdpUrl,

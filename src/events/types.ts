@@ -308,6 +308,8 @@ export const EVENT_DEFS = {
       new_categories: Type.Array(Str()),
       old_recording: Type.Optional(Type.Boolean({ description: 'Screen recording before the change' })),
       new_recording: Type.Optional(Type.Boolean({ description: 'Screen recording after the change' })),
+      old_mask_typed_keys: Type.Optional(Type.Boolean({ description: 'Typed keys masked before the change' })),
+      new_mask_typed_keys: Type.Optional(Type.Boolean({ description: 'Typed keys masked after the change' })),
     }),
   ),
   // connection

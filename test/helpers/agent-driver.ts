@@ -32,7 +32,7 @@ export async function driveThroughProxy(d: Daemon): Promise<{
   pw: Browser
   page: Page
   startStep(name: string): Promise<string>
-  endStep(stepId: string): Promise<void>
+  endStep(stepId: string, end?: { outcome: 'ok' | 'error'; errorMessage?: string }): Promise<void>
 }> {
   const pw = await chromium.connectOverCDP(`http://127.0.0.1:${d.proxy!.address().port}`)
   const page = await pw.contexts()[0]!.newPage()
@@ -42,8 +42,8 @@ export async function driveThroughProxy(d: Daemon): Promise<{
     pw,
     page,
     startStep: async name => (await send('BrowserTelemetry.startStep', { name })).stepId,
-    endStep: async stepId => {
-      await send('BrowserTelemetry.endStep', { stepId })
+    endStep: async (stepId, end) => {
+      await send('BrowserTelemetry.endStep', { stepId, ...end })
     },
   }
 }

@@ -61,6 +61,15 @@ function underPrefix(table: Map<string, Handler>, path: string): Handler | undef
   return undefined
 }
 
+/** The content types of an installed web app's files (scripts and styles as UTF-8). */
+export const STATIC_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.json': 'application/json',
+  '.map': 'application/json',
+}
+
 /** Files under `root` for a `<prefix>/*` route, with their content type (a path leaving root answers 404). */
 export function serveFiles(root: string, prefix: string, types: Record<string, string>): Handler {
   return (req, res) => {

@@ -14,6 +14,7 @@ import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
 import type { EventReader } from '../telemetry-source.js'
 import type { ServerResponse } from 'node:http'
 import type { RecordingSwitch } from '../../recording/switch.js'
+import type { Toggle } from '../../util/toggle.js'
 
 export interface TelemetryRouteDeps {
   log: EventLog
@@ -27,6 +28,10 @@ export interface TelemetryRouteDeps {
   recording?: RecordingSwitch
   /** What PUT sets the recording to when its body does not name it (the daemon's --recording). */
   defaultRecording?: boolean
+  /** Printable keys stored without their value (capture config `mask_typed_keys`); absent: not offered (400 when named). */
+  maskTypedKeys?: Toggle
+  /** What PUT sets it to when its body does not name it (the daemon's --mask-typed-keys). */
+  defaultMaskTypedKeys?: boolean
   /** Unix microseconds (tests pin it). */
   now?: () => number
 }
@@ -166,11 +171,11 @@ function registerTelemetryConfigRoutes(router: ApiRouter, deps: TelemetryRouteDe
     operationId: 'getBrowserTelemetryConfig',
     summary: 'Read the capture configuration',
     description:
-      'Every configurable category with its enabled flag, and the screen recording. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
+      'Every configurable category with its enabled flag, the screen recording and whether typed keys are masked. monitor is not listed: it flows whenever console, network, page or interaction is enabled.',
     scope: 'read',
     ...configDoc,
     handler: async ctx => {
-      ctx.body = currentConfig(deps.pipeline, deps.recording)
+      ctx.body = currentConfig(deps.pipeline, deps.recording, deps.maskTypedKeys)
     },
   })
   const body = { contentType: 'application/json', schema: TelemetryConfigSchema, required: true }
@@ -180,20 +185,18 @@ function registerTelemetryConfigRoutes(router: ApiRouter, deps: TelemetryRouteDe
     operationId: 'replaceBrowserTelemetryConfig',
     summary: 'Replace the capture configuration',
     description:
-      'The body is layered onto the daemon default set (--categories, --recording); categories not named take their default. Takes effect for the next emitted event.',
+      'The body is layered onto the daemon default set (--categories, --recording, --mask-typed-keys); settings not named take their default. Takes effect for the next emitted event.',
     scope: 'write',
     requestBody: body,
     middleware: [configBody],
     ...configDoc,
     handler: async ctx => {
-      const config = parseConfigBody(ctx.request.body, deps.recording !== undefined)
-      await changeConfig(
-        ctx,
-        deps,
-        applyConfig(deps.defaultCategories, config),
-        config.recording?.enabled ?? deps.defaultRecording ?? false,
-      )
-      ctx.body = currentConfig(deps.pipeline, deps.recording)
+      const config = parseConfigBody(ctx.request.body, deps.recording !== undefined, deps.maskTypedKeys !== undefined)
+      await changeConfig(ctx, deps, applyConfig(deps.defaultCategories, config), {
+        recording: config.recording?.enabled ?? deps.defaultRecording ?? false,
+        maskTypedKeys: config.mask_typed_keys?.enabled ?? deps.defaultMaskTypedKeys ?? false,
+      })
+      ctx.body = currentConfig(deps.pipeline, deps.recording, deps.maskTypedKeys)
     },
   })
   router.add({
@@ -208,9 +211,12 @@ function registerTelemetryConfigRoutes(router: ApiRouter, deps: TelemetryRouteDe
     ...configDoc,
     handler: async ctx => {
       const current = CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c))
-      const config = parseConfigBody(ctx.request.body, deps.recording !== undefined)
-      await changeConfig(ctx, deps, applyConfig(current, config), config.recording?.enabled)
-      ctx.body = currentConfig(deps.pipeline, deps.recording)
+      const config = parseConfigBody(ctx.request.body, deps.recording !== undefined, deps.maskTypedKeys !== undefined)
+      await changeConfig(ctx, deps, applyConfig(current, config), {
+        recording: config.recording?.enabled,
+        maskTypedKeys: config.mask_typed_keys?.enabled,
+      })
+      ctx.body = currentConfig(deps.pipeline, deps.recording, deps.maskTypedKeys)
     },
   })
 }
@@ -225,13 +231,16 @@ async function changeConfig(
   ctx: Parameters<ApiMiddleware>[0],
   deps: TelemetryRouteDeps,
   next: ConfigurableCategory[],
-  nextRecording: boolean | undefined,
+  settings: { recording: boolean | undefined; maskTypedKeys: boolean | undefined },
 ): Promise<void> {
-  const { pipeline, recording } = deps
+  const { pipeline, recording, maskTypedKeys } = deps
+  const nextRecording = settings.recording
+  const nextMask = settings.maskTypedKeys
   const old = CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c))
   const changed = old.length !== next.length || old.some(c => !next.includes(c))
   const recordingChanged = recording !== undefined && nextRecording !== undefined && nextRecording !== recording.enabled
-  if (changed || recordingChanged) {
+  const maskChanged = maskTypedKeys !== undefined && nextMask !== undefined && nextMask !== maskTypedKeys.enabled
+  if (changed || recordingChanged || maskChanged) {
     const data: EventData<'capture_config_changed'> = {
       request_id: ctx.state.requestId,
       operation_id: ctx.state.operationId ?? 'unknown',
@@ -244,6 +253,10 @@ async function changeConfig(
       data.old_recording = recording.enabled
       data.new_recording = nextRecording ?? recording.enabled
     }
+    if (maskTypedKeys) {
+      data.old_mask_typed_keys = maskTypedKeys.enabled
+      data.new_mask_typed_keys = nextMask ?? maskTypedKeys.enabled
+    }
     const r = pipeline.emit({ type: 'capture_config_changed', source: { kind: 'kernel_api' }, data })
     if (r.dropped === undefined && !(await r.committed)) {
       throw new ApiError(
@@ -255,6 +268,7 @@ async function changeConfig(
   }
   pipeline.setCategories(next)
   if (recordingChanged) recording.set(nextRecording)
+  if (maskChanged) maskTypedKeys.set(nextMask)
 }
 
 /** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
@@ -276,7 +290,7 @@ const configBody = jsonBody({ limit: '64kb', requireBody: true })
 
 const configCheck = TypeCompiler.Compile(TelemetryConfigSchema)
 
-export function parseConfigBody(body: unknown, recordingOffered = true): TelemetryConfig {
+export function parseConfigBody(body: unknown, recordingOffered = true, maskOffered = true): TelemetryConfig {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw invalidInput(
       'body',
@@ -292,6 +306,8 @@ export function parseConfigBody(body: unknown, recordingOffered = true): Telemet
   }
   if (!recordingOffered && Object.prototype.hasOwnProperty.call(body, 'recording'))
     throw invalidInput('recording', 'this daemon has no screen recording (it runs without a frame store)')
+  if (!maskOffered && Object.prototype.hasOwnProperty.call(body, 'mask_typed_keys'))
+    throw invalidInput('mask_typed_keys', 'this server captures no keys (it is not a capturing daemon)')
   if (!configCheck.Check(body)) {
     const first = [...configCheck.Errors(body)][0]!
     const path = first.path.replace(/^\//, '').replace(/\//g, '.') || 'body'
@@ -314,10 +330,15 @@ export function applyConfig(base: readonly ConfigurableCategory[], config: Telem
   return CONFIGURABLE_CATEGORIES.filter(c => out.has(c))
 }
 
-export function currentConfig(pipeline: Pipeline, recording?: RecordingSwitch): TelemetryConfig {
+export function currentConfig(
+  pipeline: Pipeline,
+  recording?: RecordingSwitch,
+  maskTypedKeys?: Toggle,
+): TelemetryConfig {
   const config: TelemetryConfig = {
     browser: Object.fromEntries(CONFIGURABLE_CATEGORIES.map(c => [c, { enabled: pipeline.isEnabled(c) }])),
   }
   if (recording) config.recording = { enabled: recording.enabled }
+  if (maskTypedKeys) config.mask_typed_keys = { enabled: maskTypedKeys.enabled }
   return config
 }
