@@ -1,6 +1,7 @@
 // The viewer's pure model (src/viewer/model.ts): gaps, network joins, navigations with markers and
 // summaries, click-to-frame matching, filters and the deep-link round trip.
 import t from 'tap'
+import { urlTitle } from '../src/util/url-title.js'
 import {
   buildFrames,
   buildNavigations,
@@ -584,4 +585,15 @@ t.test('the Agent panel: ten steps first, setup last; opening, selection, filter
     [inSpan(5, { span: { from: 5, to: 0 } }), inSpan(4, { span: { from: 5, to: 0 } }), inSpan(9, {})],
     [true, false, true],
   )
+})
+
+t.test('urlTitle: URLs cut to 120 characters, data: URLs to their header and 40 characters of data', async t => {
+  t.equal(urlTitle('https://h/a'), 'https://h/a')
+  t.equal(urlTitle(`https://h/${'a'.repeat(200)}`), `https://h/${'a'.repeat(109)}…`)
+  t.equal(urlTitle(`https://h/${'a'.repeat(200)}`).length, 120)
+  const data = `data:text/javascript,${'x'.repeat(10_000)}`
+  t.equal(urlTitle(data), `data:text/javascript,${'x'.repeat(39)}…`)
+  t.equal(urlTitle('data:text/plain,short'), 'data:text/plain,short')
+  t.equal(urlTitle(`data:${'m'.repeat(300)}`), `data:${'m'.repeat(114)}…`, 'no comma: the plain bound')
+  t.equal(urlTitle(`https://h/${'a'.repeat(108)}😀😀`), `https://h/${'a'.repeat(108)}…`, 'never half a surrogate pair')
 })
