@@ -1,6 +1,7 @@
 // The viewer's pure model (src/viewer/model.ts): gaps, network joins, navigations with markers and
 // summaries, click-to-frame matching, filters and the deep-link round trip.
 import t from 'tap'
+import { urlTitle } from '../src/util/url-title.js'
 import {
   fmtRequestUrl,
   buildFrames,
@@ -595,4 +596,15 @@ t.test("the network list's URL column: the path and query on the page's own orig
   const data = `data:image/svg+xml;charset=utf-8,${'<svg>'.repeat(100)}`
   t.equal(fmtRequestUrl(data, page), `${data.slice(0, 48)}…`, 'a data: URL cut to its start')
   t.equal(fmtRequestUrl('blob:http://127.0.0.1:8080/1234', page), 'blob:http://127.0.0.1:8080/1234')
+})
+
+t.test('urlTitle: URLs cut to 120 characters, data: URLs to their header and 40 characters of data', async t => {
+  t.equal(urlTitle('https://h/a'), 'https://h/a')
+  t.equal(urlTitle(`https://h/${'a'.repeat(200)}`), `https://h/${'a'.repeat(109)}…`)
+  t.equal(urlTitle(`https://h/${'a'.repeat(200)}`).length, 120)
+  const data = `data:text/javascript,${'x'.repeat(10_000)}`
+  t.equal(urlTitle(data), `data:text/javascript,${'x'.repeat(39)}…`)
+  t.equal(urlTitle('data:text/plain,short'), 'data:text/plain,short')
+  t.equal(urlTitle(`data:${'m'.repeat(300)}`), `data:${'m'.repeat(114)}…`, 'no comma: the plain bound')
+  t.equal(urlTitle(`https://h/${'a'.repeat(108)}😀😀`), `https://h/${'a'.repeat(108)}…`, 'never half a surrogate pair')
 })

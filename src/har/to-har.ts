@@ -4,6 +4,7 @@
 // field as HAR 1.2 defines them; the join itself and WebSocket frames live beside it.
 import type { Envelope, TelemetryEvent } from '../events/index.js'
 import { headerValue } from '../util/headers.js'
+import { urlTitle } from '../util/url-title.js'
 import { ExchangeJoin, exchangeKey, firstOf, type Exchange } from './exchanges.js'
 import { harUri } from './uri.js'
 import { SocketJoin, socketEntry, type SocketExchange } from './websockets.js'
@@ -133,7 +134,7 @@ export class HarBuilder {
           page: {
             startedDateTime: isoOfUs(event.ts),
             id: `page_${this.pages.length + 1}`,
-            title: d.url ?? '',
+            title: urlTitle(d.url ?? ''),
             pageTimings: { onContentLoad: -1, onLoad: -1 },
             ...(d.target_id !== undefined ? { _targetId: d.target_id } : {}),
           },

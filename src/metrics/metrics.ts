@@ -4,6 +4,7 @@
 // reads the sources handed to attach() at scrape time, and HTTP requests are observed by the API.
 import { collectDefaultMetrics, Registry, type Counter, type Gauge, type Histogram } from 'prom-client'
 import { connectionMetrics } from './connections.js'
+import { EVENT_LOOP_GAUGES, eventLoopMetrics, type EventLoopStalls } from './event-loop.js'
 import { eventMetrics } from './events.js'
 import { httpMetrics } from './http.js'
 import { monitorMetrics } from './monitor.js'
@@ -13,10 +14,13 @@ import type { MetricsDeps } from './sources.js'
 import { storeMetrics } from './store.js'
 
 export type { Registry }
+export { EVENT_LOOP_SAMPLE_MS } from './event-loop.js'
 export { MONITOR_STATES, SINK_STATES, type MetricsDeps, type MonitorProbe, type SinkProbe } from './sources.js'
 
 export interface Metrics {
   readonly registry: Registry
+  /** The event loop's stall sampler (absent without process metrics). */
+  readonly eventLoop: EventLoopStalls | undefined
   readonly eventsEmitted: Counter<'category'>
   readonly eventsStored: Counter<'category'>
   readonly eventsDropped: Counter<'category' | 'reason'>
@@ -48,13 +52,8 @@ export interface CreateMetricsOptions {
   processMetrics?: boolean
 }
 
-/**
- * Resolution of nodejs_eventloop_lag_* (prom-client's monitorEventLoopDelay timer). Every wakeup of
- * an idle process costs ~90 us of CPU on a small VM: at 100 ms the timer alone is half an idle
- * daemon's CPU (0.9 of 1.8 ms/s). At 500 ms a stall of 500 ms or more is always recorded, a shorter
- * one in proportion to its length (a 50 ms stall one time in ten).
- */
-export const EVENT_LOOP_SAMPLE_MS = 500
+/** prom-client's own event-loop sampler, parked: it would wake once in 24.8 days (its gauges are replaced). */
+const PARKED_SAMPLER_MS = 2 ** 31 - 1
 
 export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const registry = new Registry()
@@ -68,14 +67,20 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   recordingMetrics(family)
   const http = httpMetrics(family)
 
-  // The event-loop delay histogram samples on a libuv timer: prom-client's default 10 ms wakes an
-  // idle daemon 100 times a second (~8 ms CPU/s measured); see EVENT_LOOP_SAMPLE_MS.
-  if (opts.processMetrics !== false)
-    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
+  // prom-client's event-loop gauges report its sampler's period plus the stall (an idle daemon showed
+  // 0.5 s of lag): they are replaced by ones reporting the stall (event-loop.ts), and its sampler,
+  // which cannot be left out, is parked so it costs no wakeups.
+  let eventLoop: EventLoopStalls | undefined
+  if (opts.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: PARKED_SAMPLER_MS })
+    for (const name of EVENT_LOOP_GAUGES) registry.removeSingleMetric(`nodejs_eventloop_lag_${name}_seconds`)
+    eventLoop = eventLoopMetrics(registry)
+  }
 
   const { attach: attachEvents, ...eventCounters } = events
   return {
     registry,
+    eventLoop,
     ...eventCounters,
     ...store,
     ...monitor,

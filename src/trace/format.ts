@@ -192,7 +192,12 @@ export function pageEventOf(clock: TraceClock, env: Envelope): EventLine | undef
       return at(
         'Frame',
         'navigated',
-        { url: e.data.url ?? '', name: '', frameId: e.data.frame_id, mainFrame: e.data.parent_frame_id === undefined },
+        {
+          url: e.data.url ?? '',
+          name: '',
+          frameId: e.data.frame_id,
+          mainFrame: e.data.parent_frame_id === undefined && e.data.target_type !== 'iframe',
+        },
         e.data.target_id,
       )
     case 'page_dialog_opened':

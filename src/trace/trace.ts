@@ -256,7 +256,9 @@ export function buildTrace(
     for await (const page of envelopes(['screenshot', 'page'])) {
       for (const e of page) {
         const ev = e.event
-        if (ev.type === 'page_navigation' && ev.data.parent_frame_id === undefined) current = ev.data.target_id
+        // A page's main frame (an OOPIF's root frame has no parent in its own session either).
+        if (ev.type === 'page_navigation' && ev.data.parent_frame_id === undefined && ev.data.target_type !== 'iframe')
+          current = ev.data.target_id
         if (ev.type !== 'monitor_screenshot' || lines.length >= limits.maxFrames) continue
         const bytes = Buffer.from(ev.data.png, 'base64')
         const size = pngSize(bytes)

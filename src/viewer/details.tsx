@@ -222,7 +222,7 @@ export function Details({
               </tr>
               <tr>
                 <th scope="row">layout shift (CLS)</th>
-                <td>{n.cls.toFixed(3)}</td>
+                <td>{n.cls !== undefined ? n.cls.toFixed(3) : '—'}</td>
               </tr>
               <tr>
                 <th scope="row">LCP</th>

@@ -15,7 +15,7 @@ const fileName = (feed: Source, nav: Navigation | undefined, ext: string) =>
 
 export function exportHar(feed: Source, events: readonly Envelope[], nav: Navigation | undefined): void {
   const har = toHar(windowOf(events, nav), {
-    comment: `browser ${feed.browserId}, ${nav ? `navigation ${nav.key} ${nav.url}` : `seq ${feed.firstSeq}-${feed.lastSeq}`}, exported by the browser-telemetry viewer`,
+    comment: `browser ${feed.browserId}, ${nav ? `navigation ${nav.key} ${nav.title}` : `seq ${feed.firstSeq}-${feed.lastSeq}`}, exported by the browser-telemetry viewer`,
   })
   download(fileName(feed, nav, 'har'), 'application/json', JSON.stringify(har, null, 2))
 }

@@ -72,7 +72,7 @@ export function RowView({
       return (
         <div class="nav" data-started={String(n.started)}>
           <div class="nav-line">
-            <span class="mono">#{n.nav_seq}</span> <span class="url">{n.url || '(unknown url)'}</span>
+            <span class="mono">#{n.nav_seq}</span> <span class="url">{n.title || '(unknown url)'}</span>
             {activeNav === n.key ? <span class="pill">filtering all panels</span> : null}
           </div>
           <div class="markers" aria-hidden="true">
@@ -116,7 +116,8 @@ export function RowView({
             ) : (
               <>
                 {' '}
-                · CLS {n.cls.toFixed(3)} · LCP {n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}
+                · CLS {n.cls !== undefined ? n.cls.toFixed(3) : '—'} · LCP{' '}
+                {n.lcpMs !== undefined ? `${n.lcpMs.toFixed(0)} ms` : '—'}
               </>
             )}
             {n.longFrameCount > 0 ? (

@@ -193,7 +193,7 @@ export function Filters({
           <option value="">whole window</option>
           {derived.navs.map(n => (
             <option key={n.key} value={n.key}>
-              #{n.nav_seq} {n.url.slice(0, 80)}
+              #{n.nav_seq} {n.title}
             </option>
           ))}
         </select>

@@ -1,5 +1,8 @@
 // Navigations: one section per (target, nav_seq) of a page target, with its lifecycle markers,
 // request/error counts, layout shift, LCP, its Web Vitals, long animation frames and incidents.
+// Only a page's own events make a navigation: an OOPIF's and a dedicated worker's carry their
+// page's nav_seq under their own target id, and a worker is never a navigation.
+import { urlTitle } from '../../util/url-title.js'
 import { dataOf, num, str, type Envelope } from './data.js'
 
 export interface Navigation {
@@ -7,6 +10,8 @@ export interface Navigation {
   target_id: string
   nav_seq: number
   url: string
+  /** The URL as a heading: bounded (a data: URL to its media type and the start of its data). */
+  title: string
   /** seq/ts of the page_navigation (or of the first event seen when it began before the window). */
   seq: number
   ts: number
@@ -17,7 +22,8 @@ export interface Navigation {
   requests: number
   failures: number
   consoleErrors: number
-  cls: number
+  /** Sum of the layout shifts reported (none reported: absent, not 0). */
+  cls?: number
   lcpMs?: number
   /** Crashes, dialogs and downloads, in order, with their offset from the navigation's start. */
   incidents: Incident[]
@@ -77,11 +83,16 @@ const MARKER_OF: Record<string, MarkerName> = {
 
 export const navKey = (target: string, navSeq: number) => `${target}:${navSeq}`
 
+/** A page target's event (envelopes from before target_type was recorded count as the page's). */
+function ofPage(d: Record<string, unknown>): boolean {
+  return (str(d.target_type) ?? 'page') === 'page'
+}
+
 export function navKeyOf(e: Envelope): string | undefined {
   const d = dataOf(e)
   const t = str(d.target_id)
   const n = num(d.nav_seq)
-  return t !== undefined && n !== undefined ? navKey(t, n) : undefined
+  return t !== undefined && n !== undefined && ofPage(d) ? navKey(t, n) : undefined
 }
 
 export function buildNavigations(events: readonly Envelope[]): Navigation[] {
@@ -98,6 +109,7 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
       target_id: target,
       nav_seq: navSeq,
       url: str(d.url) ?? '',
+      title: '',
       seq: start.seq,
       ts: start.event.ts,
       endSeq: start.seq,
@@ -106,7 +118,6 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
       requests: 0,
       failures: 0,
       consoleErrors: 0,
-      cls: 0,
       incidents: [],
       vitals: {},
       longFrames: [],
@@ -121,7 +132,7 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
     const d = dataOf(e)
     const target = str(d.target_id)
     if (e.event.type === 'page_navigation') {
-      if (target !== undefined && d.parent_frame_id === undefined && (d.target_type ?? 'page') === 'page') {
+      if (target !== undefined && d.parent_frame_id === undefined && ofPage(d)) {
         pending.set(target, e)
         // The epoch begins here: whatever the old navigation still logs goes to it, but its window ends.
         const prev = lastNavOfTarget.get(target)
@@ -130,7 +141,7 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
       continue
     }
     const navSeq = num(d.nav_seq)
-    if (target === undefined || navSeq === undefined) continue
+    if (target === undefined || navSeq === undefined || !ofPage(d)) continue
     let nav = byKey.get(navKey(target, navSeq))
     if (!nav) {
       const p = pending.get(target)
@@ -166,7 +177,7 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
         break
       case 'page_layout_shift': {
         const ls = event.data.layout_shift_details
-        if (ls && !ls.had_recent_input && typeof ls.value === 'number') nav.cls += ls.value
+        if (ls && !ls.had_recent_input && typeof ls.value === 'number') nav.cls = (nav.cls ?? 0) + ls.value
         break
       }
       case 'page_crashed':
@@ -212,16 +223,22 @@ export function buildNavigations(events: readonly Envelope[]): Navigation[] {
     if (!byKey.has(navKey(target, n))) open(target, n, p, true)
   }
   navs.sort((a, b) => a.seq - b.seq)
+  for (const n of navs) n.title = urlTitle(n.url)
   const last = events.at(-1)?.seq ?? 0
   for (const n of navs)
     if (lastNavOfTarget.get(n.target_id) === n && !pending.has(n.target_id)) n.endSeq = Math.max(n.endSeq, last)
   return navs
 }
 
-/** Does an event belong to a navigation's window? Target events by (target, nav_seq); others by seq range. */
+/**
+ * Does an event belong to a navigation's window? A page's events by (target, nav_seq); those of the
+ * targets it owns (OOPIFs, workers: their own target id, the page's nav_seq) and target-less ones by seq range.
+ */
 export function inNavigation(e: Envelope, nav: Navigation): boolean {
   const key = navKeyOf(e)
   if (key !== undefined) return key === nav.key
   if (e.event.type === 'page_navigation' && e.seq === nav.seq) return true
-  return e.seq >= nav.seq && e.seq <= nav.endSeq && dataOf(e).target_id === undefined
+  const d = dataOf(e)
+  const owned = d.target_id === undefined || (!ofPage(d) && num(d.nav_seq) === nav.nav_seq)
+  return owned && e.seq >= nav.seq && e.seq <= nav.endSeq
 }
