@@ -209,8 +209,13 @@ export function installVitalsAgent(
   // web-vitals computes INP in an idle callback, up to 1 s after the interaction, or when the page
   // is hidden, whose report is lost when the tab navigates away: an agent that clicks and then
   // navigates would never get one. This world's globals are the agent's own (the page's are not):
-  // here an idle callback runs after the next frame (the long animation frames of the interaction,
-  // which its attribution names, are delivered by then), at the latest after the same 1 s.
+  // here an idle callback runs once the long animation frames of the interaction (which its
+  // attribution names) are delivered, else 150 ms after the next frame, at the latest after 1 s.
+  const idle: (() => void)[] = []
+  let loafAt = -Infinity
+  const releaseIdle = (): void => {
+    for (const run of idle.splice(0)) setTimeout(run, 0)
+  }
   Reflect.set(globalThis, 'requestIdleCallback', (cb: () => void) => {
     let done = false
     const run = (): void => {
@@ -218,7 +223,9 @@ export function installVitalsAgent(
       done = true
       cb()
     }
-    requestAnimationFrame(() => setTimeout(run, 0))
+    if (performance.now() - loafAt < 100) setTimeout(run, 0)
+    else idle.push(run)
+    requestAnimationFrame(() => setTimeout(run, 150))
     setTimeout(run, 1000)
     return 0
   })
@@ -233,6 +240,8 @@ export function installVitalsAgent(
 
   try {
     new PerformanceObserver(list => {
+      loafAt = performance.now()
+      releaseIdle()
       for (const entry of list.getEntries()) {
         if (frames.length >= options.maxFrames) {
           dropped++
