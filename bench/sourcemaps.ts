@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 import { decodedMappings } from '@jridgewell/trace-mapping'
-import { parseSourceMap, SEGMENT_BYTES } from '../src/symbols/source-map.js'
+import { parseSourceMap } from '../src/symbols/source-map.js'
 import { mapStack } from '../src/symbols/frames.js'
 import { SourceMaps, type ResourceLoader } from '../src/symbols/source-maps.js'
 import type { StackTrace } from '../src/events/index.js'
@@ -30,7 +30,7 @@ const RATE = Number(process.env.RATE ?? 1000)
 const SECONDS = Number(process.env.SECONDS ?? 20)
 const ONLY = process.env.ONLY ?? ''
 const root = join(import.meta.dirname, '..')
-const LIMITS = { maxSources: 10_000, maxSegments: Math.floor((64 * 1024 * 1024) / SEGMENT_BYTES) }
+const LIMITS = { maxSources: 10_000, maxBytes: 64 * 1024 * 1024 }
 
 /** A ~5 MB map: real libraries of this repository bundled and minified by esbuild, sources included. */
 async function bigMap(dir: string): Promise<{ text: string; js: string }> {

@@ -104,6 +104,19 @@ t.test('bad input is a clear 4xx and writes nothing', async t => {
   t.same(await (await api.get(PATH)).json(), [], 'nothing was stored')
 })
 
+t.test('a version nested 10,000 deep: 400 with the reason, not 500', async t => {
+  // It parses (V8's JSON.parse is iterative) but overflowed the stack of the message that quoted it.
+  const { api, put } = await setup(t, 64 * 1024)
+  const res = await put(`{"version":${'['.repeat(10_000)}${']'.repeat(10_000)},"sources":[],"mappings":""}`)
+  t.equal(res.status, 400)
+  t.same(await res.json(), {
+    code: 'bad_request',
+    message: 'not a usable source map: nested over 32 levels deep at 42',
+    details: [{ code: 'not_v3', message: 'nested over 32 levels deep at 42' }],
+  })
+  t.same(await (await api.get(PATH)).json(), [], 'nothing was stored')
+})
+
 t.test('over the per-map cap: 413 with the error object, whether the length was declared or not', async t => {
   const { api, put } = await setup(t, 4096)
   const big = JSON.stringify({ version: 3, sources: [], mappings: '', pad: 'x'.repeat(5000) })

@@ -13,7 +13,7 @@ import {
   type SourceMapsOptions,
 } from '../src/symbols/source-maps.js'
 import { capturedLookup } from '../src/symbols/captured.js'
-import { SEGMENT_BYTES } from '../src/symbols/source-map.js'
+import { LINE_BYTES, SEGMENT_BYTES } from '../src/symbols/source-map.js'
 import type { EventData, StackTrace } from '../src/events/index.js'
 import type { StoredRecord } from '../src/store/event-log.js'
 import { browserLoader } from '../collectors/sourcemap-loader.js'
@@ -158,7 +158,7 @@ t.test('each failure reported once with its reason, never retried', async t => {
   const byScript = Object.fromEntries(
     reports.map(r => [r.script_url.slice(SITE.length), [r.reason, r.map_url, r.message]]),
   )
-  t.match(byScript['/badjson.js']?.[2], /^not JSON: /)
+  t.match(byScript['/badjson.js']?.[2], /^not JSON/)
   byScript['/badjson.js']![2] = 'not JSON'
   t.same(byScript, {
     '/missing.js': ['not_found', `${SITE}/missing.js.map`, 'net::ERR_HTTP_RESPONSE_CODE_FAILURE (HTTP 404)'],
@@ -345,12 +345,12 @@ t.test('the parsed-map cache is bounded in bytes; the disk store too, fetched ma
     [b]: { body: '//# sourceMappingURL=b.map' },
     [`${SITE}/b.map`]: { body: bigMap('src/b.ts') },
   })
-  // Each parsed map is about 20,000 segments: the cache holds one of them.
-  const { sm } = await open(t, { cacheBytes: 30_000 * SEGMENT_BYTES })
+  // Each parsed map is 20,000 lines of one segment: the cache holds one of them.
+  const { sm } = await open(t, { cacheBytes: 30_000 * (SEGMENT_BYTES + LINE_BYTES) })
   sm.want(stackOf(a, b), PAGE, net.loader)
   await sm.settled()
   t.equal(sm.cache.size, 1)
-  t.ok(sm.cache.bytes <= 30_000 * SEGMENT_BYTES)
+  t.ok(sm.cache.bytes <= 30_000 * (SEGMENT_BYTES + LINE_BYTES))
   t.same(sourcesOf(sm.mapNow(stackOf(a, b))), [null, 'src/b.ts'], 'from memory: only the most recent')
   await sm.prepare([a])
   t.same(sourcesOf(sm.mapNow(stackOf(a))), ['src/a.ts'], 'read paths load it back from disk')
@@ -369,7 +369,8 @@ t.test('the parsed-map cache is bounded in bytes; the disk store too, fetched ma
 t.test(
   'uploads are checked: size cap 413, bounds 413, not JSON / not v3 400, url needed without a Debug ID',
   async t => {
-    const { sm } = await open(t, { maxMapBytes: 1000, cacheBytes: 10 * SEGMENT_BYTES, maxSources: 3 })
+    // A one-segment map costs 1,312 bytes decoded; 31 segments 4,236.
+    const { sm } = await open(t, { maxMapBytes: 1000, cacheBytes: 3000, maxSources: 3 })
     await t.rejects(sm.upload(Buffer.alloc(1001, 32), `${SITE}/a.js`), { status: 413, code: 'payload_too_large' })
     await t.rejects(sm.upload(Buffer.from('{"version":3,'), `${SITE}/a.js`), {
       status: 400,
@@ -384,7 +385,7 @@ t.test(
     await t.rejects(sm.upload(Buffer.from([0xff, 0xfe]), `${SITE}/a.js`), { status: 400, code: 'bad_request' })
     await t.rejects(
       sm.upload(
-        Buffer.from(JSON.stringify({ version: 3, sources: [], mappings: 'A,'.repeat(10) + 'A' })),
+        Buffer.from(JSON.stringify({ version: 3, sources: [], mappings: 'A,'.repeat(30) + 'A' })),
         `${SITE}/a.js`,
       ),
       {

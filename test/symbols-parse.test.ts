@@ -4,12 +4,19 @@
 // the fetch rule for map URLs, and stack frames mapped with their functions' names.
 import t from 'tap'
 import { TraceMap, originalPositionFor } from '@jridgewell/trace-mapping'
-import { MapError, parseSourceMap, originalAt, SEGMENT_BYTES } from '../src/symbols/source-map.js'
+import {
+  LINE_BYTES,
+  MapError,
+  MAX_JSON_VALUES,
+  parseSourceMap,
+  originalAt,
+  SEGMENT_BYTES,
+} from '../src/symbols/source-map.js'
 import { ScriptScanner, checkFetchUrl, decodeDataUrl, isPrivateHost, mapHeaderOf } from '../src/symbols/script-refs.js'
 import { mapStack, isMappable } from '../src/symbols/frames.js'
 import { syntheticMappings } from './helpers/sourcemap-app.js'
 
-const LIMITS = { maxSources: 10_000, maxSegments: Math.floor((64 * 1024 * 1024) / SEGMENT_BYTES) }
+const LIMITS = { maxSources: 10_000, maxBytes: 64 * 1024 * 1024 }
 
 async function refusal(
   text: string,
@@ -57,11 +64,20 @@ t.test('a map decoded in slices matches trace-mapping decoding it whole, at ever
       if (!same && differ++ < 3) t.fail(`line ${line} col ${col}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`)
     }
   t.equal(differ, 0, `all ${checked} positions agree`)
-  t.equal(map.bytes, 240_000 * SEGMENT_BYTES + (sources.join('').length + names.join('').length) * 4 + 1024)
+  // Segments, lines, names and sources at their measured costs, characters at 4 bytes.
+  t.equal(
+    map.bytes,
+    1024 +
+      240_000 * SEGMENT_BYTES +
+      20_000 * LINE_BYTES +
+      40 * 48 +
+      30 * 24 +
+      (sources.join('').length + names.join('').length) * 4,
+  )
 })
 
 t.test('shape refusals: not JSON, not version 3, index maps, bad fields', async t => {
-  t.match(await refusal('{"version": 3,'), { reason: 'bad_json', message: /^not JSON: / })
+  t.match(await refusal('{"version": 3,'), { reason: 'bad_json', message: /^not JSON/ })
   t.equal((await refusal('[1]')).reason, 'not_v3')
   t.same(await refusal('{"version":2,"sources":[],"mappings":""}'), {
     reason: 'not_v3',
@@ -116,8 +132,13 @@ t.test('10 million mapping segments: refused at the segment bound, in bounded ti
   const started = performance.now()
   const r = await refusal(text, LIMITS, sample).finally(sample)
   const ms = performance.now() - started
-  t.same(r, { reason: 'too_many_segments', message: 'more segments than the bound' })
-  // Nothing was decoded: the check stops at the bound (671,088 segments) in the first slices.
+  t.same(r, {
+    reason: 'too_many_segments',
+    message:
+      'the map decodes to more than 67108864 bytes (over 0 lines and 671078 segments in its mappings, about 64 and 100 bytes each)',
+  })
+  // Nothing was parsed or decoded: the scan of the text stops at the bound (671,078 segments beside
+  // one line and the map itself) in its first slices.
   // Measured 49-120 ms (JSON.parse of the 20 MB text is most of it), median 56, over 9 fresh-clone
   // suite runs (quiet to load 14): 25x under the bound. Decoding all 10 million would take seconds
   // and about 1 GB of heap.
@@ -131,8 +152,88 @@ t.test('10 million mapping segments: refused at the segment bound, in bounded ti
 
 t.test('the segment bound follows the limits given (the cache bound in the daemon)', async t => {
   const text = JSON.stringify({ version: 3, sources: ['a.ts'], mappings: syntheticMappings(100, 10, 1, 0) })
-  t.equal((await refusal(text, { maxSources: 10, maxSegments: 999 })).reason, 'too_many_segments')
-  t.equal((await parseSourceMap(text, { maxSources: 10, maxSegments: 1000 })).segments, 1000)
+  // 1,000 segments on 100 lines, one source of 4 characters: exactly 1024 + 48 + 16 + 100,000 + 6,400 bytes.
+  const exact = 1024 + 48 + 16 + 1000 * SEGMENT_BYTES + 100 * LINE_BYTES
+  t.equal((await refusal(text, { maxSources: 10, maxBytes: exact - 1 })).reason, 'too_many_segments')
+  const map = await parseSourceMap(text, { maxSources: 10, maxBytes: exact })
+  t.equal(map.segments, 1000)
+  t.equal(map.bytes, exact)
+})
+
+t.test(
+  'a map of empty lines, of names or of JSON that parses large: refused before it is decoded or parsed',
+  async t => {
+    // Each near the 16 MiB map cap: unbounded, 16 million empty lines held about 700 MB of heap, 5
+    // million names about 120 MB, 5 million `{}` about 300 MB in JSON.parse alone.
+    const cap = 16 * 1024 * 1024
+    // head + piece repeated + tail, as close to the cap as the piece allows; flat, as a fetched map is.
+    const atCap = (head: string, piece: string, tail: string) =>
+      Buffer.from(head + piece.repeat(Math.floor((cap - head.length - tail.length) / piece.length)) + tail).toString()
+    const cases: [string, string, { reason: string; message: RegExp | string }][] = [
+      [
+        'empty lines',
+        atCap('{"version":3,"sources":["a.ts"],"names":[],"mappings":"', ';', '"}'),
+        {
+          reason: 'too_many_segments',
+          message:
+            'the map decodes to more than 67108864 bytes (over 1048560 lines and 0 segments in its mappings, about 64 and 100 bytes each)',
+        },
+      ],
+      [
+        'names',
+        atCap('{"version":3,"sources":["a.ts"],"mappings":"AAAA","names":[', '"",', '""]}'),
+        { reason: 'too_many_segments', message: `over ${MAX_JSON_VALUES} JSON values (names, sources, numbers)` },
+      ],
+      [
+        'numbers',
+        atCap('{"version":3,"sources":["a.ts"],"mappings":"AAAA","x":[', '0.5,', '0]}'),
+        { reason: 'too_many_segments', message: `over ${MAX_JSON_VALUES} JSON values (names, sources, numbers)` },
+      ],
+      [
+        'objects',
+        atCap('{"version":3,"sources":["a.ts"],"mappings":"AAAA","x":[', '{},', '{}]}'),
+        { reason: 'not_v3', message: 'over 10000 objects and arrays (a map has a few)' },
+      ],
+    ]
+    for (const [name, text, want] of cases) {
+      t.ok(text.length <= cap && text.length > cap - 64, `${name}: ${text.length} characters, at the cap`)
+      global.gc?.()
+      const heapBefore = process.memoryUsage().heapUsed
+      let peak = heapBefore
+      const sample = async () => {
+        peak = Math.max(peak, process.memoryUsage().heapUsed)
+      }
+      t.match(await refusal(text, LIMITS, sample).finally(sample), want, name)
+      // Refused by the scan of the text, before JSON.parse: nothing is allocated besides the text.
+      // Measured 0.0 MB on Node 20 (16 MB for the lines when JSON.parse ran first).
+      const grew = (peak - heapBefore) / 1048576
+      t.ok(grew < 24, `${name}: heap grew ${grew.toFixed(1)} MB at most while refusing it`)
+    }
+    // Lines count toward the bound as segments do: one segment per line costs both.
+    const perLine = `{"version":3,"sources":["a.ts"],"names":[],"mappings":"${'AAAA;'.repeat(99)}AAAA"}`
+    const limits = { maxSources: 10, maxBytes: 1024 + 48 + 16 + 100 * (SEGMENT_BYTES + LINE_BYTES) }
+    t.equal((await parseSourceMap(perLine, limits)).bytes, limits.maxBytes)
+    t.equal((await refusal(perLine, { ...limits, maxBytes: limits.maxBytes - 1 })).reason, 'too_many_segments')
+  },
+)
+
+t.test('a deeply nested version, and any refusal: a clear reason that never quotes the map', async t => {
+  const nested = `{"version":${'['.repeat(100_000)}${']'.repeat(100_000)},"sources":[],"mappings":""}`
+  t.same(await refusal(nested), { reason: 'not_v3', message: 'nested over 32 levels deep at 42' })
+  // Shallow enough to parse: named by its kind, not stringified.
+  t.same(await refusal('{"version":[[["x"]]],"sources":[],"mappings":""}'), {
+    reason: 'not_v3',
+    message: 'version is an array, not 3',
+  })
+  t.same(await refusal('{"version":"SECRET-ANSWER","sources":[],"mappings":""}'), {
+    reason: 'not_v3',
+    message: 'version is a string of 13 characters, not 3',
+  })
+  // V8's own message quotes the text ("<html>SECRET..." is not valid JSON): only the offset is kept.
+  const html = await refusal('<html>SECRET-ANSWER from an in-VM service</html>')
+  t.equal(html.reason, 'bad_json')
+  t.notMatch(html.message, /SECRET|html/)
+  t.match(html.message, /^not JSON( \(at offset \d+\))?$/)
 })
 
 t.test('Debug IDs are read from debugId (or debug_id), lower case; anything else is none', async t => {

@@ -18,7 +18,7 @@ import {
   ScriptScanner,
   shownUrl,
 } from './script-refs.js'
-import { MapError, parseSourceMap, type MapLimits, type ParsedMap } from './source-map.js'
+import { MapError, MapTextScanner, parseSourceMap, type MapLimits, type ParsedMap } from './source-map.js'
 
 /** Loads a URL the way the page would (its frame, cookies and network); the collector implements it over CDP. */
 export interface ResourceLoader {
@@ -156,17 +156,28 @@ async function mapText(
   if (refused) return refused
   const chunks: string[] = []
   let size = 0
+  // Read as it arrives: a map that could only be refused once parsed stops the read there instead.
+  const scanner = new MapTextScanner(ctx.limits.maxBytes)
+  let refusedBy: MapError | undefined
   ctx.fetched()
   const got = await loader.fetch(
     mapUrl,
     chunk => {
       size += chunk.length
       if (size > max) return false
+      try {
+        scanner.push(chunk)
+      } catch (err) {
+        if (!(err instanceof MapError)) throw err
+        refusedBy = err
+        return false
+      }
       chunks.push(chunk)
       return true
     },
     ctx.timeoutMs,
   )
+  if (refusedBy) return { reason: refusedBy.reason, message: refusedBy.message }
   if (size > max) return { reason: 'too_large', message: `the map is over ${max} bytes (--sourcemap-max-bytes)` }
   if (got.ok) return chunks.join('')
   const captured = await ctx.captured?.(mapUrl)

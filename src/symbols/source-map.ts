@@ -20,15 +20,34 @@ export class MapError extends Error {
 export interface MapLimits {
   /** Entries of `sources` at most (trace-mapping resolves each one when the map is built). */
   maxSources: number
-  /** Mapping segments at most: each costs about SEGMENT_BYTES of heap once decoded. */
-  maxSegments: number
+  /**
+   * Estimated heap of the parsed map at most (the cache's size in the daemon): its lines, segments,
+   * names and sources at the costs below. Checked before anything is decoded.
+   */
+  maxBytes: number
 }
 
-/**
- * Heap of one decoded segment (an array of 4-5 small integers in trace-mapping's line arrays),
- * measured on Node 20 with a 213,000-segment esbuild map: 101 bytes.
- */
+// Heap costs on Node 20, measured with maps made of one kind of entry only: a segment (an array of
+// 4-5 small integers in trace-mapping's line arrays) 88 bytes, 101 in a 213,000-segment esbuild
+// map; a line 44 bytes empty, 59 holding segments; a name 8 bytes of slot plus its string; a source
+// twice that (trace-mapping keeps it resolved beside it). Characters count 4 bytes each, for
+// two-byte strings and the resolved copy.
 export const SEGMENT_BYTES = 100
+export const LINE_BYTES = 64
+const NAME_BYTES = 24
+const SOURCE_BYTES = 48
+const CHAR_BYTES = 4
+const MAP_BYTES = 1024
+
+/**
+ * JSON.parse builds a tree far larger than its text for some texts (`{},` is 3 characters and 56
+ * bytes of heap, `0.5,` 4 and 24): the text is scanned first, and refused past these, so one
+ * parse holds at most about 32 MiB beside the text. A source map is one object of a few arrays of
+ * strings, 3 levels deep.
+ */
+export const MAX_JSON_VALUES = 1_000_000
+const MAX_JSON_CONTAINERS = 10_000
+const MAX_JSON_DEPTH = 32
 
 /** A map ready for lookups, with what the cache and the stores need to know of it. */
 export interface ParsedMap {
@@ -73,15 +92,17 @@ export async function parseSourceMap(
   limits: MapLimits,
   pause: () => Promise<void> = () => Promise.resolve(),
 ): Promise<ParsedMap> {
+  await scanMapText(text, limits.maxBytes, pause)
   let raw: unknown
   try {
     raw = JSON.parse(text)
   } catch (err) {
-    throw new MapError('bad_json', `not JSON: ${(err as Error).message}`)
+    // V8's message quotes the text: a failure must not carry what the answer said.
+    throw new MapError('bad_json', `not JSON${jsonErrorOffset(err)}`)
   }
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new MapError('not_v3', 'not a JSON object')
   const m = raw as Record<string, unknown>
-  if (m.version !== 3) throw new MapError('not_v3', `version is ${JSON.stringify(m.version)}, not 3`)
+  if (m.version !== 3) throw new MapError('not_v3', `version is ${describe(m.version)}, not 3`)
   if (m.sections !== undefined)
     throw new MapError('not_v3', 'an index map (sections) is not supported; upload the map of each section')
   if (typeof m.mappings !== 'string') throw new MapError('not_v3', 'mappings is not a string')
@@ -95,47 +116,78 @@ export async function parseSourceMap(
   if (m.sourceRoot !== undefined && m.sourceRoot !== null && typeof m.sourceRoot !== 'string')
     throw new MapError('not_v3', 'sourceRoot is not a string')
   const sources = m.sources as (string | null)[]
-  const { lines, segments } = await decodeMappings(m.mappings, limits.maxSegments, pause)
-  const trace = new TraceMap({
-    version: 3,
-    file: typeof m.file === 'string' ? m.file : undefined,
-    sourceRoot: typeof m.sourceRoot === 'string' ? m.sourceRoot : undefined,
-    sources,
-    names: names as string[],
-    mappings: lines,
-  })
   let strings = 0
   for (const s of sources) strings += s?.length ?? 0
   for (const n of names as string[]) strings += n.length
+  const fixed = MAP_BYTES + sources.length * SOURCE_BYTES + names.length * NAME_BYTES + strings * CHAR_BYTES
+  if (fixed > limits.maxBytes)
+    throw new MapError(
+      'too_many_segments',
+      `${names.length} names and ${sources.length} sources alone decode to ${fixed} bytes, over the bound of ${limits.maxBytes}`,
+    )
+  const { lines, segments } = await decodeMappings(m.mappings, limits.maxBytes - fixed, limits.maxBytes, pause)
+  let trace: TraceMap
+  try {
+    trace = new TraceMap({
+      version: 3,
+      file: typeof m.file === 'string' ? m.file : undefined,
+      sourceRoot: typeof m.sourceRoot === 'string' ? m.sourceRoot : undefined,
+      sources,
+      names: names as string[],
+      mappings: lines,
+    })
+  } catch (err) {
+    // Checked above as far as the format goes: anything left is still the map's fault, not ours.
+    throw new MapError('not_v3', `the map could not be built (${(err as Error)?.name ?? 'error'})`)
+  }
   const debugId = normalizeDebugId(m.debugId ?? m.debug_id)
-  return { trace, segments, bytes: segments * SEGMENT_BYTES + strings * 4 + 1024, ...(debugId ? { debugId } : {}) }
+  return {
+    trace,
+    segments,
+    bytes: fixed + segments * SEGMENT_BYTES + lines.length * LINE_BYTES,
+    ...(debugId ? { debugId } : {}),
+  }
 }
 
 type Segment = number[]
 
+/** One slice of `mappings` as the check pass found it: where it ends and its fields' running deltas. */
+interface Slice {
+  to: number
+  sums: [number, number, number, number]
+}
+
 /**
  * Checks every VLQ of `mappings` (base64 digits only, each value within 32 bits, segments of 1, 4
- * or 5 fields) and decodes it with trace-mapping, slice by slice. A slice is decoded as a map of its
- * own (its fields start from 0), then moved by where the slices before it ended: every field but the
- * column is a running sum across lines.
+ * or 5 fields) and what its lines and segments would cost against `room` bytes, all of it before
+ * any of it is decoded; then decodes it with trace-mapping, slice by slice. A slice is decoded as a
+ * map of its own (its fields start from 0), then moved by where the slices before it ended: every
+ * field but the column is a running sum across lines.
  */
 async function decodeMappings(
   mappings: string,
-  maxSegments: number,
+  room: number,
+  maxBytes: number,
   pause: () => Promise<void>,
 ): Promise<{ lines: Segment[][]; segments: number }> {
+  const slices: Slice[] = []
+  const cost = { bytes: 0, lines: 0, segments: 0 }
+  for (let from = 0; from <= mappings.length;) {
+    let to = from + SLICE_CHARS >= mappings.length ? mappings.length : mappings.indexOf(';', from + SLICE_CHARS)
+    if (to < 0) to = mappings.length
+    const sums: Slice['sums'] = [0, 0, 0, 0]
+    checkSlice(mappings, from, to, room, maxBytes, cost, sums)
+    slices.push({ to, sums })
+    from = to + 1
+    if (from <= mappings.length) await pause()
+  }
   const lines: Segment[][] = []
-  let segments = 0
   // Running sums where the slices so far ended: source index, source line, source column, name index.
   const base = [0, 0, 0, 0]
   let from = 0
-  while (from <= mappings.length) {
-    let to = from + SLICE_CHARS >= mappings.length ? mappings.length : mappings.indexOf(';', from + SLICE_CHARS)
-    if (to < 0) to = mappings.length
-    const slice = mappings.slice(from, to)
-    const sums = [0, 0, 0, 0]
-    segments += checkSlice(slice, from, maxSegments - segments, sums)
+  for (const { to, sums } of slices) {
     const [b0, b1, b2, b3] = base as [number, number, number, number]
+    const slice = mappings.slice(from, to)
     for (const line of decodedMappings(new TraceMap({ version: 3, sources: [], names: [], mappings: slice }))) {
       const out: Segment[] = new Array(line.length)
       for (let i = 0; i < line.length; i++) {
@@ -153,40 +205,58 @@ async function decodeMappings(
     from = to + 1
     if (from <= mappings.length) await pause()
   }
-  return { lines, segments }
+  return { lines, segments: cost.segments }
 }
 
 /**
- * Checks a slice's VLQs and segment shapes and adds its fields' deltas to `sums` (source index,
- * source line, source column, name index); returns its segment count. `at`: its offset, for messages.
+ * Checks the VLQs and segment shapes of mappings[from, to) and adds its fields' deltas to `sums`
+ * (source index, source line, source column, name index), its lines and segments to `cost`.
  */
-function checkSlice(slice: string, at: number, room: number, sums: number[]): number {
-  let segments = 0
+function checkSlice(
+  text: string,
+  from: number,
+  to: number,
+  room: number,
+  maxBytes: number,
+  cost: { bytes: number; lines: number; segments: number },
+  sums: number[],
+): void {
   let fields = 0
   let digits = 0
   let value = 0
   let shift = 0
-  for (let i = 0; i <= slice.length; i++) {
-    const c = i < slice.length ? slice.charCodeAt(i) : 59
+  for (let i = from; i <= to; i++) {
+    const c = i < to ? text.charCodeAt(i) : 59
     if (c === 44 || c === 59) {
-      if (digits > 0) throw new MapError('bad_mappings', `a VLQ value ends unfinished at ${at + i}`)
-      if (fields === 0) {
-        if (c === 44) throw new MapError('bad_mappings', `an empty segment at ${at + i}`)
-        continue
+      if (digits > 0) throw new MapError('bad_mappings', `a VLQ value ends unfinished at ${i}`)
+      if (fields === 0 && c === 44) throw new MapError('bad_mappings', `an empty segment at ${i}`)
+      if (fields !== 0) {
+        if (fields !== 1 && fields !== 4 && fields !== 5)
+          throw new MapError('bad_mappings', `a segment of ${fields} fields at ${i} (1, 4 or 5)`)
+        cost.segments++
+        cost.bytes += SEGMENT_BYTES
+        fields = 0
       }
-      if (fields !== 1 && fields !== 4 && fields !== 5)
-        throw new MapError('bad_mappings', `a segment of ${fields} fields at ${at + i} (1, 4 or 5)`)
-      if (++segments > room) throw new MapError('too_many_segments', 'more segments than the bound')
-      fields = 0
+      // An empty line is a line array all the same: a map of millions of ';' holds no segment.
+      if (c === 59) {
+        cost.lines++
+        cost.bytes += LINE_BYTES
+      }
+      if (cost.bytes > room)
+        throw new MapError(
+          'too_many_segments',
+          `the map decodes to more than ${maxBytes} bytes (${cost.lines} lines and ${cost.segments} segments ` +
+            `by offset ${i}, about ${LINE_BYTES} and ${SEGMENT_BYTES} bytes each)`,
+        )
       continue
     }
     const d = c < 128 ? DIGIT[c]! : -1
-    if (d < 0) throw new MapError('bad_mappings', `${JSON.stringify(slice[i])} at ${at + i} is not a VLQ digit`)
-    if (++digits > 7) throw new MapError('bad_mappings', `a VLQ value over 32 bits at ${at + i}`)
+    if (d < 0) throw new MapError('bad_mappings', `${JSON.stringify(text[i])} at ${i} is not a VLQ digit`)
+    if (++digits > 7) throw new MapError('bad_mappings', `a VLQ value over 32 bits at ${i}`)
     value += (d & 31) * 2 ** shift
     shift += 5
     if ((d & 32) === 0) {
-      if (value > 0xffffffff) throw new MapError('bad_mappings', `a VLQ value over 32 bits at ${at + i}`)
+      if (value > 0xffffffff) throw new MapError('bad_mappings', `a VLQ value over 32 bits at ${i}`)
       // As trace-mapping's codec reads it (a lone sign bit is -2^31).
       if (fields >= 1) sums[fields - 1]! += value % 2 === 0 ? value / 2 : value === 1 ? -2147483648 : -(value - 1) / 2
       fields++
@@ -195,7 +265,113 @@ function checkSlice(slice: string, at: number, room: number, sums: number[]): nu
       shift = 0
     }
   }
-  return segments
+}
+
+/**
+ * Reads a map's JSON text as it arrives, for what JSON.parse and the decode would build without
+ * building either: values (a comma or a container each, close enough), containers and nesting
+ * outside strings, and the lines and segments of the top-level `mappings` string. Refuses (throws
+ * MapError) past the JSON bounds above, or once those lines and segments alone pass the map's heap
+ * bound, so a fetch can stop there. Segments are counted by their commas, a lower bound: what
+ * this refuses, the full check after the parse would refuse too. Invalid JSON is left to JSON.parse.
+ */
+export class MapTextScanner {
+  private values = 0
+  private containers = 0
+  private depth = 0
+  private inString = false
+  private escaped = false
+  /** At depth 1, after `{` or `,`: the next string is a key. */
+  private expectKey = false
+  private inKey = false
+  private key = ''
+  /** The key whose value comes next at depth 1. */
+  private valueOf = ''
+  private inMappings = false
+  private lines = 0
+  private commas = 0
+  private offset = 0
+
+  constructor(private readonly maxBytes: number) {}
+
+  push(text: string): void {
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      if (this.inString) {
+        if (this.escaped) this.escaped = false
+        else if (c === 92) this.escaped = true
+        else if (c === 34) {
+          this.inString = false
+          if (this.inKey) {
+            this.inKey = false
+            this.valueOf = this.key
+          }
+          this.inMappings = false
+        } else if (this.inKey) {
+          if (this.key.length < 16) this.key += text[i]
+        } else if (this.inMappings && (c === 59 || c === 44)) {
+          if (c === 59) this.lines++
+          else this.commas++
+          if ((this.lines + 1) * LINE_BYTES + this.commas * SEGMENT_BYTES > this.maxBytes - MAP_BYTES)
+            throw new MapError(
+              'too_many_segments',
+              `the map decodes to more than ${this.maxBytes} bytes (over ${this.lines} lines and ${this.commas} ` +
+                `segments in its mappings, about ${LINE_BYTES} and ${SEGMENT_BYTES} bytes each)`,
+            )
+        }
+        continue
+      }
+      if (c === 34) {
+        this.inString = true
+        if (this.depth === 1 && this.expectKey) {
+          this.inKey = true
+          this.key = ''
+        } else this.inMappings = this.depth === 1 && this.valueOf === 'mappings'
+      } else if (c === 123 || c === 91) {
+        if (++this.depth > MAX_JSON_DEPTH)
+          throw new MapError('not_v3', `nested over ${MAX_JSON_DEPTH} levels deep at ${this.offset + i}`)
+        if (++this.containers > MAX_JSON_CONTAINERS)
+          throw new MapError('not_v3', `over ${MAX_JSON_CONTAINERS} objects and arrays (a map has a few)`)
+        this.values++
+        this.expectKey = c === 123 && this.depth === 1
+      } else if (c === 125 || c === 93) this.depth--
+      else if (c === 58) {
+        if (this.depth === 1) this.expectKey = false
+      } else if (c === 44) {
+        this.values++
+        if (this.depth === 1) {
+          this.expectKey = true
+          this.valueOf = ''
+        }
+      }
+      if (this.values > MAX_JSON_VALUES)
+        throw new MapError('too_many_segments', `over ${MAX_JSON_VALUES} JSON values (names, sources, numbers)`)
+    }
+    this.offset += text.length
+  }
+}
+
+/** The whole text through the scanner, in slices with `pause` between them. */
+async function scanMapText(text: string, maxBytes: number, pause: () => Promise<void>): Promise<void> {
+  const scanner = new MapTextScanner(maxBytes)
+  const step = SLICE_CHARS * 8
+  for (let from = 0; from < text.length; from += step) {
+    if (from > 0) await pause()
+    scanner.push(text.slice(from, from + step))
+  }
+}
+
+/** Where JSON.parse stopped, from its message (which also quotes the text: that part is dropped). */
+function jsonErrorOffset(err: unknown): string {
+  const at = /position (\d+)/.exec(String((err as Error)?.message))
+  return at ? ` (at offset ${at[1]})` : ''
+}
+
+/** A value named in a message by its kind, never by its content. */
+function describe(v: unknown): string {
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return String(v)
+  if (typeof v === 'string') return `a string of ${v.length} characters`
+  return Array.isArray(v) ? 'an array' : 'an object'
 }
 
 /** The original position of a generated one (0-based line and column, as CDP gives them). */

@@ -20,14 +20,7 @@ import { learnScript, type LearnContext, type LearnOutcome, type PageInfo, type 
 import { MapCache } from './map-cache.js'
 import { MapStore, type StoredMap } from './map-store.js'
 import { shownUrl } from './script-refs.js'
-import {
-  MapError,
-  normalizeDebugId,
-  parseSourceMap,
-  SEGMENT_BYTES,
-  type MapLimits,
-  type ParsedMap,
-} from './source-map.js'
+import { MapError, normalizeDebugId, parseSourceMap, type MapLimits, type ParsedMap } from './source-map.js'
 
 export type { FetchOutcome, PageInfo, ResourceLoader } from './learn.js'
 
@@ -116,7 +109,7 @@ export class SourceMaps {
     this.cache = new MapCache(opts.cacheBytes)
     this.limits = {
       maxSources: opts.maxSources ?? DEFAULT_MAX_SOURCES,
-      maxSegments: Math.max(1, Math.floor(opts.cacheBytes / SEGMENT_BYTES)),
+      maxBytes: opts.cacheBytes,
     }
     this.logger = opts.logger ?? silentLogger
     this.learning = {

@@ -7,8 +7,8 @@ import { MapError, parseSourceMap, type ParsedMap } from '../symbols/source-map.
 import type { StackTrace } from '../events/index.js'
 import type { Envelope } from './model.js'
 
-/** Bounds of one map in the page: sources, and segments (about 100 bytes of heap each once decoded). */
-const LIMITS = { maxSources: 10_000, maxSegments: 1_000_000 }
+/** Bounds of one map in the page: sources, and its estimated heap once decoded (lines, segments, names). */
+const LIMITS = { maxSources: 10_000, maxBytes: 100 * 1024 * 1024 }
 
 /** Reads an entry's text (bounded by the caller's per-file cap). */
 export type EntryText<E> = (e: E) => Promise<string>

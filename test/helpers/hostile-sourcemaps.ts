@@ -54,9 +54,15 @@ export const SOURCE_MAP_CASES: MapCaseSpec[] = [
     name: 'source maps: 50 MB, invalid VLQ, 100,000 sources, a redirect loop, file://, a private address',
     scripts: {
       huge: {
-        // 50 MiB of valid JSON: read to the 16 MiB cap, then the read is stopped.
+        // 50 MiB of valid JSON, mostly sources' text (which costs nothing once parsed): read to the 16
+        // MiB cap, then the read is stopped.
         ref: () => '/maps/huge.map',
-        map: streamed('{"version":3,"sources":["a.ts"],"mappings":"', 'AAAA,'.repeat(MiB / 5), 50, 'AAAA"}'),
+        map: streamed(
+          '{"version":3,"sources":["a.ts"],"mappings":"AAAA","sourcesContent":["',
+          'x'.repeat(MiB),
+          50,
+          '"]}',
+        ),
         reason: 'too_large',
       },
       vlq: {
@@ -89,7 +95,8 @@ export const SOURCE_MAP_CASES: MapCaseSpec[] = [
     },
   },
   {
-    // The byte cap raised so the segment bound is what refuses it (20 MB of the smallest segments).
+    // The byte cap raised so the segment bound is what refuses it (20 MB of the smallest segments):
+    // the read stops at the bound, about 1.3 MB in.
     name: 'source maps: 10 million mapping segments',
     daemonArgs: ['--sourcemap-max-bytes', '24MiB'],
     scripts: {
@@ -99,6 +106,27 @@ export const SOURCE_MAP_CASES: MapCaseSpec[] = [
         reason: 'too_many_segments',
       },
     },
+  },
+  {
+    // Maps at the 16 MiB cap that cost nothing by their segments: before lines and JSON values were
+    // bounds, each decoded to about 700 MB (empty lines) or parsed to over 100 MB (names).
+    name: 'source maps: 20 at the cap of empty lines or names',
+    scripts: Object.fromEntries(
+      Array.from({ length: 20 }, (_, i) => {
+        const [kind, head, piece, last] =
+          i % 2 === 0
+            ? ['lines', '{"version":3,"sources":["a.ts"],"names":[],"mappings":"', ';', '"}']
+            : ['names', '{"version":3,"sources":["a.ts"],"mappings":"AAAA","names":[', '"",', '""]}']
+        const name = `${kind}${i}`
+        // 15 MiB of pieces, then one piece short of another MiB: a few hundred bytes under the cap.
+        const unit = piece.repeat(Math.floor(MiB / piece.length))
+        const tail = piece.repeat(Math.floor((MiB - 1024) / piece.length)) + last
+        return [
+          name,
+          { ref: () => `/maps/${name}.map`, map: streamed(head, unit, 15, tail), reason: 'too_many_segments' },
+        ]
+      }),
+    ),
   },
 ]
 
@@ -129,7 +157,7 @@ export function sourceMapCase(spec: MapCaseSpec): HostileCase {
         return seen.length >= names.length ? seen : undefined
       }
       for (const e of await waitFor(gently(refused), 90_000, `${names.length} maps refused`)) {
-        const scriptName = /\/js\/([a-z]+)\.js$/.exec(String(e.event.data.script_url))?.[1] ?? '?'
+        const scriptName = /\/js\/([a-z0-9]+)\.js$/.exec(String(e.event.data.script_url))?.[1] ?? '?'
         const key = `sourcemap_failed ${scriptName} ${String(e.event.data.reason)}`
         ctx.notes[key] = (ctx.notes[key] ?? 0) + 1
       }
