@@ -469,3 +469,33 @@ t.test('the browser loader: one deadline for the whole load, the stream closed',
   t.ok(ms >= 290 && ms < 2000, `gave up after ${ms.toFixed(0)} ms`)
   t.same(sent, ['Network.loadNetworkResource', 'IO.read', 'IO.close'])
 })
+
+t.test('one page naming 100 new scripts is learned at the page rate; another page is not held behind it', async t => {
+  // A clock the budget's waits advance: when each script was loaded, in fake milliseconds.
+  let now = 0
+  const clock = { now: () => now, sleep: async (ms: number) => void (now += ms) }
+  const loadedAt = new Map<string, number>()
+  const loader: ResourceLoader = {
+    async fetch(url, onChunk): Promise<FetchOutcome> {
+      loadedAt.set(url, now)
+      onChunk(`//# debugId=00000000-0000-4000-8000-${String(loadedAt.size).padStart(12, '0')}\n`)
+      return { ok: true, status: 200, headers: {} }
+    },
+  }
+  const { sm } = await open(t, { clock, pageRate: { perSecond: 20, burst: 40 } })
+  const urls = Array.from({ length: 100 }, (_, i) => `${SITE}/chunk-${i}.js`)
+  for (let i = 0; i < 100; i += 25) sm.want(stackOf(...urls.slice(i, i + 25)), PAGE, loader)
+  const other: PageInfo = { url: `${SITE}/other`, context: { target_id: 'T2', url: `${SITE}/other`, nav_seq: 1 } }
+  sm.want(stackOf(`${SITE}/other.js`), other, loader)
+  await sm.settled()
+  const times = urls.map(u => loadedAt.get(u))
+  // The burst at once, then one every 50 ms: the 100th at 60 x 50 ms = 3 s.
+  t.same(times.slice(0, 40), new Array(40).fill(0), 'the burst of 40 at once')
+  t.same(
+    times.slice(40),
+    Array.from({ length: 60 }, (_, i) => (i + 1) * 50),
+    'then 20 a second',
+  )
+  t.equal(loadedAt.get(`${SITE}/other.js`), 0, 'the other page’s script did not wait behind them')
+  t.equal(sm.stats.fetches, 101)
+})

@@ -224,7 +224,7 @@ export async function startProxy(d: Base & Identity & Core & Browser & Steps): P
 }
 
 /** /metrics reads every part built so far; detached first at shutdown. */
-export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy): Started<object> {
+export function attachMetrics(d: Store & Core & Symbols & Shipping & Browser & Api & Proxy): Started<object> {
   const { monitor, proxy, api, interaction, sinks } = d
   const stop = d.metrics.attach({
     pipeline: d.pipeline,
@@ -237,6 +237,14 @@ export function attachMetrics(d: Store & Core & Shipping & Browser & Api & Proxy
     sseLagDisconnects: () => api.streams.stats.slowDisconnects,
     evictions: () => d.bounds.evictions,
     recording: () => ({ enabled: d.recording.enabled, store: d.frames.stats(), capture: d.screencast?.stats }),
+    sourceMaps: () => {
+      const s = d.sourceMaps.stats
+      return {
+        scripts: { mapped: s.learned, none: s.none, failed: s.failed },
+        loads: s.fetches,
+        indexBytes: d.sourceMaps.indexBytesWritten,
+      }
+    },
     interactionBinding: (): Record<string, number> => {
       const s = interaction?.stats
       return s ? { paused: s.paused, resumed: s.resumed, terminated: s.terminated, invalid: s.invalid } : {}

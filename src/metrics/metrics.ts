@@ -10,6 +10,7 @@ import { httpMetrics } from './http.js'
 import { monitorMetrics } from './monitor.js'
 import { recordingMetrics } from './recording.js'
 import { sinkMetrics } from './sinks.js'
+import { sourceMapMetrics } from './sourcemaps.js'
 import type { MetricsDeps } from './sources.js'
 import { storeMetrics } from './store.js'
 
@@ -65,6 +66,7 @@ export function createMetrics(opts: CreateMetricsOptions = {}): Metrics {
   const connections = connectionMetrics(family)
   sinkMetrics(family)
   recordingMetrics(family)
+  sourceMapMetrics(family)
   const http = httpMetrics(family)
 
   // prom-client's event-loop gauges report its sampler's period plus the stall (an idle daemon showed

@@ -63,6 +63,8 @@ export interface MetricsDeps {
   interactionBinding?: () => Record<string, number>
   /** Per-target state cut or evicted to stay within its byte bound, by table (the daemon's Bounds). */
   evictions?: () => ReadonlyMap<string, number>
+  /** Source-map learning: scripts by outcome, loads through the page, bytes written to the map index. */
+  sourceMaps?: () => { scripts: Record<'mapped' | 'none' | 'failed', number>; loads: number; indexBytes: number }
   /** The screen recording: on/off, the frame store's counts, the screencast collector's counts. */
   recording?: () => { enabled: boolean; store: FrameStoreCounts; capture?: ScreencastCounts }
 }

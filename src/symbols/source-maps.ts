@@ -59,6 +59,21 @@ export interface SourceMapsOptions {
   maxSources?: number
   /** Scripts waiting to be learned at most; more are ignored until the queue drains. */
   maxQueue?: number
+  /** Scripts one page may have learned each second, and at once (default 20 and 40). */
+  pageRate?: { perSecond: number; burst: number }
+  /** The clock and the wait of the per-page budget (tests drive both). */
+  clock?: { now(): number; sleep(ms: number): Promise<void> }
+}
+
+/** A page's learning budget: tokens refilled at the page rate, one spent per script. */
+interface PageBudget {
+  tokens: number
+  at: number
+}
+
+const realClock = {
+  now: () => performance.now(),
+  sleep: (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms).unref()),
 }
 
 type ScriptState = 'queued' | 'none' | 'failed' | 'mapped'
@@ -86,6 +101,11 @@ export class SourceMaps {
   readonly limits: MapLimits
   private readonly scripts = new Map<string, ScriptState>()
   private readonly queue: { url: string; page: PageInfo; loader: ResourceLoader }[] = []
+  /**
+   * Each page's budget: a page naming thousands of scripts (new Debug IDs, eval'd sourceURLs) is
+   * learned at the page rate, whatever it names, and other pages' scripts go first meanwhile.
+   */
+  private readonly budgets = new Map<string, PageBudget>()
   private running = false
   private draining: Promise<void> | undefined
   private closed = false
@@ -98,7 +118,12 @@ export class SourceMaps {
   private readonly reloadedAt = new Map<string, number>()
   private readonly learned = new Set<() => void>()
   private readonly logger: Logger
-  readonly stats = { learned: 0, failed: 0, fetches: 0 }
+  readonly stats = { learned: 0, failed: 0, none: 0, fetches: 0 }
+
+  /** Bytes the disk store wrote to its index so far (journal appends and snapshots). */
+  get indexBytesWritten(): number {
+    return this.store.writes.bytes
+  }
   /** What learning a script needs of this instance (learn.ts). */
   private readonly learning: LearnContext
 
@@ -365,7 +390,7 @@ export class SourceMaps {
   private async drain(): Promise<void> {
     this.running = true
     try {
-      for (let job = this.queue.shift(); job && !this.closed; job = this.queue.shift()) {
+      for (let job = await this.nextJob(); job && !this.closed; job = await this.nextJob()) {
         let outcome: LearnOutcome
         try {
           outcome = await learnScript(this.learning, job.url, job.page, job.loader)
@@ -374,8 +399,10 @@ export class SourceMaps {
         }
         if (this.closed) return
         if (outcome.kind === 'failed') this.fail(job.url, job.page, outcome.reason, outcome.message, outcome.mapUrl)
-        else if (outcome.kind === 'none') this.remember(job.url, 'none')
-        else if (outcome.kind === 'retry') this.scripts.delete(job.url)
+        else if (outcome.kind === 'none') {
+          this.remember(job.url, 'none')
+          this.stats.none++
+        } else if (outcome.kind === 'retry') this.scripts.delete(job.url)
         else {
           if (outcome.inMemory) this.inMemory.set(job.url, outcome.inMemory)
           this.learnt(job.url)
@@ -384,6 +411,36 @@ export class SourceMaps {
     } finally {
       this.running = false
     }
+  }
+
+  /** The first queued script whose page has budget left, waiting for a refill when none has. */
+  private async nextJob(): Promise<(typeof this.queue)[number] | undefined> {
+    const rate = this.opts.pageRate ?? { perSecond: 20, burst: 40 }
+    const clock = this.opts.clock ?? realClock
+    while (this.queue.length > 0 && !this.closed) {
+      const now = clock.now()
+      let wait = Infinity
+      for (let i = 0; i < this.queue.length; i++) {
+        const job = this.queue[i]!
+        const key = job.page.context.target_id ?? job.page.url ?? ''
+        let b = this.budgets.get(key)
+        if (!b) {
+          if (this.budgets.size >= 1000) this.budgets.delete(this.budgets.keys().next().value!)
+          b = { tokens: rate.burst, at: now }
+          this.budgets.set(key, b)
+        }
+        b.tokens = Math.min(rate.burst, b.tokens + ((now - b.at) * rate.perSecond) / 1000)
+        b.at = now
+        if (b.tokens >= 1) {
+          b.tokens--
+          this.queue.splice(i, 1)
+          return job
+        }
+        wait = Math.min(wait, ((1 - b.tokens) * 1000) / rate.perSecond)
+      }
+      await clock.sleep(Math.ceil(wait))
+    }
+    return undefined
   }
 
   private fail(url: string, page: PageInfo, reason: SourceMapFailure, message: string, mapUrl?: string): void {
