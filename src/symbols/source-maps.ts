@@ -1,4 +1,4 @@
-// The daemon's source maps: which map covers a script, learning that in the background, and mapping
+// One idea: the daemon's source maps: which map covers a script, learning that in the background, and mapping
 // stack traces with it on every path (capture, events API, SSE replay, bundle, OTLP). One instance
 // per daemon.
 //
@@ -18,6 +18,7 @@ import type { CapturedLookup } from './captured.js'
 import { isMappable, mapEventData, mapStack, stackUrls, type MapOf } from './frames.js'
 import { learnScript, type LearnContext, type LearnOutcome, type PageInfo, type ResourceLoader } from './learn.js'
 import { MapCache } from './map-cache.js'
+import { PageBudgets, type Clock, type PageRate } from './page-budget.js'
 import { MapStore, type StoredMap } from './map-store.js'
 import { shownUrl } from './script-refs.js'
 import { MapError, normalizeDebugId, parseSourceMap, type MapLimits, type ParsedMap } from './source-map.js'
@@ -60,20 +61,9 @@ export interface SourceMapsOptions {
   /** Scripts waiting to be learned at most; more are ignored until the queue drains. */
   maxQueue?: number
   /** Scripts one page may have learned each second, and at once (default 20 and 40). */
-  pageRate?: { perSecond: number; burst: number }
+  pageRate?: PageRate
   /** The clock and the wait of the per-page budget (tests drive both). */
-  clock?: { now(): number; sleep(ms: number): Promise<void> }
-}
-
-/** A page's learning budget: tokens refilled at the page rate, one spent per script. */
-interface PageBudget {
-  tokens: number
-  at: number
-}
-
-const realClock = {
-  now: () => performance.now(),
-  sleep: (ms: number) => new Promise<void>(resolve => setTimeout(resolve, ms).unref()),
+  clock?: Clock
 }
 
 type ScriptState = 'queued' | 'none' | 'failed' | 'mapped'
@@ -105,7 +95,7 @@ export class SourceMaps {
    * Each page's budget: a page naming thousands of scripts (new Debug IDs, eval'd sourceURLs) is
    * learned at the page rate, whatever it names, and other pages' scripts go first meanwhile.
    */
-  private readonly budgets = new Map<string, PageBudget>()
+  private readonly budgets: PageBudgets
   private running = false
   private draining: Promise<void> | undefined
   private closed = false
@@ -132,6 +122,7 @@ export class SourceMaps {
     private readonly opts: SourceMapsOptions,
   ) {
     this.cache = new MapCache(opts.cacheBytes)
+    this.budgets = new PageBudgets(opts.pageRate, opts.clock)
     this.limits = {
       maxSources: opts.maxSources ?? DEFAULT_MAX_SOURCES,
       maxBytes: opts.cacheBytes,
@@ -415,30 +406,15 @@ export class SourceMaps {
 
   /** The first queued script whose page has budget left, waiting for a refill when none has. */
   private async nextJob(): Promise<(typeof this.queue)[number] | undefined> {
-    const rate = this.opts.pageRate ?? { perSecond: 20, burst: 40 }
-    const clock = this.opts.clock ?? realClock
     while (this.queue.length > 0 && !this.closed) {
-      const now = clock.now()
       let wait = Infinity
       for (let i = 0; i < this.queue.length; i++) {
-        const job = this.queue[i]!
-        const key = job.page.context.target_id ?? job.page.url ?? ''
-        let b = this.budgets.get(key)
-        if (!b) {
-          if (this.budgets.size >= 1000) this.budgets.delete(this.budgets.keys().next().value!)
-          b = { tokens: rate.burst, at: now }
-          this.budgets.set(key, b)
-        }
-        b.tokens = Math.min(rate.burst, b.tokens + ((now - b.at) * rate.perSecond) / 1000)
-        b.at = now
-        if (b.tokens >= 1) {
-          b.tokens--
-          this.queue.splice(i, 1)
-          return job
-        }
-        wait = Math.min(wait, ((1 - b.tokens) * 1000) / rate.perSecond)
+        const page = this.queue[i]!.page
+        const ms = this.budgets.take(page.context.target_id ?? page.url ?? '')
+        if (ms === 0) return this.queue.splice(i, 1)[0]
+        wait = Math.min(wait, ms)
       }
-      await clock.sleep(Math.ceil(wait))
+      await this.budgets.sleep(wait)
     }
     return undefined
   }
