@@ -12,7 +12,8 @@ import {
   originalAt,
   SEGMENT_BYTES,
 } from '../src/symbols/source-map.js'
-import { ScriptScanner, checkFetchUrl, decodeDataUrl, isPrivateHost, mapHeaderOf } from '../src/symbols/script-refs.js'
+import { ScriptScanner, decodeDataUrl, mapHeaderOf } from '../src/symbols/script-refs.js'
+import { fetchRoute, isLocalName, isPublicAddress } from '../src/symbols/fetch-rule.js'
 import { mapStack, isMappable } from '../src/symbols/frames.js'
 import { syntheticMappings } from './helpers/sourcemap-app.js'
 
@@ -291,46 +292,118 @@ t.test('data: URLs and the SourceMap header', async t => {
   t.equal(mapHeaderOf({ 'content-type': 'text/javascript' }), undefined)
 })
 
-t.test('the fetch rule: http(s) only; a private address only on the page’s own origin', async t => {
+t.test('the fetch rule: http(s) only; through the page only on its own private origin; else the daemon', async t => {
+  const route = (u: string, page: string | undefined) => fetchRoute(new URL(u), page)
   const page = 'http://127.0.0.1:4000/shop/'
-  t.same(checkFetchUrl(new URL('file:///etc/passwd'), page), {
-    reason: 'refused_url',
-    message: 'file: URLs are not fetched (http and https only)',
+  t.same(route('file:///etc/passwd', page), {
+    via: 'refused',
+    refusal: { reason: 'refused_url', message: 'file: URLs are not fetched (http and https only)' },
   })
-  t.equal(checkFetchUrl(new URL('chrome://settings/'), page)?.reason, 'refused_url')
-  t.equal(checkFetchUrl(new URL('http://127.0.0.1:4000/app.js.map'), page), undefined, 'same origin')
-  t.same(checkFetchUrl(new URL('http://127.0.0.1:4001/app.js.map'), page), {
-    reason: 'private_address',
-    message: "127.0.0.1:4001 is a private address outside the page's origin (http://127.0.0.1:4000)",
+  t.same(route('chrome://settings/', page), {
+    via: 'refused',
+    refusal: { reason: 'refused_url', message: 'chrome: URLs are not fetched (http and https only)' },
   })
-  t.equal(checkFetchUrl(new URL('http://10.1.2.3/app.js.map'), 'https://shop.example/')?.reason, 'private_address')
-  t.equal(checkFetchUrl(new URL('https://cdn.example/app.js.map'), 'https://shop.example/'), undefined)
-  const priv = [
-    'localhost',
-    'a.localhost',
-    '10.0.0.1',
-    '172.16.5.4',
-    '172.31.255.255',
-    '192.168.1.1',
-    '169.254.169.254',
-    '100.64.0.1',
-    '0.0.0.0',
-    '[::1]',
-    '[fd00::1]',
-    '[fe80::1]',
-    '[::ffff:10.0.0.1]',
-    '[::ffff:a00:1]',
+  t.same(route('http://127.0.0.1:4000/app.js.map', page), { via: 'page' }, 'the private page’s own origin')
+  t.same(route('http://localhost:3000/a.map', 'http://localhost:3000/'), { via: 'page' }, 'a localhost page')
+  t.same(route('http://127.0.0.1:4001/app.js.map', page), {
+    via: 'refused',
+    refusal: {
+      reason: 'private_address',
+      message: "127.0.0.1:4001 is a private address outside the page's origin (http://127.0.0.1:4000)",
+    },
+  })
+  // A public page's own origin is fetched by the daemon: Chromium would resolve the name again
+  // (and follow redirects) where the daemon cannot check it.
+  t.same(route('https://shop.example/app.js.map', 'https://shop.example/'), { via: 'daemon' })
+  t.same(route('https://cdn.example/app.js.map', 'https://shop.example/'), { via: 'daemon' })
+  t.same(route('https://cdn.example/app.js.map', undefined), { via: 'daemon' })
+  t.same(route('http://10.1.2.3/app.js.map', 'https://shop.example/'), {
+    via: 'refused',
+    refusal: {
+      reason: 'private_address',
+      message: "10.1.2.3 is a private address outside the page's origin (https://shop.example)",
+    },
+  })
+  t.same(route('http://10.1.2.3/app.js.map', undefined), {
+    via: 'refused',
+    refusal: { reason: 'private_address', message: '10.1.2.3 is a private address' },
+  })
+  // Every way of writing an address inside the VM, as a map URL on a public page (the URL parser
+  // normalises the IPv4 forms first: 127.1, 0x7f.1 and 2130706433 are 127.0.0.1).
+  const inside = [
+    'http://localhost/',
+    'http://localhost./',
+    'http://LOCALHOST../',
+    'http://app.localhost/',
+    'http://app.localhost./',
+    'http://localhost.localdomain/',
+    'http://localhost6./',
+    'http://127.1/',
+    'http://0x7f.1/',
+    'http://2130706433/',
+    'http://127.255.255.254/',
+    'http://0.0.0.0/',
+    'http://0/',
+    'http://10.0.0.1/',
+    'http://172.16.5.4/',
+    'http://192.168.1.1/',
+    'http://169.254.169.254/',
+    'http://100.64.0.1/',
+    'http://192.0.0.8/',
+    'http://224.0.0.1/',
+    'http://255.255.255.255/',
+    'http://[::1]/',
+    'http://[::]/',
+    'http://[0:0:0:0:0:0:0:1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[::ffff:7f00:1]/',
+    'http://[::ffff:169.254.169.254]/',
+    'http://[::127.0.0.1]/',
+    'http://[64:ff9b::10.0.0.1]/',
+    'http://[2002:7f00:1::]/',
+    'http://[2001:0:4136:e378::1]/',
+    'http://[fd00::1]/',
+    'http://[fc00::1]/',
+    'http://[fe80::1]/',
+    'http://[fec0::1]/',
+    'http://[ff02::1]/',
+    'http://[100::1]/',
   ]
-  const pub = ['8.8.8.8', '172.32.0.1', '100.128.0.1', 'cdn.example', '[2001:db8::1]', '[::ffff:808:808]']
   t.same(
-    priv.filter(h => !isPrivateHost(h)),
+    inside.filter(u => route(u, 'https://shop.example/').via !== 'refused'),
     [],
-    'private',
+    'every form refused',
+  )
+  const outside = [
+    'http://8.8.8.8/',
+    'http://172.32.0.1/',
+    'http://100.128.0.1/',
+    'http://192.0.2.1/',
+    'http://cdn.example/',
+    'http://localhost.example/',
+    'http://mylocalhost/',
+    'http://[2001:db8::1]/',
+    'http://[2606:4700::1111]/',
+    'http://[::ffff:808:808]/',
+    'http://[2002:808:808::]/',
+  ]
+  t.same(
+    outside.filter(u => route(u, 'https://shop.example/').via !== 'daemon'),
+    [],
+    'public addresses and names go to the daemon (names checked when it connects)',
+  )
+  t.equal(isLocalName('a.b.localhost..'), true)
+  t.equal(isLocalName('localhostx'), false)
+  // Resolver answers: anything that does not parse is not public (the rule fails closed).
+  t.same(
+    ['93.184.216.34', '2606:4700::1111', '::ffff:93.184.216.34'].filter(a => !isPublicAddress(a)),
+    [],
   )
   t.same(
-    pub.filter(h => isPrivateHost(h)),
+    ['127.0.0.1', '::1', '::ffff:127.0.0.1', 'fe80::1%eth0', '', 'not-an-ip', '1.2.3', '::ffff:1.2.3.4.5'].filter(a =>
+      isPublicAddress(a),
+    ),
     [],
-    'public',
   )
 })
 

@@ -225,7 +225,7 @@ export const OPTIONS = {
     { min: MiB },
   ),
   'no-sourcemap-fetch': flag({
-    help: 'Never load scripts or source maps through the browser to map stack frames (uploaded maps still apply)',
+    help: 'Never load scripts or source maps (through the browser or by the daemon) to map stack frames (uploaded maps still apply)',
   }),
   'screenshot-interval': duration({
     default: formatDuration(D.screenshotIntervalMs),

@@ -28,7 +28,7 @@ import {
 } from '../../collectors/index.js'
 import type { PerfTraces } from '../perf/perf-traces.js'
 import { type SinkList } from '../ship/sinks.js'
-import type { SourceMaps } from '../symbols/source-maps.js'
+import type { SourceMaps, SourceMapsOptions } from '../symbols/source-maps.js'
 
 export interface DaemonOptions {
   logger?: Logger
@@ -43,6 +43,8 @@ export interface DaemonOptions {
   diskCheckIntervalMs?: number
   /** Extra route groups (tests, or parts not yet wired below). */
   routes?: ((router: ApiRouter) => void)[]
+  /** Tests only: the source maps' resolver and dialled address for the daemon's own fetch (direct-fetch.ts). */
+  sourceMapNet?: Pick<SourceMapsOptions, 'resolveHost' | 'dial'>
 }
 
 /** Stops what a step started. Shutdown calls these in reverse step order. */

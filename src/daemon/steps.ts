@@ -135,6 +135,7 @@ export async function openSourceMaps(d: Base & Store & Core): Promise<Started<Sy
     maskSource: source => redactor.url(source),
     maxEnvelopeBytes: config.maxEnvelopeBytes,
     logger: d.logger.child({ module: 'sourcemaps' }),
+    ...d.opts.sourceMapNet,
   })
   return { part: { sourceMaps }, stop: () => sourceMaps.close() }
 }

@@ -1,26 +1,21 @@
-// Learning one script's map in the background, through the page that ran it: its text is streamed
-// (a scanner keeps only the last sourceMappingURL line and the Debug ID), then its map is decoded
-// from a data: URL or fetched under the fetch rule and the size cap, else taken from a response the
-// daemon captured, and parsed under the map bounds. The outcome says what to remember of the script;
+// Learning one script's map in the background: its text is streamed, through the page that ran it
+// or by the daemon's own fetch as the fetch rule says (fetch-rule.ts), and a scanner keeps only the
+// last sourceMappingURL line and the Debug ID; then its map is decoded from a data: URL or fetched
+// the same way under the size cap, else taken from a response the daemon captured on a page of the
+// same origin, and parsed under the map bounds. No failure message quotes what a URL answered. The outcome says what to remember of the script;
 // SourceMaps (source-maps.ts) queues the scripts and keeps the outcomes.
-import { lookup } from 'node:dns/promises'
 import type { Context, SourceMapFailure } from '../events/index.js'
-import { withTimeout } from '../util/with-timeout.js'
 import type { CapturedLookup } from './captured.js'
+import { fetchRoute, originOf } from './fetch-rule.js'
 import type { MapCache } from './map-cache.js'
 import { contentId, type MapStore } from './map-store.js'
-import {
-  checkFetchUrl,
-  decodeDataUrl,
-  isPrivateHost,
-  mapHeaderOf,
-  sameOrigin,
-  ScriptScanner,
-  shownUrl,
-} from './script-refs.js'
+import { decodeDataUrl, mapHeaderOf, ScriptScanner, shownUrl } from './script-refs.js'
 import { MapError, MapTextScanner, parseSourceMap, type MapLimits, type ParsedMap } from './source-map.js'
 
-/** Loads a URL the way the page would (its frame, cookies and network); the collector implements it over CDP. */
+/**
+ * Loads a URL: the way the page would (its frame, cookies and network; the collector implements it
+ * over CDP), or the daemon's own fetch (direct-fetch.ts).
+ */
 export interface ResourceLoader {
   /** Streams the body's text to onChunk (false stops the read); resolves once the body ended or was stopped. */
   fetch(url: string, onChunk: (text: string) => boolean, timeoutMs: number): Promise<FetchOutcome>
@@ -28,9 +23,15 @@ export interface ResourceLoader {
 export type FetchOutcome =
   | { ok: true; status: number; headers: Record<string, string> }
   /** `gone`: the page (target) went away meanwhile: nothing is known about the URL itself. */
-  | { ok: false; reason: 'not_found' | 'fetch_failed' | 'timeout'; message: string; gone?: boolean }
+  | {
+      ok: false
+      /** `private_address`, `refused_url`: the daemon's fetch refused the address or a redirect (fetch-rule.ts). */
+      reason: 'not_found' | 'fetch_failed' | 'timeout' | 'private_address' | 'refused_url'
+      message: string
+      gone?: boolean
+    }
 
-/** The page whose frames named the scripts: its URL (the same-origin rule) and its context (the event's). */
+/** The page whose frames named the scripts: its URL (the fetch rule, captured responses) and its context (the event's). */
 export interface PageInfo {
   url?: string
   context: Context
@@ -44,11 +45,12 @@ export interface LearnContext {
   maxMapBytes: number
   timeoutMs: number
   captured?: CapturedLookup
-  resolveHost?: (host: string) => Promise<string[]>
+  /** The daemon's own fetch, for what may not go through the page (fetch-rule.ts). */
+  direct: ResourceLoader
   /** Parses a stored map into the cache (once). */
   load(id: string): Promise<ParsedMap | undefined>
   closed(): boolean
-  /** Counts one load through the page. */
+  /** Counts one load (through the page or the daemon's own). */
   fetched(): void
 }
 
@@ -61,7 +63,6 @@ export type LearnOutcome =
   | { kind: 'retry' }
   | { kind: 'failed'; reason: SourceMapFailure; message: string; mapUrl?: string }
 
-const DNS_TIMEOUT_MS = 2000
 const pause = () => new Promise<void>(resolve => setImmediate(resolve))
 const failed = (reason: SourceMapFailure, message: string, mapUrl?: string): LearnOutcome => ({
   kind: 'failed',
@@ -78,13 +79,14 @@ export async function learnScript(
   loader: ResourceLoader,
 ): Promise<LearnOutcome> {
   const max = ctx.maxMapBytes
-  const refused = await refusal(ctx, new URL(url), page.url)
-  if (refused) return failed(refused.reason, `script ${refused.message}`)
+  const route = fetchRoute(new URL(url), page.url)
+  if (route.via === 'refused') return failed(route.refusal.reason, `script ${route.refusal.message}`)
+  const origin = originOf(page.url)
   // The longest comment line kept: an inline map of up to max bytes, base64-encoded.
   const scanner = new ScriptScanner(Math.ceil((max * 4) / 3) + 1024)
   let scriptBytes = 0
   ctx.fetched()
-  const script = await loader.fetch(
+  const script = await (route.via === 'page' ? loader : ctx.direct).fetch(
     url,
     chunk => {
       scanner.push(chunk)
@@ -94,7 +96,7 @@ export async function learnScript(
     ctx.timeoutMs,
   )
   let headers = script.ok ? script.headers : undefined
-  if (!script.ok) headers = (await ctx.captured?.(url))?.headers
+  if (!script.ok && origin) headers = (await ctx.captured?.(origin, url))?.headers
   const refs = scanner.finish()
   if (refs.debugId) await ctx.store.noteScriptDebugId(url, refs.debugId)
   // Uploads win: by the Debug ID the script carries first, then by its URL. Nothing is fetched.
@@ -118,7 +120,7 @@ export async function learnScript(
   } catch {
     return failed('refused_url', `the map reference ${JSON.stringify(shownUrl(ref))} is not a URL`)
   }
-  const text = await mapText(ctx, url, mapUrl, page, loader)
+  const text = await mapText(ctx, mapUrl, page, loader)
   if (text === 'gone') return { kind: 'retry' }
   if (typeof text !== 'string') return failed(text.reason, text.message, mapUrl)
   let parsed: ParsedMap
@@ -126,7 +128,7 @@ export async function learnScript(
     parsed = await parseSourceMap(text, ctx.limits, pause)
   } catch (err) {
     if (!(err instanceof MapError)) throw err
-    return failed(err.reason, err.message, mapUrl)
+    return failed(err.reason, withoutText(err), mapUrl)
   }
   if (refs.debugId && parsed.debugId && parsed.debugId !== refs.debugId)
     return failed('debug_id_mismatch', `the script's Debug ID is ${refs.debugId}, the map's ${parsed.debugId}`, mapUrl)
@@ -138,10 +140,20 @@ export async function learnScript(
   return stored ? { kind: 'mapped' } : { kind: 'mapped', inMemory: id }
 }
 
-/** A map's text: decoded from a data: URL, fetched through the page, else a captured response. */
+/**
+ * A parse failure's message without the text's own characters: JSON.parse quotes the start of what
+ * it read, and a map URL may have been answered by anything (an in-VM service's page, a login form).
+ */
+function withoutText(err: MapError): string {
+  // parseSourceMap's own JSON messages keep only the offset (source-map.ts).
+  if (err.reason === 'bad_json') return err.message.startsWith('not JSON') ? err.message : 'not JSON'
+  if (err.reason === 'not_v3' && err.message.startsWith('version is ')) return 'version is not 3'
+  return err.message.replace(/^".*" at (\d+) is not/, 'the character at $1 is not')
+}
+
+/** A map's text: decoded from a data: URL, fetched (fetch-rule.ts), else a captured response of the page's origin. */
 async function mapText(
   ctx: LearnContext,
-  scriptUrl: string,
   mapUrl: string,
   page: PageInfo,
   loader: ResourceLoader,
@@ -152,15 +164,15 @@ async function mapText(
     if (text === undefined) return { reason: 'bad_json', message: 'the data: URL could not be decoded as UTF-8 text' }
     return text.length > max ? { reason: 'too_large', message: `the inline map is over ${max} bytes` } : text
   }
-  const refused = await refusal(ctx, new URL(mapUrl), page.url ?? scriptUrl)
-  if (refused) return refused
+  const route = fetchRoute(new URL(mapUrl), page.url)
+  if (route.via === 'refused') return route.refusal
   const chunks: string[] = []
   let size = 0
   // Read as it arrives: a map that could only be refused once parsed stops the read there instead.
   const scanner = new MapTextScanner(ctx.limits.maxBytes)
   let refusedBy: MapError | undefined
   ctx.fetched()
-  const got = await loader.fetch(
+  const got = await (route.via === 'page' ? loader : ctx.direct).fetch(
     mapUrl,
     chunk => {
       size += chunk.length
@@ -180,26 +192,8 @@ async function mapText(
   if (refusedBy) return { reason: refusedBy.reason, message: refusedBy.message }
   if (size > max) return { reason: 'too_large', message: `the map is over ${max} bytes (--sourcemap-max-bytes)` }
   if (got.ok) return chunks.join('')
-  const captured = await ctx.captured?.(mapUrl)
+  const origin = originOf(page.url)
+  const captured = origin ? await ctx.captured?.(origin, mapUrl) : undefined
   if (captured?.body !== undefined && captured.status >= 200 && captured.status < 300) return captured.body
   return got.gone ? 'gone' : { reason: got.reason, message: got.message }
-}
-
-/** The fetch rule (script-refs.ts), with host names resolved: a name of a private address counts as one. */
-async function refusal(
-  ctx: LearnContext,
-  url: URL,
-  pageUrl: string | undefined,
-): Promise<{ reason: SourceMapFailure; message: string } | undefined> {
-  const rule = checkFetchUrl(url, pageUrl)
-  if (rule || sameOrigin(url, pageUrl) || isPrivateHost(url.hostname) || /^[\d.]+$|:/.test(url.hostname)) return rule
-  const resolve = ctx.resolveHost ?? (host => lookup(host, { all: true }).then(a => a.map(x => x.address)))
-  const addresses = await withTimeout(resolve(url.hostname), DNS_TIMEOUT_MS).catch(() => [] as string[])
-  const inside = addresses.find(a => isPrivateHost(a))
-  return inside
-    ? {
-        reason: 'private_address',
-        message: `${url.host} resolves to ${inside}, a private address outside the page's origin`,
-      }
-    : undefined
 }

@@ -1,5 +1,5 @@
-// What a script says about its map, read while its text streams in, and which URLs the daemon may
-// fetch. The scanner keeps only the line of the last `//# sourceMappingURL=` (an inline map is all
+// What a script says about its map, read while its text streams in (the fetch rule is
+// fetch-rule.ts). The scanner keeps only the line of the last `//# sourceMappingURL=` (an inline map is all
 // of it), so a 50 MB script without a map costs one chunk of memory, not 50 MB.
 import { normalizeDebugId } from './source-map.js'
 
@@ -144,73 +144,4 @@ export function shownUrl(url: string): string {
   if (!/^data:/i.test(url)) return url.length > 2048 ? `${url.slice(0, 2048)}…` : url
   const comma = url.indexOf(',')
   return `${url.slice(0, Math.min(comma < 0 ? 64 : comma, 64))},… (${url.length} characters)`
-}
-
-/**
- * Whether a host is a loopback, private, link-local or otherwise internal address (IPv4 and IPv6
- * literals, `localhost`). Names other than localhost are the caller's to resolve.
- */
-export function isPrivateHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
-  if (h === 'localhost' || h.endsWith('.localhost')) return true
-  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h)
-  if (v4) return privateV4(v4.slice(1).map(Number) as [number, number, number, number])
-  if (!h.includes(':')) return false
-  const mapped = /^::ffff:(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h)
-  if (mapped) return privateV4(mapped.slice(1).map(Number) as [number, number, number, number])
-  const hexMapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(h)
-  if (hexMapped) {
-    const hi = parseInt(hexMapped[1]!, 16)
-    const lo = parseInt(hexMapped[2]!, 16)
-    return privateV4([hi >> 8, hi & 255, lo >> 8, lo & 255])
-  }
-  if (h === '::1' || h === '::') return true
-  const first = parseInt(h.split(':')[0] || '0', 16)
-  // fc00::/7 unique local, fe80::/10 link-local, fec0::/10 site-local (deprecated).
-  return (first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xffc0) === 0xfec0
-}
-
-function privateV4([a, b]: [number, number, number, number]): boolean {
-  return (
-    a === 0 ||
-    a === 10 ||
-    a === 127 ||
-    (a === 100 && b >= 64 && b <= 127) ||
-    (a === 169 && b === 254) ||
-    (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168) ||
-    (a === 198 && (b === 18 || b === 19)) ||
-    a >= 224
-  )
-}
-
-/** Why a URL may not be fetched, or undefined when it may. */
-export type UrlRefusal = { reason: 'refused_url' | 'private_address'; message: string }
-
-/**
- * The fetch rule for scripts and maps: http(s) only (data: URLs are decoded, never fetched), and a
- * private address only on the page's own origin. `pageUrl` is the document (or worker) the frames
- * came from. Host names are checked by the caller after resolving them.
- */
-export function checkFetchUrl(url: URL, pageUrl: string | undefined): UrlRefusal | undefined {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    return { reason: 'refused_url', message: `${url.protocol} URLs are not fetched (http and https only)` }
-  if (!isPrivateHost(url.hostname)) return undefined
-  if (sameOrigin(url, pageUrl)) return undefined
-  return {
-    reason: 'private_address',
-    message: `${url.host} is a private address outside the page's origin${pageUrl ? ` (${originOf(pageUrl)})` : ''}`,
-  }
-}
-
-export function sameOrigin(url: URL, pageUrl: string | undefined): boolean {
-  return pageUrl !== undefined && originOf(pageUrl) === url.origin
-}
-
-function originOf(u: string): string | undefined {
-  try {
-    return new URL(u).origin
-  } catch {
-    return undefined
-  }
 }

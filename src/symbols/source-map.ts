@@ -98,7 +98,7 @@ export async function parseSourceMap(
     raw = JSON.parse(text)
   } catch (err) {
     // V8's message quotes the text: a failure must not carry what the answer said.
-    throw new MapError('bad_json', `not JSON${jsonErrorOffset(err)}`)
+    throw new MapError('bad_json', jsonErrorMessage(err))
   }
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new MapError('not_v3', 'not a JSON object')
   const m = raw as Record<string, unknown>
@@ -361,10 +361,12 @@ async function scanMapText(text: string, maxBytes: number, pause: () => Promise<
   }
 }
 
-/** Where JSON.parse stopped, from its message (which also quotes the text: that part is dropped). */
-function jsonErrorOffset(err: unknown): string {
-  const at = /position (\d+)/.exec(String((err as Error)?.message))
-  return at ? ` (at offset ${at[1]})` : ''
+/** JSON.parse's failure without the text it quotes: where it stopped, or that the text ended early. */
+function jsonErrorMessage(err: unknown): string {
+  const message = String((err as Error)?.message)
+  const at = /position (\d+)/.exec(message)?.[1]
+  if (at !== undefined) return `not JSON at offset ${at}`
+  return /end of JSON input/.test(message) ? 'not JSON: it ends early' : 'not JSON'
 }
 
 /** A value named in a message by its kind, never by its content. */

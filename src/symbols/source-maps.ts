@@ -4,17 +4,19 @@
 //
 // A script's map is, in this order: an upload for the Debug ID its text carries, an upload for its
 // URL, or the map it names (SourceMap header, else its last `//# sourceMappingURL=` comment; data:
-// URLs decoded inline) fetched through the page that ran it, else found among the responses the
-// daemon captured (learn.ts). Learning runs one script at a time off the capture path: the console collector
-// stores its event at once and asks for the scripts of its frames (`want`); once a script's map is
-// known, later events are mapped before they are stored (`mapNow`, from memory), and events stored
-// before are mapped whenever they are read (`mapRecords`). Nothing stored is rewritten. A script
-// whose map cannot be had is reported once (sourcemap_failed) and never tried again.
+// URLs decoded inline) fetched through the page that ran it or by the daemon itself, as the fetch
+// rule says (fetch-rule.ts), else found among the responses the daemon captured (learn.ts).
+// Learning runs one script at a time off the capture path: the console collector stores its event
+// at once and asks for the scripts of its frames (`want`); once a script's map is known, later
+// events are mapped before they are stored (`mapNow`, from memory), and events stored before are
+// mapped whenever they are read (`mapRecords`). Nothing stored is rewritten. A script whose map
+// cannot be had is reported once (sourcemap_failed) and never tried again.
 import type { Envelope, EventData, SourceMapFailure, StackTrace } from '../events/index.js'
 import { ServiceError } from '../errors.js'
 import { silentLogger, type Logger } from '../log.js'
 import type { StoredRecord } from '../store/event-log.js'
 import type { CapturedLookup } from './captured.js'
+import { directLoader, type DirectFetchOptions } from './direct-fetch.js'
 import { isMappable, mapEventData, mapStack, stackUrls, type MapOf } from './frames.js'
 import { learnScript, type LearnContext, type LearnOutcome, type PageInfo, type ResourceLoader } from './learn.js'
 import { MapCache } from './map-cache.js'
@@ -53,8 +55,12 @@ export interface SourceMapsOptions {
   /** Envelopes mapped on read are left raw past this size (the envelope cap). */
   maxEnvelopeBytes?: number
   logger?: Logger
-  /** Host name to addresses (default: the system resolver); tests pin it. */
-  resolveHost?: (host: string) => Promise<string[]>
+  /** Host name to addresses for the daemon's own fetch (default: the system resolver); tests pin it. */
+  resolveHost?: DirectFetchOptions['resolveHost']
+  /** Tests only: the address dialled for a checked one (direct-fetch.ts). */
+  dial?: DirectFetchOptions['dial']
+  /** The daemon's own fetch (default: direct-fetch.ts over resolveHost and dial); tests script it. */
+  direct?: ResourceLoader
   /** One load (script or map) at most. */
   fetchTimeoutMs?: number
   maxSources?: number
@@ -135,7 +141,7 @@ export class SourceMaps {
       maxMapBytes: opts.maxMapBytes,
       timeoutMs: opts.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
       captured: opts.captured,
-      resolveHost: opts.resolveHost,
+      direct: opts.direct ?? directLoader({ resolveHost: opts.resolveHost, dial: opts.dial }),
       load: id => this.load(id),
       closed: () => this.closed,
       fetched: () => void this.stats.fetches++,
