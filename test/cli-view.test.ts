@@ -47,3 +47,32 @@ t.test('view serves the page and the zip until aborted', async t => {
   const bad = { ...io, signal: undefined }
   t.equal(await clientCommands.view!.run([zip, '--port', 'x'], bad), 2)
 })
+
+t.test('view refuses a Host that is not loopback (DNS rebinding): 421 with an error object', async t => {
+  const { startViewServer } = await import('../src/cli/view.js')
+  const { request } = await import('node:http')
+  const dir = await tempDir(t)
+  const zip = join(dir, 'b.zip')
+  await writeFile(zip, 'PK')
+  const view = await startViewServer(zip)
+  t.teardown(() => view.close())
+  const port = new URL(view.url).port
+  const get = (host: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/viewer/bundle.zip', headers: { host } }, res => {
+        let body = ''
+        res.on('data', (c: Buffer) => (body += c.toString()))
+        res.on('end', () => resolve({ status: res.statusCode!, body }))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+  const evil = await get(`rebind.example.com:${port}`)
+  t.equal(evil.status, 421)
+  t.same(JSON.parse(evil.body), {
+    code: 'host_refused',
+    message: `Host "rebind.example.com:${port}" is refused: the viewer answers only loopback names`,
+  })
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`])
+    t.same(await get(host), { status: 200, body: 'PK' }, `${host} is served`)
+})

@@ -2,7 +2,7 @@
 // profile, sandboxed where the kernel allows; a page or a CDP client driving that browser cannot read
 // the daemon's data dir (token, log) through file://. Real daemon, real headless Chromium.
 import t, { type Test } from 'tap'
-import { chmod, mkdtemp, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdtemp, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import puppeteer from 'puppeteer-core'
@@ -16,6 +16,7 @@ import { sandboxFailureReason, trySandbox } from '../src/monitor/launch.js'
 import { silentLogger } from '../src/log.js'
 import { waitFor } from './helpers/http.js'
 import { fakeAccepted, tempDir } from './helpers/store.js'
+import { descendants } from './helpers/procs.js'
 
 const isRoot = process.getuid?.() === 0
 const NEEDS_ROOT = 'needs root: only a root daemon switches Chromium to another user (CI runs as root)'
@@ -33,22 +34,6 @@ async function procIds(pid: number): Promise<{ uid: number; gid: number; groups:
 }
 
 const cmdline = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0')
-
-/** Every descendant of pid (parent links from /proc/<pid>/stat; Chromium forks from several threads). */
-async function descendants(pid: number): Promise<number[]> {
-  const parent = new Map<number, number>()
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue
-    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '')
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-    if (ppid) parent.set(Number(name), ppid)
-  }
-  const isBelow = (p: number): boolean => {
-    for (let q = parent.get(p); q !== undefined; q = parent.get(q)) if (q === pid) return true
-    return false
-  }
-  return [...parent.keys()].filter(isBelow)
-}
 
 const alive = (pid: number) => {
   try {

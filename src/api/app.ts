@@ -56,6 +56,8 @@ export interface ApiDeps {
   sinksState?: SystemRouteDeps['sinksState']
   /** Full-disk read-only mode: /healthz reports it, write and publish routes answer 507. */
   diskState?: SystemRouteDeps['diskState']
+  /** Reported by /healthz under `warnings`. */
+  warnings?: SystemRouteDeps['warnings']
   /**
    * Middleware mounted right after the request id, outside error rendering, so it sees the final
    * status (e.g. httpMetrics from routes/metrics.ts).
@@ -114,6 +116,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
     monitorState: deps.monitorState,
     sinksState: deps.sinksState,
     diskState,
+    warnings: deps.warnings,
   })
   registerTelemetryRoutes(router, {
     log: deps.log,

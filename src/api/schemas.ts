@@ -70,6 +70,10 @@ export const HealthSchema = Type.Object(
     browser_id: Type.String(),
     version: Type.String(),
     uptime_s: Type.Number(),
+    warnings: Type.Array(Type.String(), {
+      description:
+        "What weakens the isolation of this deployment (Chromium without its sandbox or as the daemon's user, the API beyond loopback without TLS in front); empty when nothing does; never affects status",
+    }),
     store: Type.Object({
       writable: Type.Boolean(),
       writeFailures: Type.Integer(),

@@ -13,6 +13,7 @@ import { intOption } from './args.js'
 import { defineCommand } from './command.js'
 import { CliError, usageError } from './io.js'
 import { findOnPath } from './open.js'
+import { hostOfHeader, isLoopbackHost } from '../util/loopback.js'
 
 /** The name the page asks for (`?bundle=`); the server answers only this one besides the assets. */
 export const VIEW_BUNDLE_NAME = 'bundle.zip'
@@ -37,7 +38,18 @@ export async function startViewServer(
   const st = await fh.stat()
   await fh.close()
   if (!st.isFile()) throw new CliError(`${zipPath} is not a file`)
+  const listenHost = (opts.host ?? '127.0.0.1').toLowerCase()
   const server = createServer((req, res) => {
+    // DNS rebinding: a page of another site, resolved to 127.0.0.1, would read the bundle as its own origin.
+    const host = hostOfHeader(req.headers.host)
+    if (host === undefined || !(isLoopbackHost(host) || host === listenHost)) {
+      const body = JSON.stringify({
+        code: 'host_refused',
+        message: `Host ${JSON.stringify(req.headers.host ?? '')} is refused: the viewer answers only loopback names`,
+      })
+      res.writeHead(421, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body)
+      return
+    }
     const path = (req.url ?? '/').split('?')[0]!
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end()

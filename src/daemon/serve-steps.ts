@@ -13,6 +13,8 @@ import { StepRegistry } from '../agent/step-registry.js'
 import { PerfTraces } from '../perf/perf-traces.js'
 import { PerfTraceStore } from '../perf/trace-store.js'
 import { COMMAND_PARAMS_MAX_BYTES } from '../proxy/command-log.js'
+import { FileGuard } from '../proxy/file-guard.js'
+import { isLoopbackHost } from '../util/loopback.js'
 import { ExtensionStore } from '../uploads/extension-store.js'
 import { ExtensionMetaStore } from '../uploads/extension-meta.js'
 import { prepareUploadRoots } from '../uploads/upload-roots.js'
@@ -115,6 +117,14 @@ export async function startApi(
     ...(monitor ? monitor.health() : { state: 'disabled' }),
     kernel_log: system.kmsg(),
   })
+  // The API has no TLS of its own: beyond loopback, tokens and telemetry cross the network in clear
+  // unless a TLS proxy sits in front (which the daemon cannot see, so it says so once).
+  const listenWarning = isLoopbackHost(config.listen.host)
+    ? []
+    : [
+        `the API listens on ${config.listen.host}, beyond loopback, without TLS: bearer tokens and telemetry cross the network in clear unless a TLS proxy is in front`,
+      ]
+  for (const w of listenWarning) d.logger.warn(w)
   const api = createApiApp({
     browserId: d.browserId,
     log: d.log,
@@ -129,6 +139,7 @@ export async function startApi(
     maxStreamClients: config.maxStreamClients,
     defaultCategories: config.categories,
     monitorState,
+    warnings: () => [...listenWarning, ...(monitor?.warnings() ?? [])],
     sinksState: () => sinks.health(),
     version: packageVersion(),
     outerMiddleware: [httpMetrics(metrics)],
@@ -198,7 +209,7 @@ export async function startApi(
 }
 
 /** CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect). */
-export async function startProxy(d: Base & Identity & Core & Browser & Steps): Promise<Started<Proxy>> {
+export async function startProxy(d: Base & Identity & Core & Browser & Steps & Uploads): Promise<Started<Proxy>> {
   const { config, monitor, tokens } = d
   if (!config.proxyListen || !monitor) return { part: { proxy: undefined } }
   const proxy = new CdpProxy({
@@ -218,6 +229,10 @@ export async function startProxy(d: Base & Identity & Core & Browser & Steps): P
     logger: d.logger.child({ module: 'proxy' }),
     maxConnections: config.proxyMaxConnections,
     captureCommandParams: config.captureCommandParams ? { maxBytes: COMMAND_PARAMS_MAX_BYTES } : undefined,
+    // A browser of another user cannot read the data dir anyway; one of the daemon's own user could.
+    fileGuard: monitor.sharesDaemonUser
+      ? new FileGuard({ protectedDirs: [config.dataDir], allowedDirs: d.uploads.uploadRoots })
+      : undefined,
   })
   await proxy.start()
   return { part: { proxy }, stop: () => proxy.close() }

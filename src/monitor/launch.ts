@@ -59,7 +59,7 @@ export interface LaunchOptions {
   timeoutMs?: number
   /**
    * Run Chromium as this user (the caller must be root). The profile (and a private HOME) are
-   * created for it, mode 0700, and its environment is reduced to a few locale/path variables.
+   * created for it, mode 0700. Whoever it runs as, its environment is `chromiumEnv`'s.
    */
   user?: ChromiumUser
   /**
@@ -86,21 +86,42 @@ export interface LaunchedBrowser {
   close(): Promise<void>
 }
 
-/** Variables an unprivileged Chromium keeps from the daemon's environment (never tokens or credentials). */
 /** util-linux's setpriv sets PR_SET_PDEATHSIG before it execs the browser (same pid): the kernel kills the
  *  browser when the daemon dies, even by SIGKILL or the OOM killer, instead of leaving an orphan that holds
- *  the port and the profile. Without setpriv the browser is still stopped on every orderly exit. */
+ *  the port and the profile. It also clears the inheritable and ambient capabilities, so the browser
+ *  does not get what the unit grants the daemon (CAP_SYSLOG for /dev/kmsg). Without setpriv the browser
+ *  is still stopped on every orderly exit. */
 const SETPRIV = '/usr/bin/setpriv'
-async function deathSignalPrefix(): Promise<string[]> {
+export async function childPrefix(setpriv = SETPRIV): Promise<string[]> {
   try {
-    await access(SETPRIV, constants.X_OK)
-    return [SETPRIV, '--pdeathsig', 'KILL', '--']
+    await access(setpriv, constants.X_OK)
+    return [setpriv, '--pdeathsig', 'KILL', '--inh-caps=-all', '--ambient-caps=-all', '--']
   } catch {
     return []
   }
 }
 
 const KEPT_ENV = /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/
+
+/**
+ * The whole environment Chromium starts with, whoever it runs as: a page or a CDP client can read it
+ * (file:///proc/self/environ), so nothing of the daemon's settings or credentials is in it.
+ */
+export function chromiumEnv(
+  from: NodeJS.ProcessEnv,
+  home: string,
+  user?: Pick<ChromiumUser, 'name'>,
+): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(from)) if (v !== undefined && KEPT_ENV.test(k)) env[k] = v
+  Object.assign(env, {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+  })
+  if (user) Object.assign(env, { USER: user.name, LOGNAME: user.name })
+  return env
+}
 
 /** Chromium's own words when it cannot sandbox (no usable sandbox, namespaces refused). */
 const SANDBOX_FAILURE = /no usable sandbox|sandbox|new namespace|CLONE_NEWUSER/i
@@ -143,26 +164,14 @@ export async function launchChromium(opts: LaunchOptions = {}): Promise<Launched
     throw new ChromiumNotFoundError(bin)
   }
   const { user } = opts
-  // One temp dir per launch, outside the daemon's data dir: the profile (unless given) and, for
-  // another user, its HOME (fontconfig and crash reports write there). Removed on close.
-  const base = !opts.userDataDir || user ? await mkdtemp(join(tmpdir(), 'bt-chromium-')) : undefined
-  if (base) await ownedBy(base, user)
+  // One temp dir per launch, outside the daemon's data dir: the profile (unless given) and the
+  // browser's own HOME (fontconfig and crash reports write there). Removed on close.
+  const base = await ownedBy(await mkdtemp(join(tmpdir(), 'bt-chromium-')), user)
   const userDataDir = opts.userDataDir
     ? await ownedBy(opts.userDataDir, user)
-    : await ownedBy(join(base!, 'profile'), user)
-  let env: NodeJS.ProcessEnv = process.env
-  if (user) {
-    const home = await ownedBy(join(base!, 'home'), user)
-    env = Object.fromEntries(Object.entries(process.env).filter(([k]) => KEPT_ENV.test(k)))
-    Object.assign(env, {
-      HOME: home,
-      XDG_CONFIG_HOME: join(home, '.config'),
-      XDG_CACHE_HOME: join(home, '.cache'),
-      USER: user.name,
-      LOGNAME: user.name,
-    })
-  }
-  const removeOnClose = base ? [base] : []
+    : await ownedBy(join(base, 'profile'), user)
+  const env = chromiumEnv(process.env, await ownedBy(join(base, 'home'), user), user)
+  const removeOnClose = [base]
   try {
     if (!trySandbox(opts)) return await startChromium(bin, opts, userDataDir, env, false, removeOnClose)
     try {
@@ -182,7 +191,7 @@ async function startChromium(
   bin: string,
   opts: LaunchOptions,
   userDataDir: string,
-  env: NodeJS.ProcessEnv,
+  env: Record<string, string>,
   sandboxed: boolean,
   removeOnClose: string[],
   fallbackReason?: string,
@@ -202,13 +211,14 @@ async function startChromium(
   // The daemon may run above normal priority (the systemd unit's Nice=-5: a flooding page can keep
   // it busy); the browser it starts runs at normal priority again.
   const back = Math.max(0, -getPriority())
-  const prefix = [...(back > 0 ? ['nice', '-n', String(back)] : []), ...(await deathSignalPrefix())]
+  const prefix = [...(back > 0 ? ['nice', '-n', String(back)] : []), ...(await childPrefix())]
   const [command, ...commandArgs] = [...prefix, bin, ...args]
   const child = spawn(command!, commandArgs, {
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: false,
     env,
-    ...(user ? { uid: user.uid, gid: user.gid, cwd: env.HOME } : {}),
+    cwd: env.HOME,
+    ...(user ? { uid: user.uid, gid: user.gid } : {}),
   })
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(resolve => {
     child.once('exit', (code, signal) => resolve({ code, signal }))

@@ -1,5 +1,6 @@
-// The monitor: finds or launches the browser, owns the one CDP connection (BrowserConnection) and
-// runs the reconnect state machine (collecting -> disconnected -> collecting | failed).
+// One idea: the browser connection's life. The monitor finds or launches the browser, owns the one
+// CDP connection (BrowserConnection) and runs the reconnect state machine (collecting ->
+// disconnected -> collecting | failed).
 import { EventEmitter } from 'node:events'
 import type { Emit, EventInput } from '../pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
@@ -11,6 +12,7 @@ import { BrowserConnection } from './connection.js'
 import type { ShedAtIntake } from './intake-shed.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
+import { isolationWarnings } from './isolation.js'
 import type { ChromiumUser } from './chromium-user.js'
 import { ProtocolErrorLog } from './protocol-error.js'
 import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
@@ -93,6 +95,8 @@ export class Monitor implements MonitorView {
   private launchPort: number | undefined
   /** Set 'off' once the sandbox failed to start, so relaunches do not probe it again. */
   private sandbox: 'auto' | 'off' = 'auto'
+  /** Why the sandbox could not start, once it failed (kept for /healthz across relaunches). */
+  private sandboxFallback: string | undefined
   private started = false
   /** Aborted by stop(): cancels backoff sleeps and the reconnect loop. */
   private readonly stopping = new AbortController()
@@ -157,6 +161,23 @@ export class Monitor implements MonitorView {
     if (this.browser) s.browserPid = this.browser.pid
     if (this.lastBrowserExit) s.lastBrowserExit = this.lastBrowserExit
     return s
+  }
+
+  /** Whether the launched browser runs as the daemon's own user (it can then read the data dir). */
+  get sharesDaemonUser(): boolean {
+    return this.opts.launch !== undefined && this.opts.launch.user === undefined
+  }
+
+  /** What weakens the launched browser's isolation, for /healthz (the log says it once at launch). */
+  warnings(): string[] {
+    const b = this.browser
+    return b
+      ? isolationWarnings({
+          sandboxed: b.sandbox.enabled,
+          sandboxFallback: this.sandboxFallback,
+          sharesDaemonUser: this.sharesDaemonUser,
+        })
+      : []
   }
 
   /** What /healthz reports for the monitor. */
@@ -400,11 +421,17 @@ export class Monitor implements MonitorView {
     this.launchPort = b.port
     if (b.sandbox.fallbackReason !== undefined) {
       this.sandbox = 'off'
+      this.sandboxFallback = b.sandbox.fallbackReason
       this.logger.warn(
         { reason: b.sandbox.fallbackReason },
         'Chromium sandbox cannot start here; running Chromium with --no-sandbox',
       )
     }
+    // Once per start; the fallback said its own line above.
+    if (phase === 'startup')
+      for (const w of this.warnings())
+        if (b.sandbox.fallbackReason === undefined || !w.startsWith('Chromium runs with --no-sandbox'))
+          this.logger.warn(w)
     this.logger.info(
       { pid: b.pid, port: b.port, phase, user: l.user?.name, sandbox: b.sandbox.enabled },
       'launched Chromium',

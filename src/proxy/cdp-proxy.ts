@@ -23,6 +23,7 @@ import { CommandLog } from './command-log.js'
 import { answerTelemetryCommand, isTelemetryCommand } from './telemetry-domain.js'
 import { parseTraceparent, type StepRegistry } from '../agent/step-registry.js'
 import { answerDiscovery } from './discovery-route.js'
+import { isFileUrl, type FileGuard } from './file-guard.js'
 import { upstreamPathFor } from './discovery.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 
@@ -56,6 +57,8 @@ export interface CdpProxyOptions {
   captureCommandParams?: { maxBytes: number }
   /** The agent's steps: BrowserTelemetry.* commands start and end them; commands carry the innermost. */
   steps?: StepRegistry
+  /** Commands refused when the browser runs as the daemon's own user (file: URLs, data-dir paths). */
+  fileGuard?: FileGuard
 }
 
 /** Above this many unsent bytes towards one side, the other side is paused until they drain. */
@@ -83,6 +86,20 @@ interface Relay {
   /** Client frames received while the upstream was still being dialled. */
   early: { data: RawData; binary: boolean }[] | undefined
   lostTimer?: NodeJS.Timeout
+}
+
+/** Whether /json/new would open a file: Chromium reads the unescaped query (as relayed, token removed) as the URL. */
+function opensFile(url: URL): boolean {
+  const relayed = new URL(url.href)
+  relayed.searchParams.delete('token')
+  const unescape = (q: string) => {
+    try {
+      return decodeURIComponent(q)
+    } catch {
+      return q
+    }
+  }
+  return [url.search, relayed.search].some(q => isFileUrl(unescape(q.slice(1))))
 }
 
 function zeroMask(mask: Buffer): void {
@@ -256,7 +273,15 @@ export class CdpProxy {
     })
 
     // Relayed first, recorded after: the command log's bookkeeping is not on the round trip.
+    const guard = this.opts.fileGuard
     client.on('message', (data, isBinary) => {
+      if (guard && !isBinary && Buffer.isBuffer(data)) {
+        const refusal = guard.answer(data)
+        if (refusal !== undefined) {
+          if (client.readyState === WebSocket.OPEN) client.send(refusal)
+          return
+        }
+      }
       // The daemon's own domain is answered here and never reaches the browser.
       if (!isBinary && Buffer.isBuffer(data) && isTelemetryCommand(data)) {
         const answer = answerTelemetryCommand(data, id, steps)
@@ -400,6 +425,13 @@ export class CdpProxy {
     const browserUrl = this.opts.upstream()
     if (!browserUrl)
       return sendError(res, 503, 'browser_unavailable', 'no browser is available right now; retry shortly')
+    if (this.opts.fileGuard && url.pathname.startsWith('/json/new') && opensFile(url))
+      return sendError(
+        res,
+        403,
+        'file_url_refused',
+        'file: URLs are refused: the browser runs as the daemon’s user, which can read its token and log',
+      )
     await answerDiscovery(req, res, url, {
       browserUrl,
       listenHost: this.listenHost(),

@@ -16,6 +16,8 @@ export interface SystemRouteDeps {
   sinksState?: () => Health['sinks']
   /** Full-disk read-only mode (src/daemon/disk-guard.ts). */
   diskState?: () => { readOnly: boolean; reason?: string }
+  /** Isolation warnings of the deployment (the daemon's wiring knows them). */
+  warnings?: () => string[]
 }
 
 const startedAt = Date.now()
@@ -53,6 +55,7 @@ export function registerSystemRoutes(router: ApiRouter, deps: SystemRouteDeps): 
         browser_id: router.browserId,
         version: deps.version,
         uptime_s: Math.round((Date.now() - startedAt) / 1000),
+        warnings: deps.warnings?.() ?? [],
         store,
         monitor: deps.monitorState ? deps.monitorState() : { state: 'disabled' },
         streams: { ...deps.streams.stats },
