@@ -59,6 +59,8 @@ export interface HostileCase {
 export interface CaseResult {
   name: string
   elapsedMs: number
+  /** The daemon's CPU (user + system) while the case ran, from /proc/<pid>/stat. */
+  cpuMs: number
   /**
    * /healthz as a separate probe process saw it: latency of each probe from sending the request on a
    * fresh connection to the last body byte (ms); failures = non-200, errors and timeouts (2 s);
@@ -282,9 +284,11 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
     proberOut += d
   })
   const proberExited = new Promise<void>(r => prober.once('exit', () => r()))
+  const cpuAtStart = await processCpuMs(child.pid!)
   const t0 = performance.now()
   await c.run(ctx)
   const elapsedMs = performance.now() - t0
+  const cpuMs = (await processCpuMs(child.pid!)) - cpuAtStart
   prober.stdin!.end()
   await proberExited
   const probe = JSON.parse(proberOut) as {
@@ -365,6 +369,7 @@ export async function runHostileCase(reg: Registrar, c: HostileCase): Promise<Ca
   return {
     name: c.name,
     elapsedMs,
+    cpuMs,
     healthz: {
       n: sorted.length,
       p50Ms: at(0.5),
@@ -655,4 +660,11 @@ export function hostileCases(counts: HostileCounts = FULL_COUNTS): HostileCase[]
     },
     ...SOURCE_MAP_CASES.map(sourceMapCase),
   ]
+}
+
+/** A process's CPU so far (user + system), in ms: fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 a second). */
+export async function processCpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
