@@ -533,3 +533,43 @@ t.test('one page naming 100 new scripts is learned at the page rate; another pag
   t.equal(loadedAt.get(`${SITE}/other.js`), 0, 'the other page’s script did not wait behind them')
   t.equal(sm.stats.fetches, 101)
 })
+
+t.test('a captured-response lookup reads at most 4 MiB of the log, and all lookups 16 MiB at once', async t => {
+  // A log of 5,000 network responses with 64 KiB bodies for other URLs (about 320 MB), made as read.
+  const body = 'x'.repeat(64 * 1024)
+  let served = 0
+  const log = {
+    async read(q: { cursor?: number; limit: number; maxBytes?: number }) {
+      const top = q.cursor ?? 5001
+      const records: StoredRecord[] = []
+      let bytes = 0
+      for (let seq = top - 1; seq >= 1 && records.length < q.limit; seq--) {
+        const json = JSON.stringify({
+          seq,
+          event: { type: 'network_response', data: { url: `${SITE}/other-${seq}.js`, request_id: `r${seq}`, body } },
+        })
+        if (records.length > 0 && bytes + json.length > (q.maxBytes ?? Infinity)) break
+        bytes += json.length
+        records.push({ seq, ts: seq, category: 'network', json })
+      }
+      served += bytes
+      const last = records.at(-1)?.seq ?? 1
+      return { records, hasMore: last > 1, nextCursor: last }
+    },
+  }
+  let now = 0
+  const lookup = capturedLookup(log, { now: () => now })
+  t.equal(await lookup(SITE, `${SITE}/app.js.map`), undefined)
+  const one = served
+  // Before the bound, one lookup read all 5,000 records: 328,331,679 bytes. Now 4 MiB, and the
+  // record that crosses it (a read page holds one at least): 65,600 bytes each here.
+  t.ok(one <= 4 * MiB + 65_600 && one > 4 * MiB - 65_600, `one lookup read ${one} bytes`)
+  for (let i = 0; i < 9; i++) await lookup(SITE, `${SITE}/app-${i}.js.map`)
+  t.ok(served <= 16 * MiB + 65_600, `ten lookups at once read ${served} bytes (the shared budget)`)
+  // Half the budget back a second later.
+  const before = served
+  now += 1000
+  await lookup(SITE, `${SITE}/later.js.map`)
+  const later = served - before
+  t.ok(later > 4 * MiB - 65_600 && later <= 4 * MiB + 65_600, `a later lookup reads again (${later} bytes)`)
+})

@@ -1,6 +1,7 @@
 // The last resort for a script or map that can no longer be loaded (the page is gone): the
 // network_response the daemon captured for that URL on a page of the same origin (its request's
-// document_url), read back from the log, newest first, over a bounded number of records. Bodies are captured for text types only and cut to
+// document_url), read back from the log, newest first, over a bounded number of records and bytes
+// (per lookup, and for all lookups together each second). Bodies are captured for text types only and cut to
 // --network-body-max-bytes, so only a small map is ever found this way; a cut body is never used.
 import type { ReadQuery, ReadResult } from '../store/event-log.js'
 import { originOf } from './fetch-rule.js'
@@ -21,6 +22,13 @@ export type CapturedLookup = (pageOrigin: string, url: string) => Promise<Captur
 
 /** Network records looked at per lookup at most (newest first). */
 export const CAPTURED_LOOKUP_RECORDS = 5000
+/**
+ * Stored bytes one lookup reads at most: 5,000 records with bodies at their cap would be about 320
+ * MB, read for each script or map the page failed to load.
+ */
+export const CAPTURED_LOOKUP_BYTES = 4 * 1024 * 1024
+/** Bytes all lookups together may read: this many at once, refilled at half of it a second. */
+export const CAPTURED_SCAN_BURST_BYTES = 16 * 1024 * 1024
 /** Responses for the URL held while their requests are looked for (older records). */
 const MAX_CANDIDATES = 50
 
@@ -39,11 +47,31 @@ interface NetworkRecord {
   }
 }
 
+export interface CapturedLookupOptions {
+  maxRecords?: number
+  maxBytes?: number
+  burstBytes?: number
+  /** Monotonic ms (tests). */
+  now?: () => number
+}
+
 export function capturedLookup(
   log: { read(q: ReadQuery): Promise<ReadResult> },
-  maxRecords = CAPTURED_LOOKUP_RECORDS,
+  opts: CapturedLookupOptions = {},
 ): CapturedLookup {
+  const maxRecords = opts.maxRecords ?? CAPTURED_LOOKUP_RECORDS
+  const maxBytes = opts.maxBytes ?? CAPTURED_LOOKUP_BYTES
+  const burst = opts.burstBytes ?? CAPTURED_SCAN_BURST_BYTES
+  const now = opts.now ?? (() => performance.now())
+  // The scan budget shared by all lookups: a page failing thousands of loads cannot make the daemon
+  // read its log over and over; a lookup past it finds nothing (the load's own failure stands).
+  const budget = { bytes: burst, at: now() }
   return async (pageOrigin, url) => {
+    const t = now()
+    budget.bytes = Math.min(burst, budget.bytes + ((t - budget.at) * burst) / 2000)
+    budget.at = t
+    let room = Math.min(maxBytes, budget.bytes)
+    if (room < 64 * 1024) return undefined
     const needle = JSON.stringify(url)
     // Newest first; each waits for its request (older), which says which page asked for it.
     const candidates: { requestId: string; response: CapturedResponse; origin?: string | null }[] = []
@@ -56,14 +84,17 @@ export function capturedLookup(
       return undefined
     }
     let cursor: number | undefined
-    for (let seen = 0; seen < maxRecords;) {
+    for (let seen = 0; seen < maxRecords && room > 0;) {
       const page = await log.read({
         order: 'desc',
         limit: Math.min(500, maxRecords - seen),
         categories: new Set(['network']),
+        maxBytes: room,
         ...(cursor !== undefined ? { cursor } : {}),
       })
       for (const r of page.records) {
+        room -= r.json.length
+        budget.bytes -= r.json.length
         // Cheap tests first: most records are other URLs and other requests.
         const isResponse = r.json.includes('"network_response"') && r.json.includes(needle)
         if (!isResponse && !(pending.size > 0 && r.json.includes('"network_request"'))) continue
