@@ -40,6 +40,7 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
     sseClients: () => sse,
     proxyConnections: () => 1,
     monitor: { status: () => status },
+    sourceMaps: () => ({ scripts: { mapped: 4, none: 7, failed: 2 }, loads: 15, indexBytes: 1234 }),
   })
   t.teardown(detach)
 
@@ -108,6 +109,11 @@ t.test('GET /metrics reports events, store, monitor, streams and HTTP requests',
   t.equal(s.get('browser_telemetry_http_requests_total{operation="getMetrics",status="403"}'), 1)
   t.equal(s.get('browser_telemetry_http_requests_total{operation="unmatched",status="404"}'), 1)
   t.equal(s.get('browser_telemetry_http_request_duration_seconds_count{operation="getMetrics"}'), 2)
+  t.equal(s.get('browser_telemetry_sourcemap_scripts_total{outcome="mapped"}'), 4)
+  t.equal(s.get('browser_telemetry_sourcemap_scripts_total{outcome="none"}'), 7)
+  t.equal(s.get('browser_telemetry_sourcemap_scripts_total{outcome="failed"}'), 2)
+  t.equal(s.get('browser_telemetry_sourcemap_loads_total'), 15)
+  t.equal(s.get('browser_telemetry_sourcemap_index_written_bytes_total'), 1234)
 
   // Gauges are read at scrape time; counters keep counting.
   sse = 0
