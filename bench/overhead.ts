@@ -12,8 +12,9 @@
 // Per block it prints the median navigate->load time, the ratio to `none` and to the matching bare observer
 // (same CDP domains), the watcher's CPU ms per load (/proc/<pid>/stat, every thread), events stored per
 // load (/metrics), CPU µs per stored event, the peak RSS (VmHWM), and what the daemon adds on top of its observer (its CPU minus the
-// observer's, per load and per stored event: receiving Chromium's messages costs both). Then the idle cost: CPU ms per second of a daemon attached to
-// a browser with one idle tab, and of one with no browser at all.
+// observer's, per load and per stored event: receiving Chromium's messages costs both), Chromium's CPU per load (every
+// browser process, reaped children included) and the whole VM's (Chromium + watcher), each against the bare observer's.
+// Then the idle cost: CPU ms per second of a daemon attached to a browser with one idle tab, and of one with no browser.
 // Knobs: ROUNDS (default 4), LOADS (loads per block per round, default 4), BLOCKS (comma-separated names;
 // a daemon block brings its observer; single-domain observers bare:Page, bare:Runtime, bare:Network,
 // bare:PerformanceTimeline run only when named), IDLE_WARM_MS / IDLE_MS (idle measurement, default 15 s each;
@@ -32,6 +33,7 @@ import {
   Cdp,
   cpuByThread,
   cpuMs,
+  treeCpuMs,
   loadOnce,
   peakRssMb,
   root,
@@ -120,6 +122,8 @@ if (!process.env.SKIP_BUILD) {
 interface Sample {
   loadMs: number[]
   cpuMs: number
+  /** Chromium's CPU over the block's loads: every process of the browser, reaped children included. */
+  browserCpuMs: number
   loads: number
   events: number
   threads: Map<string, number>
@@ -127,7 +131,10 @@ interface Sample {
   peakRssMb: number
 }
 const samples = new Map<string, Sample>(
-  BLOCKS.map(b => [b.name, { loadMs: [], cpuMs: 0, loads: 0, events: 0, threads: new Map(), peakRssMb: 0 }]),
+  BLOCKS.map(b => [
+    b.name,
+    { loadMs: [], cpuMs: 0, browserCpuMs: 0, loads: 0, events: 0, threads: new Map(), peakRssMb: 0 },
+  ]),
 )
 const THREADS = process.env.THREADS === '1'
 const WARM_LOADS = Math.max(1, Number(process.env.WARM_LOADS ?? 1))
@@ -159,11 +166,14 @@ await withTempDir(async tmp => {
       // The stored-event counts (/metrics: some ms of the daemon's CPU each) are read outside the CPU window.
       const ev0 = watcher ? await watcher.storedEvents() : 0
       const cpu0 = watcher ? cpuMs(watcher.pid) : 0
+      const browser0 = treeCpuMs(browser.pid)
       const threads0 = watcher && THREADS ? cpuByThread(watcher.pid) : undefined
       const s = samples.get(block.name)!
       for (let l = 0; l < LOADS; l++) s.loadMs.push(await loadOnce(driver, site.url(`${nonce++}`)))
+      // Every block waits the same before counting: late events land, and so does Chromium's work for them.
+      await new Promise(r => setTimeout(r, 1200))
+      s.browserCpuMs += treeCpuMs(browser.pid) - browser0
       if (watcher) {
-        await new Promise(r => setTimeout(r, 1200)) // let settle timers and late events land before counting
         s.cpuMs += cpuMs(watcher.pid) - cpu0
         if (threads0)
           for (const [name, ms] of cpuByThread(watcher.pid))
@@ -180,7 +190,8 @@ await withTempDir(async tmp => {
   const none = median(samples.get('none')!.loadMs)
   console.log(
     `\n${'block'.padEnd(32)} ${'load ms'.padStart(8)} ${'/none'.padStart(6)} ${'/bare'.padStart(6)} ${'cpu ms/load'.padStart(11)} ${'/bare'.padStart(6)} ` +
-      `${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)} ${'peak MB'.padStart(8)}`,
+      `${'events/load'.padStart(11)} ${'µs/event'.padStart(9)} ${'added ms/load'.padStart(13)} ${'added µs/event'.padStart(14)} ${'peak MB'.padStart(8)} ` +
+      `${'chromium ms/load'.padStart(16)} ${'/bare'.padStart(6)} ${'VM ms/load'.padStart(10)} ${'/bare'.padStart(6)}`,
   )
   for (const b of BLOCKS) {
     const s = samples.get(b.name)!
@@ -192,6 +203,11 @@ await withTempDir(async tmp => {
     const evPerLoad = s.loads ? s.events / s.loads : 0
     // What the daemon adds on top of an observer receiving the same CDP traffic (Chromium charges the observer too).
     const added = b.kind === 'daemon' && bareCpu !== undefined ? cpuPerLoad - bareCpu : undefined
+    // What the VM pays: Chromium's CPU, and Chromium's plus the watcher's.
+    const browserPerLoad = s.loads ? s.browserCpuMs / s.loads : 0
+    const bareBrowser = bare && bare.loads ? bare.browserCpuMs / bare.loads : undefined
+    const vmPerLoad = browserPerLoad + cpuPerLoad
+    const bareVm = bareBrowser !== undefined && bareCpu !== undefined ? bareBrowser + bareCpu : undefined
     console.log(
       `${b.name.padEnd(32)} ${fmt(load, 1).padStart(8)} ${fmt(load / none, 2).padStart(6)} ${(bareLoad ? fmt(load / bareLoad, 2) : '').padStart(6)} ` +
         `${(b.kind === 'none' ? '' : fmt(cpuPerLoad, 1)).padStart(11)} ${(bareCpu ? fmt(cpuPerLoad / bareCpu, 2) : '').padStart(6)} ` +
@@ -199,7 +215,9 @@ await withTempDir(async tmp => {
         `${(b.kind === 'daemon' && s.events ? fmt((s.cpuMs * 1000) / s.events, 0) : '').padStart(9)} ` +
         `${(added !== undefined ? fmt(added, 1) : '').padStart(13)} ` +
         `${(added !== undefined && evPerLoad ? fmt((added * 1000) / evPerLoad, 0) : '').padStart(14)} ` +
-        `${(b.kind === 'none' ? '' : fmt(s.peakRssMb, 1)).padStart(8)}`,
+        `${(b.kind === 'none' ? '' : fmt(s.peakRssMb, 1)).padStart(8)} ` +
+        `${fmt(browserPerLoad, 1).padStart(16)} ${(bareBrowser ? fmt(browserPerLoad / bareBrowser, 3) : '').padStart(6)} ` +
+        `${fmt(vmPerLoad, 1).padStart(10)} ${(bareVm ? fmt(vmPerLoad / bareVm, 3) : '').padStart(6)}`,
     )
   }
   // This checkout's daemon against the baseline's (BASELINE_ROOT), the same categories, interleaved.
@@ -209,6 +227,8 @@ await withTempDir(async tmp => {
     console.log(
       `daemon vs baseline (all but screenshot): load ${fmt(median(ours.loadMs) / median(theirs.loadMs), 3)}x, ` +
         `cpu/load ${fmt(ours.cpuMs / ours.loads / (theirs.cpuMs / theirs.loads), 3)}x, ` +
+        `chromium cpu/load ${fmt(ours.browserCpuMs / ours.loads, 1)} vs ${fmt(theirs.browserCpuMs / theirs.loads, 1)} ms ` +
+        `(${fmt(ours.browserCpuMs / ours.loads / (theirs.browserCpuMs / theirs.loads), 3)}x), ` +
         `events/load ${fmt(ours.events / ours.loads, 1)} vs ${fmt(theirs.events / theirs.loads, 1)}`,
     )
   if (THREADS) {
@@ -226,7 +246,8 @@ await withTempDir(async tmp => {
   console.log(
     `(load: median navigate->load ms over ${ROUNDS} rounds x ${LOADS} loads; cpu: the watcher process, every thread; µs/event: watcher CPU / events ` +
       `stored; added: daemon CPU minus its bare observer's, per load and per stored event; peak MB: the highest VmHWM of ` +
-      `the block's watcher processes, each after its warm-up and ${LOADS} loads)`,
+      `the block's watcher processes, each after its warm-up and ${LOADS} loads; chromium: every browser process, reaped ` +
+      `children included, over the loads and the same 1.2 s after them in every block; VM: chromium + watcher)`,
   )
 
   // Idle: the daemon attached to a browser whose only tab is idle, and one with no browser, sampled

@@ -118,6 +118,36 @@ export function cpuMs(pid: number): number {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK // utime + stime
 }
+/**
+ * CPU ms of a process and every descendant, reaped children included: utime + stime + cutime +
+ * cstime of each live process in the tree (a child that exited and was waited for is in its
+ * parent's cutime/cstime; Chromium's zygote reaps its renderers). What Chromium costs the VM.
+ */
+export function treeCpuMs(rootPid: number): number {
+  const parent = new Map<number, number>()
+  const ticks = new Map<number, number>()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    let stat: string
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+    } catch {
+      continue // gone meanwhile
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    parent.set(Number(name), Number(f[1]))
+    ticks.set(Number(name), Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]))
+  }
+  let total = 0
+  for (const [pid, t] of ticks) {
+    for (let p: number | undefined = pid; p !== undefined && p > 1; p = parent.get(p))
+      if (p === rootPid) {
+        total += t
+        break
+      }
+  }
+  return (total * 1000) / CLK_TCK
+}
 /** Peak resident set of pid in MB (VmHWM, /proc/<pid>/status). */
 export const peakRssMb = (pid: number): number =>
   Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
