@@ -49,9 +49,11 @@ const LOADS = Number(process.env.LOADS ?? 4)
 
 interface Block {
   name: string
-  kind: 'none' | 'bare' | 'daemon'
+  kind: 'none' | 'bare' | 'same' | 'daemon'
   arg: string
   bare?: string
+  /** The same-traffic observer: the bare one plus the response bodies the daemon fetches. */
+  same?: string
   root?: string
   nodeArgs?: string
   nice?: number
@@ -62,7 +64,13 @@ const planObserver = (categories: string): Block => {
   return { name: `bare:${domains.join('+')}`, kind: 'bare', arg: domains.join(',') }
 }
 const daemonBlocks: Block[] = [
-  { name: 'daemon:all-but-screenshot', kind: 'daemon', arg: ALL_BUT_SCREENSHOT, bare: 'bare:Page+Runtime+Network' },
+  {
+    name: 'daemon:all-but-screenshot',
+    kind: 'daemon',
+    arg: ALL_BUT_SCREENSHOT,
+    bare: 'bare:Page+Runtime+Network',
+    same: 'same:Page+Runtime+Network',
+  },
   ...['network', 'page', 'console', 'interaction'].map((c): Block => ({
     name: `daemon:${c}`,
     kind: 'daemon',
@@ -72,6 +80,7 @@ const daemonBlocks: Block[] = [
 ]
 const bareBlocks = new Map<string, Block>([
   ['bare:Page+Runtime+Network', { name: 'bare:Page+Runtime+Network', kind: 'bare', arg: 'Page,Runtime,Network' }],
+  ['same:Page+Runtime+Network', { name: 'same:Page+Runtime+Network', kind: 'same', arg: 'Page,Runtime,Network' }],
 ])
 for (const c of ['network', 'page', 'console', 'interaction']) {
   const b = planObserver(c)
@@ -91,7 +100,7 @@ const BLOCKS = wanted
       b =>
         b.name === 'none' ||
         wanted.includes(b.name) ||
-        daemonBlocks.some(d => wanted.includes(d.name) && d.bare === b.name),
+        daemonBlocks.some(d => wanted.includes(d.name) && (d.bare === b.name || d.same === b.name)),
     )
   : ALL_BLOCKS
 // BASELINE_ROOT=<another checkout, built>: its daemon runs as one more block (all but screenshot), interleaved with ours.
@@ -150,7 +159,8 @@ await withTempDir(async tmp => {
     const order = BLOCKS.map((_, i) => BLOCKS[(i + round - 1) % BLOCKS.length]!)
     for (const block of order) {
       let watcher: Watcher | undefined
-      if (block.kind === 'bare') watcher = await startBare(browser.wsUrl, block.arg)
+      if (block.kind === 'bare' || block.kind === 'same')
+        watcher = await startBare(browser.wsUrl, block.arg, block.kind === 'same')
       if (block.kind === 'daemon')
         watcher = await startDaemon(
           join(tmp, `d${round}-${block.name.replace(/\W/g, '_')}`),
@@ -218,6 +228,17 @@ await withTempDir(async tmp => {
         `${(b.kind === 'none' ? '' : fmt(s.peakRssMb, 1)).padStart(8)} ` +
         `${fmt(browserPerLoad, 1).padStart(16)} ${(bareBrowser ? fmt(browserPerLoad / bareBrowser, 3) : '').padStart(6)} ` +
         `${fmt(vmPerLoad, 1).padStart(10)} ${(bareVm ? fmt(vmPerLoad / bareVm, 3) : '').padStart(6)}`,
+    )
+  }
+  // The daemon against the observer that asks Chromium for the same bodies: what is the daemon's own work.
+  for (const b of BLOCKS) {
+    const same = b.same ? samples.get(b.same) : undefined
+    const s = samples.get(b.name)!
+    if (!same?.loads || !s.loads) continue
+    console.log(
+      `${b.name} vs same-traffic observer: cpu/load ${fmt(s.cpuMs / s.loads, 1)} vs ${fmt(same.cpuMs / same.loads, 1)} ms ` +
+        `(${fmt(s.cpuMs / s.loads / (same.cpuMs / same.loads), 2)}x), chromium cpu/load ${fmt(s.browserCpuMs / s.loads, 1)} vs ` +
+        `${fmt(same.browserCpuMs / same.loads, 1)} ms (${fmt(s.browserCpuMs / s.loads / (same.browserCpuMs / same.loads), 3)}x)`,
     )
   }
   // This checkout's daemon against the baseline's (BASELINE_ROOT), the same categories, interleaved.

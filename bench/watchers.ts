@@ -83,13 +83,20 @@ export async function loadOnce(cdp: Cdp, url: string): Promise<number> {
 // ---------- watchers ----------
 const BARE_OBSERVER = `
 import WebSocket from 'ws'
-const [url, domainList] = process.argv.slice(-2)
+const [url, domainList, mode] = process.argv.slice(-3)
 const domains = domainList.split(',')
+// The same-traffic observer also asks for the bodies the daemon asks for: its own MIME rule, compiled.
+const { isTextMime } = mode === 'bodies' ? await import(process.cwd() + '/dist/collectors/network-body.js') : { isTextMime: () => false }
+const textResponses = new Set()
 const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload: 512 * 1024 * 1024 })
 let id = 0
 const send = (method, params = {}, sessionId) => ws.send(JSON.stringify({ id: ++id, method, params, ...(sessionId ? { sessionId } : {}) }))
 ws.on('message', (d) => {
   const m = JSON.parse(String(d)) // every message is parsed, as any CDP client must
+  if (m.method === 'Network.responseReceived' && isTextMime(m.params.response.mimeType))
+    textResponses.add(m.sessionId + ' ' + m.params.requestId)
+  if (m.method === 'Network.loadingFinished' && textResponses.delete(m.sessionId + ' ' + m.params.requestId))
+    send('Network.getResponseBody', { requestId: m.params.requestId }, m.sessionId) // the answer is dropped
   if (m.method !== 'Target.attachedToTarget') return
   const s = m.params.sessionId, type = m.params.targetInfo.type
   send('Target.setAutoAttach', { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }, s)
@@ -187,8 +194,13 @@ export function exitOf(child: ChildProcess): Promise<void> {
   })
 }
 
-export async function startBare(wsUrl: string, domains: string): Promise<Watcher> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_OBSERVER, wsUrl, domains], {
+/**
+ * A bare observer: auto-attach, enable `domains`, nothing kept. `bodies`: also Network.getResponseBody
+ * for every response the daemon would fetch the body of (its MIME rule, from dist/), answers dropped.
+ */
+export async function startBare(wsUrl: string, domains: string, bodies = false): Promise<Watcher> {
+  const mode = bodies ? 'bodies' : 'plain'
+  const child = spawn(process.execPath, ['--input-type=module', '-e', BARE_OBSERVER, wsUrl, domains, mode], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     cwd: root,
   })
