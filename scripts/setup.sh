@@ -9,8 +9,10 @@ need_apt=()
 [ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null || need_apt+=(nats-server)
 # Recording export and its tests encode video with ffmpeg.
 command -v ffmpeg >/dev/null || need_apt+=(ffmpeg)
-# The systemd unit's tests run systemd-analyze (security exposure score, unit verification) and systemd-notify.
+# The systemd unit's tests run systemd-analyze (security exposure score, unit verification).
 command -v systemd-analyze >/dev/null || need_apt+=(systemd)
+# open --launch's test follows its link with curl, as the stand-in xdg-open and as another user.
+command -v curl >/dev/null || need_apt+=(curl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "setup: installing ${need_apt[*]} with apt-get" >&2

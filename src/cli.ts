@@ -15,7 +15,6 @@ import { startDaemon } from './main.js'
 import { startFleetServe, type FleetServe } from './fleet/serve.js'
 import { clientCommands } from './cli/index.js'
 import { helpText, type CommandSpec } from './cli/args.js'
-import { notifyReady, notifyStopping } from './daemon/systemd-notify.js'
 
 export interface Command {
   name: string
@@ -62,8 +61,6 @@ const serve: Command = {
       )
       return 1
     }
-    // Ready for systemd (Type=notify) only now: the store is open and the API listens.
-    void notifyReady(`listening on ${handle.url}`)
     return await new Promise<number>(resolve => {
       let stopping = false
       const stop = (signal: NodeJS.Signals) => {
@@ -73,7 +70,6 @@ const serve: Command = {
           return
         }
         stopping = true
-        void notifyStopping()
         // Bound the shutdown: a stuck producer must not keep a stopping service alive.
         setTimeout(() => {
           process.stderr.write('browser-telemetry: shutdown took over 5 s, exiting\n')

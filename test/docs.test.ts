@@ -169,3 +169,16 @@ t.test(
     }
   },
 )
+
+t.test('the CLI docs say what view refuses and how open --launch keeps the token off argv', async t => {
+  const row = (doc: string, start: string) => doc.split('\n').find(l => l.startsWith(start)) ?? ''
+  const cli = await read('docs/cli.md')
+  const readme = await read('src/cli/README.md')
+  // The code view answers (src/cli/view.ts) is the one the docs name.
+  t.match(await read('src/cli/view.ts'), "code: 'host_refused'")
+  t.match(row(cli, '| `view <bundle.zip>'), /any other gets `421 host_refused`/)
+  t.match(row(readme, '| `view <bundle.zip>`'), /a Host that is not loopback gets 421 `host_refused`/)
+  t.match(await read('docs/viewer.md'), /gets `421` with `\{"code": "host_refused"\}`/)
+  t.match(row(cli, '| `open`'), /single-use redirect on 127\.0\.0\.1/)
+  t.match(row(cli, '| `wait-ready'), /the systemd unit's `ExecStartPost=`/)
+})

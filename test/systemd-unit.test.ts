@@ -1,6 +1,6 @@
 import t from 'tap'
 import { execFile, spawnSync } from 'node:child_process'
-import { chown, cp, readFile, writeFile, chmod } from 'node:fs/promises'
+import { chown, cp, readFile } from 'node:fs/promises'
 import puppeteer from 'puppeteer-core'
 import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
@@ -8,9 +8,7 @@ import { CHROMIUM_FLAGS } from '../src/monitor/launch.js'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SERVE_OPTIONS, envName, parseServeConfig } from '../src/config/config.js'
-import { notifyReady, notifyStopping, sdNotify } from '../src/daemon/systemd-notify.js'
 import { tempDir } from './helpers/store.js'
-import { waitFor } from './helpers/http.js'
 import { descendants } from './helpers/procs.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -45,12 +43,14 @@ function directives(text: string): Map<string, string[]> {
   return out
 }
 
-t.test('the unit runs serve unprivileged, with state, restart, env file and notify readiness', async t => {
+t.test('the unit runs serve unprivileged, with state, restart, env file and readiness by wait-ready', async t => {
   const d = directives(await readFile(UNIT, 'utf8'))
   const one = (k: string) => d.get(k)?.at(-1)
   t.match(one('ExecStart'), /browser-telemetry serve$/)
-  t.equal(one('Type'), 'notify')
-  t.equal(one('NotifyAccess'), 'all', 'systemd-notify is a child process')
+  t.equal(one('Type'), 'exec', 'no notify socket')
+  t.equal(one('NotifyAccess'), 'none', 'no process of the unit (Chromium included) can report for the daemon')
+  t.same(d.get('ExecStartPost'), ['/usr/bin/env browser-telemetry wait-ready --timeout 50s'])
+  t.ok(Number(one('TimeoutStartSec')!.replace(/s$/, '')) > 50, 'wait-ready gives up before systemd does')
   t.equal(one('DynamicUser'), 'yes')
   t.equal(one('User'), undefined, 'never root')
   t.equal(one('StateDirectory'), 'browser-telemetry')
@@ -65,7 +65,7 @@ t.test('the unit runs serve unprivileged, with state, restart, env file and noti
 })
 
 t.test(
-  'systemd-analyze verify is clean and the security exposure is <= 2.3',
+  'systemd-analyze verify is clean and the security exposure is 2.1',
   { skip: has('systemd-analyze') ? false : 'systemd-analyze not installed' },
   async t => {
     const verify = await run('systemd-analyze', ['verify', UNIT])
@@ -75,7 +75,8 @@ t.test(
     const m = /Overall exposure level for browser-telemetry\.service: (\d+(?:\.\d+)?)/.exec(sec.stdout)
     t.ok(m, `score printed: ${sec.stdout.slice(-300)} ${sec.stderr}`)
     const score = Number(m![1])
-    t.ok(score <= 2.3, `exposure ${score} <= 2.3 (what it was before the Chromium unit)`)
+    t.equal(score, 2.1, 'exposure 2.1 (2.3 with NotifyAccess=all)')
+    t.match(sec.stdout, /✓ NotifyAccess=\s+Service child processes cannot alter service state/)
     // The Chromium unit, with the drop-in that points the daemon at it.
     const dir = await tempDir(t)
     await cp(join(root, 'systemd'), dir, { recursive: true })
@@ -91,8 +92,8 @@ t.test(
     )
     t.match(
       withDropIn.stdout,
-      /Overall exposure level for browser-telemetry\.service: 2\.3\b/,
-      'the daemon unit keeps 2.3',
+      /Overall exposure level for browser-telemetry\.service: 2\.1\b/,
+      'the daemon unit keeps 2.1',
     )
     const chromium = await run('systemd-analyze', [
       'security',
@@ -242,67 +243,11 @@ t.test('the env example documents every serve setting and nothing else', async t
   t.equal(mentioned.size, known.size)
 })
 
-t.test('sd_notify is a no-op outside systemd and runs systemd-notify under it', async t => {
-  const dir = await tempDir(t)
-  const log = join(dir, 'calls')
-  const fake = join(dir, 'fake-notify')
-  await writeFile(fake, `#!/bin/sh\necho "$NOTIFY_SOCKET $*" >> ${log}\n`)
-  await chmod(fake, 0o755)
-  t.equal(await notifyReady('x', { env: {}, bin: fake }), false)
-  t.equal(
-    await notifyReady('store open, API on 127.0.0.1:1', { env: { NOTIFY_SOCKET: '/run/x.sock' }, bin: fake }),
-    true,
-  )
-  t.equal(await notifyStopping('bye', { env: { NOTIFY_SOCKET: '/run/x.sock' }, bin: fake }), true)
-  t.same((await readFile(log, 'utf8')).trim().split('\n'), [
-    `/run/x.sock READY=1 STATUS=store open, API on 127.0.0.1:1 MAINPID=${process.pid}`,
-    '/run/x.sock STOPPING=1 STATUS=bye',
-  ])
-  t.equal(
-    await sdNotify({ READY: '1' }, { env: { NOTIFY_SOCKET: '/run/x.sock' }, bin: join(dir, 'missing') }),
-    false,
-    'a failure is reported, not thrown',
-  )
+t.test('nothing in the daemon writes to a notify socket', async t => {
+  const { readdir } = await import('node:fs/promises')
+  const files = (await readdir(join(root, 'src'), { recursive: true })).filter(f => f.endsWith('.ts'))
+  const hits: string[] = []
+  for (const f of files)
+    if (/systemd-notify|NOTIFY_SOCKET|sd_notify/.test(await readFile(join(root, 'src', f), 'utf8'))) hits.push(f)
+  t.same(hits, [], 'no sd_notify: readiness is ExecStartPost=wait-ready')
 })
-
-t.test(
-  'the real systemd-notify delivers READY=1 to $NOTIFY_SOCKET',
-  { skip: has('systemd-notify') && has('python3') ? false : 'needs systemd-notify and python3' },
-  async t => {
-    const dir = await tempDir(t)
-    const sock = join(dir, 'notify.sock')
-    // A stand-in for PID 1: receives one datagram, answers the barrier by closing the passed fd.
-    const listener = `
-import socket, os, array, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); s.settimeout(20)
-print('bound', flush=True)
-got = []
-while True:
-    msg, anc, flags, addr = s.recvmsg(4096, socket.CMSG_SPACE(16))
-    for level, typ, data in anc:
-        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-            fds = array.array('i'); fds.frombytes(data[:len(data) - (len(data) % fds.itemsize)])
-            for fd in fds: os.close(fd)
-    text = msg.decode()
-    if text != 'BARRIER=1': got.append(text)
-    if text == 'BARRIER=1': break
-print(repr(got), flush=True)
-`
-    const { spawn } = await import('node:child_process')
-    const py = spawn('python3', ['-c', listener, sock], { stdio: ['ignore', 'pipe', 'inherit'] })
-    // Listened for now: the listener exits as soon as systemd-notify's barrier arrives, which can be
-    // before notifyReady's answer reaches this test.
-    const exited = new Promise(r => py.once('close', r)) // after its output is read too
-    t.teardown(() => {
-      py.kill()
-    })
-    let out = ''
-    py.stdout.on('data', (c: Buffer) => {
-      out += c.toString()
-    })
-    await waitFor(() => out.includes('bound'), 10_000, 'listener bound')
-    t.equal(await notifyReady('ready', { env: { ...process.env, NOTIFY_SOCKET: sock } }), true)
-    await exited
-    t.match(out, `READY=1\\nSTATUS=ready\\nMAINPID=${process.pid}`)
-  },
-)

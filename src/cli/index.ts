@@ -14,6 +14,7 @@ import { sourcemapCommand } from './sourcemap.js'
 import { tailCommand } from './tail.js'
 import { traceCommand } from './trace.js'
 import { uploadZipCommand } from './upload-zip.js'
+import { waitReadyCommand } from './wait-ready.js'
 
 export type { ClientCommand } from './command.js'
 export type { CliIO } from './io.js'
@@ -32,4 +33,5 @@ export const clientCommands: Record<string, ClientCommand> = {
   open: openCommand,
   view: viewCommand,
   fleet: fleetCommand,
+  'wait-ready': waitReadyCommand,
 }

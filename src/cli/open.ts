@@ -1,11 +1,16 @@
 // `browser-telemetry open`: the session viewer's URL with the token in the fragment (the fragment
 // never reaches the server or its logs; the page moves the token into sessionStorage and strips it
-// from the address bar). --launch also opens it with xdg-open when that is installed.
+// from the address bar). --launch also opens it with xdg-open when that is installed, through a
+// single-use redirect: xdg-open's argv, which every local user can read, never holds the token.
 import { spawn } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { defineCommand } from './command.js'
-import { CliError } from './io.js'
+import { CliError, type CliIO } from './io.js'
+import { serveRedirectOnce } from './redirect-once.js'
+
+/** How long --launch waits for the browser to follow its link. */
+export const LAUNCH_WAIT_MS = 120_000
 
 /** The viewer URL for a daemon base URL, token and browser id. */
 export function viewerUrl(base: string, token: string, browserId: string): string {
@@ -27,12 +32,42 @@ export function findOnPath(name: string, path: string | undefined): string | und
   return undefined
 }
 
+/** Opens `url` with `opener` by way of a single-use redirect; resolves once the browser followed it. */
+async function launchWithoutToken(opener: string, url: string, io: CliIO): Promise<void> {
+  const link = await serveRedirectOnce(url)
+  try {
+    const child = spawn(opener, [link.url], { detached: true, stdio: 'ignore', env: io.env })
+    child.unref()
+    const outcome = await new Promise<string | undefined>(resolve => {
+      void link.followed.then(() => resolve(undefined))
+      child.once('error', err => resolve(`cannot run xdg-open: ${err.message}`))
+      // xdg-open may stay with the browser it started, so only a failed exit ends the wait.
+      child.once('exit', code => {
+        if (code !== 0) resolve(`xdg-open exited with ${code ?? 'a signal'}; open the URL above in a browser`)
+      })
+      const timer = setTimeout(
+        () => resolve(`no browser followed the link within ${LAUNCH_WAIT_MS / 1000} s; open the URL above`),
+        LAUNCH_WAIT_MS,
+      )
+      timer.unref()
+      void link.followed.then(() => clearTimeout(timer))
+      io.signal?.addEventListener('abort', () => resolve(undefined), { once: true })
+    })
+    if (outcome !== undefined) throw new CliError(outcome)
+  } finally {
+    await link.close()
+  }
+}
+
 export const openCommand = defineCommand(
   {
     name: 'open',
     summary: 'Print the session viewer URL (token in the fragment); --launch opens it in the desktop browser.',
     options: {
-      launch: { type: 'boolean', help: 'Also open the URL with xdg-open (when installed)' },
+      launch: {
+        type: 'boolean',
+        help: 'Also open it with xdg-open (when installed), through a single-use link on 127.0.0.1 that keeps the token off its command line',
+      },
     },
     notes: [
       'The URL carries the token: treat it like the token. The page keeps it in the tab only (sessionStorage).',
@@ -55,12 +90,7 @@ export const openCommand = defineCommand(
         io.stderr.write('browser-telemetry open: xdg-open is not installed; open the URL above in a browser\n')
         return 0
       }
-      const child = spawn(opener, [url], { detached: true, stdio: 'ignore', env: io.env })
-      await new Promise<void>((resolve, reject) => {
-        child.once('spawn', resolve)
-        child.once('error', reject)
-      })
-      child.unref()
+      await launchWithoutToken(opener, url, io)
     }
     return 0
   },
