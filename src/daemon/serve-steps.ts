@@ -98,6 +98,7 @@ export async function openPerfTraces(d: Base & Core & Browser): Promise<Started<
     store,
     recorder: d.perfTrace,
     maxTraceBytes: config.perfTraces.maxTraceBytes,
+    redactor: redactorOf(config),
     report: data =>
       void d.pipeline.emit({
         type: 'perf_trace_recorded',
