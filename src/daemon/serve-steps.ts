@@ -6,7 +6,7 @@ import { createApiApp } from '../api/app.js'
 import { startApiServer } from '../api/server.js'
 import { httpMetrics } from '../api/routes/metrics.js'
 import { daemonRoutes } from '../api/routes/index.js'
-import { TraceLinkSigner } from '../api/trace-links.js'
+import { TraceLinkRevocations, TraceLinkSigner } from '../api/trace-links.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
 import { StepRegistry } from '../agent/step-registry.js'
@@ -189,6 +189,7 @@ export async function startApi(
           signer: config.traceLinks.keyFile
             ? await TraceLinkSigner.fromFile(config.traceLinks.keyFile)
             : TraceLinkSigner.random(),
+          revocations: await TraceLinkRevocations.open(join(config.dataDir, 'trace-link-revocations.json')),
           corsOrigins: config.traceLinks.origins,
           logger: d.logger.child({ module: 'trace' }),
         },
