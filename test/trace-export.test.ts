@@ -16,6 +16,7 @@ import { toHar } from '../src/har/index.js'
 import { DEFAULT_TRACE_LIMITS, type TraceLimits } from '../src/trace/index.js'
 import { BROWSER_ID, T0_US, TOKEN, unzipAll } from './helpers/bundle.js'
 import { sessionStep, TINY_PNG } from './helpers/session-mix.js'
+import { ExportSlots } from '../src/api/zip-response.js'
 import { accepted, openStore, tempDir } from './helpers/store.js'
 
 const SEC = 1_000_000
@@ -34,6 +35,7 @@ async function startTraceApi(
   limits?: TraceLimits,
   signer = TraceLinkSigner.random(),
   revocations?: TraceLinkRevocations,
+  slots?: ExportSlots,
 ) {
   let clock = T0_US
   const { log, pipeline } = await openStore(t, {}, { clock: () => clock, categories: CONFIGURABLE_CATEGORIES })
@@ -56,6 +58,7 @@ async function startTraceApi(
           corsOrigins: ['https://trace.playwright.dev'],
           now: () => clock,
           ...(limits ? { limits } : {}),
+          ...(slots ? { slots } : {}),
         }),
     ],
   })
@@ -370,13 +373,19 @@ t.test('one link revoked before its expiry; the others keep working; the longest
   t.match(a.link_id, /^[A-Za-z0-9_-]{22}$/)
   t.not(a.link_id, b.link_id, 'each link has its own id')
   t.equal(a.expires_at, iso(T0_US + 1000 * SEC), 'the default stays 900 s')
-  t.equal((await fetch(a.url)).status, 200)
+  // Each export is read to its end: an unread one holds one of the export slots.
+  const status = async (url: string) => {
+    const res = await fetch(url)
+    await res.arrayBuffer()
+    return res.status
+  }
+  t.equal(await status(a.url), 200)
 
   const revoke = (id: string, token = TOKEN) =>
     api.get(`/browsers/${BROWSER_ID}/telemetry/trace-links/${id}`, token, { method: 'DELETE' })
   const readOnly = await revoke(a.link_id, 'read-only')
   t.equal(readOnly.status, 403, 'revoking needs write')
-  t.equal((await fetch(a.url)).status, 200, 'still valid after a refused revocation')
+  t.equal(await status(a.url), 200, 'still valid after a refused revocation')
   const done = await revoke(a.link_id)
   t.equal(done.status, 204)
   t.equal(await done.text(), '')
@@ -384,7 +393,7 @@ t.test('one link revoked before its expiry; the others keep working; the longest
   t.equal(refused.status, 401)
   t.same(await refused.json(), { code: 'unauthorized', message: 'trace link refused: the link was revoked' })
   t.equal(refused.headers.get('access-control-allow-origin'), 'https://trace.playwright.dev', 'the viewer sees why')
-  t.equal((await fetch(b.url)).status, 200, 'another link of the same window keeps working')
+  t.equal(await status(b.url), 200, 'another link of the same window keeps working')
   t.equal((await revoke(a.link_id)).status, 204, 'revoking again is a 204')
   const bad = await revoke('not-an-id')
   t.equal(bad.status, 400)
@@ -504,3 +513,38 @@ t.test('browser-telemetry trace: -o writes what the route serves; --link prints 
   t.equal(await clientCommands.trace!.run(['--url', api.url, '--token', TOKEN, '--ttl', '5'], bad.io), 1)
   t.match(bad.err(), /--ttl goes with --link/)
 })
+
+t.test('exports built at once are bounded: past the bound 429 with Retry-After, nothing started', async t => {
+  // Two builds in progress hold the shared slots (a bundle and a trace, or two slow readers).
+  const slots = new ExportSlots(2)
+  const api = await startTraceApi(t, undefined, undefined, undefined, slots)
+  await api.record(2)
+  const get = () =>
+    fetch(`${api.url}/browsers/${BROWSER_ID}/telemetry/trace.zip`, { headers: { authorization: `Bearer ${TOKEN}` } })
+  const first = slots.take()
+  const second = slots.take()
+  const refused = await get()
+  t.equal(refused.status, 429)
+  t.equal(refused.headers.get('retry-after'), '5')
+  t.same(await refused.json(), {
+    code: 'too_many_requests',
+    message: 'at most 2 trace and bundle exports are built at once (--export-max-concurrent); retry when one ends',
+  })
+  t.equal(slots.active, 2, 'the refused request took no slot')
+  first()
+  first() // a release is counted once
+  t.equal(slots.active, 1)
+  const served = await get()
+  t.equal(served.status, 200)
+  const zip = Buffer.from(await served.arrayBuffer())
+  t.ok(zip.length > 100 && zip.subarray(0, 2).toString() === 'PK', `a zip of ${zip.length} bytes`)
+  // Its slot is free again once the export ended.
+  await waitForActive(slots, 1)
+  second()
+  t.equal(slots.active, 0)
+})
+
+async function waitForActive(slots: ExportSlots, n: number): Promise<void> {
+  for (let i = 0; i < 200 && slots.active !== n; i++) await new Promise(r => setImmediate(r))
+  if (slots.active !== n) throw new Error(`slots still ${slots.active}, not ${n}`)
+}

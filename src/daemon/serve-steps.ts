@@ -7,6 +7,7 @@ import { startApiServer } from '../api/server.js'
 import { httpMetrics } from '../api/routes/metrics.js'
 import { daemonRoutes } from '../api/routes/index.js'
 import { TraceLinkRevocations, TraceLinkSigner } from '../api/trace-links.js'
+import { ExportSlots } from '../api/zip-response.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
 import { StepRegistry } from '../agent/step-registry.js'
@@ -126,6 +127,7 @@ export async function startApi(
         `the API listens on ${config.listen.host}, beyond loopback, without TLS: bearer tokens and telemetry cross the network in clear unless a TLS proxy is in front`,
       ]
   for (const w of listenWarning) d.logger.warn(w)
+  const exportSlots = new ExportSlots(config.exportMaxConcurrent)
   const api = createApiApp({
     browserId: d.browserId,
     log: d.log,
@@ -177,6 +179,7 @@ export async function startApi(
             perfTraces: d.perfTraces,
           },
           logger: d.logger.child({ module: 'bundle' }),
+          slots: exportSlots,
         },
         actions: { reader: d.log },
         trace: {
@@ -192,6 +195,7 @@ export async function startApi(
           revocations: await TraceLinkRevocations.open(join(config.dataDir, 'trace-link-revocations.json')),
           corsOrigins: config.traceLinks.origins,
           logger: d.logger.child({ module: 'trace' }),
+          slots: exportSlots,
         },
         sourceMaps: { sourceMaps, maxBytes: config.sourcemaps.maxBytes },
       }),

@@ -17,7 +17,8 @@ import { invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiContext, ApiMiddleware, ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
-import { sendZip } from '../zip-response.js'
+import { ExportSlots, sendZipInSlot } from '../zip-response.js'
+import { DEFAULT_SETTINGS } from '../../defaults.js'
 import {
   LINK_ID_PATTERN,
   LINK_PARAM,
@@ -41,6 +42,8 @@ export interface TraceRouteDeps {
   logger?: Logger
   /** Unix microseconds (tests pin it). */
   now?: () => number
+  /** Exports built at once, shared with the bundle (default: this route's own, --export-max-concurrent's default). */
+  slots?: ExportSlots
 }
 
 export const PLAYWRIGHT_VIEWER = 'https://trace.playwright.dev'
@@ -76,6 +79,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
   const logger = deps.logger ?? silentLogger
   const now = deps.now ?? (() => Date.now() * 1000)
   const revocations = deps.revocations ?? TraceLinkRevocations.inMemory()
+  const slots = deps.slots ?? new ExportSlots(DEFAULT_SETTINGS.exportMaxConcurrent)
 
   /** A signed link authenticates this route only, for reading the one window it names. */
   const linkOrBearer =
@@ -131,12 +135,25 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
         contentType: 'application/zip',
         schema: Type.String({ format: 'binary' }),
       },
+      429: {
+        description:
+          'As many trace and bundle exports as --export-max-concurrent are being built (too_many_requests; Retry-After)',
+        schema: ErrorBodySchema,
+      },
     },
     handler: async ctx => {
       const nowUs = now()
       const window = (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
-      const build = buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
-      void sendZip(ctx, build, traceFileName(deps.source.browserId, new Date(nowUs / 1000)), logger, 'trace')
+      const start = () =>
+        buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
+      void sendZipInSlot(
+        ctx,
+        slots,
+        start,
+        traceFileName(deps.source.browserId, new Date(nowUs / 1000)),
+        logger,
+        'trace',
+      )
     },
   })
 
