@@ -55,6 +55,8 @@ export const DEFAULT_SETTINGS = {
   zipMaxTotalBytes: 4 * GiB,
   zipMaxRatio: 200,
   uploadMaxConcurrent: 4,
+  /** trace.zip and bundle builds at once: each reads the log, encodes and compresses for as long as its reader reads. */
+  exportMaxConcurrent: 2,
   drainMaxBytes: 64 * MiB,
   drainTimeoutMs: 10 * SECOND,
   natsDuplicateWindowMs: 120 * SECOND,

@@ -7,12 +7,31 @@ import { join } from 'node:path'
 import { PerfTraces, type TraceRecorder } from '../src/perf/perf-traces.js'
 import { PerfTraceStore } from '../src/perf/trace-store.js'
 import { silentLogger } from '../src/log.js'
+import { Redactor } from '../src/events/redact.js'
+import { gzipSync } from 'node:zlib'
 import type { EventData } from '../src/events/index.js'
 import { tempDir } from './helpers/store.js'
 
 const KiB = 1024
 
-/** Writes `chunks` chunks of `size` bytes after the signal says go (or at once); fails like Chromium when told. */
+/**
+ * A gzip trace document of exactly `bytes` bytes (stored deflate blocks, as the cap counts what
+ * Chromium sends) and the size of the file the service keeps of it (masked, compressed again).
+ */
+function gzipDoc(bytes: number, seed = 0): { gz: Buffer; stored: number } {
+  const text = (n: number) => {
+    let pad = ''
+    for (let i = 0; pad.length < n; i++) pad += ((i * 2654435761 + seed) >>> 0).toString(16)
+    return `{"traceEvents":[{"name":"pad","args":{"p":"${pad.slice(0, n)}"}}]}`
+  }
+  for (let n = bytes - 60; n > 0; n--) {
+    const gz = gzipSync(text(n), { level: 0 })
+    if (gz.length === bytes) return { gz, stored: gzipSync(text(n)).length }
+  }
+  throw new Error(`no document of ${bytes} bytes`)
+}
+
+/** Writes a gzip document of `chunks` chunks of `size` bytes after the signal says go (or at once); fails like Chromium when told. */
 function scripted(opts: { chunks: number; size: number; gate?: Promise<void>; fail?: string }): TraceRecorder {
   return {
     hasTarget: id => id === 'PAGE',
@@ -23,7 +42,8 @@ function scripted(opts: { chunks: number; size: number; gate?: Promise<void>; fa
           new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('stopped')))),
         ])
       if (opts.fail) throw new Error(opts.fail)
-      for (let i = 0; i < opts.chunks; i++) await write(Buffer.alloc(opts.size, i))
+      const { gz } = gzipDoc(opts.chunks * opts.size)
+      for (let i = 0; i < opts.chunks; i++) await write(gz.subarray(i * opts.size, (i + 1) * opts.size))
       return { dataLoss: false }
     },
   }
@@ -39,6 +59,7 @@ async function service(t: Test, recorder: TraceRecorder, store?: { maxCount?: nu
     store: s,
     recorder,
     maxTraceBytes: 16 * KiB,
+    redactor: new Redactor(),
     report: e => {
       events.push(e)
       waiting.get(e.trace_id)?.()
@@ -73,7 +94,7 @@ t.test('exactly the cap fits', async t => {
   const { trace_id: id } = traces.start({ durationMs: 10 })
   const info = await settled(id)
   t.equal(info.state, 'ready')
-  t.equal(info.bytes, 16 * KiB)
+  t.equal(info.bytes, gzipDoc(16 * KiB).stored, 'the file kept is the masked document compressed again')
 })
 
 t.test('one at a time; shutdown mid-trace drops it; failures are kept for GET', async t => {
@@ -116,14 +137,23 @@ t.test('a browser that refuses fails the trace with its message', async t => {
 t.test('without a browser, starting answers 503', async t => {
   const dir = await tempDir(t)
   const store = await PerfTraceStore.open({ dir, maxCount: 1, maxBytes: KiB })
-  const traces = new PerfTraces({ store, maxTraceBytes: KiB, report: () => {}, logger: silentLogger })
+  const traces = new PerfTraces({
+    store,
+    maxTraceBytes: KiB,
+    redactor: new Redactor(),
+    report: () => {},
+    logger: silentLogger,
+  })
   t.throws(() => traces.start({ durationMs: 10 }), { status: 503, code: 'unavailable' })
 })
 
 t.test('the store keeps the newest within its count and bytes; a reopened store keeps them', async t => {
+  // Each kept file is `each` bytes: room for two and a half.
+  const each = gzipDoc(8 * KiB).stored
+  const maxBytes = Math.floor(2.5 * each)
   const { dir, traces, store, settled } = await service(t, scripted({ chunks: 2, size: 4 * KiB }), {
     maxCount: 3,
-    maxBytes: 20 * KiB,
+    maxBytes,
   })
   const ids: string[] = []
   for (let i = 0; i < 4; i++) {
@@ -131,22 +161,22 @@ t.test('the store keeps the newest within its count and bytes; a reopened store 
     t.equal((await settled(id)).state, 'ready')
     ids.push(id)
   }
-  // 8 KiB each: three would be 24 KiB > 20 KiB, so two are kept (the count alone would keep three).
+  // Three would be over the bytes, so two are kept (the count alone would keep three).
   t.same(
     store.list().map(r => r.trace_id),
     ids.slice(2),
   )
-  t.equal(store.totalBytes, 16 * KiB)
+  t.equal(store.totalBytes, 2 * each)
   t.same((await readdir(dir)).sort(), ['index.json', ...ids.slice(2).map(id => `${id}.json.gz`)].sort())
   t.equal(await traces.open(ids[0]!), undefined, 'a dropped trace cannot be opened')
 
   // A crash left a part file and a file the index never named: both swept at open.
   await writeFile(join(dir, `${ids[0]}.json.gz.part`), 'half')
   await writeFile(join(dir, '11111111-1111-4111-8111-111111111111.json.gz'), 'orphan')
-  const reopened = await PerfTraceStore.open({ dir, maxCount: 3, maxBytes: 20 * KiB })
+  const reopened = await PerfTraceStore.open({ dir, maxCount: 3, maxBytes })
   t.same(
     reopened.list().map(r => [r.trace_id, r.bytes]),
-    ids.slice(2).map(id => [id, 8 * KiB]),
+    ids.slice(2).map(id => [id, each]),
   )
   t.same((await readdir(dir)).sort(), ['index.json', ...ids.slice(2).map(id => `${id}.json.gz`)].sort())
 })

@@ -302,3 +302,24 @@ t.test('Pipeline default redactor is the built-in policy', async t => {
   )
   t.equal((e.envelope.event.data as { url: string }).url, 'https://h/?password=[redacted:8]')
 })
+
+t.test('console text: URLs quoted in text, message and string args masked; the rest as written', async t => {
+  const text = 'Error: boom\n    at https://cdn.test/app.js?token=SECRET-1:1:15 (see http://u:pw@h.test/x)'
+  const data = {
+    level: 'error',
+    text,
+    args: [text, 'password=hunter2 plain words', 3],
+    stack_trace: { callFrames: [{ url: 'https://cdn.test/app.js?token=SECRET-1', lineNumber: 0, columnNumber: 14 }] },
+  }
+  const event = { type: 'console_error', category: 'console', source: { kind: 'cdp' }, data } as never
+  r.event(event)
+  const out = (event as { data: typeof data }).data
+  const want = 'Error: boom\n    at https://cdn.test/app.js?token=[redacted:8]:1:15 (see http://[redacted:8]@h.test/x)'
+  t.equal(out.text, want)
+  t.same(out.args, [want, 'password=hunter2 plain words', 3], 'free text without a URL is not read for secrets')
+  t.equal(out.stack_trace.callFrames[0]!.url, 'https://cdn.test/app.js?token=[redacted:8]')
+  t.equal(data.text, text, 'the producer object is untouched')
+  t.equal(r.textUrls('no links here'), 'no links here')
+  const clean = 'see https://shop.test/cart?item=3'
+  t.equal(r.textUrls(clean), clean)
+})

@@ -9,13 +9,14 @@ import { createApiApp } from '../src/api/app.js'
 import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
 import { registerTraceRoutes } from '../src/api/routes/trace.js'
 import { startApiServer } from '../src/api/server.js'
-import { TraceLinkSigner } from '../src/api/trace-links.js'
+import { MAX_REVOKED_LINKS, newLinkId, TraceLinkRevocations, TraceLinkSigner } from '../src/api/trace-links.js'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
 import { CONFIGURABLE_CATEGORIES, type Envelope } from '../src/events/index.js'
 import { toHar } from '../src/har/index.js'
 import { DEFAULT_TRACE_LIMITS, type TraceLimits } from '../src/trace/index.js'
 import { BROWSER_ID, T0_US, TOKEN, unzipAll } from './helpers/bundle.js'
 import { sessionStep, TINY_PNG } from './helpers/session-mix.js'
+import { ExportSlots } from '../src/api/zip-response.js'
 import { accepted, openStore, tempDir } from './helpers/store.js'
 
 const SEC = 1_000_000
@@ -29,12 +30,19 @@ const lines = (b: Buffer | undefined): Line[] =>
     .filter(l => l !== '')
     .map(l => JSON.parse(l) as Line)
 
-async function startTraceApi(t: Test, limits?: TraceLimits, signer = TraceLinkSigner.random()) {
+async function startTraceApi(
+  t: Test,
+  limits?: TraceLimits,
+  signer = TraceLinkSigner.random(),
+  revocations?: TraceLinkRevocations,
+  slots?: ExportSlots,
+) {
   let clock = T0_US
   const { log, pipeline } = await openStore(t, {}, { clock: () => clock, categories: CONFIGURABLE_CATEGORIES })
   const tokens = new TokenSet()
   tokens.add(TOKEN, ALL_SCOPES)
   tokens.add('publish-only', ['publish'])
+  tokens.add('read-only', ['read'])
   const app = createApiApp({
     browserId: BROWSER_ID,
     log,
@@ -46,9 +54,11 @@ async function startTraceApi(t: Test, limits?: TraceLimits, signer = TraceLinkSi
         registerTraceRoutes(r, {
           source: { browserId: BROWSER_ID, log, platform: 'linux' },
           signer,
+          ...(revocations ? { revocations } : {}),
           corsOrigins: ['https://trace.playwright.dev'],
           now: () => clock,
           ...(limits ? { limits } : {}),
+          ...(slots ? { slots } : {}),
         }),
     ],
   })
@@ -315,7 +325,7 @@ t.test('the link key: a configured key survives a restart, a generated one does 
   const dir = await tempDir(t)
   const file = join(dir, 'link-key')
   await writeFile(file, 'k'.repeat(40) + '\n')
-  const grant = { browserId: 'b', sinceUs: 1, untilUs: 2, expUs: 10 }
+  const grant = { browserId: 'b', sinceUs: 1, untilUs: 2, expUs: 10, linkId: 'AAAAAAAAAAAAAAAAAAAAAA' }
   const before = await TraceLinkSigner.fromFile(file)
   const after = await TraceLinkSigner.fromFile(file)
   t.same(after.verify(before.sign(grant), 'b', 5), grant, 'the same key after a restart')
@@ -327,6 +337,126 @@ t.test('the link key: a configured key survives a restart, a generated one does 
   t.throws(() => rotated.verify(before.sign(grant), 'b', 5), { message: /bad signature/ }, 'a new key ends old links')
   await writeFile(file, 'short')
   await t.rejects(TraceLinkSigner.fromFile(file), { message: /fewer than 32 bytes/ })
+})
+
+t.test('one link revoked before its expiry; the others keep working; the longest lifetime is an hour', async t => {
+  const dir = await tempDir(t)
+  const file = join(dir, 'trace-link-revocations.json')
+  const revocations = await TraceLinkRevocations.open(file)
+  const signer = TraceLinkSigner.random()
+  const api = await startTraceApi(t, undefined, signer, revocations)
+  await api.record(10)
+  api.setClock(T0_US + 100 * SEC)
+  const make = async (body: object) => {
+    const res = await api.get(`/browsers/${BROWSER_ID}/telemetry/trace-links`, TOKEN, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    return {
+      status: res.status,
+      body: (await res.json()) as { url: string; link_id: string; expires_at: string; code?: string; message?: string },
+    }
+  }
+  const longest = await make({ since: '100s', ttl_seconds: 3600 })
+  t.equal(longest.status, 201)
+  t.equal(longest.body.expires_at, iso(T0_US + 3700 * SEC), 'an hour is allowed')
+  const tooLong = await make({ since: '100s', ttl_seconds: 3601 })
+  t.equal(tooLong.status, 400)
+  t.same(tooLong.body, {
+    code: 'bad_request',
+    message: 'invalid ttl_seconds: expected a whole number of seconds from 1 to 3600',
+    details: [{ code: 'invalid_input', message: 'ttl_seconds: expected a whole number of seconds from 1 to 3600' }],
+  })
+  const a = (await make({ since: '100s' })).body
+  const b = (await make({ since: '100s' })).body
+  t.match(a.link_id, /^[A-Za-z0-9_-]{22}$/)
+  t.not(a.link_id, b.link_id, 'each link has its own id')
+  t.equal(a.expires_at, iso(T0_US + 1000 * SEC), 'the default stays 900 s')
+  // Each export is read to its end: an unread one holds one of the export slots.
+  const status = async (url: string) => {
+    const res = await fetch(url)
+    await res.arrayBuffer()
+    return res.status
+  }
+  t.equal(await status(a.url), 200)
+
+  const revoke = (id: string, token = TOKEN) =>
+    api.get(`/browsers/${BROWSER_ID}/telemetry/trace-links/${id}`, token, { method: 'DELETE' })
+  const readOnly = await revoke(a.link_id, 'read-only')
+  t.equal(readOnly.status, 403, 'revoking needs write')
+  t.equal(await status(a.url), 200, 'still valid after a refused revocation')
+  const done = await revoke(a.link_id)
+  t.equal(done.status, 204)
+  t.equal(await done.text(), '')
+  const refused = await fetch(a.url, { headers: { origin: 'https://trace.playwright.dev' } })
+  t.equal(refused.status, 401)
+  t.same(await refused.json(), { code: 'unauthorized', message: 'trace link refused: the link was revoked' })
+  t.equal(refused.headers.get('access-control-allow-origin'), 'https://trace.playwright.dev', 'the viewer sees why')
+  t.equal(await status(b.url), 200, 'another link of the same window keeps working')
+  t.equal((await revoke(a.link_id)).status, 204, 'revoking again is a 204')
+  const bad = await revoke('not-an-id')
+  t.equal(bad.status, 400)
+  t.equal(((await bad.json()) as { code: string }).code, 'bad_request')
+
+  // The revocation is in the data dir: a daemon restarted with the same key still refuses the link.
+  t.same(
+    (JSON.parse(await readFile(file, 'utf8')) as [string, number][]).map(([id, until]) => [id, until]),
+    [[a.link_id, T0_US + 100 * SEC + 3600 * SEC]],
+  )
+  const reopened = await TraceLinkRevocations.open(file, T0_US + 200 * SEC)
+  t.throws(() => signer.verify(new URL(a.url).searchParams.get('link')!, BROWSER_ID, T0_US + 200 * SEC, reopened), {
+    status: 401,
+    message: 'trace link refused: the link was revoked',
+  })
+  t.same(
+    signer.verify(new URL(b.url).searchParams.get('link')!, BROWSER_ID, T0_US + 200 * SEC, reopened).linkId,
+    b.link_id,
+  )
+  t.equal((await TraceLinkRevocations.open(file, T0_US + 3700 * SEC)).size, 0, 'forgotten once no link of it can live')
+
+  // A link signed for longer (an older daemon's 86,400 s, the same key) lives no longer than an hour.
+  const old = signer.sign({
+    browserId: BROWSER_ID,
+    sinceUs: T0_US,
+    untilUs: T0_US + SEC,
+    expUs: T0_US + 100 * SEC + 86_400 * SEC,
+    linkId: newLinkId(),
+  })
+  const late = await fetch(`${api.url}/browsers/${BROWSER_ID}/telemetry/trace.zip?link=${old}`)
+  t.equal(late.status, 401)
+  t.same(await late.json(), {
+    code: 'unauthorized',
+    message: 'trace link refused: the link outlives the 3600 s maximum',
+  })
+
+  const doc = (await (await api.get('/openapi.json')).json()) as {
+    paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>>
+  }
+  const op = doc.paths['/browsers/{id}/telemetry/trace-links/{link_id}']?.delete
+  t.equal(op?.operationId, 'revokeBrowserTelemetryTraceLink')
+  t.same(
+    Object.keys(op?.responses ?? {}).filter(s => ['204', '429'].includes(s)),
+    ['204', '429'],
+  )
+})
+
+t.test('revocations are bounded: past the bound, 429 with Retry-After until the oldest can be forgotten', async t => {
+  const r = TraceLinkRevocations.inMemory()
+  for (let i = 0; i < MAX_REVOKED_LINKS; i++) await r.revoke(`id-${i}`, T0_US + i)
+  t.equal(r.size, MAX_REVOKED_LINKS)
+  await t.rejects(r.revoke('one-more', T0_US + MAX_REVOKED_LINKS), {
+    status: 429,
+    code: 'too_many_requests',
+    headers: { 'Retry-After': '3600' },
+  })
+  await r.revoke('id-0', T0_US + MAX_REVOKED_LINKS)
+  t.equal(r.size, MAX_REVOKED_LINKS, 'an id revoked again takes no room')
+  // id-1 was revoked at T0 + 1 µs: no link of it lives past an hour after that.
+  await r.revoke('one-more', T0_US + 3600 * SEC + 1)
+  t.equal(r.size, MAX_REVOKED_LINKS, 'the oldest expired and made room')
+  t.ok(r.has('one-more', T0_US + 3600 * SEC + 1))
+  t.notOk(r.has('id-1', T0_US + 3600 * SEC + 1))
 })
 
 function capture() {
@@ -383,3 +513,38 @@ t.test('browser-telemetry trace: -o writes what the route serves; --link prints 
   t.equal(await clientCommands.trace!.run(['--url', api.url, '--token', TOKEN, '--ttl', '5'], bad.io), 1)
   t.match(bad.err(), /--ttl goes with --link/)
 })
+
+t.test('exports built at once are bounded: past the bound 429 with Retry-After, nothing started', async t => {
+  // Two builds in progress hold the shared slots (a bundle and a trace, or two slow readers).
+  const slots = new ExportSlots(2)
+  const api = await startTraceApi(t, undefined, undefined, undefined, slots)
+  await api.record(2)
+  const get = () =>
+    fetch(`${api.url}/browsers/${BROWSER_ID}/telemetry/trace.zip`, { headers: { authorization: `Bearer ${TOKEN}` } })
+  const first = slots.take()
+  const second = slots.take()
+  const refused = await get()
+  t.equal(refused.status, 429)
+  t.equal(refused.headers.get('retry-after'), '5')
+  t.same(await refused.json(), {
+    code: 'too_many_requests',
+    message: 'at most 2 trace and bundle exports are built at once (--export-max-concurrent); retry when one ends',
+  })
+  t.equal(slots.active, 2, 'the refused request took no slot')
+  first()
+  first() // a release is counted once
+  t.equal(slots.active, 1)
+  const served = await get()
+  t.equal(served.status, 200)
+  const zip = Buffer.from(await served.arrayBuffer())
+  t.ok(zip.length > 100 && zip.subarray(0, 2).toString() === 'PK', `a zip of ${zip.length} bytes`)
+  // Its slot is free again once the export ended.
+  await waitForActive(slots, 1)
+  second()
+  t.equal(slots.active, 0)
+})
+
+async function waitForActive(slots: ExportSlots, n: number): Promise<void> {
+  for (let i = 0; i < 200 && slots.active !== n; i++) await new Promise(r => setImmediate(r))
+  if (slots.active !== n) throw new Error(`slots still ${slots.active}, not ${n}`)
+}

@@ -6,6 +6,61 @@ import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Logger } from '../log.js'
 import type { ApiContext } from './route-table.js'
+import { ApiError } from './errors.js'
+
+/**
+ * The bound on exports built at once, shared by trace.zip and the bundle: each build reads the log,
+ * encodes and compresses for as long as its reader reads, so a few slow readers would otherwise
+ * hold as many builds as they open. Past it, 429 before any work starts.
+ */
+export class ExportSlots {
+  private inUse = 0
+  constructor(readonly max: number) {}
+
+  get active(): number {
+    return this.inUse
+  }
+
+  /** Takes a slot or throws 429 too_many_requests (Retry-After: 5); call the result once the export ended. */
+  take(): () => void {
+    if (this.inUse >= this.max)
+      throw new ApiError(
+        429,
+        'too_many_requests',
+        `at most ${this.max} trace and bundle exports are built at once (--export-max-concurrent); retry when one ends`,
+        undefined,
+        { 'Retry-After': '5' },
+      )
+    this.inUse++
+    let released = false
+    return () => {
+      if (!released) {
+        released = true
+        this.inUse--
+      }
+    }
+  }
+}
+
+/** Takes a slot, starts the build and sends it; the slot is free again once the export ended or failed to start. */
+export function sendZipInSlot(
+  ctx: ApiContext,
+  slots: ExportSlots,
+  start: () => ZipBuild,
+  fileName: string,
+  logger: Logger,
+  what: string,
+): Promise<boolean> {
+  const release = slots.take()
+  let build: ZipBuild
+  try {
+    build = start()
+  } catch (err) {
+    release()
+    throw err
+  }
+  return sendZip(ctx, build, fileName, logger, what).finally(release)
+}
 
 export interface ZipBuild {
   readonly output: Readable

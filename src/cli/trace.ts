@@ -29,7 +29,7 @@ export const traceCommand = defineCommand(
       ttl: {
         type: 'string',
         arg: 'SECONDS',
-        help: 'With --link: how long the link works (default 900, at most 86400)',
+        help: 'With --link: how long the link works (default 900, at most 3600)',
       },
     },
     notes: [

@@ -89,6 +89,8 @@ export interface ServeConfig {
   zipMaxTotalBytes: number
   zipMaxRatio: number
   uploadMaxConcurrent: number
+  /** trace.zip and bundle builds at once (shared). */
+  exportMaxConcurrent: number
   drainMaxBytes: number
   drainTimeoutMs: number
   watchUnits: string[]
@@ -233,6 +235,7 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     zipMaxTotalBytes: o.value('zip-max-total-bytes'),
     zipMaxRatio: o.value('zip-max-ratio'),
     uploadMaxConcurrent: o.value('upload-max-concurrent'),
+    exportMaxConcurrent: o.value('export-max-concurrent'),
     drainMaxBytes: o.value('drain-max-bytes'),
     drainTimeoutMs: o.value('drain-timeout'),
     watchUnits: o.value('watch-unit'),

@@ -309,6 +309,13 @@ export const OPTIONS = {
     },
     1,
   ),
+  'export-max-concurrent': int(
+    {
+      default: String(D.exportMaxConcurrent),
+      help: 'Trace and bundle exports (trace.zip, bundle) built at once, shared; 429 above',
+    },
+    1,
+  ),
   'drain-max-bytes': size({
     default: formatSize(D.drainMaxBytes),
     help: 'Body bytes read and discarded after a refusal so the client sees the status; the connection is closed beyond',

@@ -6,7 +6,8 @@ import { createApiApp } from '../api/app.js'
 import { startApiServer } from '../api/server.js'
 import { httpMetrics } from '../api/routes/metrics.js'
 import { daemonRoutes } from '../api/routes/index.js'
-import { TraceLinkSigner } from '../api/trace-links.js'
+import { TraceLinkRevocations, TraceLinkSigner } from '../api/trace-links.js'
+import { ExportSlots } from '../api/zip-response.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { CdpProxy, proxyAuthRequired } from '../proxy/cdp-proxy.js'
 import { StepRegistry } from '../agent/step-registry.js'
@@ -98,6 +99,7 @@ export async function openPerfTraces(d: Base & Core & Browser): Promise<Started<
     store,
     recorder: d.perfTrace,
     maxTraceBytes: config.perfTraces.maxTraceBytes,
+    redactor: redactorOf(config),
     report: data =>
       void d.pipeline.emit({
         type: 'perf_trace_recorded',
@@ -125,6 +127,7 @@ export async function startApi(
         `the API listens on ${config.listen.host}, beyond loopback, without TLS: bearer tokens and telemetry cross the network in clear unless a TLS proxy is in front`,
       ]
   for (const w of listenWarning) d.logger.warn(w)
+  const exportSlots = new ExportSlots(config.exportMaxConcurrent)
   const api = createApiApp({
     browserId: d.browserId,
     log: d.log,
@@ -176,6 +179,7 @@ export async function startApi(
             perfTraces: d.perfTraces,
           },
           logger: d.logger.child({ module: 'bundle' }),
+          slots: exportSlots,
         },
         actions: { reader: d.log },
         trace: {
@@ -188,8 +192,10 @@ export async function startApi(
           signer: config.traceLinks.keyFile
             ? await TraceLinkSigner.fromFile(config.traceLinks.keyFile)
             : TraceLinkSigner.random(),
+          revocations: await TraceLinkRevocations.open(join(config.dataDir, 'trace-link-revocations.json')),
           corsOrigins: config.traceLinks.origins,
           logger: d.logger.child({ module: 'trace' }),
+          slots: exportSlots,
         },
         sourceMaps: { sourceMaps, maxBytes: config.sourcemaps.maxBytes },
       }),

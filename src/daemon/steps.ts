@@ -133,6 +133,7 @@ export async function openSourceMaps(d: Base & Store & Core): Promise<Started<Sy
       }),
     captured: capturedLookup(d.log),
     maskSource: source => redactor.url(source),
+    maskUrl: url => redactor.url(url),
     maxEnvelopeBytes: config.maxEnvelopeBytes,
     logger: d.logger.child({ module: 'sourcemaps' }),
     ...d.opts.sourceMapNet,

@@ -4,7 +4,8 @@
 // What is masked (built-in lists are always on; configuration only adds names):
 // - header values by name (authorization, cookie, set-cookie, proxy-authorization, x-api-key, ...);
 // - in URLs: the userinfo (user:pass@), query and fragment parameters whose names look secret;
-// - form-encoded, JSON and YAML bodies (post_data, response bodies): fields whose names look secret.
+// - form-encoded, JSON and YAML bodies (post_data, response bodies): fields whose names look secret;
+// - in free text (console messages, a performance trace's strings): every URL, by the URL rule.
 // `code` is masked only as a URL parameter or form field (an OAuth or one-time code), not in JSON.
 // A masked value becomes `[redacted:<n>]`, n its length class (the next power of two >= its length,
 // at least 8), so a reader still sees that a field was there and roughly how big it was. The field
@@ -12,6 +13,7 @@
 import type { TelemetryEvent } from './index.js'
 import { headerValue } from '../util/headers.js'
 import { maskYaml } from './redact-yaml.js'
+import { maskedConsoleText, maskTextUrls } from './redact-text.js'
 
 export const DEFAULT_REDACTED_HEADERS = [
   'authorization',
@@ -204,6 +206,11 @@ export class Redactor {
     return out
   }
 
+  /** Free text (console messages, a trace's strings) with every URL inside it masked by the URL rule. */
+  textUrls(text: string): string {
+    return maskTextUrls(text, url => this.url(url))
+  }
+
   /** `a=1&token=x` -> `a=1&token=[redacted:8]` (names compared decoded; text otherwise unchanged). */
   params(query: string): string {
     if (query.indexOf('=') < 0) return query
@@ -368,6 +375,9 @@ export class Redactor {
         if (m !== body) (out ??= { ...data }).body = m
       }
     }
+    // Console text quotes URLs (an error's stack as a string, a logged link): masked like the frames'.
+    const text = event.category === 'console' ? maskedConsoleText(data, t => this.textUrls(t)) : undefined
+    if (text) out = { ...(out ?? data), ...text }
     const lcp = data.lcp_details as { url?: string } | undefined
     if (lcp && typeof lcp.url === 'string') {
       const m = this.url(lcp.url)

@@ -7,6 +7,7 @@ import { ServiceError } from '../errors.js'
 import type { EventData } from '../events/index.js'
 import type { Logger } from '../log.js'
 import type { PerfTraceStore, StoredPerfTrace } from './trace-store.js'
+import { maskingWriter, type TraceRedactor } from './trace-mask.js'
 
 /**
  * What records a trace: Tracing.start with the categories (on the target's session, or the
@@ -66,6 +67,8 @@ export interface PerfTracesOptions {
   recorder?: TraceRecorder
   /** Largest trace file; a trace that grows past it fails as too large and is not kept. */
   maxTraceBytes: number
+  /** Masks the trace's URLs and secret-named fields as it is written (the pipeline's policy). */
+  redactor: TraceRedactor
   /** Stores perf_trace_recorded (through the pipeline). */
   report: (data: EventData<'perf_trace_recorded'>) => void
   logger: Logger
@@ -155,6 +158,16 @@ export class PerfTraces {
     const writer = this.opts.store.writer(info.trace_id)
     const cap = this.opts.maxTraceBytes
     let tooLarge = false
+    const overCap = () => {
+      tooLarge = true
+      return new Error('over the byte cap')
+    }
+    // Masked on the way to disk: the file never holds what the event log would not.
+    const masking = maskingWriter(this.opts.redactor, async chunk => {
+      if (writer.bytes + chunk.length > cap) throw overCap()
+      await writer.write(chunk)
+    })
+    let read = 0
     try {
       const { dataLoss } = await recorder.record({
         durationMs: info.duration_ms,
@@ -162,13 +175,12 @@ export class PerfTraces {
         categories: info.categories,
         signal,
         write: async chunk => {
-          if (writer.bytes + chunk.length > cap) {
-            tooLarge = true
-            throw new Error('over the byte cap')
-          }
-          await writer.write(chunk)
+          read += chunk.length
+          if (read > cap) throw overCap()
+          await masking.write(chunk)
         },
       })
+      await masking.end()
       const stored = await writer.commit({
         trace_id: info.trace_id,
         started_at: info.started_at,
@@ -188,6 +200,7 @@ export class PerfTraces {
         ...(stored.target_id !== undefined ? { target_id: stored.target_id } : {}),
       }
     } catch (err) {
+      masking.destroy()
       await writer.discard().catch(() => undefined)
       const error = tooLarge
         ? { code: 'payload_too_large', message: `the trace grew past --perf-trace-max-bytes (${cap} bytes)` }

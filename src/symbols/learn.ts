@@ -52,6 +52,8 @@ export interface LearnContext {
   closed(): boolean
   /** Counts one load (through the page or the daemon's own). */
   fetched(): void
+  /** A URL as the store keeps it: masked like the events' (their stacks name scripts so). */
+  maskUrl(url: string): string
 }
 
 export type LearnOutcome =
@@ -98,9 +100,10 @@ export async function learnScript(
   let headers = script.ok ? script.headers : undefined
   if (!script.ok && origin) headers = (await ctx.captured?.(origin, url))?.headers
   const refs = scanner.finish()
-  if (refs.debugId) await ctx.store.noteScriptDebugId(url, refs.debugId)
+  if (refs.debugId) await ctx.store.noteScriptDebugId(ctx.maskUrl(url), refs.debugId)
   // Uploads win: by the Debug ID the script carries first, then by its URL. Nothing is fetched.
-  const upload = (refs.debugId && ctx.store.uploadedByDebugId(refs.debugId)) || ctx.store.uploadedByUrl(url)
+  const upload =
+    (refs.debugId && ctx.store.uploadedByDebugId(refs.debugId)) || ctx.store.uploadedByUrl(ctx.maskUrl(url))
   if (upload) {
     await ctx.load(upload.id)
     return { kind: 'mapped' }
@@ -133,7 +136,11 @@ export async function learnScript(
   if (refs.debugId && parsed.debugId && parsed.debugId !== refs.debugId)
     return failed('debug_id_mismatch', `the script's Debug ID is ${refs.debugId}, the map's ${parsed.debugId}`, mapUrl)
   const bytes = Buffer.from(text)
-  const entry = { url, map_url: shownUrl(mapUrl), ...(parsed.debugId ? { debug_id: parsed.debugId } : {}) }
+  const entry = {
+    url: ctx.maskUrl(url),
+    map_url: ctx.maskUrl(shownUrl(mapUrl)),
+    ...(parsed.debugId ? { debug_id: parsed.debugId } : {}),
+  }
   const stored = ctx.closed() ? undefined : await ctx.store.putFetched(bytes, entry)
   const id = stored?.id ?? contentId(bytes)
   ctx.cache.put(id, parsed)

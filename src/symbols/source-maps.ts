@@ -52,6 +52,11 @@ export interface SourceMapsOptions {
   captured?: CapturedLookup
   /** Masks a URL-like original source like the event's other URLs. */
   maskSource?: (source: string) => string
+  /**
+   * Masks a script or map URL as the pipeline masks events' URLs: the store keeps and matches
+   * scripts by that form, which stored stacks name and the raw URL of the capture path masks to.
+   */
+  maskUrl?: (url: string) => string
   /** Envelopes mapped on read are left raw past this size (the envelope cap). */
   maxEnvelopeBytes?: number
   logger?: Logger
@@ -145,6 +150,7 @@ export class SourceMaps {
       load: id => this.load(id),
       closed: () => this.closed,
       fetched: () => void this.stats.fetches++,
+      maskUrl: this.maskUrl,
     }
   }
 
@@ -170,8 +176,11 @@ export class SourceMaps {
     await this.draining
   }
 
+  private readonly maskUrl = (url: string): string => this.opts.maskUrl?.(url) ?? url
+
   /** The stored map that covers a script now: Debug ID upload, URL upload, fetched (see the file's comment). */
-  private metaOf(url: string): { id: string } | undefined {
+  private metaOf(raw: string): { id: string } | undefined {
+    const url = this.maskUrl(raw)
     const debugId = this.store.scriptDebugId(url)
     const byId = debugId ? this.store.uploadedByDebugId(debugId) : undefined
     if (byId) return byId
@@ -277,13 +286,22 @@ export class SourceMaps {
       if (!meta) continue
       const entry = byId.get(meta.id) ?? {
         id: meta.id,
-        map: 'kind' in meta ? (meta as StoredMap) : undefined,
+        map: 'kind' in meta ? this.masked(meta as StoredMap) : undefined,
         scripts: [],
       }
-      entry.scripts.push(url)
+      entry.scripts.push(this.maskUrl(url))
       byId.set(meta.id, entry)
     }
     return [...byId.values()]
+  }
+
+  /** A stored row with its URLs masked (a store written before it masked them keeps them raw). */
+  private masked(m: StoredMap): StoredMap {
+    return {
+      ...m,
+      ...(m.url !== undefined ? { url: this.maskUrl(m.url) } : {}),
+      ...(m.map_url !== undefined ? { map_url: this.maskUrl(m.map_url) } : {}),
+    }
   }
 
   /** A stored map's bytes (a bundle copies them). */
@@ -323,7 +341,10 @@ export class SourceMaps {
       throw new ServiceError(400, 'bad_request', 'invalid url: required for a map without a debugId', [
         { code: 'invalid_input', message: 'url: required for a map without a debugId' },
       ])
-    const meta = await this.store.upload(bytes, { url, debugId: parsed.debugId })
+    const meta = await this.store.upload(bytes, {
+      url: url === undefined ? undefined : this.maskUrl(url),
+      debugId: parsed.debugId,
+    })
     this.cache.put(meta.id, parsed)
     this.notify()
     return view(meta)
@@ -401,7 +422,7 @@ export class SourceMaps {
           this.stats.none++
         } else if (outcome.kind === 'retry') this.scripts.delete(job.url)
         else {
-          if (outcome.inMemory) this.inMemory.set(job.url, outcome.inMemory)
+          if (outcome.inMemory) this.inMemory.set(this.maskUrl(job.url), outcome.inMemory)
           this.learnt(job.url)
         }
       }

@@ -14,7 +14,9 @@ import type { Logger } from '../../log.js'
 import { silentLogger } from '../../log.js'
 import type { ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
-import { sendZip } from '../zip-response.js'
+import { ExportSlots, sendZipInSlot } from '../zip-response.js'
+import { DEFAULT_SETTINGS } from '../../defaults.js'
+import { ErrorBodySchema } from '../schemas.js'
 
 export interface BundleRouteDeps {
   source: BundleSource
@@ -22,6 +24,8 @@ export interface BundleRouteDeps {
   logger?: Logger
   /** Unix microseconds (tests pin it). */
   now?: () => number
+  /** Exports built at once, shared with trace.zip (default: this route's own, --export-max-concurrent's default). */
+  slots?: ExportSlots
 }
 
 /** Bundles being written now (their live counters), and how the finished ones ended. */
@@ -37,6 +41,7 @@ export function registerBundleRoutes(router: ApiRouter, deps: BundleRouteDeps): 
   const stats: BundleRouteStats = { active: new Set(), completed: 0, failed: 0 }
   const logger = deps.logger ?? silentLogger
   const now = deps.now ?? (() => Date.now() * 1000)
+  const slots = deps.slots ?? new ExportSlots(DEFAULT_SETTINGS.exportMaxConcurrent)
   router.add({
     method: 'GET',
     path: '/browsers/:id/telemetry/bundle',
@@ -64,33 +69,44 @@ export function registerBundleRoutes(router: ApiRouter, deps: BundleRouteDeps): 
           },
         },
       },
+      429: {
+        description:
+          'As many trace and bundle exports as --export-max-concurrent are being built (too_many_requests; Retry-After)',
+        schema: ErrorBodySchema,
+      },
     },
     handler: async ctx => {
       const nowUs = now()
       const q = ctx.state.query!
       const read = readQueryOf({ ...q, order: 'asc', limit: 1 }, nowUs)
-      const build = buildBundle(
-        deps.source,
-        {
-          sinceUs: read.sinceUs!,
-          ...(read.untilUs !== undefined ? { untilUs: read.untilUs } : {}),
-          requested: {
-            ...(typeof q.since === 'string' ? { since: q.since } : {}),
-            ...(typeof q.until === 'string' ? { until: q.until } : {}),
+      const start = () => {
+        const b = buildBundle(
+          deps.source,
+          {
+            sinceUs: read.sinceUs!,
+            ...(read.untilUs !== undefined ? { untilUs: read.untilUs } : {}),
+            requested: {
+              ...(typeof q.since === 'string' ? { since: q.since } : {}),
+              ...(typeof q.until === 'string' ? { until: q.until } : {}),
+            },
           },
-        },
-        deps.limits ?? DEFAULT_BUNDLE_LIMITS,
-        () => new Date(nowUs / 1000),
-      )
-      stats.active.add(build.stats)
-      void sendZip(
+          deps.limits ?? DEFAULT_BUNDLE_LIMITS,
+          () => new Date(nowUs / 1000),
+        )
+        stats.active.add(b.stats)
+        build = b
+        return b
+      }
+      let build: ReturnType<typeof buildBundle> | undefined
+      void sendZipInSlot(
         ctx,
-        build,
+        slots,
+        start,
         bundleFileName(deps.source.browserId, new Date(nowUs / 1000)),
         logger,
         'debug bundle',
       ).then(whole => {
-        stats.active.delete(build.stats)
+        if (build) stats.active.delete(build.stats)
         if (whole) stats.completed++
         else stats.failed++
       })

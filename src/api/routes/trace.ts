@@ -17,18 +17,33 @@ import { invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiContext, ApiMiddleware, ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
-import { sendZip } from '../zip-response.js'
-import { LINK_PARAM, LINK_TTL_DEFAULT_S, LINK_TTL_MAX_S, type TraceLinkSigner } from '../trace-links.js'
+import { ExportSlots, sendZipInSlot } from '../zip-response.js'
+import { DEFAULT_SETTINGS } from '../../defaults.js'
+import {
+  LINK_ID_PATTERN,
+  LINK_PARAM,
+  LINK_TTL_DEFAULT_S,
+  LINK_TTL_MAX_S,
+  MAX_REVOKED_LINKS,
+  newLinkId,
+  TraceLinkRevocations,
+  type TraceLinkSigner,
+} from '../trace-links.js'
+import { ErrorBodySchema } from '../schemas.js'
 
 export interface TraceRouteDeps {
   source: TraceSource
   signer: TraceLinkSigner
+  /** Revoked link ids (default: in memory, which suits a signer whose key dies with the process). */
+  revocations?: TraceLinkRevocations
   /** Origins allowed to read a trace through a link (Access-Control-Allow-Origin). */
   corsOrigins: readonly string[]
   limits?: TraceLimits
   logger?: Logger
   /** Unix microseconds (tests pin it). */
   now?: () => number
+  /** Exports built at once, shared with the bundle (default: this route's own, --export-max-concurrent's default). */
+  slots?: ExportSlots
 }
 
 export const PLAYWRIGHT_VIEWER = 'https://trace.playwright.dev'
@@ -54,6 +69,7 @@ const LinkSchema = Type.Object(
     url: Type.String({ description: 'GET this for the trace (no token needed; expires)' }),
     viewer_url: Type.String({ description: 'The trace opened in https://trace.playwright.dev' }),
     expires_at: Type.String({ format: 'date-time' }),
+    link_id: Type.String({ description: 'Names the link for revokeBrowserTelemetryTraceLink' }),
   },
   { $id: 'TraceLink' },
 )
@@ -62,6 +78,8 @@ const LINK_FIELDS = ['since', 'until', 'target_id', 'ttl_seconds']
 export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): void {
   const logger = deps.logger ?? silentLogger
   const now = deps.now ?? (() => Date.now() * 1000)
+  const revocations = deps.revocations ?? TraceLinkRevocations.inMemory()
+  const slots = deps.slots ?? new ExportSlots(DEFAULT_SETTINGS.exportMaxConcurrent)
 
   /** A signed link authenticates this route only, for reading the one window it names. */
   const linkOrBearer =
@@ -77,7 +95,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
       ctx.set('Vary', 'Origin')
       ctx.state.authRejected = true
       if (typeof link !== 'string') throw invalidInput(LINK_PARAM, 'give one link')
-      const grant = deps.signer.verify(link, ctx.params.id!, now())
+      const grant = deps.signer.verify(link, ctx.params.id!, now(), revocations)
       for (const p of ['since', 'until', 'target_id'])
         if (ctx.query[p] !== undefined) throw invalidInput(p, 'a link fixes the window; leave this out')
       ctx.state.scopes = new Set(['read'])
@@ -117,12 +135,25 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
         contentType: 'application/zip',
         schema: Type.String({ format: 'binary' }),
       },
+      429: {
+        description:
+          'As many trace and bundle exports as --export-max-concurrent are being built (too_many_requests; Retry-After)',
+        schema: ErrorBodySchema,
+      },
     },
     handler: async ctx => {
       const nowUs = now()
       const window = (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
-      const build = buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
-      void sendZip(ctx, build, traceFileName(deps.source.browserId, new Date(nowUs / 1000)), logger, 'trace')
+      const start = () =>
+        buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
+      void sendZipInSlot(
+        ctx,
+        slots,
+        start,
+        traceFileName(deps.source.browserId, new Date(nowUs / 1000)),
+        logger,
+        'trace',
+      )
     },
   })
 
@@ -147,8 +178,9 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
     operationId: 'createBrowserTelemetryTraceLink',
     summary: 'Make a signed, expiring link to the Playwright trace of a window',
     description:
-      'Answers {url, viewer_url, expires_at}. url fetches the trace of that window (and target) with a signed read-only ' +
-      'credential in the query, valid until expires_at (ttl_seconds, default 900, at most 86400) and for nothing else; ' +
+      'Answers {url, viewer_url, expires_at, link_id}. url fetches the trace of that window (and target) with a signed read-only ' +
+      `credential in the query, valid until expires_at (ttl_seconds, default ${LINK_TTL_DEFAULT_S}, at most ${LINK_TTL_MAX_S}) ` +
+      'or until link_id is revoked (revokeBrowserTelemetryTraceLink), and for nothing else; ' +
       'the bearer token never goes into it. Links die when the signing key changes (a restart without a configured ' +
       `--trace-link-key-file). viewer_url opens it in ${PLAYWRIGHT_VIEWER}. The window is fixed when the link is made ` +
       '(until defaults to now).',
@@ -162,7 +194,9 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
       const read = readQueryOf({ order: 'asc', limit: 1, since: b.since, until: b.until }, nowUs)
       const ttl = b.ttl_seconds ?? LINK_TTL_DEFAULT_S
       const expUs = nowUs + ttl * 1_000_000
+      const linkId = newLinkId()
       const credential = deps.signer.sign({
+        linkId,
         browserId: ctx.params.id!,
         sinceUs: read.sinceUs!,
         untilUs: read.untilUs ?? nowUs,
@@ -175,7 +209,38 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
         url,
         viewer_url: `${PLAYWRIGHT_VIEWER}/?trace=${encodeURIComponent(url)}`,
         expires_at: new Date(expUs / 1000).toISOString(),
+        link_id: linkId,
       }
+    },
+  })
+
+  router.add({
+    method: 'DELETE',
+    path: '/browsers/:id/telemetry/trace-links/:link_id',
+    operationId: 'revokeBrowserTelemetryTraceLink',
+    summary: 'Revoke one trace link before it expires',
+    description:
+      'The link named by link_id (from createBrowserTelemetryTraceLink) is refused from now on (401, ' +
+      '"trace link refused: the link was revoked"); other links keep working. Idempotent: 204 whether or not the id ' +
+      `was revoked before. Revocations outlive a restart (they are kept in the data dir for ${LINK_TTL_MAX_S} s, ` +
+      'the longest a link lives). To end every link at once, change the link key.',
+    scope: 'write',
+    responses: {
+      204: { description: 'Revoked' },
+      429: {
+        description: `${MAX_REVOKED_LINKS} links are revoked and not yet expired (too_many_requests; Retry-After)`,
+        schema: ErrorBodySchema,
+      },
+    },
+    handler: async ctx => {
+      const id = String(ctx.params.link_id)
+      if (!LINK_ID_PATTERN.test(id))
+        throw invalidInput(
+          'link_id',
+          `expected the link_id of a link (22 base64url characters), got ${JSON.stringify(id.slice(0, 64))}`,
+        )
+      await revocations.revoke(id, now())
+      ctx.status = 204
     },
   })
 }
