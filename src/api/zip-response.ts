@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Logger } from '../log.js'
 import type { ApiContext } from './route-table.js'
+import { Slots } from '../util/slots.js'
 import { ApiError } from './errors.js'
 
 /**
@@ -13,32 +14,20 @@ import { ApiError } from './errors.js'
  * encodes and compresses for as long as its reader reads, so a few slow readers would otherwise
  * hold as many builds as they open. Past it, 429 before any work starts.
  */
-export class ExportSlots {
-  private inUse = 0
-  constructor(readonly max: number) {}
-
-  get active(): number {
-    return this.inUse
-  }
-
-  /** Takes a slot or throws 429 too_many_requests (Retry-After: 5); call the result once the export ended. */
-  take(): () => void {
-    if (this.inUse >= this.max)
-      throw new ApiError(
-        429,
-        'too_many_requests',
-        `at most ${this.max} trace and bundle exports are built at once (--export-max-concurrent); retry when one ends`,
-        undefined,
-        { 'Retry-After': '5' },
-      )
-    this.inUse++
-    let released = false
-    return () => {
-      if (!released) {
-        released = true
-        this.inUse--
-      }
-    }
+export class ExportSlots extends Slots {
+  constructor(max: number) {
+    // 429 too_many_requests with Retry-After: 5.
+    super(
+      max,
+      n =>
+        new ApiError(
+          429,
+          'too_many_requests',
+          `at most ${n} trace and bundle exports are built at once (--export-max-concurrent); retry when one ends`,
+          undefined,
+          { 'Retry-After': '5' },
+        ),
+    )
   }
 }
 
