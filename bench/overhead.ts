@@ -27,6 +27,7 @@ import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { launchChromium, type LaunchedBrowser } from '../src/monitor/launch.js'
 import { capturePlan } from '../src/monitor/capture-plan.js'
+import { CAPTURE_NEEDS } from '../collectors/index.js'
 import { fmt, median, withTempDir } from './common.js'
 import {
   ALL_BUT_SCREENSHOT,
@@ -60,7 +61,7 @@ interface Block {
 }
 /** The bare observer block enabling what the capture plan gives a page target for these categories. */
 const planObserver = (categories: string): Block => {
-  const domains = capturePlan(categories.split(',')).byTarget('page').domains
+  const domains = capturePlan(categories.split(','), CAPTURE_NEEDS).byTarget('page').domains
   return { name: `bare:${domains.join('+')}`, kind: 'bare', arg: domains.join(',') }
 }
 const daemonBlocks: Block[] = [

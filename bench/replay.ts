@@ -28,6 +28,7 @@ import { join } from 'node:path'
 import WebSocket, { WebSocketServer } from 'ws'
 import { launchChromium } from '../src/monitor/launch.js'
 import { capturePlan, TIMELINE_EVENT_TYPES } from '../src/monitor/capture-plan.js'
+import { CAPTURE_NEEDS } from '../collectors/index.js'
 import { fmt, median, withTempDir } from './common.js'
 import {
   ALL_BUT_SCREENSHOT,
@@ -52,7 +53,7 @@ const TAIL_MS = 1200
 /** One recorded load: every message the recorder received, ms after the load began. */
 type Recording = { t: number; data: string }[]
 
-const PLAN_DOMAINS = capturePlan(ALL_BUT_SCREENSHOT.split(',')).byTarget('page').domains
+const PLAN_DOMAINS = capturePlan(ALL_BUT_SCREENSHOT.split(','), CAPTURE_NEEDS).byTarget('page').domains
 
 // ---------- record ----------
 async function record(): Promise<Recording[]> {

@@ -19,6 +19,7 @@ import {
   type SourceMaps,
   type StackTrace,
   type TargetSession,
+  type CaptureNeeds,
 } from '../src/collector-kit.js'
 import { errorLikeTitle, isErrorLike, mayHaveCause, parseV8Stack, readError, withCauses } from './console-cause.js'
 import { cutChars, errorMessage, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
@@ -36,13 +37,15 @@ const MAX_WAITING = 256
 
 type Console = EventInput & { type: 'console_log' | 'console_error' }
 
+/** Console messages and exceptions from every target that runs script. */
+export const CONSOLE_CAPTURE: CaptureNeeds = { category: 'console', targets: 'all', domains: ['Runtime'] }
+
 export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Collector {
   const { maxEnvelopeBytes } = opts.bounds ?? new Bounds()
   const maps = opts.sourceMaps
   return {
     name: 'console',
-    // Runtime is enabled by the monitor's capture plan.
-    category: 'console',
+    capture: CONSOLE_CAPTURE,
     attach(session: TargetSession, emit: Emit): Detach {
       const listeners = new Disposer()
       const loader = maps ? browserLoader(session) : undefined

@@ -1,18 +1,38 @@
 // Every CDP collector the daemon runs, in one list: the wiring passes its settings and gets the
-// collectors the monitor attaches to each target, plus the two whose counters /metrics reads. A new
-// collector is a file in this folder and a row here.
-import type { Bounds, Collector, Logger, SourceMaps } from '../src/collector-kit.js'
-import { createConsoleCollector } from './console.js'
-import { createInteractionCollector, type InteractionCollector } from './interaction.js'
-import { createNetworkCollector } from './network.js'
-import { createPageCollector } from './page.js'
+// collectors the monitor attaches to each target, plus the ones whose counters /metrics reads. A new
+// collector is a file in this folder (with its `capture` declaration: category, target types,
+// domains, page scripts) and a row here; the capture plan places it from that declaration.
+import type { Bounds, Collector, Logger, PlannedCollector, SourceMaps } from '../src/collector-kit.js'
+import { CONSOLE_CAPTURE, createConsoleCollector } from './console.js'
+import { createInteractionCollector, INTERACTION_CAPTURE, type InteractionCollector } from './interaction.js'
+import { createNetworkCollector, NETWORK_CAPTURE } from './network.js'
+import { createPageCollector, PAGE_CAPTURE } from './page.js'
 import { createPerfTraceCollector, type PerfTraceCollector } from './perf-trace.js'
-import { createRecordingCollector, type RecordingCollector, type RecordingCollectorOptions } from './recording.js'
+import {
+  createRecordingCollector,
+  RECORDING_CAPTURE,
+  type RecordingCollector,
+  type RecordingCollectorOptions,
+} from './recording.js'
 import { createScreenshotCollector } from './screenshot.js'
-import { createVitalsCollector } from './vitals.js'
+import { createVitalsCollector, VITALS_CAPTURE } from './vitals.js'
 
 export { startSystemCollectors, type SystemCollectors } from './system.js'
 export type { InteractionCollector, PerfTraceCollector, RecordingCollector }
+
+/**
+ * The declarations of the planned collectors, in list order, without building them: what the capture
+ * plan of the daemon's collectors is (tests, benches and the cost table read it; a test pins it
+ * equal to createCollectors' list).
+ */
+export const CAPTURE_NEEDS: readonly PlannedCollector[] = [
+  { name: 'console', capture: CONSOLE_CAPTURE },
+  { name: 'network', capture: NETWORK_CAPTURE },
+  { name: 'page', capture: PAGE_CAPTURE },
+  { name: 'vitals', capture: VITALS_CAPTURE },
+  { name: 'interaction', capture: INTERACTION_CAPTURE },
+  { name: 'recording', capture: RECORDING_CAPTURE },
+]
 
 export interface CollectorSettings {
   bounds: Bounds

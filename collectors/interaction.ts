@@ -20,6 +20,7 @@ import {
   type EventInput,
   type Logger,
   type TargetSession,
+  type CaptureNeeds,
 } from '../src/collector-kit.js'
 import { buildInteractionScript } from './interaction-script.js'
 import { injectCurrentDocuments, injectPageScript, parseBindingPayload } from './page-script.js'
@@ -128,6 +129,14 @@ function hasDocuments(session: TargetSession): boolean {
   return DOCUMENT_TYPES.has(session.targetType)
 }
 
+/** Inputs on documents: a binding's calls arrive only while Runtime is enabled (Runtime.disable drops the binding). */
+export const INTERACTION_CAPTURE: CaptureNeeds = {
+  category: 'interaction',
+  targets: ['page', 'iframe'],
+  domains: ['Runtime'],
+  pageScripts: ['interaction'],
+}
+
 export function createInteractionCollector(opts: InteractionCollectorOptions = {}): InteractionCollector {
   const logger = opts.logger ?? silentLogger
   const pauseMs = opts.pauseMs ?? DEFAULT_PAUSE_MS
@@ -217,5 +226,5 @@ export function createInteractionCollector(opts: InteractionCollectorOptions = {
     return detach
   }
 
-  return { name: 'interaction', category: 'interaction', attach, stats, bindingName, worldName }
+  return { name: 'interaction', capture: INTERACTION_CAPTURE, attach, stats, bindingName, worldName }
 }

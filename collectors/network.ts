@@ -18,6 +18,7 @@ import {
   type EventData,
   type TargetSession,
   type TimerHandle,
+  type CaptureNeeds,
 } from '../src/collector-kit.js'
 import { BodyFetchQueue, cutBody, type CutBody } from './network-body.js'
 import { BodyFetches } from './network-fetch.js'
@@ -69,6 +70,9 @@ interface NetworkSettings {
   bounds: Bounds
 }
 
+/** Requests of every target, with their bodies up to the cap (Network.enable's maxPostDataSize). */
+export const NETWORK_CAPTURE: CaptureNeeds = { category: 'network', targets: 'all', domains: ['Network'], bodies: true }
+
 export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Collector {
   const settings: NetworkSettings = {
     bodyMaxBytes: opts.bodyMaxBytes ?? DEFAULT_BODY_MAX_BYTES,
@@ -89,9 +93,7 @@ export function createNetworkCollector(opts: NetworkCollectorOptions = {}): Coll
   const live = new Set<TargetRequests>()
   return {
     name: 'network',
-    // Network (maxPostDataSize: the body cap, so Chromium inlines request bodies up to it) and Page
-    // are enabled by the monitor's capture plan.
-    category: 'network',
+    capture: NETWORK_CAPTURE,
     attach(session: TargetSession, emit: Emit): Detach {
       const tracker = new TargetRequests(session, emit, settings, bodies, idleReported, live)
       const listeners = new Disposer()

@@ -18,6 +18,7 @@ import {
   type Emit,
   type EventData,
   type TargetSession,
+  type CaptureNeeds,
 } from '../src/collector-kit.js'
 import { NavigationSettleRule, LAYOUT_STABLE_MS } from './page-settle.js'
 
@@ -37,6 +38,13 @@ const MAX_DOWNLOADS = 256
 /** Crashed targets whose context waits for the browser's crash report (status, code). */
 const MAX_CRASHED = 64
 
+/** Navigations, loads and layout shifts of documents (pages and OOPIFs; Page is the monitor's own). */
+export const PAGE_CAPTURE: CaptureNeeds = {
+  category: 'page',
+  targets: ['page', 'iframe'],
+  domains: ['PerformanceTimeline'],
+}
+
 export function createPageCollector(opts: PageCollectorOptions = {}): Collector {
   const timers = opts.clock ?? systemClock
   const bounds = opts.bounds ?? new Bounds()
@@ -45,8 +53,7 @@ export function createPageCollector(opts: PageCollectorOptions = {}): Collector 
   const crashed = new Map<string, EventData<'page_crashed'>>()
   return {
     name: 'page',
-    // Page and PerformanceTimeline are enabled by the monitor's capture plan.
-    category: 'page',
+    capture: PAGE_CAPTURE,
     attach(session: TargetSession, emit: Emit): Detach {
       // Workers have no Page domain; only pages and out-of-process iframes render frames.
       if (!DOCUMENT_TYPES.has(session.targetType)) return () => {}

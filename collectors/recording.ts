@@ -33,6 +33,7 @@ import {
   type Logger,
   type TargetSession,
   type TimerHandle,
+  type CaptureNeeds,
 } from '../src/collector-kit.js'
 
 /** One frame as the collector hands it over (the frame store's input). */
@@ -99,6 +100,9 @@ export interface RecordingCollector extends Collector {
 const MAX_HELD_ACKS = 8
 export const RECORDING_DEFAULTS = { maxFps: 5, quality: 50, maxWidth: 960, maxHeight: 540 }
 
+/** The screencast of pages while the recording is on (Page only). */
+export const RECORDING_CAPTURE: CaptureNeeds = { category: 'recording', targets: ['page'], domains: [] }
+
 export function createRecordingCollector(opts: RecordingCollectorOptions): RecordingCollector {
   const stats: RecordingStats = {
     received: 0,
@@ -125,7 +129,7 @@ export function createRecordingCollector(opts: RecordingCollectorOptions): Recor
 
   return {
     name: 'recording',
-    category: 'recording',
+    capture: RECORDING_CAPTURE,
     stats,
     recording,
     attach(session: TargetSession): Detach {

@@ -23,6 +23,7 @@ import {
   type TargetSession,
   type WebVitalName,
   type Collector,
+  type CaptureNeeds,
 } from '../src/collector-kit.js'
 import { injectPageScript, parseBindingPayload } from './page-script.js'
 import { buildVitalsScript } from './vitals-script.js'
@@ -194,6 +195,14 @@ interface DocState {
   left: boolean
 }
 
+/** Web Vitals of top-level pages: the binding needs Runtime like the interaction one. */
+export const VITALS_CAPTURE: CaptureNeeds = {
+  category: 'page',
+  targets: ['page'],
+  domains: ['Runtime'],
+  pageScripts: ['vitals'],
+}
+
 export function createVitalsCollector(opts: VitalsCollectorOptions = {}): VitalsCollector {
   const logger = opts.logger ?? silentLogger
   const bounds = opts.bounds ?? new Bounds()
@@ -312,5 +321,5 @@ export function createVitalsCollector(opts: VitalsCollectorOptions = {}): Vitals
     }
   }
 
-  return { name: 'vitals', category: 'page', attach, stats, latest, bindingName, worldName }
+  return { name: 'vitals', capture: VITALS_CAPTURE, attach, stats, latest, bindingName, worldName }
 }

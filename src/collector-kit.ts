@@ -13,6 +13,8 @@ export {
   DOCUMENT_TYPES,
   type BrowserExit,
   type BrowserScope,
+  type CaptureNeeds,
+  type PlannedCollector,
   type Collector,
   type Detach,
   type MonitorState,

@@ -7,11 +7,14 @@ import { AttachedTarget } from '../src/monitor/target-session.js'
 import { ProtocolErrorLog } from '../src/monitor/protocol-error.js'
 import { TargetCapture } from '../src/monitor/capture.js'
 import { capturePlan } from '../src/monitor/capture-plan.js'
+import { CAPTURE_NEEDS } from '../collectors/index.js'
 import type { Collector, Detach } from '../src/monitor/types.js'
 import { silentLogger } from '../src/log.js'
 import { fakeAccepted } from './helpers/store.js'
 
-const ALL = capturePlan(['console', 'network', 'page', 'interaction'])
+/** The plan of these categories over the daemon's own collector declarations. */
+const planOf = (categories: string[]) => capturePlan(categories, CAPTURE_NEEDS)
+const ALL = planOf(['console', 'network', 'page', 'interaction'])
 
 function harness(type = 'page') {
   const log: string[] = []
@@ -37,9 +40,10 @@ function harness(type = 'page') {
     'S1',
     undefined,
   )
-  const collector = (name: string, category?: Collector['category'], gate?: Promise<void>): Collector => ({
+  /** A collector the plan places as the daemon's collector of that name (planned), or one always attached. */
+  const collector = (name: string, planned = false, gate?: Promise<void>): Collector => ({
     name,
-    category,
+    capture: planned ? CAPTURE_NEEDS.find(c => c.name === name)?.capture : undefined,
     async attach(): Promise<Detach> {
       log.push(`attach ${name}`)
       if (gate) await gate
@@ -55,11 +59,11 @@ const emit = (e: Parameters<typeof fakeAccepted>[0]) => fakeAccepted(e)
 t.test("attach: the plan's domains in order, then every listed collector (and those without a category)", async t => {
   const h = harness()
   const cap = new TargetCapture(h.target, {
-    collectors: [h.collector('console', 'console'), h.collector('page', 'page'), h.collector('screenshot')],
+    collectors: [h.collector('console', true), h.collector('page', true), h.collector('screenshot')],
     emit,
     logger: silentLogger,
   })
-  const plan = capturePlan(['console', 'network'])
+  const plan = planOf(['console', 'network'])
   const domains = cap.enableDomains(plan)
   const collectors = cap.attachCollectors(plan)
   await Promise.all([domains, collectors])
@@ -84,10 +88,10 @@ t.test('live: off detaches then disables; on enables, waits for the answer, then
   const h = harness()
   const cap = new TargetCapture(h.target, {
     collectors: [
-      h.collector('console', 'console'),
-      h.collector('network', 'network'),
-      h.collector('page', 'page'),
-      h.collector('interaction', 'interaction'),
+      h.collector('console', true),
+      h.collector('network', true),
+      h.collector('page', true),
+      h.collector('interaction', true),
       h.collector('screenshot'),
     ],
     emit,
@@ -96,7 +100,7 @@ t.test('live: off detaches then disables; on enables, waits for the answer, then
   await Promise.all([cap.enableDomains(ALL), cap.attachCollectors(ALL)])
   h.log.length = 0
 
-  await cap.apply(capturePlan(['page']))
+  await cap.apply(planOf(['page']))
   t.same(
     h.log,
     ['detach console', 'detach network', 'detach interaction', 'Network.disable'],
@@ -104,21 +108,21 @@ t.test('live: off detaches then disables; on enables, waits for the answer, then
   )
   h.log.length = 0
 
-  await cap.apply(capturePlan(['console']))
+  await cap.apply(planOf(['console']))
   t.same(h.log, ['detach page', 'PerformanceTimeline.enable {"eventTypes":[]}', 'attach console'])
   h.log.length = 0
 
   // interaction joins console: Runtime is on already, nothing to enable.
-  await cap.apply(capturePlan(['console', 'interaction']))
+  await cap.apply(planOf(['console', 'interaction']))
   t.same(h.log, ['attach interaction'])
   h.log.length = 0
 
   // The same plan again: nothing at all.
-  await cap.apply(capturePlan(['console', 'interaction']))
+  await cap.apply(planOf(['console', 'interaction']))
   t.same(h.log, [])
 
   h.holding.add('Network.enable')
-  const applying = cap.apply(capturePlan(['console', 'interaction', 'network']))
+  const applying = cap.apply(planOf(['console', 'interaction', 'network']))
   await new Promise(r => setImmediate(r))
   t.same(
     h.log,
@@ -139,14 +143,14 @@ t.test(
       release = r
     })
     const cap = new TargetCapture(h.target, {
-      collectors: [h.collector('interaction', 'interaction', gate)],
+      collectors: [h.collector('interaction', true, gate)],
       emit,
       logger: silentLogger,
     })
-    const plan = capturePlan(['interaction'])
+    const plan = planOf(['interaction'])
     void cap.enableDomains(plan)
     const attaching = cap.attachCollectors(plan)
-    const off = cap.apply(capturePlan([]))
+    const off = cap.apply(planOf([]))
     await new Promise(r => setImmediate(r))
     t.same(
       h.log,
@@ -164,7 +168,7 @@ t.test(
 t.test('target closed: every collector detaches once, later changes send nothing', async t => {
   const h = harness()
   const cap = new TargetCapture(h.target, {
-    collectors: [h.collector('console', 'console'), h.collector('screenshot')],
+    collectors: [h.collector('console', true), h.collector('screenshot')],
     emit,
     logger: silentLogger,
   })
@@ -173,6 +177,6 @@ t.test('target closed: every collector detaches once, later changes send nothing
   h.target.close()
   h.target.close()
   t.same(h.log.sort(), ['detach console', 'detach screenshot'])
-  await cap.apply(capturePlan([]))
+  await cap.apply(planOf([]))
   t.same(h.log.length, 2, 'nothing sent after close')
 })

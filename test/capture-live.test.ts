@@ -5,6 +5,7 @@
 import t from 'tap'
 import CDP from 'chrome-remote-interface'
 import { autoAttachParams, capturePlan } from '../src/monitor/index.js'
+import { CAPTURE_NEEDS } from '../collectors/index.js'
 import { startBrowser } from './helpers/browser.js'
 import { daemonBehindRelay } from './helpers/cdp-relay.js'
 import { startServer, waitFor } from './helpers/http.js'
@@ -200,7 +201,7 @@ t.test(
         .sent('Target.setAutoAttach', sid)
         .slice(autoAttachBefore)
         .map(c => c.params),
-      [autoAttachParams(capturePlan(['page'])), autoAttachParams(capturePlan(['console']))],
+      [autoAttachParams(capturePlan(['page'], CAPTURE_NEEDS)), autoAttachParams(capturePlan(['console'], CAPTURE_NEEDS))],
     )
     t.equal(navSeqNow(), navSeq0 + navs - 1, 'nav_seq counted every navigation')
   },

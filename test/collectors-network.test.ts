@@ -399,7 +399,7 @@ t.test('body cap 0 (--network-body-max-bytes 0): no body fetched, none inlined, 
     },
   }
   const h = await startCollecting(t, [spy, createNetworkCollector({ bodyMaxBytes: 0 })], {
-    capture: fixedCapture(capturePlan(CAPTURE_CATEGORIES, { bodyMaxBytes: 0 })),
+    capture: fixedCapture(CAPTURE_CATEGORIES, 0),
   })
   const page = h.firstPage()
   // /page: an image and a small inline JSON POST; then a 100 KB POST (hasPostData without postData).

@@ -5,11 +5,11 @@
 import t from 'tap'
 import { startCollecting } from './helpers/collector-harness.js'
 import { createInteractionCollector } from '../collectors/interaction.js'
-import { capturePlan, fixedCapture } from '../src/monitor/index.js'
+import { fixedCapture } from '../src/monitor/index.js'
 
 t.test('console messages nobody listens to are never parsed; a later subscriber hears the next ones', async t => {
   const h = await startCollecting(t, [createInteractionCollector()], {
-    capture: fixedCapture(capturePlan(['interaction'])),
+    capture: fixedCapture(['interaction']),
   })
   const page = h.firstPage()
   // Count the CDP messages parsed that carry one of our markers (the client parses with JSON.parse).

@@ -22,7 +22,7 @@ import { startServer, waitFor } from './helpers/http.js'
 import { openStore, tempDir } from './helpers/store.js'
 import { FrameStore, type FrameStoreFs } from '../src/recording/frame-store.js'
 import { createRecordingCollector } from '../collectors/recording.js'
-import { Monitor, RECORDING, capturePlan } from '../src/monitor/index.js'
+import { Monitor, RECORDING, type CaptureSwitches } from '../src/monitor/index.js'
 import {
   CLICK_COLOR,
   RAF_PAGE,
@@ -435,14 +435,14 @@ t.test('a store that cannot keep up: frames dropped as a gap, every frame still 
   t.teardown(() => store.close())
   const screencast = createRecordingCollector({ sink: store, lastSeq: () => 0, maxFps: 10 })
   const { pipeline } = await openStore(t)
-  let plan = capturePlan([RECORDING])
-  const planListeners: ((p: ReturnType<typeof capturePlan>) => void)[] = []
+  let switches: CaptureSwitches = { enabled: [RECORDING] }
+  const planListeners: ((s: CaptureSwitches) => void)[] = []
   const monitor = new Monitor({
     cdpUrl: relay.url,
     emit: pipeline.emit,
     collectors: [screencast],
     capture: {
-      current: () => plan,
+      current: () => switches,
       onChange: l => {
         planListeners.push(l)
         return () => undefined
@@ -463,8 +463,8 @@ t.test('a store that cannot keep up: frames dropped as a gap, every frame still 
     'frames dropped under backpressure, 30 received',
   )
   // Recording off (as a PATCH would): the screencast stops; frames already on the wire are acked too.
-  plan = capturePlan([])
-  for (const l of planListeners) l(plan)
+  switches = { enabled: [] }
+  for (const l of planListeners) l(switches)
   await monitor.planApplied()
   await relay.until(() => relay.answered('Page.stopScreencast', sessionId) === 1, 10_000, 'the stop answered')
   await painted(relay, sessionId)

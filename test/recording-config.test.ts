@@ -2,6 +2,7 @@
 import t from 'tap'
 import { parseServeConfig, ConfigError } from '../src/config/config.js'
 import { capturePlan, CAPTURE_CATEGORIES, RECORDING } from '../src/monitor/index.js'
+import { CAPTURE_NEEDS } from '../collectors/index.js'
 import { jpegSize } from '../collectors/recording.js'
 
 t.test('--recording and its env twin; defaults; bad values refused', async t => {
@@ -51,16 +52,16 @@ t.test('--recording and its env twin; defaults; bad values refused', async t => 
 })
 
 t.test('the capture plan attaches the screencast collector to pages only, only while recording', async t => {
-  const off = capturePlan(CAPTURE_CATEGORIES)
+  const off = capturePlan(CAPTURE_CATEGORIES, CAPTURE_NEEDS)
   t.equal(off.recording, false)
   t.notOk(off.byTarget('page').collectors.includes(RECORDING))
-  const on = capturePlan([...CAPTURE_CATEGORIES, RECORDING])
+  const on = capturePlan([...CAPTURE_CATEGORIES, RECORDING], CAPTURE_NEEDS)
   t.equal(on.recording, true)
   t.ok(on.byTarget('page').collectors.includes(RECORDING))
   for (const type of ['iframe', 'worker', 'service_worker', 'background_page'] as const)
     t.notOk(on.byTarget(type).collectors.includes(RECORDING), type)
   t.same(on.categories, off.categories, 'recording is not a category')
-  t.same(capturePlan([RECORDING]).byTarget('page').domains, ['Page'], 'recording alone needs Page only')
+  t.same(capturePlan([RECORDING], CAPTURE_NEEDS).byTarget('page').domains, ['Page'], 'recording alone needs Page only')
 })
 
 t.test('jpegSize reads the SOF marker', async t => {

@@ -161,19 +161,19 @@ export async function startSinkList(d: Base & Identity & Store & Core & Symbols)
 }
 
 /**
- * The capture plan follows the enabled categories and the recording switch (PUT/PATCH of the
- * telemetry config applies either live).
+ * The capture plan's switches follow the enabled categories and the recording switch (PUT/PATCH of
+ * the telemetry config applies either live); the monitor builds the plan over its collectors.
  */
 function captureSource(d: Base & Core): CaptureSource {
-  const planOf = (categories: Iterable<string>) =>
-    capturePlan(d.recording.enabled ? [...categories, RECORDING] : categories, {
-      bodyMaxBytes: d.config.networkBodyMaxBytes,
-    })
+  const switchesOf = (categories: Iterable<string>) => ({
+    enabled: d.recording.enabled ? [...categories, RECORDING] : [...categories],
+    bodyMaxBytes: d.config.networkBodyMaxBytes,
+  })
   return {
-    current: () => planOf(d.pipeline.enabledCategories()),
+    current: () => switchesOf(d.pipeline.enabledCategories()),
     onChange: l => {
-      const offCategories = d.pipeline.onCategoriesChanged(c => l(planOf(c)))
-      const offRecording = d.recording.onChange(() => l(planOf(d.pipeline.enabledCategories())))
+      const offCategories = d.pipeline.onCategoriesChanged(c => l(switchesOf(c)))
+      const offRecording = d.recording.onChange(() => l(switchesOf(d.pipeline.enabledCategories())))
       return () => {
         offCategories()
         offRecording()

@@ -1,33 +1,20 @@
-// The capture plan: from the enabled categories, exactly which CDP domains each kind of
-// target gets, which collectors run on it (and so which scripts, bindings and body fetches), and
+// The capture plan: from the enabled categories and the collectors' own declarations (each
+// collector states its category, target types, CDP domains and page scripts: `capture` in
+// types.ts), exactly which CDP domains each kind of target gets, which collectors run on it, and
 // which targets are auto-attached at all. Pure; the monitor applies it (capture.ts), at attach and
-// live whenever the categories change. One place, so the cost table of docs/configuration.md and
-// the tests read it.
+// live whenever the categories change. A collector the plan cannot place is refused at startup
+// (checkCollectors), never silently left unattached.
 //
-// What each category truly needs (derived from the collectors and the event model):
-// - Page on every frame-bearing target (page, iframe, background_page) whatever is on: the monitor's
-//   own context (url, frame_id, loader_id, nav_seq) comes from Page.frameNavigated and the frame
-//   tree, and every context-bearing event carries it; the screenshot collector's active page and
-//   its capture-after-load come from Page events too. Never disabled while a target is attached
-//   (a navigation missed while off would leave nav_seq wrong for good).
-// - console: Runtime (consoleAPICalled, exceptionThrown) on every target that runs script.
-// - network: Network (requests, responses, post data up to the body cap; network_idle is computed
-//   from the page session's own requests) on every target; response/post-data bodies are fetched.
-// - page: PerformanceTimeline (layout-shift for page_layout_shift and the layout-settled rule, LCP)
-//   on pages and OOPIFs; on pages also Runtime, the Web Vitals binding and its new-document script
-//   in an isolated world (page_web_vital, page_long_animation_frame). page_navigation, DCL, load and the settle rules use Page (always on);
-//   page_navigation_settled is independent of network_idle, so page never needs Network.
-// - interaction: Runtime (a binding's calls are delivered only while Runtime is enabled, and
-//   Runtime.disable drops the binding: verified against Chromium), the binding, the new-document
-//   script in an isolated world, on pages and OOPIFs (workers have no DOM).
-// - screenshot: nothing per target beyond Page (captures go to the active page).
-// - recording (not a category: frames are not events; on while the capture config's recording is,
-//   the name 'recording' in the enabled set): the screencast collector on page targets, Page only.
-// - Auto-attach: OOPIFs only when a category reports from them (console, network, page,
-//   interaction); dedicated/shared/service workers only for console or network.
-import type { Category, TargetType } from '../events/index.js'
+// What the monitor itself needs, whatever the collectors declare: Page on every frame-bearing
+// target (page, iframe, background_page). Its own context (url, frame_id, loader_id, nav_seq)
+// comes from Page.frameNavigated and the frame tree, and every context-bearing event carries it;
+// a navigation missed while off would leave nav_seq wrong for good.
+//
+// Auto-attach follows from the targets the enabled collectors declare: OOPIFs while one of them
+// reports from iframes, dedicated/shared/service workers while one reports from workers.
+import { CATEGORIES, type Category, type TargetType } from '../events/index.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
-import { DOCUMENT_TYPES, FRAME_TYPES, WORKER_TYPES } from './target-types.js'
+import { FRAME_TYPES, WORKER_TYPES } from './target-types.js'
 
 /** Categories whose capture needs CDP work on targets. */
 export const CAPTURE_CATEGORIES = ['console', 'network', 'page', 'interaction', 'screenshot'] as const
@@ -47,13 +34,33 @@ export const TIMELINE_EVENT_TYPES = ['layout-shift', 'largest-contentful-paint']
 /** The network collector's default body cap. */
 export const DEFAULT_BODY_MAX_BYTES = DEFAULT_SETTINGS.networkBodyMaxBytes
 
+/** What a collector needs from the plan; it is attached to a target only while its category is on. */
+export interface CaptureNeeds {
+  /** The category it reports (or the screen recording); the collector runs while it is on. */
+  category: Category | typeof RECORDING
+  /** The target types it attaches to ('all': every attached target, unknown types included). */
+  targets: readonly TargetType[] | 'all'
+  /** CDP domains it needs on those targets, beyond the monitor's own Page on frame targets. */
+  domains: readonly PlanDomain[]
+  /** Page scripts it installs on those targets (binding and new-document script in an isolated world). */
+  pageScripts?: readonly string[]
+  /** It reads request and response bodies (Network.getResponseBody, post data up to the body cap). */
+  bodies?: boolean
+}
+
+/** A collector as the plan sees it: its name and, when the plan places it, its needs (absent: always attached). */
+export interface PlannedCollector {
+  readonly name: string
+  readonly capture?: CaptureNeeds
+}
+
 export interface TargetPlan {
   /** Domains enabled on the target, in PLAN_DOMAINS order. */
   domains: PlanDomain[]
-  /** Collector categories attached to the target (their listeners, state, scripts, bindings), and the recording. */
-  collectors: PlanCollector[]
-  /** The interaction binding + new-document script (isolated world) are installed. */
-  interactionScript: boolean
+  /** Names of the planned collectors attached to the target, in list order. */
+  collectors: string[]
+  /** Page scripts installed on the target, in list order. */
+  pageScripts: string[]
 }
 
 export interface CapturePlan {
@@ -78,51 +85,72 @@ export interface CapturePlanOptions {
   bodyMaxBytes?: number
 }
 
-/** The capture plan of an enabled-category set (monitor, control, connection, system, captcha need nothing from targets). */
-export function capturePlan(enabled: Iterable<Category | string>, opts: CapturePlanOptions = {}): CapturePlan {
+const PLACEABLE: ReadonlySet<string> = new Set([...CATEGORIES, RECORDING])
+
+/**
+ * Refuses a collector list the plan cannot place: a category that is no event category (nor the
+ * recording), no target types, an unknown domain, a name used twice. Run at startup, so a collector
+ * added without a usable declaration stops the daemon with this message instead of never attaching.
+ */
+export function checkCollectors(collectors: readonly PlannedCollector[]): void {
+  const names = new Set<string>()
+  for (const c of collectors) {
+    if (names.has(c.name)) throw new Error(`collector '${c.name}' is listed twice`)
+    names.add(c.name)
+    const need = c.capture
+    if (!need) continue
+    const where = `collector '${c.name}'`
+    if (!PLACEABLE.has(need.category))
+      throw new Error(`${where}: category '${String(need.category)}' is not one of ${[...PLACEABLE].join(', ')}`)
+    if (need.targets !== 'all' && need.targets.length === 0) throw new Error(`${where}: declares no target types`)
+    for (const d of need.domains)
+      if (!(PLAN_DOMAINS as readonly string[]).includes(d))
+        throw new Error(`${where}: domain '${String(d)}' is not one of ${PLAN_DOMAINS.join(', ')}`)
+  }
+}
+
+function reaches(need: CaptureNeeds, type: TargetType): boolean {
+  return need.targets === 'all' || need.targets.includes(type)
+}
+
+/** The capture plan of an enabled-category set over the collectors' declarations (monitor, control, connection, system, captcha need nothing from targets). */
+export function capturePlan(
+  enabled: Iterable<Category | string>,
+  collectors: readonly PlannedCollector[],
+  opts: CapturePlanOptions = {},
+): CapturePlan {
   const on = new Set(enabled)
-  const categories = CAPTURE_CATEGORIES.filter(c => on.has(c))
-  const has = (c: PlanCollector) => on.has(c)
-  const attachIframes = has('console') || has('network') || has('page') || has('interaction')
-  const attachWorkers = has('console') || has('network')
+  const active = collectors.flatMap(c =>
+    c.capture && on.has(c.capture.category) ? [{ name: c.name, need: c.capture }] : [],
+  )
   const byType = new Map<TargetType, TargetPlan>()
   const byTarget = (type: TargetType): TargetPlan => {
     let p = byType.get(type)
-    if (!p) byType.set(type, (p = targetPlan(has, type)))
+    if (!p) byType.set(type, (p = targetPlan(active, type)))
     return p
   }
   const bodyMaxBytes = Math.max(0, opts.bodyMaxBytes ?? DEFAULT_BODY_MAX_BYTES)
-  const bodies = has('network') && bodyMaxBytes > 0
+  const bodies = active.some(a => a.need.bodies) && bodyMaxBytes > 0
   return {
-    categories,
-    recording: has(RECORDING),
-    attachIframes,
-    attachWorkers,
+    categories: CAPTURE_CATEGORIES.filter(c => on.has(c)),
+    recording: on.has(RECORDING),
+    attachIframes: active.some(a => reaches(a.need, 'iframe')),
+    attachWorkers: active.some(a => [...WORKER_TYPES].some(w => reaches(a.need, w))),
     bodies,
     maxPostDataSize: bodies ? bodyMaxBytes : 0,
     byTarget,
   }
 }
 
-function targetPlan(has: (c: PlanCollector) => boolean, type: TargetType): TargetPlan {
-  const frames = FRAME_TYPES.has(type)
-  const documents = DOCUMENT_TYPES.has(type)
-  const interaction = documents && has('interaction')
-  const want: Record<PlanDomain, boolean> = {
-    Page: frames,
-    // The Web Vitals binding on pages (page category) needs Runtime like the interaction one.
-    Runtime: has('console') || interaction || (type === 'page' && has('page')),
-    Network: has('network'),
-    PerformanceTimeline: documents && has('page'),
+function targetPlan(active: readonly { name: string; need: CaptureNeeds }[], type: TargetType): TargetPlan {
+  const here = active.filter(a => reaches(a.need, type))
+  const want = new Set<PlanDomain>(here.flatMap(a => a.need.domains))
+  if (FRAME_TYPES.has(type)) want.add('Page')
+  return {
+    domains: PLAN_DOMAINS.filter(d => want.has(d)),
+    collectors: here.map(a => a.name),
+    pageScripts: here.flatMap(a => a.need.pageScripts ?? []),
   }
-  const collectors: PlanCollector[] = []
-  if (has('console')) collectors.push('console')
-  if (has('network')) collectors.push('network')
-  if (documents && has('page')) collectors.push('page')
-  if (interaction) collectors.push('interaction')
-  if (type === 'page' && has(RECORDING)) collectors.push(RECORDING)
-  // The screenshot collector follows pages itself (always attached; it captures only while on).
-  return { domains: PLAN_DOMAINS.filter(d => want[d]), collectors, interactionScript: interaction }
 }
 
 /** Whether the plan auto-attaches a target of this CDP type (pages and anything unknown always). */

@@ -1,5 +1,5 @@
 // Applies the capture plan (capture-plan.ts) to one attached target: enables the plan's domains and
-// attaches the collectors of the enabled categories at attach time, and on a category change
+// attaches the collectors the plan places there at attach time, and on a category change
 // detaches the collectors switched off, disables / enables the domains that changed and attaches
 // the collectors switched on, on the same session (no reattach; other categories' state untouched).
 import type { Protocol } from 'devtools-protocol'
@@ -11,21 +11,46 @@ import {
   CAPTURE_CATEGORIES,
   type CapturePlan,
   type PlanDomain,
+  type PlannedCollector,
 } from './capture-plan.js'
 import type { AttachedTarget } from './target-session.js'
 import { IGNORED_CDP_TYPES, WORKER_TYPES } from './target-types.js'
 import type { Collector, Detach } from './types.js'
 
-/** Where the monitor reads the plan and hears about changes (src/daemon/steps.ts: from the pipeline's categories). */
+/** What the plan is built from: the enabled set ('recording' in it while the recording is on) and the body cap. */
+export interface CaptureSwitches {
+  enabled: Iterable<string>
+  /** The body cap in bytes (absent: the default). */
+  bodyMaxBytes?: number
+}
+
+/** Where the monitor reads the switches and hears about changes (src/daemon/steps.ts: from the pipeline's categories). */
 export interface CaptureSource {
+  current(): CaptureSwitches
+  /** Returns the unsubscribe. */
+  onChange(listener: (switches: CaptureSwitches) => void): () => void
+}
+
+/** The plans of a source's switches over one collector list (the monitor's), in force and on change. */
+export interface PlanSource {
   current(): CapturePlan
   /** Returns the unsubscribe. */
   onChange(listener: (plan: CapturePlan) => void): () => void
 }
 
-/** Every capture category on: what a monitor without a source does (tests, tools). */
-export function fixedCapture(plan: CapturePlan = capturePlan(CAPTURE_CATEGORIES)): CaptureSource {
-  return { current: () => plan, onChange: () => () => undefined }
+/** Fixed switches: what a monitor without a source does (tests, tools), every capture category on by default. */
+export function fixedCapture(enabled: Iterable<string> = CAPTURE_CATEGORIES, bodyMaxBytes?: number): CaptureSource {
+  const switches = { enabled: [...enabled], bodyMaxBytes }
+  return { current: () => switches, onChange: () => () => undefined }
+}
+
+/** The plan source of a switch source over the collectors the monitor attaches. */
+export function planSource(source: CaptureSource, collectors: readonly PlannedCollector[]): PlanSource {
+  const planOf = (s: CaptureSwitches) => capturePlan(s.enabled, collectors, { bodyMaxBytes: s.bodyMaxBytes })
+  return {
+    current: () => planOf(source.current()),
+    onChange: l => source.onChange(s => l(planOf(s))),
+  }
 }
 
 /** Target.setAutoAttach parameters of a plan: paused until set up, flattened, filtered to what the plan watches. */
@@ -86,7 +111,7 @@ export class TargetCapture {
     const tp = plan.byTarget(this.target.targetType)
     const collectors = Promise.all(
       this.opts.collectors.map(c => {
-        if (c.category !== undefined && !tp.collectors.includes(c.category)) return undefined
+        if (c.capture !== undefined && !tp.collectors.includes(c.name)) return undefined
         return this.attachCollector(c)
       }),
     )
@@ -108,7 +133,7 @@ export class TargetCapture {
   private async applyNow(plan: CapturePlan): Promise<void> {
     if (this.closed || this.target.closed) return
     const tp = plan.byTarget(this.target.targetType)
-    const wanted = (c: Collector) => c.category === undefined || tp.collectors.includes(c.category)
+    const wanted = (c: Collector) => c.capture === undefined || tp.collectors.includes(c.name)
     // Off first: a collector stops (listeners, scripts, bindings) before its domain goes.
     for (const [c, detach] of [...this.attached]) {
       if (wanted(c)) continue
@@ -124,7 +149,7 @@ export class TargetCapture {
     if (this.closed || this.target.closed) return
     await Promise.all(
       this.opts.collectors
-        .filter(c => c.category !== undefined && wanted(c) && !this.attached.has(c))
+        .filter(c => c.capture !== undefined && wanted(c) && !this.attached.has(c))
         .map(c => this.attachCollector(c)),
     )
   }

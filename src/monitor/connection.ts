@@ -7,7 +7,7 @@ import type { Emit } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import type { Bounds } from '../pipeline/bounds.js'
 import { withTimeout } from '../util/with-timeout.js'
-import { autoAttachParams, sameAttachFilter, TargetCapture, type CaptureSource } from './capture.js'
+import { autoAttachParams, sameAttachFilter, TargetCapture, type PlanSource } from './capture.js'
 import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
@@ -80,7 +80,7 @@ export interface ConnectionOptions {
   wsUrl: string
   collectors: readonly Collector[]
   /** Which domains, collectors and auto-attached targets the enabled categories need (applied live). */
-  capture: CaptureSource
+  capture: PlanSource
   emit: Emit
   logger: Logger
   /** Bound on collectors' attach at a target's setup before it is announced anyway. */

@@ -15,6 +15,7 @@ export type { TargetInfo } from './target-types.js'
 export { targetTypeOf } from './target-types.js'
 export {
   capturePlan,
+  checkCollectors,
   CAPTURE_CATEGORIES,
   PLAN_DOMAINS,
   TIMELINE_EVENT_TYPES,
@@ -22,9 +23,9 @@ export {
   planAttaches,
   RECORDING,
 } from './capture-plan.js'
-export type { CapturePlanOptions } from './capture-plan.js'
+export type { CaptureNeeds, CapturePlanOptions, PlannedCollector } from './capture-plan.js'
 export { autoAttachParams, fixedCapture } from './capture.js'
-export type { CaptureSource } from './capture.js'
+export type { CaptureSource, CaptureSwitches } from './capture.js'
 export { InitStepError, ConnectError } from './connection.js'
 export { ConnectionClosedError } from './cdp-client.js'
 export { ProtocolError, ProtocolErrorLog, classifyProtocolError, toProtocolError } from './protocol-error.js'

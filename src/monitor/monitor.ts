@@ -18,7 +18,8 @@ import { ProtocolErrorLog } from './protocol-error.js'
 import type { BrowserExit, MonitorEventMap, MonitorState, MonitorStatus, MonitorView } from './status.js'
 import type { TargetInfo } from './target-types.js'
 import type { Collector } from './types.js'
-import { fixedCapture, type CaptureSource } from './capture.js'
+import { fixedCapture, planSource, type CaptureSource, type PlanSource } from './capture.js'
+import { checkCollectors } from './capture-plan.js'
 
 export type { BrowserExit, MonitorState } from './status.js'
 
@@ -50,7 +51,7 @@ export interface MonitorOptions {
   launch?: MonitorLaunchOptions
   emit: Emit
   collectors?: readonly Collector[]
-  /** The capture plan and its changes (default: every capture category on, fixed). */
+  /** The enabled categories and body cap the capture plan is built from, and their changes (default: every capture category on, fixed). */
   capture?: CaptureSource
   logger?: Logger
   reconnect?: Partial<ReconnectOptions>
@@ -101,7 +102,7 @@ export class Monitor implements MonitorView {
   /** Aborted by stop(): cancels backoff sleeps and the reconnect loop. */
   private readonly stopping = new AbortController()
   private reconnecting: Promise<void> | undefined
-  private readonly capture: CaptureSource
+  private readonly capture: PlanSource
 
   constructor(opts: MonitorOptions) {
     this.opts = opts
@@ -109,7 +110,9 @@ export class Monitor implements MonitorView {
     this.logger = opts.logger ?? silentLogger
     this.errors = new ProtocolErrorLog({ logger: this.logger })
     this.launchPort = opts.launch?.port
-    this.capture = opts.capture ?? fixedCapture()
+    // A collector the plan cannot place stops the daemon here, with the reason.
+    checkCollectors(opts.collectors ?? [])
+    this.capture = planSource(opts.capture ?? fixedCapture(), opts.collectors ?? [])
     this.bounds = opts.bounds ?? new Bounds()
     // The daemon's steps (src/daemon/), /healthz, metrics and collectors may all listen; the default
     // cap of 10 would warn.

@@ -3,7 +3,7 @@
 import type { ProtocolMapping } from 'devtools-protocol/types/protocol-mapping.js'
 import type { Context, TargetType } from '../events/index.js'
 import type { Emit } from '../pipeline/pipeline.js'
-import type { PlanCollector } from './capture-plan.js'
+import type { CaptureNeeds } from './capture-plan.js'
 
 export type CdpCommand = keyof ProtocolMapping.Commands
 export type CdpEvent = keyof ProtocolMapping.Events
@@ -12,7 +12,15 @@ export type CommandResult<M extends CdpCommand> = ProtocolMapping.Commands[M]['r
 export type EventParams<E extends CdpEvent> = ProtocolMapping.Events[E][0]
 
 // What non-CDP collectors (collectors/system.ts) read of the monitor.
-export type { CaptureCategory, CapturePlan, PlanCollector, PlanDomain, TargetPlan } from './capture-plan.js'
+export type {
+  CaptureCategory,
+  CaptureNeeds,
+  CapturePlan,
+  PlanCollector,
+  PlanDomain,
+  PlannedCollector,
+  TargetPlan,
+} from './capture-plan.js'
 export type { BrowserExit, MonitorEventSource, MonitorState, MonitorStatus, MonitorView } from './status.js'
 // Target types collectors decide by (the monitor's own sets, one leaf).
 export { DOCUMENT_TYPES } from './target-types.js'
@@ -66,13 +74,14 @@ export type BrowserScope = CdpSession
 export interface Collector {
   readonly name: string
   /**
-   * The category the capture plan attaches this collector for: attach() runs on a target only while
-   * the plan lists it for that target (at attach, or later when switched on), and its detach runs
-   * when the category is switched off. Absent: attached to every target for its whole life.
-   * Domains are the plan's job (the monitor enables them before attach's answers matter); a
-   * collector only subscribes and sets up its own extras (scripts, bindings).
+   * What the capture plan places this collector by: its category, target types, CDP domains and
+   * page scripts. attach() runs on a target only while the plan lists it there (at attach, or later
+   * when its category is switched on), and its detach runs when the category is switched off.
+   * Absent: attached to every target for its whole life. Domains are the plan's job (the monitor
+   * enables them before attach's answers matter); a collector only subscribes and sets up its own
+   * extras (scripts, bindings).
    */
-  readonly category?: PlanCollector
+  readonly capture?: CaptureNeeds
   /**
    * Called for every attached target while it is still paused (waitForDebuggerOnStart), right after
    * the monitor sent the plan's domain enables: subscribe and set up the collector's own extras
