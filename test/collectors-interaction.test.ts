@@ -80,6 +80,8 @@ t.test('interaction events through the monitor', async t => {
   const sessions: TargetSession[] = []
   const spy: Collector = {
     name: 'spy',
+    // Placed by the plan as the interaction collector is: its domains and binding come with it.
+    capture: collector.capture,
     attach: (s, emit) => {
       sessions.push(s)
       return collector.attach!(s, emit)
