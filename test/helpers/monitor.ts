@@ -1,6 +1,6 @@
 // Shared bits of the monitor tests: a recording emit and a minimal console collector.
 import type { Emit, EventInput, Pipeline } from '../../src/pipeline/pipeline.js'
-import type { Collector, TargetSession } from '../../src/monitor/index.js'
+import type { CaptureNeeds, Collector, TargetSession } from '../../src/monitor/index.js'
 
 /** Wraps pipeline.emit (validation + gating stay real) and remembers every accepted input. */
 export function recordingEmit(pipeline: Pipeline): {
@@ -21,6 +21,8 @@ export function recordingEmit(pipeline: Pipeline): {
 export function consoleCollector(): Collector & { attached: TargetSession[]; detached: number } {
   const c = {
     name: 'test-console',
+    // Placed as the console collector is: Runtime on every target, OOPIFs and workers auto-attached.
+    capture: { category: 'console', targets: 'all', domains: ['Runtime'] } satisfies CaptureNeeds,
     attached: [] as TargetSession[],
     detached: 0,
     async attach(session: TargetSession, emit: Emit) {
