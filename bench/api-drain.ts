@@ -35,7 +35,7 @@ function next(child: ChildProcess, kind: string): Promise<Msg> {
 /** Child: seed the log, serve it, answer {kind:'raw'} with the time of a raw drain of the same pages. */
 async function daemon(dir: string): Promise<void> {
   const { createApiApp } = await import('../src/api/app.js')
-  const { ALL_SCOPES, TokenSet } = await import('../src/api/auth.js')
+  const { ALL_SCOPES, TokenSet } = await import('../src/identity/tokens.js')
   const { startApiServer } = await import('../src/api/server.js')
   const { CONFIGURABLE_CATEGORIES } = await import('../src/events/index.js')
   const { Pipeline } = await import('../src/pipeline/pipeline.js')

@@ -17,9 +17,9 @@ import { ProtobufLogsSerializer } from '@opentelemetry/otlp-transformer'
 import { EventLog } from '../src/store/event-log.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'
 import { silentLogger } from '../src/log.js'
-import { startOtlp } from '../src/ship/otlp.js'
-import { logRecordOf, navigationSpanOf, parseEnvelope, sharedOf } from '../src/ship/otlp-model.js'
-import type { Sink } from '../src/ship/sink.js'
+import { startOtlp } from '../src/otlp/otlp-sink.js'
+import { logRecordOf, navigationSpanOf, parseEnvelope, sharedOf } from '../src/otlp/model.js'
+import type { Sink } from '../src/sink/sink.js'
 import { committedOf, filledLog, fmt, median, realisticEvent, withTempDir } from './common.js'
 
 const N = Number(process.env.N ?? 50_000)

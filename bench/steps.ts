@@ -8,7 +8,7 @@
 //   npx tsx bench/steps.ts            STEPS=1000 RUNS=5 npx tsx bench/steps.ts
 import { WebSocket, WebSocketServer } from 'ws'
 import { createApiApp } from '../src/api/app.js'
-import { TokenSet } from '../src/api/auth.js'
+import { TokenSet } from '../src/identity/tokens.js'
 import { startApiServer } from '../src/api/server.js'
 import { registerIngestRoutes } from '../src/api/routes/ingest.js'
 import { registerStepRoutes } from '../src/api/routes/steps.js'

@@ -3,7 +3,7 @@
 // Usage: node --import tsx bench/uploads-server.ts <work-dir>
 import { join } from 'node:path'
 import { createApiApp } from '../src/api/app.js'
-import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
+import { ALL_SCOPES, TokenSet } from '../src/identity/tokens.js'
 import { registerUploadRoutes } from '../src/api/routes/uploads.js'
 import { startApiServer } from '../src/api/server.js'
 import { Pipeline } from '../src/pipeline/pipeline.js'

@@ -8,7 +8,7 @@
 import { join } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
 import { createApiApp } from '../src/api/app.js'
-import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
+import { ALL_SCOPES, TokenSet } from '../src/identity/tokens.js'
 import { loadViewerAssets, registerViewerRoutes } from '../src/api/routes/viewer.js'
 import { startApiServer } from '../src/api/server.js'
 import { CHROMIUM_FLAGS } from '../src/monitor/launch.js'

@@ -1,7 +1,7 @@
-// Wiring only: startDaemon runs the startup steps of daemon/ in order. Each step takes the typed
-// record of what the steps before it built and returns its own part and how to stop it; shutdown
-// runs those stops in reverse. To add a part: write one step function in daemon/ (steps.ts for
-// capture, serve-steps.ts for serving; its parameter type says what it reads) and call it here at
+// Wiring only: startDaemon runs the startup stages of daemon/ in order. Each stage takes the typed
+// record of what the stages before it built and returns its own part and how to stop it; shutdown
+// runs those stops in reverse. To add a part: write one stage function in daemon/ (stages.ts for
+// capture, serve-stages.ts for serving; its parameter type says what it reads) and call it here at
 // its place in the order.
 import type { ServeConfig } from './config/config.js'
 import { createLogger } from './log.js'
@@ -25,7 +25,7 @@ import {
   startMonitor,
   startSinkList,
   startSystem,
-} from './daemon/steps.js'
+} from './daemon/stages.js'
 import {
   announceReady,
   attachMetrics,
@@ -33,11 +33,11 @@ import {
   prepareUploads,
   startApi,
   startProxy,
-  startSteps,
-} from './daemon/serve-steps.js'
-import type { Base, DaemonOptions, Started, StopStep } from './daemon/parts.js'
+  startAgentSteps,
+} from './daemon/serve-stages.js'
+import type { Base, DaemonOptions, Started, StopStage } from './daemon/parts.js'
 
-export { packageVersion, type DaemonOptions, type StopStep } from './daemon/parts.js'
+export { packageVersion, type DaemonOptions, type StopStage } from './daemon/parts.js'
 
 export interface DaemonHandle {
   /** e.g. http://127.0.0.1:10222 */
@@ -69,44 +69,44 @@ export interface DaemonHandle {
 }
 
 /**
- * Startup order: config → store → pipeline → source maps → ship → monitor → system → uploads → steps →
+ * Startup order: config → store → pipeline → source maps → ship → monitor → system → uploads → agent steps →
  * perf traces → api → proxy → metrics → ready. Shutdown is the reverse: metrics, proxy, API (streams
  * end), a running perf trace (dropped), extension metadata, system, monitor, the shipper (last acks, watermark saved), then the log (flushed and closed last,
  * so every producer's final events are stored).
  */
 export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {}): Promise<DaemonHandle> {
   const logger = opts.logger ?? createLogger(config.logLevel, redactorOf(config))
-  const stops: { name: string; stop: StopStep }[] = []
+  const stops: { name: string; stop: StopStage }[] = []
   const stopAll = async () => {
     for (const { name, stop } of stops.splice(0).reverse()) {
       try {
         await stop()
       } catch (err) {
-        logger.error({ step: name, err }, 'shutdown step failed')
+        logger.error({ stage: name, err }, 'shutdown stage failed')
       }
     }
   }
-  /** Awaits one step and keeps its stop (a step that throws cleans up after itself). */
-  const step = async <Part>(name: string, started: Started<Part> | Promise<Started<Part>>): Promise<Part> => {
+  /** Awaits one stage and keeps its stop (a stage that throws cleans up after itself). */
+  const stage = async <Part>(name: string, started: Started<Part> | Promise<Started<Part>>): Promise<Part> => {
     const { part, stop } = await started
     if (stop) stops.push({ name, stop })
     return part
   }
   try {
     const base: Base = { config, logger, opts }
-    const identity = { ...base, ...(await step('config', resolveIdentity(base))) }
-    const stored = { ...identity, ...(await step('store', openStore(identity))) }
-    const core = { ...stored, ...(await step('pipeline', buildPipeline(stored))) }
-    const mapped = { ...core, ...(await step('sourcemaps', openSourceMaps(core))) }
-    const shipping = { ...mapped, ...(await step('sinks', startSinkList(mapped))) }
-    const browser = { ...shipping, ...(await step('monitor', startMonitor(shipping))) }
-    const system = { ...browser, ...(await step('system', startSystem(browser))) }
-    const uploads = { ...system, ...(await step('uploads', prepareUploads(system))) }
-    const agent = { ...uploads, ...(await step('steps', startSteps(uploads))) }
-    const traced = { ...agent, ...(await step('perf-traces', openPerfTraces(agent))) }
-    const served = { ...traced, ...(await step('api', startApi(traced))) }
-    const d = { ...served, ...(await step('proxy', startProxy(served))) }
-    await step('metrics', attachMetrics(d))
+    const identity = { ...base, ...(await stage('config', resolveIdentity(base))) }
+    const stored = { ...identity, ...(await stage('store', openStore(identity))) }
+    const core = { ...stored, ...(await stage('pipeline', buildPipeline(stored))) }
+    const mapped = { ...core, ...(await stage('sourcemaps', openSourceMaps(core))) }
+    const shipping = { ...mapped, ...(await stage('sinks', startSinkList(mapped))) }
+    const browser = { ...shipping, ...(await stage('monitor', startMonitor(shipping))) }
+    const system = { ...browser, ...(await stage('system', startSystem(browser))) }
+    const uploads = { ...system, ...(await stage('uploads', prepareUploads(system))) }
+    const agent = { ...uploads, ...(await stage('agent-steps', startAgentSteps(uploads))) }
+    const traced = { ...agent, ...(await stage('perf-traces', openPerfTraces(agent))) }
+    const served = { ...traced, ...(await stage('api', startApi(traced))) }
+    const d = { ...served, ...(await stage('proxy', startProxy(served))) }
+    await stage('metrics', attachMetrics(d))
     announceReady(d)
     let closing: Promise<void> | undefined
     return {

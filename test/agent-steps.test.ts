@@ -4,7 +4,7 @@
 // a refusal). The CDP side and Playwright are in agent-steps-browser.test.ts.
 import t, { type Test } from 'tap'
 import { createApiApp } from '../src/api/app.js'
-import { TokenSet } from '../src/api/auth.js'
+import { TokenSet } from '../src/identity/tokens.js'
 import { startApiServer } from '../src/api/server.js'
 import { registerStepRoutes } from '../src/api/routes/steps.js'
 import { StepRegistry, StepError, STEP_LIMITS, parseTraceparent } from '../src/agent/step-registry.js'

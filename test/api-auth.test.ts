@@ -2,7 +2,7 @@
 import t from 'tap'
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ALL_SCOPES, TokenError, TokenSet, loadTokens, parseTokenFile } from '../src/api/auth.js'
+import { ALL_SCOPES, TokenError, TokenSet, loadTokens, parseTokenFile } from '../src/identity/tokens.js'
 import { tempDir } from './helpers/store.js'
 
 t.test('TokenSet: lookup by exact token, scopes kept apart', async t => {

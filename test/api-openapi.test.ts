@@ -5,7 +5,7 @@ import t from 'tap'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { BROWSER_ID, startApi } from './helpers/api.js'
 import { registerActionRoutes } from '../src/api/routes/actions.js'
-import type { EventReader } from '../src/api/telemetry-source.js'
+import type { EventReader } from '../src/sse/telemetry-source.js'
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete']
 

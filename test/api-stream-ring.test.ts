@@ -3,8 +3,8 @@
 // a store replay over to the ring, and forgetting everything when commits went by unseen.
 import t, { type Test } from 'tap'
 import type { ServerResponse } from 'node:http'
-import { FrameRing } from '../src/api/frame-ring.js'
-import { TelemetryStreams, frames } from '../src/api/telemetry-stream.js'
+import { MessageRing } from '../src/sse/message-ring.js'
+import { TelemetryStreams, sseMessages } from '../src/sse/telemetry-streams.js'
 import type { EventLog, StoredRecord } from '../src/store/event-log.js'
 import type { EventInput } from '../src/pipeline/pipeline.js'
 import { waitFor } from './helpers/http.js'
@@ -40,7 +40,7 @@ async function emitEach(log: EventLog, emit: () => void, n: number): Promise<voi
 /** Frame bytes of the stored records from..to (what the ring holds for them, one batch per record). */
 async function frameBytes(log: EventLog, from: number, to: number): Promise<number> {
   const page = await log.read({ order: 'asc', limit: to - from + 1, cursor: from })
-  return page.records.reduce((a, r) => a + frames([r]).buf.length, 0)
+  return page.records.reduce((a, r) => a + sseMessages([r]).buf.length, 0)
 }
 
 /**
@@ -66,10 +66,10 @@ async function ringHub(t: Test, o: { ringOf: [number, number]; pageSize: number;
   return { log, pipeline, streams, reads, ringBytes, liveDone }
 }
 
-t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the next frame', async t => {
-  const batch = (seqs: number[]) => frames(seqs.map(record))
+t.test('MessageRing: byte bound, eviction moves coveredAfter, slices start at the next frame', async t => {
+  const batch = (seqs: number[]) => sseMessages(seqs.map(record))
   const size = (seqs: number[]) => seqs.reduce((a, s) => a + frameText(s).length, 0)
-  const ring = new FrameRing(size([1, 2, 3, 4, 5, 6]))
+  const ring = new MessageRing(size([1, 2, 3, 4, 5, 6]))
   t.equal(ring.coveredAfter, undefined)
   t.equal(ring.after(0), 'behind', 'an empty ring knows nothing')
 
@@ -112,7 +112,7 @@ t.test('FrameRing: byte bound, eviction moves coveredAfter, slices start at the 
   t.equal(ring.after(19), 'behind')
 
   // The bound holds after every append, and coverage never goes back.
-  const small = new FrameRing(1000)
+  const small = new MessageRing(1000)
   let covered = -1
   for (let s = 100; s < 400; s += 3) {
     small.append(batch([s, s + 1, s + 2]))

@@ -8,7 +8,7 @@ import { BROWSER_ID, TOKEN, startApi, type TestApi } from './helpers/api.js'
 import { waitFor } from './helpers/http.js'
 import { RecordingResponse, dechunk } from './helpers/sse.js'
 import { openStore } from './helpers/store.js'
-import { TelemetryStreams } from '../src/api/telemetry-stream.js'
+import { TelemetryStreams } from '../src/sse/telemetry-streams.js'
 import type { Envelope } from '../src/events/index.js'
 import type { EventInput } from '../src/pipeline/pipeline.js'
 

@@ -201,7 +201,10 @@ t.test(
         .sent('Target.setAutoAttach', sid)
         .slice(autoAttachBefore)
         .map(c => c.params),
-      [autoAttachParams(capturePlan(['page'], CAPTURE_NEEDS)), autoAttachParams(capturePlan(['console'], CAPTURE_NEEDS))],
+      [
+        autoAttachParams(capturePlan(['page'], CAPTURE_NEEDS)),
+        autoAttachParams(capturePlan(['console'], CAPTURE_NEEDS)),
+      ],
     )
     t.equal(navSeqNow(), navSeq0 + navs - 1, 'nav_seq counted every navigation')
   },

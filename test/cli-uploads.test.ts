@@ -45,7 +45,7 @@ t.test('upload-zip and extension upload|list|get|download|delete', async t => {
   await mkdir(uploadRoot)
   // Extension metadata in its own database (the daemon's is opened inside startDaemon).
   const store = await ExtensionStore.open({ dir: join(dir, 'extensions'), db: await openExtensionMeta(t) })
-  // Mounted only when the daemon's API step (src/daemon/serve-steps.ts) has not wired them.
+  // Mounted only when the daemon's API step (src/daemon/serve-stages.ts) has not wired them.
   const wire = (r: ApiRouter) => {
     if (!r.routes.some(x => x.operationId === 'uploadZip')) {
       registerUploadRoutes(r, {

@@ -7,13 +7,7 @@ import { startCollecting, type Recorded } from './helpers/collector-harness.js'
 import { closedPort } from './helpers/ports.js'
 import { createNetworkCollector } from '../collectors/network.js'
 import { createPageCollector } from '../collectors/page.js'
-import {
-  capturePlan,
-  CAPTURE_CATEGORIES,
-  fixedCapture,
-  type Collector,
-  type TargetSession,
-} from '../src/monitor/index.js'
+import { CAPTURE_CATEGORIES, fixedCapture, type Collector, type TargetSession } from '../src/monitor/index.js'
 
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',

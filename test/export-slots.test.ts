@@ -4,7 +4,7 @@
 // once its export ended, also when the client went away.
 import t, { type Test } from 'tap'
 import { createApiApp } from '../src/api/app.js'
-import { ALL_SCOPES, TokenSet } from '../src/api/auth.js'
+import { ALL_SCOPES, TokenSet } from '../src/identity/tokens.js'
 import { registerBundleRoutes } from '../src/api/routes/bundle.js'
 import { registerTraceRoutes } from '../src/api/routes/trace.js'
 import { startApiServer } from '../src/api/server.js'

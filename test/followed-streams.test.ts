@@ -2,8 +2,8 @@
 // the `: lagging` cut of a client that stops reading, keepalives, a broken feed ending the stream,
 // and the client cap. No NATS: the source is an array and a callback.
 import t from 'tap'
-import { FollowedStreams } from '../src/api/followed-streams.js'
-import type { FollowedSource } from '../src/api/telemetry-source.js'
+import { FollowedStreams } from '../src/sse/followed-streams.js'
+import type { FollowedSource } from '../src/sse/telemetry-source.js'
 import type { ReadQuery, ReadResult, StoredRecord } from '../src/store/event-log.js'
 import { RecordingResponse } from './helpers/sse.js'
 import { waitFor } from './helpers/http.js'

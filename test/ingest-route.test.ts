@@ -2,7 +2,7 @@
 // 200 with the committed envelope, 204 for a disabled category, auth and scope.
 import t, { type Test } from 'tap'
 import { createApiApp } from '../src/api/app.js'
-import { ALL_SCOPES, TokenSet, tokenId } from '../src/api/auth.js'
+import { ALL_SCOPES, TokenSet, tokenId } from '../src/identity/tokens.js'
 import { startApiServer } from '../src/api/server.js'
 import { registerIngestRoutes, parseIngestBody } from '../src/api/routes/ingest.js'
 import type { Envelope } from '../src/events/index.js'

@@ -3,8 +3,8 @@
 // never ends still sends one window per maxYieldMs. A real event log; a transport that acks at once.
 import t from 'tap'
 import type { Test } from 'tap'
-import { Sink } from '../src/ship/sink.js'
-import type { LinkEvents, ShipLink } from '../src/ship/link.js'
+import { Sink } from '../src/sink/sink.js'
+import type { LinkEvents, ShipLink } from '../src/sink/link.js'
 import type { EventLog, StoredRecord } from '../src/store/event-log.js'
 import { input } from './helpers/ship.js'
 import { openStore } from './helpers/store.js'

@@ -289,7 +289,7 @@ t.test('kernel log poll interval: 1 s when unset, also when passed through as un
   await writeFile(path, '')
   const rec = recorder()
   const r = recordingTimers()
-  // What the daemon does (src/daemon/steps.ts, startSystem): kmsgPollMs is not set, so the option
+  // What the daemon does (src/daemon/stages.ts, startSystem): kmsgPollMs is not set, so the option
   // is present with the value undefined.
   const sys = await startSystemCollectors({
     emit: rec.emit,

@@ -5,7 +5,8 @@ import type { EventLog } from '../store/event-log.js'
 import type { ConfigurableCategory, Pipeline } from '../pipeline/pipeline.js'
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import { silentLogger, type Logger } from '../log.js'
-import { bearerAuth, type TokenSet } from './auth.js'
+import { bearerAuth } from './auth.js'
+import type { TokenSet } from '../identity/tokens.js'
 import { apiCallEvents, renderErrors, requestId } from './middleware.js'
 import { drainRefusedBodies, type DrainLimits } from './body-drain.js'
 import type { ApiState } from './operation.js'
@@ -15,7 +16,7 @@ import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes, type MapRecords } from './routes/telemetry.js'
 import type { RecordingSwitch } from '../recording/switch.js'
 import type { Toggle } from '../util/toggle.js'
-import { TelemetryStreams } from './telemetry-stream.js'
+import { TelemetryStreams } from '../sse/telemetry-streams.js'
 
 export interface ApiDeps {
   /** The browser session id served under /browsers/{id}. */

@@ -1,10 +1,11 @@
 // Per-route metadata as Koa middleware: the operation id (for api_call events and metrics) and the
-// scope the bearer token must hold. Auth middleware (src/api/auth.ts) fills ctx.state.scopes first.
+// scope the bearer token must hold. Auth middleware (src/identity/tokens.ts) fills ctx.state.scopes first.
 import type { QueryValues } from './query-params.js'
 import type { Middleware } from 'koa'
 import { ApiError } from './errors.js'
+import type { Scope } from '../identity/tokens.js'
 
-export type Scope = 'read' | 'write' | 'publish' | 'cdp'
+export type { Scope }
 
 export interface ApiState {
   requestId: string

@@ -5,9 +5,9 @@ import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import type { ConfigurableCategory } from '../pipeline/pipeline.js'
 import { defaultShedding, type ShedOptions } from '../pipeline/shedding.js'
 import type { StateBounds } from '../pipeline/bounds.js'
-import type { NatsAuth } from '../ship/connect.js'
+import type { NatsAuth } from '../nats/connect.js'
 import type { NatsConfig } from '../ship/index.js'
-import { parseOtlpConfig, type OtlpConfig } from '../ship/otlp-config.js'
+import { parseOtlpConfig, type OtlpConfig } from '../otlp/config.js'
 import { FLEET_SERVE_OPTIONS, OPTIONS, SERVE_OPTIONS, type NATS_FLAGS } from './options.js'
 import {
   OptionsError,
@@ -65,7 +65,7 @@ export interface ServeConfig {
   /** Printable keys stored without their value in interaction_key, from the start (the capture config toggles it). */
   maskTypedKeys: boolean
   maxTargets: number
-  /** maxEnvelopeBytes joins them at startup (src/daemon/steps.ts, buildPipeline), from --max-envelope-bytes. */
+  /** maxEnvelopeBytes joins them at startup (src/daemon/stages.ts, buildPipeline), from --max-envelope-bytes. */
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
   logLevel: string
   maxEnvelopeBytes: number

@@ -9,9 +9,9 @@ import {
   DEFAULT_REDACTED_PARAMS,
   DEFAULT_REDACTED_URL_FORM_PARAMS,
 } from '../events/redact.js'
-import { BROWSER_ID_SYNTAX } from '../api/browser-id.js'
-import { parseNatsServers } from '../ship/connect.js'
-import { isValidSubjectPrefix } from '../ship/subject.js'
+import { BROWSER_ID_SYNTAX } from '../identity/browser-id.js'
+import { parseNatsServers } from '../nats/connect.js'
+import { isValidSubjectPrefix } from '../nats/subject.js'
 import { DEFAULT_SETTINGS as D } from '../defaults.js'
 import { LOG_LEVELS } from '../log.js'
 import { formatDuration } from '../util/duration.js'

@@ -1,5 +1,5 @@
-// The daemon's parts as its startup steps build them: what every step may read (Base), what each
-// adds (one interface per step), and what a step returns (its part and how to stop it).
+// The daemon's parts as its startup stages build them: what every stage may read (Base), what each
+// adds (one interface per stage), and what a stage returns (its part and how to stop it).
 import { existsSync, readFileSync } from 'node:fs'
 import type { ServeConfig } from '../config/config.js'
 import type { Logger } from '../log.js'
@@ -11,7 +11,7 @@ import { FrameStore } from '../recording/frame-store.js'
 import { RecordingSwitch } from '../recording/switch.js'
 import type { Toggle } from '../util/toggle.js'
 import { type ApiApp } from '../api/app.js'
-import { type LoadedTokens } from '../api/auth.js'
+import { type LoadedTokens } from '../identity/tokens.js'
 import type { ApiRouter } from '../api/route-table.js'
 import { type ApiServer } from '../api/server.js'
 import type { ExtensionRouteDeps } from '../api/routes/extensions.js'
@@ -47,16 +47,16 @@ export interface DaemonOptions {
   sourceMapNet?: Pick<SourceMapsOptions, 'resolveHost' | 'dial'>
 }
 
-/** Stops what a step started. Shutdown calls these in reverse step order. */
-export type StopStep = () => Promise<void> | void
+/** Stops what a stage started. Shutdown calls these in reverse stage order. */
+export type StopStage = () => Promise<void> | void
 
-/** What a step built, and how to stop it (nothing to stop: no stop). */
+/** What a stage built, and how to stop it (nothing to stop: no stop). */
 export interface Started<Part> {
   part: Part
-  stop?: StopStep
+  stop?: StopStage
 }
 
-/** What every step may read. */
+/** What every stage may read. */
 export interface Base {
   readonly config: ServeConfig
   readonly logger: Logger
@@ -116,11 +116,11 @@ export interface Api {
   server: ApiServer
 }
 /** the agent's steps (HTTP routes and the CDP proxy share one registry) */
-export interface Steps {
+export interface AgentSteps {
   steps: StepRegistry
 }
 /** proxy (undefined with --proxy-listen off or without a browser) */
-export interface Proxy {
+export interface CdpProxyPart {
   proxy: CdpProxy | undefined
 }
 

@@ -3,18 +3,19 @@
 // /openapi.json. It has no log, pipeline or capture configuration of its own, and emits no events.
 import Koa from 'koa'
 import { silentLogger, type Logger } from '../log.js'
-import { bearerAuth, type TokenSet } from '../api/auth.js'
-import { BROWSER_ID_SYNTAX } from '../api/browser-id.js'
+import { bearerAuth } from '../api/auth.js'
+import type { TokenSet } from '../identity/tokens.js'
+import { BROWSER_ID_SYNTAX } from '../identity/browser-id.js'
 import { drainRefusedBodies } from '../api/body-drain.js'
 import { invalidInput, notFound } from '../api/errors.js'
-import { FollowedStreams, type FollowedStreamTuning } from '../api/followed-streams.js'
+import { FollowedStreams, type FollowedStreamTuning } from '../sse/followed-streams.js'
 import { renderErrors, requestId } from '../api/middleware.js'
 import type { ApiState } from '../api/operation.js'
 import { ApiRouter } from '../api/route-table.js'
 import { registerOpenApiRoute } from '../api/routes/system.js'
 import { registerTelemetryReadRoutes } from '../api/routes/telemetry.js'
 import { FleetHealthSchema, type FleetHealth } from '../api/schemas.js'
-import type { FollowedSource } from '../api/telemetry-source.js'
+import type { FollowedSource } from '../sse/telemetry-source.js'
 
 export interface FleetSources {
   /** One browser's events (nothing is asked until it is read or followed). */

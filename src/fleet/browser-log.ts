@@ -20,7 +20,7 @@ import {
   type ReadResult,
   type StoredRecord,
 } from '../store/event-log.js'
-import { HEADER_SEQ, encodeSubjectToken } from '../ship/subject.js'
+import { HEADER_SEQ, encodeSubjectToken } from '../nats/subject.js'
 import { asUnavailable, type FleetStream, type StreamBounds, type StreamRecord } from './jetstream.js'
 import { follow, openReader, PULL_BATCH, PULL_MAX_BYTES, type PullReader } from './pull.js'
 import type { Continuations } from './continuations.js'

@@ -6,7 +6,7 @@ import { JetStreamApiError, jetstreamManager, type JetStreamManager, type MsgReq
 import type { Category } from '../events/index.js'
 import { ServiceError } from '../errors.js'
 import type { StoredRecord } from '../store/event-log.js'
-import { HEADER_SEQ } from '../ship/subject.js'
+import { HEADER_SEQ } from '../nats/subject.js'
 
 export interface FleetLogOptions {
   stream: string

@@ -11,7 +11,7 @@ import {
   unavailable,
   type FleetStream,
 } from './jetstream.js'
-import { HEADER_SEQ } from '../ship/subject.js'
+import { HEADER_SEQ } from '../nats/subject.js'
 
 /** Messages pulled per MSG.NEXT request at most, and bytes (a larger message comes alone). */
 export const PULL_BATCH = 256

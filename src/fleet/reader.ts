@@ -3,8 +3,8 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { DeliverPolicy, jetstream, jetstreamManager, type JsMsg, type OrderedConsumerOptions } from '@nats-io/jetstream'
 import type { Category } from '../events/index.js'
-import { connectionOptions, type NatsAuth } from '../ship/connect.js'
-import { HEADER_BROWSER_ID, HEADER_SEQ, decodeSubjectToken, encodeSubjectToken } from '../ship/subject.js'
+import { connectionOptions, type NatsAuth } from '../nats/connect.js'
+import { HEADER_BROWSER_ID, HEADER_SEQ, decodeSubjectToken, encodeSubjectToken } from '../nats/subject.js'
 
 export interface FleetQuery {
   stream: string

@@ -3,7 +3,7 @@
 // own port. Stateless: everything it answers comes from the stream at the time of the request, so
 // several can run side by side.
 import { createFleetApiApp, type FleetApiApp } from './app.js'
-import { loadTokens } from '../api/auth.js'
+import { loadTokens } from '../identity/tokens.js'
 import { startApiServer } from '../api/server.js'
 import type { FleetServeConfig } from '../config/config.js'
 import { createLogger, type Logger } from '../log.js'

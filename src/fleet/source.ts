@@ -4,9 +4,8 @@
 // serve the same stream side by side.
 import { connect, type NatsConnection } from '@nats-io/transport-node'
 import { silentLogger, type Logger } from '../log.js'
-import { connectionOptions, type NatsAuth } from '../ship/connect.js'
+import { connectionOptions, redactUrl, type NatsAuth } from '../nats/connect.js'
 import { FleetLog, type FleetBrowserLog, type FleetLogStats } from './fleet-log.js'
-import { redactUrl } from '../ship/nats-link.js'
 
 export interface FleetSourceOptions {
   nats: NatsAuth

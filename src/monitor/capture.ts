@@ -24,7 +24,7 @@ export interface CaptureSwitches {
   bodyMaxBytes?: number
 }
 
-/** Where the monitor reads the switches and hears about changes (src/daemon/steps.ts: from the pipeline's categories). */
+/** Where the monitor reads the switches and hears about changes (src/daemon/stages.ts: from the pipeline's categories). */
 export interface CaptureSource {
   current(): CaptureSwitches
   /** Returns the unsubscribe. */

@@ -1,6 +1,6 @@
 // Byte bounds on what a page can make the daemon hold per target (URLs, header sets, request
 // tables) and the counters of what was cut or evicted to stay within them. One `Bounds` per daemon
-// (src/daemon/steps.ts builds it from the config) is handed to the connection and the collectors
+// (src/daemon/stages.ts builds it from the config) is handed to the connection and the collectors
 // through their options and read by /metrics; tests build their own.
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'

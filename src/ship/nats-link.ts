@@ -10,14 +10,14 @@ import type { Category } from '../events/index.js'
 import type { StoredRecord } from '../store/event-log.js'
 import type { Logger } from '../log.js'
 import type { Backoff } from '../util/backoff.js'
-import type { LinkEvents, ShipLink } from './link.js'
-import { connectionOptions, type NatsAuth } from './connect.js'
-import { ensureStream, highestStoredSeq, type StreamLimits } from './stream.js'
-import { HEADER_BROWSER_ID, HEADER_MSG_ID, HEADER_SEQ, msgIdOf, subjectOf } from './subject.js'
+import type { LinkEvents, ShipLink } from '../sink/link.js'
+import { connectionOptions, redactUrl, type NatsAuth } from '../nats/connect.js'
+import { ensureStream, highestStoredSeq, type StreamLimits } from '../nats/stream.js'
+import { HEADER_BROWSER_ID, HEADER_MSG_ID, HEADER_SEQ, msgIdOf, subjectOf } from '../nats/subject.js'
 
 export const PUBLISH_ERROR_KINDS = ['connect', 'setup', 'timeout', 'no_responders', 'stream', 'publish'] as const
 export type PublishErrorKind = (typeof PUBLISH_ERROR_KINDS)[number]
-export type { LinkEvents, Refusal, ShipLink, ShipTransport } from './link.js'
+export type { LinkEvents, Refusal, ShipLink, ShipTransport } from '../sink/link.js'
 
 export interface NatsLinkOptions {
   browserId: string
@@ -241,9 +241,4 @@ export class ShippedHeaders extends MsgHdrsImpl {
       `NATS/1.0\r\n${HEADER_BROWSER_ID}: ${id}\r\n${HEADER_MSG_ID}: ${msgIdOf(id, seq)}\r\n${HEADER_SEQ}: ${seq}\r\n\r\n`,
     )
   }
-}
-
-/** nats://user:pass@host -> nats://***@host: credentials never reach logs or /healthz. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@')
 }

@@ -4,16 +4,17 @@
 // subject, because an outage longer than the duplicate window would otherwise turn re-sends into
 // duplicates. The stream is the truth for what it holds.
 import type { Logger } from '../log.js'
-import type { NatsAuth } from './connect.js'
-import type { StreamLimits } from './stream.js'
+import type { NatsAuth } from '../nats/connect.js'
+import type { StreamLimits } from '../nats/stream.js'
 import { NatsLink, PUBLISH_ERROR_KINDS, type PublishErrorKind } from './nats-link.js'
-import { Sink, SINK_DEFAULTS, type SinkOptions } from './sink.js'
-import { watermarkName } from './watermark.js'
-import type { ShipHealth } from './ship-health.js'
+import { Sink, SINK_DEFAULTS, type SinkOptions } from '../sink/sink.js'
+import { watermarkName } from '../sink/watermark.js'
+import type { ShipHealth } from '../sink/sink-health.js'
 
-export { PUBLISH_ERROR_KINDS, redactUrl, type PublishErrorKind } from './nats-link.js'
-export { watermarkName } from './watermark.js'
-export { SHIP_STATES, type ShipHealth, type ShipState, type ShipStats } from './ship-health.js'
+export { PUBLISH_ERROR_KINDS, type PublishErrorKind } from './nats-link.js'
+export { redactUrl } from '../nats/connect.js'
+export { watermarkName } from '../sink/watermark.js'
+export { SHIP_STATES, type ShipHealth, type ShipState, type ShipStats } from '../sink/sink-health.js'
 
 export const SHIPPER_DEFAULTS = SINK_DEFAULTS
 

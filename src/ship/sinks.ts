@@ -4,10 +4,10 @@
 import type { Logger } from '../log.js'
 import type { EventLog } from '../store/event-log.js'
 import { startShipping, type NatsConfig } from './index.js'
-import { startOtlp, type OtlpDeps } from './otlp.js'
-import type { OtlpConfig } from './otlp-config.js'
-import type { MetricsSource } from './otlp-metrics.js'
-import type { Sink } from './sink.js'
+import { startOtlp, type OtlpDeps } from '../otlp/otlp-sink.js'
+import type { OtlpConfig } from '../otlp/config.js'
+import type { MetricsSource } from '../otlp/metrics.js'
+import type { Sink } from '../sink/sink.js'
 
 /** What the daemon's config says about destinations (each undefined: that one is off). */
 export interface SinksConfig {

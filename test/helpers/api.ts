@@ -2,7 +2,7 @@
 import Kernel from '@onkernel/sdk'
 import type { Test } from 'tap'
 import { createApiApp, type ApiApp, type ApiDeps } from '../../src/api/app.js'
-import { ALL_SCOPES, TokenSet } from '../../src/api/auth.js'
+import { ALL_SCOPES, TokenSet } from '../../src/identity/tokens.js'
 import type { Scope } from '../../src/api/operation.js'
 import { startApiServer, type ApiServer } from '../../src/api/server.js'
 import type { EventLogOptions } from '../../src/store/event-log.js'

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import type { Test } from 'tap'
-import { subjectOf } from '../../src/ship/subject.js'
+import { subjectOf } from '../../src/nats/subject.js'
 import type { EventLog, StoredRecord } from '../../src/store/event-log.js'
 import { reservedPort } from './ports.js'
 

@@ -1,5 +1,5 @@
 // Waiting on a sink without sleeping, and a producer of small valid events of every category mix.
-import type { Sink } from '../../src/ship/sink.js'
+import type { Sink } from '../../src/sink/sink.js'
 import type { EventInput, Pipeline } from '../../src/pipeline/pipeline.js'
 
 /** Resolves once the shipper's watermark reaches `seq` (an event, not a poll). */

@@ -10,7 +10,7 @@ import { ApiError } from '../errors.js'
 import type { ApiRouter } from '../route-table.js'
 import { ActionSchema } from '../schemas.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
-import type { EventReader } from '../telemetry-source.js'
+import type { EventReader } from '../../sse/telemetry-source.js'
 import { lowerBound } from '../../util/lower-bound.js'
 
 export interface ActionRouteDeps {

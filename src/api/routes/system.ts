@@ -4,7 +4,7 @@ import type { EventLog } from '../../store/event-log.js'
 import { buildOpenApi, type OpenApiDocument } from '../openapi.js'
 import type { ApiRouter } from '../route-table.js'
 import { HealthSchema, type Health } from '../schemas.js'
-import type { TelemetryStreams } from '../telemetry-stream.js'
+import type { TelemetryStreams } from '../../sse/telemetry-streams.js'
 
 export interface SystemRouteDeps {
   log: EventLog

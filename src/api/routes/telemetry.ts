@@ -10,9 +10,8 @@ import type { ApiMiddleware, ApiRouter } from '../route-table.js'
 import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '../schemas.js'
 import type { QueryValues } from '../query-params.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
-import type { StreamStart, TelemetryStreams } from '../telemetry-stream.js'
-import type { EventReader } from '../telemetry-source.js'
-import type { ServerResponse } from 'node:http'
+import type { StreamStart, TelemetryStreams } from '../../sse/telemetry-streams.js'
+import type { EventReader, StreamOpener } from '../../sse/telemetry-source.js'
 import type { RecordingSwitch } from '../../recording/switch.js'
 import type { Toggle } from '../../util/toggle.js'
 
@@ -34,18 +33,6 @@ export interface TelemetryRouteDeps {
   defaultMaskTypedKeys?: boolean
   /** Unix microseconds (tests pin it). */
   now?: () => number
-}
-
-/** The SSE streams a server offers: the daemon's TelemetryStreams, or fleet serve's followed sources. */
-export interface StreamOpener {
-  readonly opts: { readonly maxClients: number }
-  /** True when another stream would exceed maxClients (the route answers 429). */
-  refuseIfFull(): boolean
-  /**
-   * Everything that can fail before the response starts (the route answers those with an error
-   * object); then the returned function takes over the response and streams from `start`.
-   */
-  prepare(browserId: string, start: StreamStart): Promise<(res: ServerResponse) => Promise<void>>
 }
 
 /** Records as they are served: the same list, or copies with some events re-serialised. */

@@ -1,5 +1,5 @@
 // The daemon's serving steps: uploads, the HTTP API with every route group, the CDP proxy, the
-// metrics wiring and the ready announcement. Same contract as steps.ts.
+// metrics wiring and the ready announcement. Same contract as stages.ts.
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createApiApp } from '../api/app.js'
@@ -33,13 +33,13 @@ import {
   type System,
   type Uploads,
   type Api,
-  type Proxy,
-  type Steps,
+  type CdpProxyPart,
+  type AgentSteps,
   type Symbols,
   type PerfTracing,
   packageVersion,
 } from './parts.js'
-import { redactorOf } from './steps.js'
+import { redactorOf } from './stages.js'
 
 /**
  * Uploads and extensions live under the data dir. Interrupted merges are settled first (rolled back
@@ -82,7 +82,7 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
 }
 
 /** The agent's steps; at shutdown (after the API and the proxy stop) open steps end as abandoned. */
-export function startSteps(d: Core): Started<Steps> {
+export function startAgentSteps(d: Core): Started<AgentSteps> {
   const steps = new StepRegistry({ emit: d.pipeline.emit })
   return { part: { steps }, stop: () => steps.close() }
 }
@@ -112,7 +112,7 @@ export async function openPerfTraces(d: Base & Core & Browser): Promise<Started<
 }
 
 export async function startApi(
-  d: Base & Identity & Store & Core & Symbols & Shipping & Browser & System & Uploads & Steps & PerfTracing,
+  d: Base & Identity & Store & Core & Symbols & Shipping & Browser & System & Uploads & AgentSteps & PerfTracing,
 ): Promise<Started<Api>> {
   const { config, pipeline, monitor, system, sinks, metrics, disk, sourceMaps } = d
   const monitorState = (): unknown => ({
@@ -215,7 +215,9 @@ export async function startApi(
 }
 
 /** CDP proxy: external automation clients reach the browser through it (cdp_connect/cdp_disconnect). */
-export async function startProxy(d: Base & Identity & Core & Browser & Steps & Uploads): Promise<Started<Proxy>> {
+export async function startProxy(
+  d: Base & Identity & Core & Browser & AgentSteps & Uploads,
+): Promise<Started<CdpProxyPart>> {
   const { config, monitor, tokens } = d
   if (!config.proxyListen || !monitor) return { part: { proxy: undefined } }
   const proxy = new CdpProxy({
@@ -245,7 +247,7 @@ export async function startProxy(d: Base & Identity & Core & Browser & Steps & U
 }
 
 /** /metrics reads every part built so far; detached first at shutdown. */
-export function attachMetrics(d: Store & Core & Symbols & Shipping & Browser & Api & Proxy): Started<object> {
+export function attachMetrics(d: Store & Core & Symbols & Shipping & Browser & Api & CdpProxyPart): Started<object> {
   const { monitor, proxy, api, interaction, sinks } = d
   const stop = d.metrics.attach({
     pipeline: d.pipeline,

@@ -27,7 +27,7 @@ import {
   requestSpanId,
   type Envelope,
   type OtlpShared,
-} from './otlp-model.js'
+} from './model.js'
 import type { SpanContext } from '@opentelemetry/api'
 
 const MAX_OPEN_NAVS = 1000
@@ -58,7 +58,7 @@ interface OpenRequest {
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined)
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined)
 
-export class TraceBuilder {
+export class SpanBuilder {
   private readonly navs = new Map<string, OpenNav>()
   private readonly requests = new Map<string, OpenRequest>()
   /** The newest nav_seq each target's events named (bounded: cleared when it grows past its cap). */

@@ -25,7 +25,7 @@ import { SINK_DEFAULTS, TRANSITIONS, type Phase, type SinkOptions, type SinkTuni
 export { SINK_DEFAULTS, type SinkOptions } from './sink-options.js'
 import { PublishWindow } from './publish-window.js'
 import { StoredWatermark } from './watermark.js'
-import type { SinkHealth, ShipState, SinkStats } from './ship-health.js'
+import type { SinkHealth, ShipState, SinkStats } from './sink-health.js'
 
 const READ_PAGE = 512
 /** Pages kept queued ahead of the window. */

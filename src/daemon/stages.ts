@@ -1,6 +1,6 @@
-// The daemon's capture-side startup steps, one function per part: identity, store, pipeline,
+// The daemon's capture-side startup stages, one function per part: identity, store, pipeline,
 // sinks, monitor with the collectors, system collectors. Each takes the parts it reads (built by the
-// steps before it) and returns its own part and how to stop what it started; main.ts runs them in
+// stages before it) and returns its own part and how to stop what it started; main.ts runs them in
 // order and the stops in reverse.
 import { mkdir, chmod, stat } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -13,10 +13,10 @@ import { EventLog } from '../store/event-log.js'
 import { FrameStore } from '../recording/frame-store.js'
 import { RecordingSwitch } from '../recording/switch.js'
 import { Toggle } from '../util/toggle.js'
-import { loadTokens } from '../api/auth.js'
-import { resolveBrowserId } from '../api/browser-id.js'
+import { loadTokens } from '../identity/tokens.js'
+import { resolveBrowserId } from '../identity/browser-id.js'
 import { createMetrics } from '../metrics/metrics.js'
-import { Monitor, RECORDING, capturePlan, chromiumUserFor, type CaptureSource } from '../monitor/index.js'
+import { Monitor, RECORDING, chromiumUserFor, type CaptureSource } from '../monitor/index.js'
 import { moveLegacyExtensionMeta } from '../uploads/legacy-extension-meta.js'
 import { createCollectors, startSystemCollectors } from '../../collectors/index.js'
 import { startSinks } from '../ship/sinks.js'
@@ -234,7 +234,7 @@ export async function startMonitor(d: Base & Store & Core & Symbols): Promise<St
   try {
     await monitor.start()
   } catch (err) {
-    await stop() // the step failed: its own stop is not registered yet
+    await stop() // the stage failed: its own stop is not registered yet
     throw err
   }
   // Demo: a new tab with the page, navigated once attached so the collectors see all of it.

@@ -7,8 +7,8 @@ import type { ServerResponse } from 'node:http'
 import type { StoredRecord } from '../store/event-log.js'
 import type { EventReader } from './telemetry-source.js'
 import type { Logger } from '../log.js'
-import type { FrameBatch, FrameRing } from './frame-ring.js'
-import { frames } from './sse-frames.js'
+import type { MessageBatch, MessageRing } from './message-ring.js'
+import { sseMessages } from './messages.js'
 
 export type StreamStart =
   | { kind: 'new' } // only events committed from now on
@@ -35,7 +35,7 @@ export interface StreamHub {
   }>
   /** The events streamed: the log, or a followed source with the last seq it held when the feed started. */
   readonly log: EventReader & { readonly lastSeq: number }
-  readonly ring: FrameRing
+  readonly ring: MessageRing
   readonly stats: StreamStats
   readonly logger: Logger
 }
@@ -125,7 +125,7 @@ export class StreamClient {
       const page = await this.hub.log.read({ order: 'asc', limit: pageSize, cursor: this.lastSent + 1 })
       if (this.isClosed()) return
       const fresh = page.records.filter(r => r.seq > this.lastSent)
-      if (fresh.length > 0) this.write(frames(fresh).buf, fresh.length, fresh[fresh.length - 1]!.seq)
+      if (fresh.length > 0) this.write(sseMessages(fresh).buf, fresh.length, fresh[fresh.length - 1]!.seq)
       if (this.blocked) await this.drainedOrClosed()
       if (this.isClosed()) return
       if (this.hub.ring.covers(this.lastSent)) {
@@ -144,7 +144,7 @@ export class StreamClient {
     const rest = this.held.filter(r => r.seq > this.lastSent)
     this.held = []
     this.heldBytes = 0
-    if (rest.length > 0) this.write(frames(rest).buf, rest.length, rest[rest.length - 1]!.seq)
+    if (rest.length > 0) this.write(sseMessages(rest).buf, rest.length, rest[rest.length - 1]!.seq)
     this.mode = 'live'
   }
 
@@ -206,7 +206,7 @@ export class StreamClient {
   }
 
   /** Live mode: a write batch in seq order, its frames shared by every client. */
-  deliver(batch: FrameBatch): void {
+  deliver(batch: MessageBatch): void {
     const { seqs } = batch
     const n = seqs.length
     if (seqs[n - 1]! <= this.lastSent) return

@@ -1,21 +1,21 @@
 // SSE framing of committed records: `id: <seq>\ndata: <envelope>\n\n`, encoded once for every
 // client that gets them (live fan-out, the ring, backlog pages).
 import type { StoredRecord } from '../store/event-log.js'
-import type { FrameBatch } from './frame-ring.js'
+import type { MessageBatch } from './message-ring.js'
 
 /**
- * SSE frames of records, encoded once (the same bytes go to every live client), with where each
- * frame starts (a client that already has some of them gets a subarray, not a copy). Records from
+ * SSE messages of records, encoded once (the same bytes go to every live client), with where each
+ * message starts (a client that already has some of them gets a subarray, not a copy). Records from
  * the write path carry their envelope bytes: those are copied, not decoded and encoded again.
  */
-export const frames = (records: readonly StoredRecord[]): FrameBatch => {
+export const sseMessages = (records: readonly StoredRecord[]): MessageBatch => {
   const n = records.length
   const seqs = new Float64Array(n)
   const starts = new Uint32Array(n)
   let size = 0
   for (let i = 0; i < n; i++) {
     const r = records[i]!
-    if (r.envelopeBytes === undefined) return framesOfText(records)
+    if (r.envelopeBytes === undefined) return messagesOfText(records)
     seqs[i] = r.seq
     starts[i] = size
     size += 13 + String(r.seq).length + r.envelopeBytes.byteLength // `id: `, `\ndata: `, `\n\n`
@@ -31,7 +31,7 @@ export const frames = (records: readonly StoredRecord[]): FrameBatch => {
   }
   return { buf, seqs, starts }
 }
-const framesOfText = (records: readonly StoredRecord[]): FrameBatch => {
+const messagesOfText = (records: readonly StoredRecord[]): MessageBatch => {
   const parts: Buffer[] = []
   const seqs = new Float64Array(records.length)
   const starts = new Uint32Array(records.length)

@@ -25,11 +25,11 @@ import type { EventReader } from './telemetry-source.js'
 import { silentLogger, type Logger } from '../log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'
-import { FrameRing } from './frame-ring.js'
-import { frames } from './sse-frames.js'
+import { MessageRing } from './message-ring.js'
+import { sseMessages } from './messages.js'
 import { StreamClient, type StreamStart, type StreamStats } from './stream-client.js'
 
-export { frames } from './sse-frames.js'
+export { sseMessages } from './messages.js'
 export type { StreamStart, StreamStats } from './stream-client.js'
 
 /**
@@ -82,7 +82,7 @@ export class TelemetryStreams {
   private flushTimer: NodeJS.Timeout | undefined
   private lastFlush = -Infinity
   /** Recent write batches (complete after ring.coveredAfter while a stream is open). */
-  readonly ring: FrameRing
+  readonly ring: MessageRing
   readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0, ringResumes: 0, storeResumes: 0 }
 
   /** The options in force, every default applied. */
@@ -95,7 +95,7 @@ export class TelemetryStreams {
     const { logger, mapRecords, ...tuning } = opts
     this.opts = withDefaults(STREAM_DEFAULTS, tuning)
     this.logger = logger ?? silentLogger
-    this.ring = new FrameRing(this.opts.ringBytes)
+    this.ring = new MessageRing(this.opts.ringBytes)
     this.log = mapRecords
       ? {
           read: async q => {
@@ -191,7 +191,7 @@ export class TelemetryStreams {
     const records = this.pending
     if (records.length === 0) return
     this.pending = []
-    const batch = frames(records)
+    const batch = sseMessages(records)
     this.ring.append(batch)
     for (const s of this.clients) {
       if (s.mode === 'live') s.deliver(batch)

@@ -1,4 +1,4 @@
-// The SSE frames of the most recent committed records, as written to live clients, kept in memory
+// The SSE messages of the most recent committed records, as written to live clients, kept in memory
 // up to a byte bound. A client that resumes (Last-Event-ID after a `: lagging` cut or a network
 // blip) or catches up from a store read continues from here without reading the store: at 10k
 // events/s and 100 clients, store re-reads of resuming clients were most of the daemon's CPU.
@@ -7,23 +7,23 @@
 // up to `lastSeq`, in seq order (the hub appends every write batch, or clears the ring when it
 // stops seeing commits). Evicting the oldest batch moves `coveredAfter` to its last seq.
 
-/** SSE frames of records in seq order, encoded once; `starts[i]` is where the frame of `seqs[i]` begins. */
-export interface FrameBatch {
+/** SSE messages of records in seq order, encoded once; `starts[i]` is where the message of `seqs[i]` begins. */
+export interface MessageBatch {
   buf: Buffer
   seqs: Float64Array
   starts: Uint32Array
 }
 
-/** What the ring has after a seq: frames to write, nothing yet (caught up), or not known (older than the ring). */
+/** What the ring has after a seq: messages to write, nothing yet (caught up), or not known (older than the ring). */
 export type RingRead = { buf: Buffer; events: number; lastSeq: number } | 'caught-up' | 'behind'
 
-export class FrameRing {
-  private batches: FrameBatch[] = []
+export class MessageRing {
+  private batches: MessageBatch[] = []
   private head = 0
   private bytes_ = 0
   private covered: number | undefined
 
-  /** `maxBytes`: frame bytes held at most (0 keeps nothing). */
+  /** `maxBytes`: message bytes held at most (0 keeps nothing). */
   constructor(readonly maxBytes: number) {}
 
   /** Frame bytes held (the SSE bytes of the batches, not counting their index arrays). */
@@ -51,17 +51,17 @@ export class FrameRing {
   }
 
   /** Appends the next write batch (its records follow every record appended before); evicts the oldest past maxBytes. */
-  append(batch: FrameBatch): void {
+  append(batch: MessageBatch): void {
     if (batch.seqs.length === 0) return
     const last = this.lastSeq
     if (last !== undefined && batch.seqs[0]! <= last)
-      throw new Error(`frame ring: batch starting at ${batch.seqs[0]} after ${last}`)
+      throw new Error(`message ring: batch starting at ${batch.seqs[0]} after ${last}`)
     if (this.covered === undefined) this.covered = batch.seqs[0]! - 1
     this.batches.push(batch)
     this.bytes_ += batch.buf.length
     while (this.bytes_ > this.maxBytes && this.batchCount > 0) {
       const old = this.batches[this.head]!
-      this.batches[this.head++] = undefined as unknown as FrameBatch
+      this.batches[this.head++] = undefined as unknown as MessageBatch
       this.bytes_ -= old.buf.length
       this.covered = old.seqs[old.seqs.length - 1]!
     }
@@ -80,7 +80,7 @@ export class FrameRing {
     this.covered = undefined
   }
 
-  /** The frames of the first batch holding records after `seq`, starting at the first of them (no copy). */
+  /** The messages of the first batch holding records after `seq`, starting at the first of them (no copy). */
   after(seq: number): RingRead {
     if (!this.covers(seq)) return 'behind'
     // Binary search for the first batch whose last seq is above `seq`.

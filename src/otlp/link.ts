@@ -6,8 +6,8 @@
 // network errors re-send from the watermark after the backoff or the collector's Retry-After; any
 // other 4xx refuses the batch for good: logged, counted, skipped.
 import type { StoredRecord } from '../store/event-log.js'
-import type { LinkEvents, ShipLink } from './link.js'
-import { classify, describeAnswer, post, type HttpAnswer } from './otlp-http.js'
+import type { LinkEvents, ShipLink } from '../sink/link.js'
+import { classify, describeAnswer, post, type HttpAnswer } from './http.js'
 
 export const OTLP_ERROR_KINDS = ['network', 'throttled', 'unavailable', 'refused', 'partial', 'encode'] as const
 

@@ -10,8 +10,8 @@ import {
 } from '@opentelemetry/sdk-metrics'
 import type { Registry } from 'prom-client'
 import type { Logger } from '../log.js'
-import type { OtlpShared } from './otlp-model.js'
-import { classify, describeAnswer, post, type HttpAnswer } from './otlp-http.js'
+import type { OtlpShared } from './model.js'
+import { classify, describeAnswer, post, type HttpAnswer } from './http.js'
 
 /** What is read of the registry /metrics serves (prom-client's Registry). */
 export type MetricsSource = Pick<Registry, 'getMetricsAsJSON'>

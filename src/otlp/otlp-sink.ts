@@ -16,11 +16,11 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import type { Logger } from '../log.js'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
-import { Sink } from './sink.js'
-import type { SinkHealth } from './ship-health.js'
-import { readHeadersFile, type OtlpConfig, type OtlpSignal } from './otlp-config.js'
-import { OtlpLink, OTLP_ERROR_KINDS, type SignalEncoder } from './otlp-link.js'
-import { MetricsExporter, type MetricsSource } from './otlp-metrics.js'
+import { Sink } from '../sink/sink.js'
+import type { SinkHealth } from '../sink/sink-health.js'
+import { readHeadersFile, type OtlpConfig, type OtlpSignal } from './config.js'
+import { OtlpLink, OTLP_ERROR_KINDS, type SignalEncoder } from './link.js'
+import { MetricsExporter, type MetricsSource } from './metrics.js'
 import {
   NOT_LOGGED,
   logRecordOf,
@@ -29,11 +29,11 @@ import {
   sharedOf,
   type Envelope,
   type OtlpShared,
-} from './otlp-model.js'
-import { TraceBuilder } from './otlp-traces.js'
-import type { HttpAnswer } from './otlp-http.js'
+} from './model.js'
+import { SpanBuilder } from './spans.js'
+import type { HttpAnswer } from './http.js'
 
-export { OTLP_ERROR_KINDS } from './otlp-link.js'
+export { OTLP_ERROR_KINDS } from './link.js'
 
 export interface OtlpDeps {
   log: Pick<EventLog, 'onCommit' | 'read' | 'readMeta' | 'writeMeta' | 'lastSeq' | 'firstSeq' | 'pendingBytes'>
@@ -97,8 +97,8 @@ function tracesEncoder(
   json: boolean,
   replay: { log: OtlpDeps['log']; acked: () => number },
   parse: ParseRecord,
-): SignalEncoder<ReadableSpan> & { builder: TraceBuilder } {
-  const builder = new TraceBuilder(shared)
+): SignalEncoder<ReadableSpan> & { builder: SpanBuilder } {
+  const builder = new SpanBuilder(shared)
   const ended = new Map<number, ReadableSpan[]>()
   let fedUpTo = 0
   let primed = false

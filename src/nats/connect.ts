@@ -54,3 +54,8 @@ export function parseNatsServers(text: string): string[] {
   if (out.length === 0) throw new Error('expected at least one nats://host:port')
   return out
 }
+
+/** nats://user:pass@host -> nats://***@host: credentials never reach logs or /healthz. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@')
+}

@@ -8,18 +8,17 @@ import type { ServerResponse } from 'node:http'
 import { silentLogger, type Logger } from '../log.js'
 import type { StoredRecord } from '../store/event-log.js'
 import { withDefaults } from '../util/defaults.js'
-import { FrameRing } from './frame-ring.js'
-import { frames } from './sse-frames.js'
+import { MessageRing } from './message-ring.js'
+import { sseMessages } from './messages.js'
 import { StreamClient, type StreamHub, type StreamStart, type StreamStats } from './stream-client.js'
-import type { FollowedSource } from './telemetry-source.js'
-import { CLIENT_STREAM_DEFAULTS } from './telemetry-stream.js'
-import type { StreamOpener } from './routes/telemetry.js'
+import type { FollowedSource, StreamOpener } from './telemetry-source.js'
+import { CLIENT_STREAM_DEFAULTS } from './telemetry-streams.js'
 
 const FOLLOWED_DEFAULTS = CLIENT_STREAM_DEFAULTS
 export type FollowedStreamTuning = typeof FOLLOWED_DEFAULTS
 
 /** No ring: every stream has its own feed, so a resume reads the source from its point. */
-const NO_RING = new FrameRing(0)
+const NO_RING = new MessageRing(0)
 
 export class FollowedStreams implements StreamOpener {
   readonly opts: FollowedStreamTuning
@@ -52,7 +51,7 @@ export class FollowedStreams implements StreamOpener {
     const onRecords = (records: StoredRecord[]) => {
       if (!client) early.push(...records)
       else if (client.mode === 'backlog') client.hold(records)
-      else if (client.mode === 'live') client.deliver(frames(records))
+      else if (client.mode === 'live') client.deliver(sseMessages(records))
     }
     this.starting++
     let feed
@@ -84,7 +83,7 @@ export class FollowedStreams implements StreamOpener {
       })
       c.begin()
       if (c.mode === 'backlog') c.hold(early)
-      else if (c.mode === 'live' && early.length > 0) c.deliver(frames(early))
+      else if (c.mode === 'live' && early.length > 0) c.deliver(sseMessages(early))
       early = []
       return c.done
     }
