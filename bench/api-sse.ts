@@ -42,7 +42,7 @@ const RUNS = Number(process.env.RUNS ?? 5)
 const PROCS = Math.max(1, Math.min(CLIENTS, Number(process.env.CLIENT_PROCS ?? 4)))
 const VALIDATE = Math.min(CLIENTS, Number(process.env.VALIDATE_CLIENTS ?? 2))
 const BASELINE = process.env.BASELINE !== '0'
-/** The hub's live write interval per client (streamCoalesceMs; unset = the daemon default). */
+/** The hub's live write interval per client (streams.coalesceMs; unset = the daemon default). */
 const COALESCE_MS = process.env.COALESCE_MS === undefined ? undefined : Number(process.env.COALESCE_MS)
 const BUFFER_BYTES = process.env.STREAM_BUFFER_BYTES === undefined ? undefined : Number(process.env.STREAM_BUFFER_BYTES)
 const RING_BYTES = process.env.RING_BYTES === undefined ? undefined : Number(process.env.RING_BYTES)
@@ -442,7 +442,7 @@ const log = await EventLog.open({ path: dir, retentionIntervalMs: 0, maxBytes: 6
 const pipeline = new Pipeline({ log, categories: CONFIGURABLE_CATEGORIES, shedding: false }) // synthetic floods: no shedding gaps
 const tokens = new TokenSet()
 tokens.add(${JSON.stringify(TOKEN)}, ALL_SCOPES)
-const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens, maxStreamClients: ${CLIENTS}, streamCoalesceMs: ${COALESCE_MS}, streamBufferBytes: ${BUFFER_BYTES}, streamRingBytes: ${RING_BYTES} }) // the default cap (64) would refuse the 100 clients
+const app = createApiApp({ browserId: ${JSON.stringify(BROWSER)}, log, pipeline, tokens, streams: { maxClients: ${CLIENTS}, coalesceMs: ${COALESCE_MS}, bufferBytes: ${BUFFER_BYTES}, ringBytes: ${RING_BYTES} } }) // the default cap (64) would refuse the 100 clients
 const server = await startApiServer(app, { host: '127.0.0.1', port: 0 })
 const base = JSON.parse(template)
 let peak = process.memoryUsage().rss

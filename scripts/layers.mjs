@@ -54,7 +54,7 @@ export const MAY_IMPORT = {
     'defaults',
     'util',
   ],
-  config: ['identity', 'ship', 'nats', 'otlp', 'pipeline', 'events', 'log', 'defaults', 'util'],
+  config: ['identity', 'ship', 'nats', 'otlp', 'sse', 'pipeline', 'events', 'log', 'defaults', 'util'],
   fleet: ['api', 'config', 'identity', 'nats', 'sse', 'store', 'events', 'log', 'errors', 'util'],
   daemon: [
     'agent',

@@ -35,7 +35,7 @@ import {
   startProxy,
   startAgentSteps,
 } from './daemon/serve-stages.js'
-import type { Base, DaemonOptions, Started, StopStage } from './daemon/parts.js'
+import { packageVersion, type Base, type DaemonOptions, type Started, type StopStage } from './daemon/parts.js'
 
 export { packageVersion, type DaemonOptions, type StopStage } from './daemon/parts.js'
 
@@ -75,7 +75,8 @@ export interface DaemonHandle {
  * so every producer's final events are stored).
  */
 export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {}): Promise<DaemonHandle> {
-  const logger = opts.logger ?? createLogger(config.logLevel, redactorOf(config))
+  const redactor = redactorOf(config)
+  const logger = opts.logger ?? createLogger(config.logLevel, redactor)
   const stops: { name: string; stop: StopStage }[] = []
   const stopAll = async () => {
     for (const { name, stop } of stops.splice(0).reverse()) {
@@ -93,7 +94,7 @@ export async function startDaemon(config: ServeConfig, opts: DaemonOptions = {})
     return part
   }
   try {
-    const base: Base = { config, logger, opts }
+    const base: Base = { config, logger, opts, redactor, version: packageVersion() }
     const identity = { ...base, ...(await stage('config', resolveIdentity(base))) }
     const stored = { ...identity, ...(await stage('store', openStore(identity))) }
     const core = { ...stored, ...(await stage('pipeline', buildPipeline(stored))) }

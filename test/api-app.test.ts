@@ -134,7 +134,7 @@ t.test('errors: unknown route, unknown browser id, wrong method, thrown bug', as
 })
 
 t.test('api_call: emitted with X-Request-Id = request_id, not for reads, streams, healthz or unmatched', async t => {
-  const api = await startApi(t, { deps: { streamKeepaliveMs: 60_000 } })
+  const api = await startApi(t, { deps: { streams: { keepaliveMs: 60_000 } } })
   // Telemetry reads, the stream, healthz and unknown routes must not emit.
   t.equal((await api.get(EVENTS)).status, 200)
   t.equal((await api.get(EVENTS + '?category=control&limit=5')).status, 200)

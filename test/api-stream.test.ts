@@ -116,7 +116,7 @@ t.test('bad Last-Event-ID or replay value -> 400 naming it', async t => {
 t.test('resume is exact under concurrent emits: no duplicate, no hole at the handover', async t => {
   t.setTimeout(60_000)
   // Small backlog pages and a small hold buffer force many pages and hold-buffer overflows.
-  const api = await startApi(t, { deps: { streamPageSize: 37, streamBufferEvents: 200 } })
+  const api = await startApi(t, { deps: { streams: { pageSize: 37, bufferEvents: 200 } } })
   await emitN(api, 3000)
   let producing = true
   const producer = (async () => {
@@ -203,7 +203,7 @@ t.test('live writes are coalesced: commits within coalesceMs reach a client in o
 })
 
 t.test('keepalive comments while idle', async t => {
-  const api = await startApi(t, { deps: { streamKeepaliveMs: 100 } })
+  const api = await startApi(t, { deps: { streams: { keepaliveMs: 100 } } })
   const s = await openStream(api)
   await waitFor(() => s.comments.length >= 2, 10_000, 'two keepalives')
   t.ok(
@@ -217,7 +217,7 @@ t.test('keepalive comments while idle', async t => {
 t.test('a slow client is disconnected past its buffer, others and ingest are unaffected, and it resumes', async t => {
   t.setTimeout(60_000)
   // Small commit batches so the fast reader (same process) gets turns between them.
-  const api = await startApi(t, { deps: { streamBufferEvents: 100 }, logOpts: { commitMaxEvents: 16 } })
+  const api = await startApi(t, { deps: { streams: { bufferEvents: 100 } }, logOpts: { commitMaxEvents: 16 } })
   const fast = await openStream(api)
   // A raw client that stops reading: the kernel buffers fill, then the per-client buffer.
   const sock = connect(Number(new URL(api.url).port), '127.0.0.1')

@@ -82,7 +82,7 @@ t.test(
   async t => {
     t.setTimeout(60_000)
     const api = await startApi(t, {
-      deps: { streamBufferEvents: 1_000_000, streamBufferBytes: 1024 * 1024 },
+      deps: { streams: { bufferEvents: 1_000_000, bufferBytes: 1024 * 1024 } },
       logOpts: { commitMaxEvents: 16 },
     })
     const sock = connect(Number(new URL(api.url).port), '127.0.0.1')
@@ -147,7 +147,7 @@ t.test(
 )
 
 t.test('SSE client cap: 429 too_many_streams with an error object; a slot frees on close', async t => {
-  const api = await startApi(t, { deps: { maxStreamClients: 2 } })
+  const api = await startApi(t, { deps: { streams: { maxClients: 2 } } })
   const open = async () => {
     const ac = new AbortController()
     const res = await api.get(`/browsers/${BROWSER_ID}/telemetry/stream`, { signal: ac.signal })

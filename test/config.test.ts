@@ -29,7 +29,7 @@ t.test('the documented defaults (docs/configuration.md, docs/architecture.md)', 
   t.equal(c.launch, true, 'launch is the default without --cdp-url')
   t.same(c.proxyListen, { host: '127.0.0.1', port: 9222 })
   t.same([c.reconnectAttempts, c.reconnectInitialBackoffMs, c.reconnectMaxBackoffMs], [10, 250, 2000])
-  t.equal(c.streamKeepaliveMs, 15000)
+  t.equal(c.streams.keepaliveMs, 15000)
   t.notOk(c.categories.includes('screenshot'))
   t.equal(c.maxEnvelopeBytes, 1024 * 1024)
   t.same([c.retentionBytes, c.retentionAgeMs], [512 * 1024 * 1024, 7 * 86_400_000])

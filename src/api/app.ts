@@ -16,7 +16,7 @@ import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
 import { registerTelemetryRoutes, type MapRecords } from './routes/telemetry.js'
 import type { RecordingSwitch } from '../recording/switch.js'
 import type { Toggle } from '../util/toggle.js'
-import { TelemetryStreams } from '../sse/telemetry-streams.js'
+import { TelemetryStreams, type StreamTuning } from '../sse/telemetry-streams.js'
 
 export interface ApiDeps {
   /** The browser session id served under /browsers/{id}. */
@@ -27,20 +27,8 @@ export interface ApiDeps {
   pipeline: Pipeline
   tokens: TokenSet
   logger?: Logger
-  /** SSE keepalive interval (default 15 s). */
-  streamKeepaliveMs?: number
-  /** Per-SSE-client queued events before a slow client is disconnected (default 10,000). */
-  streamBufferEvents?: number
-  /** Per-SSE-client queued bytes before a slow client is disconnected (default 8 MiB). */
-  streamBufferBytes?: number
-  /** Frame bytes of recent events kept for SSE resumes (default 16 MiB, 0 = none). */
-  streamRingBytes?: number
-  /** Open SSE streams at most; beyond, 429 too_many_streams (default 64). */
-  maxStreamClients?: number
-  /** Backlog page size of a resuming stream (default 500). */
-  streamPageSize?: number
-  /** Live SSE writes per client at most this often; commits in between are joined (default 20 ms). */
-  streamCoalesceMs?: number
+  /** The SSE streams' settings (absent ones: their defaults, `src/sse/telemetry-streams.ts`). */
+  streams?: Partial<StreamTuning>
   /** The screen recording's on/off switch (capture config `recording`); absent: not offered. */
   recording?: RecordingSwitch
   /** What PUT sets the recording to when its body does not name it (default: off). */
@@ -84,13 +72,7 @@ export interface ApiApp {
 export function createApiApp(deps: ApiDeps): ApiApp {
   const logger = deps.logger ?? silentLogger
   const streams = new TelemetryStreams(deps.log, {
-    keepaliveMs: deps.streamKeepaliveMs,
-    bufferEvents: deps.streamBufferEvents,
-    bufferBytes: deps.streamBufferBytes,
-    ringBytes: deps.streamRingBytes,
-    maxClients: deps.maxStreamClients,
-    pageSize: deps.streamPageSize,
-    coalesceMs: deps.streamCoalesceMs,
+    ...deps.streams,
     mapRecords: deps.mapRecords,
     logger,
   })

@@ -8,6 +8,7 @@ import type { StateBounds } from '../pipeline/bounds.js'
 import type { NatsAuth } from '../nats/connect.js'
 import type { NatsConfig } from '../ship/index.js'
 import { parseOtlpConfig, type OtlpConfig } from '../otlp/config.js'
+import type { StreamSettings } from '../sse/telemetry-streams.js'
 import { FLEET_SERVE_OPTIONS, OPTIONS, SERVE_OPTIONS, type NATS_FLAGS } from './options.js'
 import {
   OptionsError,
@@ -54,11 +55,8 @@ export interface ServeConfig {
   reconnectAttempts: number
   reconnectInitialBackoffMs: number
   reconnectMaxBackoffMs: number
-  streamKeepaliveMs: number
-  streamBufferEvents: number
-  streamBufferBytes: number
-  streamRingBytes: number
-  maxStreamClients: number
+  /** The SSE streams: keepalive, per-client queue bounds, the resume ring, the client cap. */
+  streams: StreamSettings
   proxyMaxConnections: number
   /** Store CDP proxy commands' parameters and results (redacted, cut to 4 KiB each) in cdp_command events. */
   captureCommandParams: boolean
@@ -199,11 +197,13 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     reconnectAttempts: o.value('reconnect-attempts'),
     reconnectInitialBackoffMs: initial,
     reconnectMaxBackoffMs: max,
-    streamKeepaliveMs: o.value('stream-keepalive'),
-    streamBufferEvents: o.value('stream-buffer-events'),
-    streamBufferBytes: o.value('stream-buffer-bytes'),
-    streamRingBytes: o.value('stream-ring-bytes'),
-    maxStreamClients: o.value('max-stream-clients'),
+    streams: {
+      keepaliveMs: o.value('stream-keepalive'),
+      bufferEvents: o.value('stream-buffer-events'),
+      bufferBytes: o.value('stream-buffer-bytes'),
+      ringBytes: o.value('stream-ring-bytes'),
+      maxClients: o.value('max-stream-clients'),
+    },
     proxyMaxConnections: o.value('proxy-max-connections'),
     maxTargets: o.value('max-targets'),
     bounds: {

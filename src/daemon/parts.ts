@@ -19,6 +19,7 @@ import type { UploadRouteDeps } from '../api/routes/uploads.js'
 import { type Metrics } from '../metrics/metrics.js'
 import { Monitor } from '../monitor/index.js'
 import { CdpProxy } from '../proxy/cdp-proxy.js'
+import type { Redactor } from '../events/redact.js'
 import type { StepRegistry } from '../agent/step-registry.js'
 import {
   type InteractionCollector,
@@ -61,6 +62,10 @@ export interface Base {
   readonly config: ServeConfig
   readonly logger: Logger
   readonly opts: DaemonOptions
+  /** The one masking policy of events, logs, perf traces and exports (built-in lists plus --redact-*). */
+  readonly redactor: Redactor
+  /** The daemon's version (package.json), read once at start. */
+  readonly version: string
 }
 /** config: browser id, API tokens, and the data dir's free space (read-only, 507 on writes, while the disk is full). */
 export interface Identity {

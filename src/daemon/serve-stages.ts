@@ -37,9 +37,7 @@ import {
   type AgentSteps,
   type Symbols,
   type PerfTracing,
-  packageVersion,
 } from './parts.js'
-import { redactorOf } from './stages.js'
 
 /**
  * Uploads and extensions live under the data dir. Interrupted merges are settled first (rolled back
@@ -99,7 +97,7 @@ export async function openPerfTraces(d: Base & Core & Browser): Promise<Started<
     store,
     recorder: d.perfTrace,
     maxTraceBytes: config.perfTraces.maxTraceBytes,
-    redactor: redactorOf(config),
+    redactor: d.redactor,
     report: data =>
       void d.pipeline.emit({
         type: 'perf_trace_recorded',
@@ -135,16 +133,12 @@ export async function startApi(
     pipeline,
     tokens: d.tokens.tokens,
     logger: d.logger.child({ module: 'api' }),
-    streamKeepaliveMs: config.streamKeepaliveMs,
-    streamBufferEvents: config.streamBufferEvents,
-    streamBufferBytes: config.streamBufferBytes,
-    streamRingBytes: config.streamRingBytes,
-    maxStreamClients: config.maxStreamClients,
+    streams: config.streams,
     defaultCategories: config.categories,
     monitorState,
     warnings: () => [...listenWarning, ...(monitor?.warnings() ?? [])],
     sinksState: () => sinks.health(),
-    version: packageVersion(),
+    version: d.version,
     outerMiddleware: [httpMetrics(metrics)],
     drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
     diskState: () => disk.status,
@@ -169,12 +163,12 @@ export async function startApi(
         bundle: {
           source: {
             browserId: d.browserId,
-            daemonVersion: packageVersion(),
+            daemonVersion: d.version,
             log: d.log,
             frames: d.frames,
             recordingEnabled: () => d.recording.enabled,
             categories: () => CONFIGURABLE_CATEGORIES.filter(c => pipeline.isEnabled(c)),
-            redaction: redactorOf(config).policy(),
+            redaction: d.redactor.policy(),
             sourceMaps,
             perfTraces: d.perfTraces,
           },

@@ -32,7 +32,6 @@ import {
   type Browser,
   type System,
   type Symbols,
-  packageVersion,
 } from './parts.js'
 
 /** The data dir holds the token and the log: owner only (0700), also when it already existed. */
@@ -99,7 +98,7 @@ export function buildPipeline(d: Base & Store): Started<Core> {
     categories: d.config.categories,
     maxEnvelopeBytes: d.config.maxEnvelopeBytes,
     shedding: d.config.shedding,
-    redactor: redactorOf(d.config),
+    redactor: d.redactor,
   })
   // Per-target byte bounds (URLs, header sets, request tables) for the monitor and collectors.
   const bounds = new Bounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
@@ -118,7 +117,7 @@ export function buildPipeline(d: Base & Store): Started<Core> {
  */
 export async function openSourceMaps(d: Base & Store & Core): Promise<Started<Symbols>> {
   const { config } = d
-  const redactor = redactorOf(config)
+  const { redactor } = d
   const sourceMaps = await SourceMaps.open({
     dir: join(config.dataDir, 'sourcemaps'),
     maxMapBytes: config.sourcemaps.maxBytes,
@@ -151,7 +150,7 @@ export async function startSinkList(d: Base & Identity & Store & Core & Symbols)
     {
       log: d.log,
       browserId: d.browserId,
-      version: packageVersion(),
+      version: d.version,
       metrics: d.metrics.registry,
       logger: d.logger,
       mapEnvelope: env => d.sourceMaps.mapEnvelope(env),

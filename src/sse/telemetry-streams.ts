@@ -65,6 +65,11 @@ const STREAM_DEFAULTS = {
   ringBytes: DEFAULT_SETTINGS.streamRingBytes,
 }
 export type StreamTuning = typeof STREAM_DEFAULTS
+/** What the daemon's configuration sets of its streams (--stream-*, --max-stream-clients), as one component. */
+export type StreamSettings = Pick<
+  StreamTuning,
+  'keepaliveMs' | 'bufferEvents' | 'bufferBytes' | 'ringBytes' | 'maxClients'
+>
 
 export interface TelemetryStreamsOptions extends Partial<StreamTuning> {
   logger?: Logger
