@@ -34,6 +34,7 @@ import {
   type TargetSession,
   type TimerHandle,
   type CaptureNeeds,
+  DEFAULT_SETTINGS,
 } from '../src/collector-kit.js'
 
 /** One frame as the collector hands it over (the frame store's input). */
@@ -98,7 +99,13 @@ export interface RecordingCollector extends Collector {
 
 /** Acks held per page at most; Chromium stops capturing with a few unacknowledged, well below it. */
 const MAX_HELD_ACKS = 8
-export const RECORDING_DEFAULTS = { maxFps: 5, quality: 50, maxWidth: 960, maxHeight: 540 }
+/** The screencast's defaults: the daemon's own (`--recording-*`). */
+export const RECORDING_DEFAULTS = {
+  maxFps: DEFAULT_SETTINGS.recordingMaxFps,
+  quality: DEFAULT_SETTINGS.recordingQuality,
+  maxWidth: DEFAULT_SETTINGS.recordingMaxWidth,
+  maxHeight: DEFAULT_SETTINGS.recordingMaxHeight,
+}
 
 /** The screencast of pages while the recording is on (Page only). */
 export const RECORDING_CAPTURE: CaptureNeeds = { category: 'recording', targets: ['page'], domains: [] }

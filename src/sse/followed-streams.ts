@@ -10,8 +10,8 @@ import type { StoredRecord } from '../store/event-log.js'
 import { withDefaults } from '../util/defaults.js'
 import { MessageRing } from './message-ring.js'
 import { sseMessages } from './messages.js'
-import { StreamClient, type StreamHub, type StreamStart, type StreamStats } from './stream-client.js'
-import type { FollowedSource, StreamOpener } from './telemetry-source.js'
+import { StreamClient, type StreamHub, type StreamOpener, type StreamStart, type StreamStats } from './stream-client.js'
+import type { FollowedSource } from './telemetry-source.js'
 import { CLIENT_STREAM_DEFAULTS } from './telemetry-streams.js'
 
 const FOLLOWED_DEFAULTS = CLIENT_STREAM_DEFAULTS

@@ -329,3 +329,15 @@ export class StreamClient {
     this.resolveDone()
   }
 }
+
+/** The SSE streams a server offers: the daemon's TelemetryStreams, or fleet serve's followed sources. */
+export interface StreamOpener {
+  readonly opts: { readonly maxClients: number }
+  /** True when another stream would exceed maxClients (the route answers 429). */
+  refuseIfFull(): boolean
+  /**
+   * Everything that can fail before the response starts (the route answers those with an error
+   * object); then the returned function takes over the response and streams from `start`.
+   */
+  prepare(browserId: string, start: StreamStart): Promise<(res: ServerResponse) => Promise<void>>
+}

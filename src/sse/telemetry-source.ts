@@ -1,9 +1,7 @@
 // What the telemetry read and stream routes need of a browser's events. The daemon's event log is
 // one such source; `fleet serve` gives each browser's copy in the fleet stream (src/fleet) the same
 // shape, so both serve the same routes with the same paging rules.
-import type { ServerResponse } from 'node:http'
 import type { ReadQuery, ReadResult, StoredRecord } from '../store/event-log.js'
-import type { StreamStart } from './stream-client.js'
 
 /** Pages of one browser's events; cursors are telemetry seqs (see EventLog.read). */
 export interface EventReader {
@@ -25,16 +23,4 @@ export interface FollowedSource extends EventReader {
    * broke and will deliver nothing more.
    */
   follow(onRecords: (records: StoredRecord[]) => void, onEnd: (err: Error) => void): Promise<Following>
-}
-
-/** The SSE streams a server offers: the daemon's TelemetryStreams, or fleet serve's followed sources. */
-export interface StreamOpener {
-  readonly opts: { readonly maxClients: number }
-  /** True when another stream would exceed maxClients (the route answers 429). */
-  refuseIfFull(): boolean
-  /**
-   * Everything that can fail before the response starts (the route answers those with an error
-   * object); then the returned function takes over the response and streams from `start`.
-   */
-  prepare(browserId: string, start: StreamStart): Promise<(res: ServerResponse) => Promise<void>>
 }

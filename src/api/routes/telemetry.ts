@@ -11,7 +11,8 @@ import { ErrorBodySchema, TelemetryConfigSchema, type TelemetryConfig } from '..
 import type { QueryValues } from '../query-params.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import type { StreamStart, TelemetryStreams } from '../../sse/telemetry-streams.js'
-import type { EventReader, StreamOpener } from '../../sse/telemetry-source.js'
+import type { EventReader } from '../../sse/telemetry-source.js'
+import type { StreamOpener } from '../../sse/stream-client.js'
 import type { RecordingSwitch } from '../../recording/switch.js'
 import type { Toggle } from '../../util/toggle.js'
 
