@@ -132,7 +132,15 @@ t.test('resume is exact under concurrent emits: no duplicate, no hole at the han
   streams.push(['replay=all', await openStream(api, { query: '?replay=all' })])
   const liveFrom = api.log.lastSeq
   streams.push(['new', await openStream(api)])
-  await new Promise(r => setTimeout(r, 300)) // let the producer run across the handovers
+  // The producer keeps emitting until every stream, through its backlog and handover, is live on
+  // events emitted after the last stream opened.
+  const opened = api.log.lastSeq
+  for (const [what, s] of streams)
+    await waitFor(
+      () => s.msgs.length > 0 && Number(s.msgs[s.msgs.length - 1]!.id) > opened + 100,
+      60_000,
+      `${what} live past the handover`,
+    )
   producing = false
   await producer
   await api.log.flush()

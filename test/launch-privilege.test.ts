@@ -16,7 +16,7 @@ import { sandboxFailureReason, trySandbox } from '../src/monitor/launch.js'
 import { silentLogger } from '../src/log.js'
 import { waitFor } from './helpers/http.js'
 import { fakeAccepted, tempDir } from './helpers/store.js'
-import { descendants } from './helpers/procs.js'
+import { descendants, processesNaming } from './helpers/procs.js'
 
 const isRoot = process.getuid?.() === 0
 const NEEDS_ROOT = 'needs root: only a root daemon switches Chromium to another user (CI runs as root)'
@@ -288,6 +288,7 @@ t.test(
     await d.close()
     t.equal(alive(second.pid), false, 'shutdown ended the browser')
     t.equal(second.process.exitCode !== null || second.process.signalCode !== null, true, 'and reaped it')
+    t.same(await processesNaming(second.userDataDir), [], 'and its helpers (crashpad handler, zygotes) ended')
     await t.rejects(stat(secondBase), { code: 'ENOENT' }, 'its profile and HOME are removed')
   },
 )

@@ -129,6 +129,7 @@ t.test('fake upstream: exact counts, text and binary frames preserved, dial fail
   const rec = recorder()
   const { port } = await startProxy(t, { upstream: () => up, emit: rec.emit })
 
+  const opened = Date.now()
   const ws = await openWs(`ws://127.0.0.1:${port}/devtools/page/PAGE1`)
   t.same(rec.connects().length, 1, 'cdp_connect once the client is accepted')
   const got: { text: boolean; data: string }[] = []
@@ -148,10 +149,14 @@ t.test('fake upstream: exact counts, text and binary frames preserved, dial fail
   t.same(seenPaths, ['/devtools/page/PAGE1'], 'page path relayed 1:1')
   ws.close()
   await waitFor(() => rec.disconnects().length === 1, 5000, 'cdp_disconnect')
+  const closed = Date.now()
   const d = rec.disconnects()[0]!
   t.equal(d.data.reason, 'client_close')
   t.equal(d.data.message_count, 7, '3 client -> browser + 4 browser -> client')
-  t.ok(d.data.duration_ms >= 0)
+  t.ok(
+    Number.isInteger(d.data.duration_ms) && d.data.duration_ms >= 0 && d.data.duration_ms <= closed - opened,
+    `duration_ms ${d.data.duration_ms} is whole ms within the connection's life (${closed - opened} ms)`,
+  )
   t.same(
     rec.events.map(e => e.type),
     ['cdp_connect', 'cdp_disconnect'],

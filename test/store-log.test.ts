@@ -384,11 +384,16 @@ t.test('retention by age and by bytes; a cursor below retention continues at the
   for (let i = 0; i < 3000; i++) p2.emit(consoleLog('y'.repeat(400) + i))
   await small.flush()
   await raw.db().compactRange(Buffer.of(0x00) as never, Buffer.of(0xff) as never)
-  t.ok((await small.storedBytes()) > 200_000, 'over the cap before retention')
+  const before = await small.storedBytes()
+  t.ok(before > 200_000, `over the cap before retention (${before} bytes)`)
   const gone = await small.runRetention()
-  t.ok(gone > 0, `removed ${gone}`)
-  t.ok(small.firstSeq > 1)
+  // The oldest share that brings the log to 90% of the cap, by position (the events are of one size).
+  t.equal(gone, Math.ceil((3000 * (before - 180_000)) / before), `removed ${gone}`)
+  t.equal(small.firstSeq, gone + 1)
   t.equal(small.lastSeq, 3000, 'newest kept')
+  const after = await small.storedBytes()
+  t.ok(after <= 200_000, `under the cap after retention (${after} <= 200000 bytes)`)
+  t.ok(after < before, 'and smaller than before')
 })
 
 t.test('clean restart continues without a gap; seq never reused', async t => {

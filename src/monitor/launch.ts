@@ -1,7 +1,7 @@
 // Starts a local headless Chromium with a fresh profile and finds its DevTools endpoint.
 // Used by the daemon's --launch mode and by the tests (one launcher, one set of flags).
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, mkdir, rm, access, chown, chmod } from 'node:fs/promises'
+import { mkdtemp, mkdir, rm, access, chown, chmod, readdir, readFile } from 'node:fs/promises'
 import { constants } from 'node:fs'
 import { getPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -283,9 +283,44 @@ async function startChromium(
           await exited
           clearTimeout(t)
         }
-        for (const dir of removeOnClose) await rm(dir, { recursive: true, force: true }).catch(() => undefined)
+        // The browser's helpers (crashpad handler, zygotes, utilities) can outlive its main process and
+        // still write into the profile: removing it under them leaves it behind.
+        await helpersEnded(userDataDir)
+        for (const dir of removeOnClose)
+          await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 }).catch(() => undefined)
       })()
       return closing
     },
+  }
+}
+
+/** Pids of live processes whose command line names dir or a path under it (a zombie's is empty). Every
+ *  helper of a browser names its profile: --user-data-dir, or the crashpad handler's --database under it. */
+async function processesNaming(dir: string): Promise<number[]> {
+  const names = await readdir('/proc').catch(() => [] as string[])
+  const found: number[] = []
+  for (const name of names) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
+    const cmdline = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')
+    if (cmdline.includes(`${dir}\0`) || cmdline.includes(`${dir}/`)) found.push(Number(name))
+  }
+  return found
+}
+
+/** Waits for the helpers naming dir to end on their own (they follow the main process), SIGKILL after graceMs. */
+async function helpersEnded(dir: string, graceMs = 3000): Promise<void> {
+  const deadline = Date.now() + graceMs
+  for (let pids = await processesNaming(dir); pids.length > 0; pids = await processesNaming(dir)) {
+    if (Date.now() > deadline) {
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL')
+        } catch {
+          // already gone
+        }
+      }
+      if (Date.now() > deadline + graceMs) return
+    }
+    await new Promise(resolve => setTimeout(resolve, 25))
   }
 }

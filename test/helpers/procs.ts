@@ -16,3 +16,14 @@ export async function descendants(pid: number): Promise<number[]> {
   }
   return [...parent.keys()].filter(isBelow)
 }
+
+/** Live processes whose command line names dir or a path under it (a browser's helpers name its profile). */
+export async function processesNaming(dir: string): Promise<number[]> {
+  const found: number[] = []
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
+    const cmdline = await readFile(`/proc/${name}/cmdline`, 'utf8').catch(() => '')
+    if (cmdline.includes(`${dir}\0`) || cmdline.includes(`${dir}/`)) found.push(Number(name))
+  }
+  return found
+}
