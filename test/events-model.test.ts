@@ -65,6 +65,8 @@ const SPEC_TABLE: Record<string, string> = {
   live_view_connect: 'connection',
   live_view_disconnect: 'connection',
   captcha_solve_result: 'captcha',
+  captcha_solve_started: 'captcha', // the solver's task events, as upstream has them
+  captcha_challenge_result: 'captcha',
   system_oom_kill: 'system',
   service_crashed: 'system',
   capture_config_changed: 'control', // audit of capture-config changes
