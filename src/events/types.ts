@@ -355,6 +355,16 @@ export const EVENT_DEFS = {
       reason: Type.Union(
         ['client_close', 'upstream_changed', 'upstream_error', 'context_cancelled'].map(r => Type.Literal(r)),
       ),
+      // Commands of the connection without a cdp_command (optional: older producers have none).
+      telemetry_excluded: Type.Optional(
+        Int({ minimum: 0, description: 'Not recorded by rule: the capture configuration leaves control off' }),
+      ),
+      telemetry_dropped: Type.Optional(
+        Int({
+          minimum: 0,
+          description: 'Not recorded under pressure: past the unanswered-command bound, shed or over a cap',
+        }),
+      ),
     }),
   ),
   // One command an automation client sent through the CDP proxy, recorded when its answer came back
