@@ -64,10 +64,12 @@ export type OriginalPosition = Static<typeof OriginalPositionSchema>
 /**
  * CDP Runtime.StackTrace, camelCase as the protocol sends it (0-based positions). `original` is
  * added when a source map covers the frame (src/symbols); the raw fields stay as Chromium sent them.
+ * `scriptId` is always there, as the client requires: "" for a frame read from stack text whose
+ * URL names no script the session knows.
  */
 export const CallFrameSchema = Type.Object({
   functionName: Type.String(),
-  scriptId: Type.Optional(Type.String()),
+  scriptId: Type.String(),
   url: Type.String(),
   lineNumber: Type.Integer(),
   columnNumber: Type.Integer(),
