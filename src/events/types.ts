@@ -27,6 +27,8 @@ import {
 } from './common.js'
 // The page's performance events (layout shift, LCP, Web Vitals, long animation frames).
 import { PageLayoutShiftData, PageLcpData, PageLongAnimationFrameData, PageWebVitalData } from './vitals.js'
+// The captcha solver's events.
+import { CaptchaChallengeResultData, CaptchaSolveResultData, CaptchaSolveStartedData } from './captcha.js'
 
 const Str = (o?: StringOptions) => Type.String(o)
 const OptStr = () => Type.Optional(Type.String())
@@ -47,23 +49,6 @@ function def<T extends string, C extends Category, D extends TSchema>(type: T, c
   )
   return { type, category, data, event }
 }
-
-/**
- * Captcha kinds as the service document lists them for captcha_solve_result (`other` covers
- * anything unmatched), and the solver's kinds on its other events, press-and-hold challenges too.
- */
-export const SOLVE_RESULT_CAPTCHA_TYPES = [
-  'hcaptcha',
-  'recaptcha_v2',
-  'recaptcha_v3',
-  'turnstile',
-  'geetest',
-  'other',
-] as const
-export const CAPTCHA_TYPES = [...SOLVE_RESULT_CAPTCHA_TYPES, 'press_and_hold'] as const
-const CaptchaTypeSchema = Type.Union(CAPTCHA_TYPES.map(v => Type.Literal(v)))
-/** The page's path only: no query string or fragment. */
-const WebsitePathSchema = Type.String({ pattern: '^[^?#]*$' })
 
 /** A response's status and headers: network_response (body received) and network_response_incomplete. */
 const RESPONSE_HEAD = {
@@ -435,45 +420,10 @@ export const EVENT_DEFS = {
     'connection',
     plain({ session_id: Str({ minLength: 1 }), duration_ms: Num({ minimum: 0 }) }),
   ),
-  // captcha (published by the in-VM solver): tasks join on task_id, one visible challenge's tasks on challenge_id.
-  captcha_solve_started: def(
-    'captcha_solve_started',
-    'captcha',
-    plain({
-      captcha_type: CaptchaTypeSchema,
-      challenge_id: OptStr(),
-      task_id: OptStr(),
-      website_host: OptStr(),
-      website_path: Type.Optional(WebsitePathSchema),
-    }),
-  ),
-  captcha_solve_result: def(
-    'captcha_solve_result',
-    'captcha',
-    plain({
-      captcha_type: Type.Union(SOLVE_RESULT_CAPTCHA_TYPES.map(v => Type.Literal(v))),
-      status: Type.Union(['success', 'failure', 'timeout', 'abandoned'].map(v => Type.Literal(v))),
-      duration_ms: Num({ minimum: 0 }),
-      task_id: OptStr(),
-      challenge_id: OptStr(),
-      error_code: OptStr(),
-      website_host: OptStr(),
-      website_path: Type.Optional(WebsitePathSchema),
-    }),
-  ),
-  // A visible challenge's own outcome, once per challenge (its tasks may each have a solve result).
-  captcha_challenge_result: def(
-    'captcha_challenge_result',
-    'captcha',
-    plain({
-      captcha_type: CaptchaTypeSchema,
-      challenge_id: Str({ minLength: 1 }),
-      status: Type.Union(['solved', 'failure', 'timeout', 'abandoned'].map(v => Type.Literal(v))),
-      duration_ms: Num({ minimum: 0 }),
-      website_host: OptStr(),
-      website_path: Type.Optional(WebsitePathSchema),
-    }),
-  ),
+  // captcha (published by the in-VM solver): tasks join on task_id, a visible challenge's on challenge_id.
+  captcha_solve_started: def('captcha_solve_started', 'captcha', CaptchaSolveStartedData),
+  captcha_solve_result: def('captcha_solve_result', 'captcha', CaptchaSolveResultData),
+  captcha_challenge_result: def('captcha_challenge_result', 'captcha', CaptchaChallengeResultData),
   // system
   system_oom_kill: def(
     'system_oom_kill',
