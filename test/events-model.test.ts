@@ -24,6 +24,7 @@ const SPEC_TABLE: Record<string, string> = {
   network_response: 'network',
   network_loading_failed: 'network',
   network_idle: 'network',
+  proxy_error: 'network', // the browser's proxy failures, beside the failure they explain
   page_navigation: 'page',
   page_dom_content_loaded: 'page',
   page_load: 'page',

@@ -138,6 +138,16 @@ export const InputFactsProps = {
   ),
 }
 
+/** proxy_error.code: what a proxy failure of the browser's was (its Chromium net error normalised). */
+export const PROXY_ERROR_CODES = [
+  'proxy_connection_failed',
+  'tunnel_connection_failed',
+  'proxy_auth_required',
+  'proxy_certificate_invalid',
+  'proxy_other',
+] as const
+export type ProxyErrorCode = (typeof PROXY_ERROR_CODES)[number]
+
 /** Why a script's source map could not be used (sourcemap_failed.reason). */
 export const SOURCEMAP_FAILURES = [
   'not_found',

@@ -14,6 +14,7 @@ import {
   HeadersSchema,
   StackTraceSchema,
   SOURCEMAP_FAILURES,
+  PROXY_ERROR_CODES,
   STEP_ABANDON_REASONS,
   STEP_OUTCOMES,
   TRACEPARENT_PATTERN,
@@ -131,6 +132,19 @@ export const EVENT_DEFS = {
       request_id: Str(),
       error_text: Str(),
       canceled: Type.Boolean(),
+      resource_type: OptStr(),
+    }),
+  ),
+  // A proxy failure of the browser's, beside the network_loading_failed it explains (events.md).
+  proxy_error: def(
+    'proxy_error',
+    'network',
+    withContext({
+      request_id: Str(),
+      code: Type.Union(PROXY_ERROR_CODES.map(c => Type.Literal(c))),
+      raw_code: Str(),
+      status: Int({ minimum: 100, maximum: 599 }),
+      method: OptStr(),
       resource_type: OptStr(),
     }),
   ),
