@@ -502,3 +502,24 @@ t.test('default roots: where the browser user writes; SDK callers get 403 naming
   t.equal(viaLink.status, 403)
   t.same(await readdir(join(dataDir, 'log')), [], 'nothing written in the data dir')
 })
+
+t.test('an unexpected file part before zip_file is a 400, and the daemon stays up', async t => {
+  const s = await setup(t)
+  for (let i = 0; i < 3; i++) {
+    const res = await s.post(
+      form([
+        ['file', new Blob([new Uint8Array(200 * 1024)])],
+        ['zip_file', new Blob([new Uint8Array(await goodZip())])],
+        ['dest_path', join(s.root, 'x')],
+      ]),
+    )
+    await expectError(t, res, 400, 'bad_request', /unexpected file part \(expected "zip_file"\)/)
+  }
+  const ok = await s.post(
+    form([
+      ['dest_path', join(s.root, 'after')],
+      ['zip_file', new Blob([new Uint8Array(await goodZip())])],
+    ]),
+  )
+  t.equal(ok.status, 201, 'the server still answers')
+})
