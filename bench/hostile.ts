@@ -69,6 +69,7 @@ const FIT_CASES: [string, (k: number) => TelemetryEvent][] = [
         stack_trace: {
           callFrames: Array.from({ length: 200_000 * k }, (_, i) => ({
             functionName: `f${i}`,
+            scriptId: '1',
             url: 'http://a/x.js',
             lineNumber: i,
             columnNumber: 1,

@@ -97,7 +97,13 @@ async function cpuGoals(dir: string): Promise<void> {
     for (let s = 0; s < lines[l]!.length && positions.length < 30; s += Math.max(1, Math.floor(lines[l]!.length / 30)))
       positions.push([l, lines[l]![s]![0]])
   const stack: StackTrace = {
-    callFrames: positions.map(([l, c], i) => ({ functionName: `f${i}`, url, lineNumber: l, columnNumber: c })),
+    callFrames: positions.map(([l, c], i) => ({
+      functionName: `f${i}`,
+      scriptId: '1',
+      url,
+      lineNumber: l,
+      columnNumber: c,
+    })),
   }
   const mapOf = () => parsed
   const perCall = (f: () => unknown, n = 2000) => {

@@ -80,6 +80,7 @@ export async function readError(
   session: TargetSession,
   obj: Protocol.Runtime.RemoteObject,
   own: boolean,
+  scripts?: ScriptIds,
 ): Promise<{ stack?: string; causes?: StackTrace }> {
   const r = await withTimeout(
     session.sendMayFail('Runtime.callFunctionOn', {
@@ -95,20 +96,23 @@ export async function readError(
   const out: { stack?: string; causes?: StackTrace } = {}
   if (typeof v?.stack === 'string') out.stack = v.stack
   if (Array.isArray(v?.causes) && v.causes.length > 0) {
-    const causes = causeChain(v.causes.filter((t): t is string => typeof t === 'string'))
+    const causes = causeChain(
+      v.causes.filter((t): t is string => typeof t === 'string'),
+      scripts,
+    )
     if (causes) out.causes = causes
   }
   return out
 }
 
 /** Stack entries for cause texts, outermost cause first: `cause: <message>` and its parsed frames. */
-export function causeChain(texts: readonly string[]): StackTrace | undefined {
+export function causeChain(texts: readonly string[], scripts?: ScriptIds): StackTrace | undefined {
   let chain: StackTrace | undefined
   for (let i = Math.min(texts.length, MAX_CAUSES) - 1; i >= 0; i--) {
     const text = texts[i]!
     const entry: StackTrace = {
       description: `cause: ${errorMessage(text) || text.split('\n')[0]}`,
-      callFrames: parseV8Stack(text),
+      callFrames: parseV8Stack(text, scripts),
     }
     if (chain) entry.parent = chain
     chain = entry
@@ -118,12 +122,42 @@ export function causeChain(texts: readonly string[]): StackTrace | undefined {
 
 const FRAME_LINE = /^\s*at (?:(.+?) \()?(.+?):(\d+):(\d+)\)?\s*$/
 
+/** URLs remembered per session at most (the oldest is forgotten first). */
+const MAX_SCRIPT_URLS = 1000
+
 /**
- * The frames of a V8 stack text (`    at name (url:line:col)`), with CDP's 0-based positions and
- * the bare function name CDP would give (`async` / `new` / receiver type dropped). Lines without a
+ * Script ids by URL, learnt from the frames Chromium sent in one session (console call sites,
+ * exception stacks): a frame read from stack text names its script by URL only, and the client's
+ * call frame requires a `scriptId`. A URL seen with several scripts (a reload, a document's inline
+ * scripts) gives the last one seen.
+ */
+export class ScriptIds {
+  private readonly ids = new Map<string, string>()
+
+  learn(stack: StackTrace | undefined): void {
+    for (let s = stack, depth = 0; s && depth < 32; s = s.parent, depth++) {
+      for (const f of s.callFrames) {
+        if (!f.url || !f.scriptId || this.ids.get(f.url) === f.scriptId) continue
+        this.ids.delete(f.url)
+        this.ids.set(f.url, f.scriptId)
+        if (this.ids.size > MAX_SCRIPT_URLS) this.ids.delete(this.ids.keys().next().value!)
+      }
+    }
+  }
+
+  /** The id of the script at this URL, or "" when no frame of the session named one. */
+  of(url: string): string {
+    return this.ids.get(url) ?? ''
+  }
+}
+
+/**
+ * The frames of a V8 stack text (`    at name (url:line:col)`), with CDP's 0-based positions, the
+ * bare function name CDP would give (`async` / `new` / receiver type dropped) and the script's id
+ * when the session knows the URL's script (else ""). Lines without a
  * position (native code) and eval frames are left out.
  */
-export function parseV8Stack(text: string): StackTrace['callFrames'] {
+export function parseV8Stack(text: string, scripts?: ScriptIds): StackTrace['callFrames'] {
   const frames: StackTrace['callFrames'] = []
   for (const line of text.split('\n')) {
     if (frames.length >= MAX_FRAMES) break
@@ -137,7 +171,13 @@ export function parseV8Stack(text: string): StackTrace['callFrames'] {
       .replace(/ \[as [^\]]+\]$/, '')
     if (name.includes('<anonymous>')) name = ''
     else if (name.includes('.')) name = name.slice(name.lastIndexOf('.') + 1)
-    frames.push({ functionName: name, url, lineNumber: Number(m[3]) - 1, columnNumber: Number(m[4]) - 1 })
+    frames.push({
+      functionName: name,
+      scriptId: scripts?.of(url) ?? '',
+      url,
+      lineNumber: Number(m[3]) - 1,
+      columnNumber: Number(m[4]) - 1,
+    })
   }
   return frames
 }

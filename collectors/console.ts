@@ -21,7 +21,15 @@ import {
   type TargetSession,
   type CaptureNeeds,
 } from '../src/collector-kit.js'
-import { errorLikeTitle, isErrorLike, mayHaveCause, parseV8Stack, readError, withCauses } from './console-cause.js'
+import {
+  errorLikeTitle,
+  isErrorLike,
+  mayHaveCause,
+  parseV8Stack,
+  readError,
+  ScriptIds,
+  withCauses,
+} from './console-cause.js'
 import { cutChars, errorMessage, exceptionText, renderArgs, stackTraceOf } from './console-format.js'
 import { browserLoader } from './sourcemap-loader.js'
 
@@ -49,6 +57,8 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
     attach(session: TargetSession, emit: Emit): Detach {
       const listeners = new Disposer()
       const loader = maps ? browserLoader(session) : undefined
+      // Frames read from stack text get their script's id from the frames Chromium sent.
+      const scripts = new ScriptIds()
       // Events in arrival order; a promise is one whose causes are being read.
       const waiting: (Console | Promise<Console>)[] = []
       const deliver = (e: Console) => {
@@ -71,12 +81,12 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
         if (waiting.length === 0 && !read) return deliver(e)
         const item =
           read && waiting.length < MAX_WAITING
-            ? readError(session, read.obj, read.own !== undefined).then(
+            ? readError(session, read.obj, read.own !== undefined, scripts).then(
                 r => {
                   const data = e.data as { stack_trace?: StackTrace }
                   let stack = data.stack_trace
                   let causesAt = read.causesAt
-                  const own = read.own && r.stack ? loggedError(r.stack, read.own) : undefined
+                  const own = read.own && r.stack ? loggedError(r.stack, read.own, scripts) : undefined
                   if (own) [stack, causesAt] = [own, 1]
                   stack = withCauses(stack, r.causes, causesAt)
                   if (stack) data.stack_trace = stack
@@ -88,8 +98,12 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
         waiting.push(item)
         if (waiting.length === 1) void flush()
       }
-      listeners.add(session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, push, p, maxEnvelopeBytes)))
-      listeners.add(session.on('Runtime.exceptionThrown', p => onException(session, push, p, maxEnvelopeBytes)))
+      listeners.add(
+        session.on('Runtime.consoleAPICalled', p => onConsoleCall(session, push, p, maxEnvelopeBytes, scripts)),
+      )
+      listeners.add(
+        session.on('Runtime.exceptionThrown', p => onException(session, push, p, maxEnvelopeBytes, scripts)),
+      )
       return () => listeners.dispose()
     },
   }
@@ -118,8 +132,8 @@ interface ConsoleCall {
  * Its frames are parsed from the error's own stack text (an Error's description, as Chromium sends
  * it; an error-like object's `stack`, read in the page). Undefined when the text has no frames.
  */
-function loggedError(text: string, call: ConsoleCall): StackTrace | undefined {
-  const frames = parseV8Stack(text)
+function loggedError(text: string, call: ConsoleCall, scripts: ScriptIds): StackTrace | undefined {
+  const frames = parseV8Stack(text, scripts)
   if (frames.length === 0) return undefined
   const own: StackTrace = { description: call.title ?? errorMessage(text).split('\n')[0]!, callFrames: frames }
   if (call.callSite) own.parent = { ...call.callSite, description: `console.${call.method}` }
@@ -131,11 +145,13 @@ function onConsoleCall(
   push: Push,
   p: Protocol.Runtime.ConsoleAPICalledEvent,
   maxEnvelopeBytes: number,
+  scripts: ScriptIds,
 ): void {
   const ctx = session.context()
   const { args, cut } = renderArgs(p.args, maxEnvelopeBytes)
   const text = args[0] ?? ''
   const callSite = stackTraceOf(p.stackTrace)
+  scripts.learn(callSite)
   const source = { kind: 'cdp' as const, event: 'Runtime.consoleAPICalled' }
   const truncated = cut || undefined
   // The first error argument (console.error(err), console.warn(err)): its own stack and its causes;
@@ -144,7 +160,7 @@ function onConsoleCall(
   const err = p.args.find(a => a.subtype === 'error')
   const errorLike = withStack && !err ? p.args.find(isErrorLike) : undefined
   const call: ConsoleCall = { callSite, method: p.type }
-  const own = withStack && err?.description ? loggedError(err.description, call) : undefined
+  const own = withStack && err?.description ? loggedError(err.description, call, scripts) : undefined
   const stack = own ?? callSite
   let read: ErrorRead | undefined
   if (errorLike) {
@@ -171,6 +187,7 @@ function onException(
   push: Push,
   p: Protocol.Runtime.ExceptionThrownEvent,
   maxEnvelopeBytes: number,
+  scripts: ScriptIds,
 ): void {
   const d = p.exceptionDetails
   const text = exceptionText(d)
@@ -183,6 +200,7 @@ function onException(
   const sourceUrl = d.url || d.stackTrace?.callFrames[0]?.url
   if (sourceUrl) data.source_url = sourceUrl
   const stack = stackTraceOf(d.stackTrace)
+  scripts.learn(stack)
   if (stack) data.stack_trace = stack
   push(
     {

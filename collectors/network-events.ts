@@ -113,6 +113,51 @@ export function incompleteData(
   return Object.assign(data, { reason })
 }
 
+/** Chromium's proxy failures (net_error_list.h): the normalised code and the HTTP status each stands for. */
+const PROXY_NET_ERRORS: Record<string, [EventData<'proxy_error'>['code'], number]> = {
+  'net::ERR_PROXY_CONNECTION_FAILED': ['proxy_connection_failed', 502],
+  'net::ERR_TUNNEL_CONNECTION_FAILED': ['tunnel_connection_failed', 502],
+  'net::ERR_PROXY_AUTH_REQUESTED': ['proxy_auth_required', 407],
+  'net::ERR_PROXY_AUTH_UNSUPPORTED': ['proxy_auth_required', 407],
+  'net::ERR_PROXY_AUTH_REQUESTED_WITH_NO_CONNECTION': ['proxy_auth_required', 407],
+  'net::ERR_UNEXPECTED_PROXY_AUTH': ['proxy_auth_required', 407],
+  'net::ERR_PROXY_CERTIFICATE_INVALID': ['proxy_certificate_invalid', 502],
+  'net::ERR_MANDATORY_PROXY_CONFIGURATION_FAILED': ['proxy_other', 502],
+  'net::ERR_HTTPS_PROXY_TUNNEL_RESPONSE_REDIRECT': ['proxy_other', 502],
+}
+
+/**
+ * proxy_error data for a failed load whose error is a proxy's (the table above, or any other
+ * net::ERR_PROXY_*: proxy_other), or for a plain-HTTP request the proxy answered 407 (its status
+ * line as raw_code), on the request's context; undefined for everything else.
+ */
+export function proxyErrorData(
+  ctx: Context,
+  requestId: string,
+  failure: { errorText: string } | ResponseRecord,
+  req: TrackedRequest | undefined,
+): EventData<'proxy_error'> | undefined {
+  let known: [EventData<'proxy_error'>['code'], number] | undefined
+  let raw: string
+  if ('errorText' in failure) {
+    raw = failure.errorText
+    known = PROXY_NET_ERRORS[raw] ?? (raw.startsWith('net::ERR_PROXY_') ? ['proxy_other', 502] : undefined)
+  } else {
+    raw = `${failure.status} ${failure.statusText || STATUS_CODES[failure.status] || ''}`.trimEnd()
+    if (failure.status === 407) known = ['proxy_auth_required', 407]
+  }
+  if (!known) return undefined
+  const data: EventData<'proxy_error'> = Object.assign(ctx, {
+    request_id: requestId,
+    code: known[0],
+    raw_code: raw,
+    status: known[1],
+  })
+  if (req?.method) data.method = req.method
+  if (req?.resourceType) data.resource_type = req.resourceType
+  return data
+}
+
 /** Session context with url/frame/loader of the request; all three absent when the request is unknown. */
 export function withRequest(ctx: Context, req: TrackedRequest | undefined): Context {
   // Field by field in the context's own order (a rest pattern with excluded keys is a slow runtime path).

@@ -1,6 +1,6 @@
 // One idea: the network collector, CDP's Network events of one target session as network_request /
-// network_response / network_response_incomplete / network_loading_failed, plus the computed
-// network_idle for page targets. Per-session state lives in a TargetRequests and
+// network_response / network_response_incomplete / network_loading_failed (proxy_error beside it),
+// plus the computed network_idle for page targets. Per-session state lives in a TargetRequests and
 // is dropped by detach(); the body-fetch queue is shared by all sessions so the CDP connection sees
 // a bounded number of Network.getResponseBody calls in total. A request started in one session and
 // continued in another (a worker's script, an OOPIF's document) is joined to the session that
@@ -29,6 +29,7 @@ import {
   entryBytes,
   startsWorker,
   incompleteData,
+  proxyErrorData,
   requestData,
   responseData,
   withRequest,
@@ -378,6 +379,13 @@ class TargetRequests {
         source: { kind: 'cdp', event: 'Network.loadingFinished' },
         ...(body?.truncated || response.cut || req.cut ? { truncated: true } : {}),
       })
+      // A plain-HTTP request the proxy refused for want of credentials is answered 407.
+      const proxy =
+        response.status === 407
+          ? proxyErrorData(withRequest(this.session.context(), req), p.requestId, response, req)
+          : undefined
+      if (proxy)
+        this.emit({ type: 'proxy_error', data: proxy, source: { kind: 'cdp', event: 'Network.loadingFinished' } })
       this.idle?.done(p.requestId)
     }
     if (this.fetches.wantsBody(response)) this.fetches.responseBody(p.requestId, req.via ?? this.session, respond)
@@ -395,12 +403,11 @@ class TargetRequests {
       canceled: p.canceled === true,
     })
     if (req?.resourceType) data.resource_type = req.resourceType
-    this.emit({
-      type: 'network_loading_failed',
-      data,
-      source: { kind: 'cdp', event: 'Network.loadingFailed' },
-      ...(req?.cut ? { truncated: true } : {}),
-    })
+    const source = { kind: 'cdp' as const, event: 'Network.loadingFailed' }
+    this.emit({ type: 'network_loading_failed', data, source, ...(req?.cut ? { truncated: true } : {}) })
+    // A proxy's failure is said as such right after the failure it explains.
+    const proxy = proxyErrorData(withRequest(this.session.context(), req), p.requestId, p, req)
+    if (proxy) this.emit({ type: 'proxy_error', data: proxy, source, ...(req?.cut ? { truncated: true } : {}) })
     this.idle?.done(p.requestId)
   }
 

@@ -130,7 +130,7 @@ t.test('openapi.json lists every route and its schemas validate real responses',
       text: 'hi',
       args: ['hi'],
       stack_trace: {
-        callFrames: [{ functionName: 'f', url: 'u', lineNumber: 1, columnNumber: 2 }],
+        callFrames: [{ functionName: 'f', scriptId: '1', url: 'u', lineNumber: 1, columnNumber: 2 }],
         parent: { callFrames: [] },
       },
     },

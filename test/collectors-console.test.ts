@@ -29,6 +29,14 @@ function parseYaml() { throw new YamlError('bad indent') }
 function loadYaml() { try { parseYaml() } catch (e) { console.error(e) } }
 loadYaml()
 </script>`,
+    '/lib.js': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/javascript' })
+      res.end('function libFail() { return undefined.x }')
+    },
+    '/from-lib': `<script src="/lib.js"></script><script>
+function useLib() { try { libFail() } catch (e) { console.error(e) } }
+useLib()
+</script>`,
     '/throws': `<script>
 function boom() { throw new Error('boom') }
 setTimeout(boom, 0)
@@ -110,6 +118,25 @@ Promise.reject(new TypeError('nope'))
     where(likeError.data.stack_trace),
     ['YAMLException: bad indent: parseYaml@8:29 loadYaml@9:28 @10:0', 'console.error: loadYaml@9:62 @10:0'],
     "an error-like object's own stack, read in the page, then the call site",
+  )
+  // Frames read from the error's stack text carry the id of the script Chromium named for their URL.
+  const callSiteScript = logged.data.stack_trace!.parent!.callFrames[0]!.scriptId
+  t.match(callSiteScript, /^\d+$/, "the call site's frame: Chromium's script id")
+  t.same(
+    logged.data.stack_trace!.callFrames.map(f => f.scriptId),
+    [callSiteScript, callSiteScript, callSiteScript],
+    'the parsed frames: the same inline script',
+  )
+  // A script no frame of Chromium's has named yet: "" (the field is always there).
+  await h.navigate(page, `${server.url}from-lib`)
+  const fromLib = await h.waitEvent('console_error', e => e.data.nav_seq === page.context().nav_seq)
+  t.same(
+    fromLib.data.stack_trace!.callFrames.map(f => [f.functionName, f.url.slice(server.url.length), f.scriptId]),
+    [
+      ['libFail', 'lib.js', ''],
+      ['useLib', 'from-lib', fromLib.data.stack_trace!.parent!.callFrames[0]!.scriptId],
+      ['', 'from-lib', fromLib.data.stack_trace!.parent!.callFrames[0]!.scriptId],
+    ],
   )
 
   await h.navigate(page, `${server.url}throws`)

@@ -1,7 +1,14 @@
 // Error.cause chains for console stacks (collectors/console-cause.ts): which errors cost a CDP call,
 // V8 stack text parsed into CDP-shaped frames, and the chain appended after the stack's own parents.
 import t from 'tap'
-import { causeChain, mayHaveCause, parseV8Stack, withCauses, MAX_CAUSES } from '../collectors/console-cause.js'
+import {
+  causeChain,
+  mayHaveCause,
+  parseV8Stack,
+  ScriptIds,
+  withCauses,
+  MAX_CAUSES,
+} from '../collectors/console-cause.js'
 
 t.test('only an error whose preview shows (or may hide) a cause is read', async t => {
   const base = { type: 'object' as const, subtype: 'error' as const, objectId: '1.2.3' }
@@ -37,15 +44,54 @@ t.test('V8 stack text as CDP frames: 0-based positions, bare names, no native or
     '    at http://127.0.0.1:4000/app.min.js:1:279',
   ].join('\n')
   t.same(parseV8Stack(text), [
-    { functionName: 't', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 33 },
-    { functionName: 'total', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 102 },
-    { functionName: 'Checkout', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 1, columnNumber: 6 },
-    { functionName: 'loadCart', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 499 },
-    { functionName: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 8 },
-    { functionName: 'x', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 2, columnNumber: 3 },
-    { functionName: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 278 },
+    { functionName: 't', scriptId: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 33 },
+    { functionName: 'total', scriptId: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 102 },
+    { functionName: 'Checkout', scriptId: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 1, columnNumber: 6 },
+    {
+      functionName: 'loadCart',
+      scriptId: '',
+      url: 'http://127.0.0.1:4000/app.min.js',
+      lineNumber: 0,
+      columnNumber: 499,
+    },
+    { functionName: '', scriptId: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 8 },
+    { functionName: 'x', scriptId: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 2, columnNumber: 3 },
+    { functionName: '', scriptId: '', url: 'http://127.0.0.1:4000/app.min.js', lineNumber: 0, columnNumber: 278 },
   ])
   t.equal(parseV8Stack('    at f (a.js:1:1)\n'.repeat(100)).length, 64, 'at most 64 frames a cause')
+})
+
+t.test('parsed frames carry the id of the script Chromium named for their URL, else ""', async t => {
+  const scripts = new ScriptIds()
+  scripts.learn({
+    callFrames: [{ functionName: 'a', scriptId: '17', url: 'https://a/x.js', lineNumber: 0, columnNumber: 0 }],
+    parent: {
+      callFrames: [
+        { functionName: 'b', scriptId: '', url: 'https://a/empty.js', lineNumber: 0, columnNumber: 0 },
+        { functionName: 'c', scriptId: '21', url: 'https://a/y.js', lineNumber: 0, columnNumber: 0 },
+      ],
+    },
+  })
+  const text = 'Error: e\n    at f (https://a/x.js:1:2)\n    at g (https://a/y.js:3:4)\n    at h (https://a/z.js:5:6)'
+  t.same(
+    parseV8Stack(text, scripts).map(f => [f.functionName, f.scriptId]),
+    [
+      ['f', '17'],
+      ['g', '21'],
+      ['h', ''],
+    ],
+  )
+  t.same(
+    causeChain([text], scripts)!.callFrames.map(f => f.scriptId),
+    ['17', '21', ''],
+    'causes too',
+  )
+  // A reload gives the URL a new script: the last one seen wins.
+  scripts.learn({
+    callFrames: [{ functionName: 'a', scriptId: '40', url: 'https://a/x.js', lineNumber: 0, columnNumber: 0 }],
+  })
+  t.equal(parseV8Stack(text, scripts)[0]!.scriptId, '40')
+  t.equal(scripts.of('https://a/empty.js'), '', 'a frame without an id teaches nothing')
 })
 
 t.test('causes as parent entries, outermost first, after the stack’s own parents', async t => {
@@ -56,13 +102,13 @@ t.test('causes as parent entries, outermost first, after the stack’s own paren
   ])
   t.same(chain, {
     description: 'cause: Error: checkout failed',
-    callFrames: [{ functionName: 'o', url: 'https://a/x.js', lineNumber: 0, columnNumber: 9 }],
+    callFrames: [{ functionName: 'o', scriptId: '', url: 'https://a/x.js', lineNumber: 0, columnNumber: 9 }],
     parent: {
       description: 'cause: {"code":7}',
       callFrames: [],
       parent: {
         description: 'cause: TypeError: multi\nline message',
-        callFrames: [{ functionName: 't', url: 'https://a/x.js', lineNumber: 0, columnNumber: 2 }],
+        callFrames: [{ functionName: 't', scriptId: '', url: 'https://a/x.js', lineNumber: 0, columnNumber: 2 }],
       },
     },
   })

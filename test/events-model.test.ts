@@ -24,6 +24,7 @@ const SPEC_TABLE: Record<string, string> = {
   network_response: 'network',
   network_loading_failed: 'network',
   network_idle: 'network',
+  proxy_error: 'network', // the browser's proxy failures, beside the failure they explain
   page_navigation: 'page',
   page_dom_content_loaded: 'page',
   page_load: 'page',
@@ -65,6 +66,8 @@ const SPEC_TABLE: Record<string, string> = {
   live_view_connect: 'connection',
   live_view_disconnect: 'connection',
   captcha_solve_result: 'captcha',
+  captcha_solve_started: 'captcha', // the solver's task events, as upstream has them
+  captcha_challenge_result: 'captcha',
   system_oom_kill: 'system',
   service_crashed: 'system',
   capture_config_changed: 'control', // audit of capture-config changes

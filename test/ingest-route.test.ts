@@ -134,6 +134,72 @@ t.test('live view and captcha events: 200 with the committed envelope', async t 
   )
 })
 
+t.test('captcha events as the solver sends them: started, challenge result, press_and_hold, challenge_id', async t => {
+  const s = await setup(t)
+  const src = { kind: 'extension' as const }
+  const started = { captcha_type: 'press_and_hold', challenge_id: 'ch-1', task_id: 't-1', website_host: 'shop.test' }
+  const a = await s.post({ type: 'captcha_solve_started', source: src, data: started })
+  t.equal(a.status, 200)
+  const aenv = (await a.json()) as Envelope
+  t.same([aenv.event.category, aenv.event.data], ['captcha', started])
+  // The document lists captcha_solve_result's kinds: press_and_hold is stored as other, named in the source.
+  const result = {
+    captcha_type: 'press_and_hold',
+    status: 'success',
+    duration_ms: 800,
+    task_id: 't-1',
+    challenge_id: 'ch-1',
+  }
+  const b = await s.post({ type: 'captcha_solve_result', source: src, data: result })
+  t.equal(b.status, 200)
+  const benv = (await b.json()) as Envelope
+  t.same(benv.event.data, { ...result, captcha_type: 'other' })
+  t.same(benv.event.source, {
+    kind: 'extension',
+    metadata: { published_by: PUBLISHER, captcha_type: 'press_and_hold' },
+  })
+  const challenge = {
+    captcha_type: 'recaptcha_v2',
+    challenge_id: 'ch-1',
+    status: 'solved',
+    duration_ms: 1500,
+    website_path: '/checkout',
+  }
+  const c = await s.post({ type: 'captcha_challenge_result', source: src, data: challenge })
+  t.equal(c.status, 200)
+  t.same(((await c.json()) as Envelope).event.data, challenge)
+  t.same(
+    (await s.stored()).map(e => [e.event.type, e.event.category]),
+    [
+      ['captcha_solve_started', 'captcha'],
+      ['captcha_solve_result', 'captcha'],
+      ['captcha_challenge_result', 'captcha'],
+    ],
+  )
+  // The same rules as captcha_solve_result: a path without its query, no empty strings, known kinds.
+  for (const type of ['captcha_solve_started', 'captcha_challenge_result']) {
+    const base = type === 'captcha_solve_started' ? started : challenge
+    const post = (d: object) => s.post({ type, source: src, data: { ...base, ...d } })
+    await expect400(t, await post({ website_path: '/login?next=/home' }), 'data.website_path', /query string/)
+    await expect400(t, await post({ website_path: '/login#frag' }), 'data.website_path')
+    await expect400(t, await post({ challenge_id: '' }), 'data.challenge_id', /empty/)
+    await expect400(t, await post({ captcha_type: 'funcaptcha' }), 'data.captcha_type')
+    await expect400(t, await post({ solver: 'x' }), 'data.solver')
+  }
+  await expect400(
+    t,
+    await s.post({ type: 'captcha_challenge_result', source: src, data: { ...challenge, status: 'success' } }),
+    'data.status',
+  )
+  const { challenge_id: _drop, ...noChallenge } = challenge
+  await expect400(
+    t,
+    await s.post({ type: 'captcha_challenge_result', source: src, data: noChallenge }),
+    'data.challenge_id',
+  )
+  t.equal((await s.stored()).length, 3, 'nothing refused was stored')
+})
+
 t.test('producer ts: kept as source.metadata.producer_ts, envelope ts stays non-decreasing', async t => {
   const s = await setup(t)
   s.setClock(2_000_000)

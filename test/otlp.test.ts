@@ -124,7 +124,9 @@ function input(i: number): EventInput {
           line: 4,
           column: 2,
           stack_trace: {
-            callFrames: [{ functionName: 'f', url: 'https://example.com/a.js', lineNumber: 4, columnNumber: 2 }],
+            callFrames: [
+              { functionName: 'f', scriptId: '3', url: 'https://example.com/a.js', lineNumber: 4, columnNumber: 2 },
+            ],
           },
         },
       } as unknown as EventInput

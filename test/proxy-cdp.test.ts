@@ -174,6 +174,8 @@ t.test('fake upstream: exact counts, text and binary frames preserved, dial fail
     duration_ms: rec.disconnects()[1]!.data.duration_ms,
     message_count: 0,
     reason: 'upstream_error',
+    telemetry_excluded: 0,
+    telemetry_dropped: 0,
   })
   t.not(rec.connects()[1]!.data.connection_id, rec.connects()[0]!.data.connection_id, 'each connection has its own id')
   t.same(
@@ -396,6 +398,8 @@ t.test('real Chromium: discovery, Playwright, Puppeteer, raw client counts, ever
       duration_ms: (rec.events[before + 1] as Recorded & { type: 'cdp_disconnect' }).data.duration_ms,
       message_count: 2,
       reason: 'context_cancelled',
+      telemetry_excluded: 0,
+      telemetry_dropped: 0,
     })
   })
 

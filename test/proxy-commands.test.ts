@@ -12,7 +12,7 @@ import { Redactor } from '../src/events/redact.js'
 import type { Emit, EventInput } from '../src/pipeline/pipeline.js'
 import { validateData, type EventData, type TelemetryEvent } from '../src/events/index.js'
 import { startServer, waitFor } from './helpers/http.js'
-import { fakeAccepted } from './helpers/store.js'
+import { fakeAccepted, openStore } from './helpers/store.js'
 
 type Command = EventData<'cdp_command'>
 
@@ -227,6 +227,36 @@ t.test('real Chromium through the proxy', async t => {
     t.equal(types.at(-1), 'cdp_disconnect', 'the unanswered command is recorded before the disconnect')
   })
 
+  await t.test('cdp_disconnect counts the commands left unrecorded by the capture configuration', async t => {
+    const { log, pipeline } = await openStore(t, {}, { categories: ['connection'] })
+    const { port } = await startProxy(t, { upstream: () => browser.wsUrl, emit: e => pipeline.emit(e) })
+    const session = async (n: number) => {
+      const ws = await openWs(`ws://127.0.0.1:${port}${new URL(browser.wsUrl).pathname}`)
+      for (let id = 1; id <= n; id++) await call(ws, JSON.stringify({ id, method: 'Browser.getVersion' }), id)
+      ws.close()
+    }
+    const disconnects = async () => {
+      await log.flush()
+      return (await log.read({ order: 'asc', limit: 100 })).records
+        .map(r => (JSON.parse(r.json) as { event: TelemetryEvent }).event)
+        .filter(e => e.type === 'cdp_disconnect')
+        .map(e => e.data as EventData<'cdp_disconnect'>)
+    }
+    await session(3)
+    await waitFor(async () => (await disconnects()).length === 1, 10_000, 'first disconnect')
+    pipeline.setCategories(['connection', 'control'])
+    await session(2)
+    await waitFor(async () => (await disconnects()).length === 2, 10_000, 'second disconnect')
+    t.same(
+      (await disconnects()).map(d => [d.message_count, d.telemetry_excluded, d.telemetry_dropped]),
+      [
+        [6, 3, 0],
+        [4, 0, 0],
+      ],
+      'control off: every command excluded; on: none',
+    )
+  })
+
   await t.test('--capture-command-params: parameters and results kept, typed text and credentials masked', async t => {
     const rec = recorder()
     const { port } = await startProxy(t, {
@@ -280,6 +310,7 @@ t.test('the record is bounded: past maxPending commands are relayed unrecorded a
   const log = new CommandLog({ emit: rec.emit, connectionId: 'c1', maxPending: 3 })
   for (let id = 1; id <= 5; id++) log.fromClient(Buffer.from(JSON.stringify({ id, method: 'Runtime.evaluate' })), false)
   t.equal(log.untracked, 2, 'two commands past the bound')
+  t.same(log.counts(), { telemetry_excluded: 0, telemetry_dropped: 2 }, 'past the bound: dropped')
   // An answer whose result holds a sessionId of its own is still the answer to a browser-level command.
   log.fromBrowser(Buffer.from('{"id":1,"result":{"sessionId":"NESTED"}}'), false)
   log.fromBrowser(Buffer.from('{"id":2,"result":{}}'), false)
@@ -295,6 +326,35 @@ t.test('the record is bounded: past maxPending commands are relayed unrecorded a
   )
   log.fromBrowser(Buffer.from('{"id":3,"result":{}}'), false)
   t.equal(rec.commands().length, 3, 'nothing is recorded after the end')
+})
+
+t.test('records the pipeline did not store are counted: excluded by configuration, dropped under pressure', async t => {
+  const { CommandLog } = await import('../src/proxy/command-log.js')
+  let verdict: 'category_disabled' | 'shed' | undefined = 'category_disabled'
+  const emit: Emit = input => (verdict ? { dropped: verdict } : fakeAccepted(input))
+  let now = 0
+  const log = new CommandLog({ emit, connectionId: 'c1', now: () => now })
+  const roundTrip = (id: number, method: string) => {
+    log.fromClient(Buffer.from(JSON.stringify({ id, method })), false)
+    log.fromBrowser(Buffer.from(`{"id":${id},"result":{}}`), false)
+  }
+  // 25 ok commands of one method in a second: 20 records and one fold of 5, all refused as disabled.
+  for (let id = 1; id <= 25; id++) roundTrip(id, 'Runtime.evaluate')
+  now = 1500
+  roundTrip(26, 'Page.reload') // a record of its own; the fold's second is over
+  t.same(log.counts(), { telemetry_excluded: 21, telemetry_dropped: 0 })
+  log.end()
+  t.same(log.counts(), { telemetry_excluded: 26, telemetry_dropped: 0 }, 'the fold stands for its 5 commands')
+  verdict = 'shed'
+  const shed = new CommandLog({ emit, connectionId: 'c2', now: () => now })
+  shed.fromClient(Buffer.from('{"id":1,"method":"Page.navigate"}'), false)
+  shed.end()
+  t.same(shed.counts(), { telemetry_excluded: 0, telemetry_dropped: 1 }, 'shed: dropped')
+  verdict = undefined
+  const kept = new CommandLog({ emit, connectionId: 'c3', now: () => now })
+  kept.fromClient(Buffer.from('{"id":1,"method":"Page.navigate"}'), false)
+  kept.end()
+  t.same(kept.counts(), { telemetry_excluded: 0, telemetry_dropped: 0 }, 'stored: not counted')
 })
 
 t.test('repetition is folded: past 20 ok commands of a method in a second, one event with the count', async t => {

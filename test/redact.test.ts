@@ -250,7 +250,9 @@ t.test('the pipeline masks every place before storage; the producer object is un
         text: 'x',
         source_url: 'https://h/a.js?key=CK1',
         stack_trace: {
-          callFrames: [{ functionName: 'f', url: 'https://h/a.js?key=CK2', lineNumber: 1, columnNumber: 1 }],
+          callFrames: [
+            { functionName: 'f', scriptId: '1', url: 'https://h/a.js?key=CK2', lineNumber: 1, columnNumber: 1 },
+          ],
         },
       },
     }),

@@ -150,7 +150,9 @@ t.test('stored stacks are mapped when read once a map is uploaded: events API an
   const { api, put } = await setup(t)
   // A live stream sees the event as stored, which also keeps its frame in the resume ring.
   const live = await sse(api.url, {})
-  const stack: StackTrace = { callFrames: [{ functionName: 'a', url: SCRIPT, lineNumber: 0, columnNumber: 0 }] }
+  const stack: StackTrace = {
+    callFrames: [{ functionName: 'a', scriptId: '1', url: SCRIPT, lineNumber: 0, columnNumber: 0 }],
+  }
   const r = accepted(
     api.pipeline.emit({
       type: 'console_error',

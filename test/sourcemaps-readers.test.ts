@@ -17,6 +17,7 @@ const mapped: StackTrace = {
   callFrames: [
     {
       functionName: 't',
+      scriptId: '1',
       url: URL_,
       lineNumber: 0,
       columnNumber: 33,
@@ -24,16 +25,17 @@ const mapped: StackTrace = {
     },
     {
       functionName: 'total',
+      scriptId: '1',
       url: URL_,
       lineNumber: 0,
       columnNumber: 102,
       original: { source: '../src/checkout.ts', line: 5, column: 12 },
     },
-    { functionName: 'x', url: 'https://cdn.example/lib.js', lineNumber: 9, columnNumber: 0 },
+    { functionName: 'x', scriptId: '1', url: 'https://cdn.example/lib.js', lineNumber: 9, columnNumber: 0 },
   ],
   parent: {
     description: 'cause: TypeError: bad',
-    callFrames: [{ functionName: 'e', url: URL_, lineNumber: 0, columnNumber: 1 }],
+    callFrames: [{ functionName: 'e', scriptId: '1', url: URL_, lineNumber: 0, columnNumber: 1 }],
   },
 }
 const env = (type: 'console_error' | 'console_log', data: object): Envelope =>
@@ -44,7 +46,11 @@ const env = (type: 'console_error' | 'console_log', data: object): Envelope =>
 
 t.test('viewer: original frames first, raw ones on request, causes as separators', async t => {
   t.ok(hasOriginalFrames(mapped))
-  t.notOk(hasOriginalFrames({ callFrames: [{ functionName: 'a', url: URL_, lineNumber: 0, columnNumber: 0 }] }))
+  t.notOk(
+    hasOriginalFrames({
+      callFrames: [{ functionName: 'a', scriptId: '1', url: URL_, lineNumber: 0, columnNumber: 0 }],
+    }),
+  )
   t.same(
     stackLines(mapped, false).map(l => (l.kind === 'frame' ? [l.name, l.location, l.mapped] : l.text)),
     [
@@ -68,7 +74,7 @@ t.test('viewer: original frames first, raw ones on request, causes as separators
 })
 
 t.test('a bundle opened in the page maps its stacks with its sourcemaps/', async t => {
-  const raw = { callFrames: [{ functionName: 'a', url: URL_, lineNumber: 0, columnNumber: 0 }] }
+  const raw = { callFrames: [{ functionName: 'a', scriptId: '1', url: URL_, lineNumber: 0, columnNumber: 0 }] }
   const line = (seq: number, data: object) =>
     JSON.stringify({
       seq,

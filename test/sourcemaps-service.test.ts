@@ -31,7 +31,7 @@ function vlqLine(n: number): string {
   return 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef'[n * 2]!
 }
 const stackOf = (...urls: string[]): StackTrace => ({
-  callFrames: urls.map(url => ({ functionName: 'f', url, lineNumber: 0, columnNumber: 0 })),
+  callFrames: urls.map(url => ({ functionName: 'f', scriptId: '1', url, lineNumber: 0, columnNumber: 0 })),
 })
 const sourcesOf = (s: StackTrace | undefined) => s?.callFrames.map(f => f.original?.source ?? null)
 

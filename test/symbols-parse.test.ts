@@ -421,10 +421,10 @@ t.test('frames mapped with their functions’ names from the call site below', a
   const url = 'https://shop.example/app.min.js'
   const stack = {
     callFrames: [
-      { functionName: 'c', url, lineNumber: 0, columnNumber: 0 }, // inside inner (called at 20)
-      { functionName: 'b', url, lineNumber: 0, columnNumber: 20 }, // inside outer (called at 40)
-      { functionName: 'a', url, lineNumber: 0, columnNumber: 40 }, // the outermost: no call site below
-      { functionName: 'x', url: 'https://other.example/x.js', lineNumber: 3, columnNumber: 1 },
+      { functionName: 'c', scriptId: '1', url, lineNumber: 0, columnNumber: 0 }, // inside inner (called at 20)
+      { functionName: 'b', scriptId: '1', url, lineNumber: 0, columnNumber: 20 }, // inside outer (called at 40)
+      { functionName: 'a', scriptId: '1', url, lineNumber: 0, columnNumber: 40 }, // the outermost: no call site below
+      { functionName: 'x', scriptId: '1', url: 'https://other.example/x.js', lineNumber: 3, columnNumber: 1 },
     ],
   }
   const mapped = mapStack(stack, u => (u === url ? map : undefined))!
@@ -445,7 +445,7 @@ t.test('frames mapped with their functions’ names from the call site below', a
     'frames mapped once stay as they are',
   )
   const masked = mapStack(
-    { callFrames: [{ functionName: 'c', url, lineNumber: 0, columnNumber: 0 }] },
+    { callFrames: [{ functionName: 'c', scriptId: '1', url, lineNumber: 0, columnNumber: 0 }] },
     () => map,
     s => `masked:${s}`,
   )
@@ -463,7 +463,9 @@ t.test('a position a map points nowhere (a source past `sources`, a negative lin
   const negativeLine = await parseSourceMap(text('AADA'), LIMITS)
   t.equal(originalAt(pastSources, 0, 0), undefined)
   t.equal(originalAt(negativeLine, 0, 0), undefined)
-  const stack = { callFrames: [{ functionName: 'f', url: 'http://x/a.js', lineNumber: 0, columnNumber: 0 }] }
+  const stack = {
+    callFrames: [{ functionName: 'f', scriptId: '1', url: 'http://x/a.js', lineNumber: 0, columnNumber: 0 }],
+  }
   t.equal(
     mapStack(stack, () => pastSources),
     undefined,
@@ -489,8 +491,8 @@ t.test("a frame's name comes from its caller's token only when a segment starts 
   )
   const frames = (callerColumn: number) => ({
     callFrames: [
-      { functionName: 'BaseLayout.render', url: 'http://x/a.js', lineNumber: 0, columnNumber: 12 },
-      { functionName: 'caller', url: 'http://x/a.js', lineNumber: 0, columnNumber: callerColumn },
+      { functionName: 'BaseLayout.render', scriptId: '1', url: 'http://x/a.js', lineNumber: 0, columnNumber: 12 },
+      { functionName: 'caller', scriptId: '1', url: 'http://x/a.js', lineNumber: 0, columnNumber: callerColumn },
     ],
   })
   // The call at column 5 has no segment of its own: the nearest before it names an earlier token.

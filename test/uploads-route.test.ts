@@ -5,7 +5,7 @@ import t, { type Test } from 'tap'
 import Kernel, { toFile } from '@onkernel/sdk'
 import { request } from 'node:http'
 import { mkdir, readdir, readFile, symlink } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { createApiApp } from '../src/api/app.js'
 import { ALL_SCOPES, TokenSet } from '../src/identity/tokens.js'
 import { startApiServer } from '../src/api/server.js'
@@ -15,16 +15,22 @@ import { openStore, tempDir } from './helpers/store.js'
 import { waitFor } from './helpers/http.js'
 import { rawZip, yazlZip } from './helpers/zip.js'
 import { UploadSlots } from '../src/uploads/upload-slots.js'
+import { browserUserRoots, prepareUploadRoots } from '../src/uploads/upload-roots.js'
 
 const BROWSER = 'br-uploads'
 const TOKEN = 'tok-all'
 const READ_ONLY = 'tok-read'
 const MAX = 256 * 1024
 
-async function setup(tt: Test, slots?: UploadSlots) {
+async function setup(
+  tt: Test,
+  slots?: UploadSlots,
+  where: (base: string) => Promise<{ roots?: string[]; protectedPaths?: string[] }> = async () => ({}),
+) {
   const { log, pipeline } = await openStore(tt)
   const base = await tempDir(tt, 'bt-upload-route-')
   const root = join(base, 'root')
+  const { roots = [root], protectedPaths } = await where(base)
   const spoolDir = join(base, 'spool')
   await mkdir(root)
   const tokens = new TokenSet()
@@ -38,7 +44,8 @@ async function setup(tt: Test, slots?: UploadSlots) {
     routes: [
       r =>
         registerUploadRoutes(r, {
-          uploadRoots: [root],
+          uploadRoots: roots,
+          protectedPaths,
           spoolDir,
           uploadMaxBytes: MAX,
           zipLimits: { maxEntries: 1000, maxTotalBytes: 1 << 30, maxRatio: 200 },
@@ -438,4 +445,81 @@ t.test('429 too_many_requests past the concurrent-upload cap; the slot is free a
     201,
   )
   t.same((await readdir(s.root)).sort(), ['held', 'third'])
+})
+
+t.test('default roots: where the browser user writes; SDK callers get 403 naming the roots outside them', async t => {
+  const home = join(await tempDir(t, 'bt-upload-home-'), 'kernel')
+  await mkdir(join(home, 'Downloads'), { recursive: true })
+  const dataDir = join(await tempDir(t, 'bt-upload-data-'), 'data')
+  const roots = await prepareUploadRoots([], dataDir, home)
+  t.same(roots, [join(dataDir, 'uploads'), home, join(home, 'Downloads'), '/tmp'])
+  t.same(
+    await prepareUploadRoots([], dataDir, '/nonexistent'),
+    [join(dataDir, 'uploads'), '/tmp'],
+    'a home that does not exist (nobody) adds nothing',
+  )
+  t.same(
+    await prepareUploadRoots(['/srv/a', 'rel'], dataDir, home),
+    ['/srv/a', resolve('rel')],
+    'configured: only those',
+  )
+  t.same(browserUserRoots('/'), ['/tmp'], 'a home of / is not a root')
+
+  const s = await setup(t, undefined, async () => ({ roots, protectedPaths: [dataDir] }))
+  const upload = async (dest: string) =>
+    s.client.browsers.fs.uploadZip(BROWSER, {
+      dest_path: dest,
+      zip_file: await toFile(await goodZip(), 'site.zip', { type: 'application/zip' }),
+    })
+  // Ordinary absolute VM paths: the browser user's downloads, its home, /tmp.
+  for (const dest of [join(home, 'Downloads', 'site'), join(home, 'work'), join(s.base, 'in-tmp')]) {
+    t.notOk(await upload(dest), dest)
+    t.equal(await readFile(join(dest, 'dir', 'hello.txt'), 'utf8'), 'hello', `extracted at ${dest}`)
+  }
+  const refused = await upload('/etc/bt-upload-test').catch((e: unknown) => e)
+  t.ok(refused instanceof Kernel.PermissionDeniedError, 'the client raises its 403 error')
+  const err = refused as InstanceType<typeof Kernel.PermissionDeniedError>
+  t.equal(err.status, 403)
+  t.equal(
+    err.message,
+    `403 dest_path "/etc/bt-upload-test" is outside the upload roots (${roots.join(', ')})`,
+    'the message names the roots',
+  )
+  t.same((err.error as { details: unknown }).details, [
+    { code: 'forbidden', message: `dest_path must be inside one of the upload roots: ${roots.join(', ')}` },
+  ])
+  // The data dir may sit under a root (/tmp): only its uploads folder is writable.
+  await mkdir(join(dataDir, 'log'), { recursive: true })
+  for (const dest of [join(dataDir, 'log'), dataDir, join(dataDir, 'tokens')]) {
+    const e = (await upload(dest).catch((x: unknown) => x)) as InstanceType<typeof Kernel.PermissionDeniedError>
+    t.equal(e.status, 403, dest)
+    t.equal(e.message, `403 dest_path ${JSON.stringify(dest)} is inside the daemon's own files`)
+  }
+  t.notOk(await upload(join(dataDir, 'uploads', 'ok')), 'the data dir uploads root stays writable')
+  // A symlink in a root that leads into the data dir does not open it either.
+  await symlink(join(dataDir, 'log'), join(home, 'to-log'))
+  const viaLink = (await upload(join(home, 'to-log', 'x')).catch((x: unknown) => x)) as { status?: number }
+  t.equal(viaLink.status, 403)
+  t.same(await readdir(join(dataDir, 'log')), [], 'nothing written in the data dir')
+})
+
+t.test('an unexpected file part before zip_file is a 400, and the daemon stays up', async t => {
+  const s = await setup(t)
+  for (let i = 0; i < 3; i++) {
+    const res = await s.post(
+      form([
+        ['file', new Blob([new Uint8Array(200 * 1024)])],
+        ['zip_file', new Blob([new Uint8Array(await goodZip())])],
+        ['dest_path', join(s.root, 'x')],
+      ]),
+    )
+    await expectError(t, res, 400, 'bad_request', /unexpected file part \(expected "zip_file"\)/)
+  }
+  const ok = await s.post(
+    form([
+      ['dest_path', join(s.root, 'after')],
+      ['zip_file', new Blob([new Uint8Array(await goodZip())])],
+    ]),
+  )
+  t.equal(ok.status, 201, 'the server still answers')
 })

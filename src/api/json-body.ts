@@ -11,7 +11,16 @@ export interface JsonBodyOptions {
   requireBody?: boolean
   /** Answer 415 with this message unless Content-Type is application/json. */
   requireJsonType?: string
+  /** The body may be left out: without one the route runs as if it were {} (nothing checked). */
+  optional?: boolean
 }
+
+/**
+ * Statuses a middleware answers on its own, keyed by status with their descriptions: the OpenAPI
+ * document lists them for every route that runs it (openapi.ts).
+ */
+export const REFUSALS = Symbol('refusals')
+export type WithRefusals = ApiMiddleware & { [REFUSALS]?: Record<number, string> }
 
 export function jsonBody(opts: JsonBodyOptions): ApiMiddleware {
   const parse = koaBody({
@@ -22,7 +31,8 @@ export function jsonBody(opts: JsonBodyOptions): ApiMiddleware {
     jsonLimit: opts.limit,
     jsonStrict: true,
   }) as unknown as ApiMiddleware
-  return async (ctx, next) => {
+  const mw: WithRefusals = async (ctx, next) => {
+    if (opts.optional && !((ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '')) return next()
     if (opts.requireJsonType !== undefined && !ctx.is('application/json')) {
       throw new ApiError(415, 'unsupported_media_type', opts.requireJsonType)
     }
@@ -41,4 +51,11 @@ export function jsonBody(opts: JsonBodyOptions): ApiMiddleware {
     }
     if (parsed) await next()
   }
+  const refusals: Record<number, string> = {
+    413: `The JSON body is larger than ${opts.limit} (code payload_too_large)`,
+  }
+  if (opts.requireJsonType !== undefined)
+    refusals[415] = 'The body is not sent as Content-Type: application/json (code unsupported_media_type)'
+  mw[REFUSALS] = refusals
+  return mw
 }

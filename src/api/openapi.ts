@@ -4,6 +4,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { ErrorBodySchema } from './schemas.js'
 import type { RouteDef } from './route-table.js'
+import { REFUSALS, type WithRefusals } from './json-body.js'
 
 type Json = Record<string, unknown>
 export interface OpenApiDocument extends Json {
@@ -51,6 +52,8 @@ const ERRORS: Record<number, string> = {
   404: 'Not found, e.g. an unknown browser id (code not_found)',
   500: 'Internal error (code internal)',
 }
+
+const READ_ONLY = 'The data disk is full: the daemon is read-only until space is freed (code insufficient_storage)'
 
 export function buildOpenApi(
   routes: readonly RouteDef[],
@@ -110,8 +113,13 @@ export function buildOpenApi(
       ...(r.path.includes(':') ? [404] : []),
       500,
     ]
-    for (const s of errorStatuses)
-      responses[s] = { description: ERRORS[s], content: { 'application/json': { schema: errorRef } } }
+    const error = (description: string) => ({ description, content: { 'application/json': { schema: errorRef } } })
+    for (const s of errorStatuses) responses[s] = error(ERRORS[s]!)
+    // What the route's middleware refuses on its own (a JSON body too large, of the wrong type), and
+    // the write guard's 507 on routes that write: statuses the route answers without its handler.
+    for (const mw of r.middleware ?? [])
+      for (const [s, d] of Object.entries((mw as WithRefusals)[REFUSALS] ?? {})) responses[s] ??= error(d)
+    if (r.scope === 'write' || r.scope === 'publish') responses[507] ??= error(READ_ONLY)
     const op: Json = {
       operationId: r.operationId,
       summary: r.summary,

@@ -79,7 +79,9 @@ export const OPTIONS = {
   'mask-typed-keys': flag({
     help: 'Store printable keys in interaction_key without their value (key [redacted:8]); named keys (Enter, Tab, Backspace), modifiers and shortcuts (Control+A) stay; the capture config toggles it at runtime',
   }),
-  'upload-root': list({ help: 'Directory upload_zip may write under (repeatable; default: <data-dir>/uploads)' }),
+  'upload-root': list({
+    help: "Directory upload_zip may write under (repeatable; default: <data-dir>/uploads, the browser user's home and its Downloads, /tmp)",
+  }),
   'reconnect-attempts': int(
     {
       default: String(D.reconnectAttempts),

@@ -1,7 +1,7 @@
 // The daemon's serving steps: uploads, the HTTP API with every route group, the CDP proxy, the
 // metrics wiring and the ready announcement. Same contract as stages.ts.
 import { mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { createApiApp } from '../api/app.js'
 import { startApiServer } from '../api/server.js'
 import { httpMetrics } from '../api/routes/metrics.js'
@@ -19,6 +19,8 @@ import { isLoopbackHost } from '../util/loopback.js'
 import { ExtensionStore } from '../uploads/extension-store.js'
 import { ExtensionMetaStore } from '../uploads/extension-meta.js'
 import { prepareUploadRoots } from '../uploads/upload-roots.js'
+import { isInside } from '../uploads/destination.js'
+import { chromiumUserHome } from '../monitor/index.js'
 import { sweepSpool } from '../uploads/multipart-spool.js'
 import { UploadSlots } from '../uploads/upload-slots.js'
 import type { ZipLimits } from '../uploads/zip-entries.js'
@@ -54,7 +56,15 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
         'settled upload merges interrupted by a crash',
       )
   })
-  const uploadRoots = await prepareUploadRoots(config.uploadRoots, config.dataDir)
+  const uploadRoots = await prepareUploadRoots(
+    config.uploadRoots,
+    config.dataDir,
+    await chromiumUserHome(config.chromiumUser),
+  )
+  // A root such as /tmp or a home may hold the daemon's own files: those are never written.
+  const protectedPaths = [config.dataDir, config.tokenFile, config.traceLinks.keyFile].filter(
+    (p): p is string => p !== undefined,
+  )
   const zipLimits: ZipLimits = {
     maxEntries: config.zipMaxEntries,
     maxTotalBytes: config.zipMaxTotalBytes,
@@ -72,7 +82,7 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
   const slots = new UploadSlots(config.uploadMaxConcurrent)
   return {
     part: {
-      uploads: { uploadRoots, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
+      uploads: { uploadRoots, protectedPaths, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
       extensions: { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
     },
     stop: () => meta.close(),
@@ -233,7 +243,11 @@ export async function startProxy(
     captureCommandParams: config.captureCommandParams ? { maxBytes: COMMAND_PARAMS_MAX_BYTES } : undefined,
     // A browser of another user cannot read the data dir anyway; one of the daemon's own user could.
     fileGuard: monitor.sharesDaemonUser
-      ? new FileGuard({ protectedDirs: [config.dataDir], allowedDirs: d.uploads.uploadRoots })
+      ? new FileGuard({
+          protectedDirs: [config.dataDir],
+          // Only the roots inside the data dir (its uploads): a root around it (/tmp) must not open it.
+          allowedDirs: d.uploads.uploadRoots.filter(r => isInside(resolve(config.dataDir), r)),
+        })
       : undefined,
   })
   await proxy.start()

@@ -64,10 +64,12 @@ export type OriginalPosition = Static<typeof OriginalPositionSchema>
 /**
  * CDP Runtime.StackTrace, camelCase as the protocol sends it (0-based positions). `original` is
  * added when a source map covers the frame (src/symbols); the raw fields stay as Chromium sent them.
+ * `scriptId` is always there, as the client requires: "" for a frame read from stack text whose
+ * URL names no script the session knows.
  */
 export const CallFrameSchema = Type.Object({
   functionName: Type.String(),
-  scriptId: Type.Optional(Type.String()),
+  scriptId: Type.String(),
   url: Type.String(),
   lineNumber: Type.Integer(),
   columnNumber: Type.Integer(),
@@ -135,6 +137,16 @@ export const InputFactsProps = {
     }),
   ),
 }
+
+/** proxy_error.code: what a proxy failure of the browser's was (its Chromium net error normalised). */
+export const PROXY_ERROR_CODES = [
+  'proxy_connection_failed',
+  'tunnel_connection_failed',
+  'proxy_auth_required',
+  'proxy_certificate_invalid',
+  'proxy_other',
+] as const
+export type ProxyErrorCode = (typeof PROXY_ERROR_CODES)[number]
 
 /** Why a script's source map could not be used (sourcemap_failed.reason). */
 export const SOURCEMAP_FAILURES = [

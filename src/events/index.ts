@@ -1,4 +1,5 @@
 // The event model: categories, per-type schemas, envelope, validators. Imports nothing of ours.
+export * from './captcha.js'
 export * from './common.js'
 export * from './location.js'
 export * from './types.js'

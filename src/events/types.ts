@@ -14,6 +14,7 @@ import {
   HeadersSchema,
   StackTraceSchema,
   SOURCEMAP_FAILURES,
+  PROXY_ERROR_CODES,
   STEP_ABANDON_REASONS,
   STEP_OUTCOMES,
   TRACEPARENT_PATTERN,
@@ -27,6 +28,8 @@ import {
 } from './common.js'
 // The page's performance events (layout shift, LCP, Web Vitals, long animation frames).
 import { PageLayoutShiftData, PageLcpData, PageLongAnimationFrameData, PageWebVitalData } from './vitals.js'
+// The captcha solver's events.
+import { CaptchaChallengeResultData, CaptchaSolveResultData, CaptchaSolveStartedData } from './captcha.js'
 
 const Str = (o?: StringOptions) => Type.String(o)
 const OptStr = () => Type.Optional(Type.String())
@@ -129,6 +132,19 @@ export const EVENT_DEFS = {
       request_id: Str(),
       error_text: Str(),
       canceled: Type.Boolean(),
+      resource_type: OptStr(),
+    }),
+  ),
+  // A proxy failure of the browser's, beside the network_loading_failed it explains (events.md).
+  proxy_error: def(
+    'proxy_error',
+    'network',
+    withContext({
+      request_id: Str(),
+      code: Type.Union(PROXY_ERROR_CODES.map(c => Type.Literal(c))),
+      raw_code: Str(),
+      status: Int({ minimum: 100, maximum: 599 }),
+      method: OptStr(),
       resource_type: OptStr(),
     }),
   ),
@@ -338,6 +354,16 @@ export const EVENT_DEFS = {
       reason: Type.Union(
         ['client_close', 'upstream_changed', 'upstream_error', 'context_cancelled'].map(r => Type.Literal(r)),
       ),
+      // Commands of the connection without a cdp_command (optional: older producers have none).
+      telemetry_excluded: Type.Optional(
+        Int({ minimum: 0, description: 'Not recorded by rule: the capture configuration leaves control off' }),
+      ),
+      telemetry_dropped: Type.Optional(
+        Int({
+          minimum: 0,
+          description: 'Not recorded under pressure: past the unanswered-command bound, shed or over a cap',
+        }),
+      ),
     }),
   ),
   // One command an automation client sent through the CDP proxy, recorded when its answer came back
@@ -408,22 +434,10 @@ export const EVENT_DEFS = {
     'connection',
     plain({ session_id: Str({ minLength: 1 }), duration_ms: Num({ minimum: 0 }) }),
   ),
-  // captcha
-  captcha_solve_result: def(
-    'captcha_solve_result',
-    'captcha',
-    plain({
-      captcha_type: Type.Union(
-        ['hcaptcha', 'recaptcha_v2', 'recaptcha_v3', 'turnstile', 'geetest', 'other'].map(v => Type.Literal(v)),
-      ),
-      status: Type.Union(['success', 'failure', 'timeout', 'abandoned'].map(v => Type.Literal(v))),
-      duration_ms: Num({ minimum: 0 }),
-      task_id: OptStr(),
-      error_code: OptStr(),
-      website_host: OptStr(),
-      website_path: Type.Optional(Type.String({ pattern: '^[^?#]*$' })),
-    }),
-  ),
+  // captcha (published by the in-VM solver): tasks join on task_id, a visible challenge's on challenge_id.
+  captcha_solve_started: def('captcha_solve_started', 'captcha', CaptchaSolveStartedData),
+  captcha_solve_result: def('captcha_solve_result', 'captcha', CaptchaSolveResultData),
+  captcha_challenge_result: def('captcha_challenge_result', 'captcha', CaptchaChallengeResultData),
   // system
   system_oom_kill: def(
     'system_oom_kill',

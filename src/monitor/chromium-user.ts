@@ -1,6 +1,7 @@
 // Which account a launched Chromium runs as. A daemon running as root hands the browser to an
 // unprivileged user, so a page (or a CDP client) cannot read the token or the log through file://.
 import { readFile } from 'node:fs/promises'
+import { homedir } from 'node:os'
 
 export interface ChromiumUser {
   name: string
@@ -37,6 +38,31 @@ export function resolveChromiumUser(spec: string, passwd: string): ChromiumUser 
     `--chromium-user: no user ${JSON.stringify(want)} in /etc/passwd (create it, e.g. useradd --system --no-create-home ` +
       `${/^[a-z_][a-z0-9_-]{0,31}$/.test(want) ? want : '<name>'}, or pass an existing user)`,
   )
+}
+
+/**
+ * The home of the user a launched Chromium runs as (a root daemon's --chromium-user, else the
+ * daemon's own user): where that browser's downloads and its user's files go.
+ */
+export async function chromiumUserHome(spec: string, passwdPath = '/etc/passwd'): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return homedir() || undefined
+  const passwd = await readFile(passwdPath, 'utf8').catch(() => '')
+  let user: ChromiumUser
+  try {
+    user = resolveChromiumUser(spec, passwd)
+  } catch {
+    return undefined
+  }
+  return passwdHome(user.uid, passwd)
+}
+
+/** The home field of the passwd entry of this uid (undefined: no entry, or none given). */
+export function passwdHome(uid: number, passwd: string): string | undefined {
+  for (const line of passwd.split('\n')) {
+    const f = line.split(':')
+    if (f.length >= 6 && f[2] === String(uid) && f[5]) return f[5]
+  }
+  return undefined
 }
 
 /** The user to launch Chromium as: only a root daemon switches users (undefined: the daemon's own). */

@@ -401,7 +401,7 @@ export class CdpProxy {
     const durationMs = Math.max(0, Math.round((r.endedAt ?? performance.now()) - r.startedAt))
     this.opts.emit({
       type: 'cdp_disconnect',
-      data: { connection_id: r.id, duration_ms: durationMs, message_count: r.messages, reason },
+      data: { connection_id: r.id, duration_ms: durationMs, message_count: r.messages, reason, ...r.commands.counts() },
       source: SOURCE,
     })
     this.logger.debug({ connectionId: r.id, reason, messages: r.messages, durationMs }, 'CDP proxy session ended')

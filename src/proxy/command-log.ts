@@ -3,7 +3,7 @@
 // (no_answer). The browser's events are never parsed: an answer is recognised by its first bytes
 // (Chromium writes `{"id":N,` first and `"sessionId":"..."}` last), and only error answers, target
 // attachments and, when parameters are captured, results are parsed whole.
-import type { Emit } from '../pipeline/pipeline.js'
+import type { Emit, EventInput } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import type { CommandStamp } from '../agent/step-registry.js'
 import { ALWAYS_MASKED, cutText, inputFacts, type InputFacts } from './command-facts.js'
@@ -60,17 +60,17 @@ export class CommandLog {
   private readonly now: () => number
   /** Commands relayed without a record because too many were waiting (a client that never reads answers). */
   untracked = 0
+  /** Commands whose record the capture configuration leaves out (control off): cdp_disconnect.telemetry_excluded. */
+  excluded = 0
+  /** Commands without a record under pressure (untracked, shed, over a cap): cdp_disconnect.telemetry_dropped. */
+  dropped = 0
   private ended = false
 
   constructor(private readonly opts: CommandLogOptions) {
     this.maxPending = opts.maxPending ?? DEFAULT_MAX_PENDING
     this.now = opts.now ?? (() => performance.now())
     this.folds = new CommandFolds<Pending>(this.now, (p, fold) =>
-      this.opts.emit({
-        type: 'cdp_command',
-        source: SOURCE,
-        data: { ...this.identity(p), outcome: 'ok', ...fold, ...p.stamp },
-      }),
+      this.send({ ...this.identity(p), outcome: 'ok', ...fold, ...p.stamp }, fold.count),
     )
   }
 
@@ -96,6 +96,7 @@ export class CommandLog {
     if (earlier)
       this.record(earlier, 'no_answer') // the client reused an id before its answer came
     else if (this.pending.size >= this.maxPending) {
+      this.dropped++
       if (this.untracked++ === 0)
         this.opts.logger?.warn(
           { connectionId: this.opts.connectionId, pending: this.pending.size },
@@ -232,10 +233,8 @@ export class CommandLog {
     // Commands of different steps never share a fold: each keeps its step.
     const foldKey = `${p.sessionId ?? ''}\u0000${p.method}\u0000${p.stamp?.step_id ?? ''}`
     if (outcome === 'ok' && this.folds.add(foldKey, p, durationMs, a.responseBytes ?? 0)) return
-    this.opts.emit({
-      type: 'cdp_command',
-      source: SOURCE,
-      data: {
+    this.send(
+      {
         ...this.identity(p),
         duration_ms: durationMs,
         outcome,
@@ -250,7 +249,20 @@ export class CommandLog {
         ...p.input,
         ...p.stamp,
       },
-    })
+      1,
+    )
+  }
+
+  /** The connection's commands without a record, as cdp_disconnect carries them. */
+  counts(): { telemetry_excluded: number; telemetry_dropped: number } {
+    return { telemetry_excluded: this.excluded, telemetry_dropped: this.dropped }
+  }
+
+  /** Emits a record standing for `commands` commands and counts them when the pipeline did not store it. */
+  private send(data: Extract<EventInput, { type: 'cdp_command' }>['data'], commands: number): void {
+    const r = this.opts.emit({ type: 'cdp_command', source: SOURCE, data })
+    if (r.dropped === 'category_disabled') this.excluded += commands
+    else if (r.dropped !== undefined) this.dropped += commands
   }
 
   /** Which command a record is about: its connection, id, method, session and target. */

@@ -166,6 +166,9 @@ export async function spoolMultipart(
         }
       })
       parser.on('file', (name, stream, info) => {
+        // A part not kept is read to its end; destroying the parser then ends it with an error
+        // nobody else listens for (an uncaught one would take the daemon down).
+        stream.on('error', () => undefined)
         if (failed) {
           stream.resume()
           return

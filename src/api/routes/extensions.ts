@@ -2,6 +2,7 @@
 // download (exact stored bytes) and delete. Storage and validation live in src/uploads/extension-store.ts.
 import { Type } from '@sinclair/typebox'
 import { notFound } from '../errors.js'
+import { ErrorBodySchema } from '../schemas.js'
 import type { ApiContext, ApiRouter } from '../route-table.js'
 import { badRequest } from '../../uploads/errors.js'
 import {
@@ -42,6 +43,8 @@ const ProjectHeader = {
 }
 const IdOrName = 'Extension id, or its name (case-insensitive) within the project'
 
+const ErrorDoc = (description: string) => ({ description, schema: ErrorBodySchema })
+
 const projectOf = (ctx: ApiContext) => ctx.get('x-kernel-project-id').trim() || DEFAULT_PROJECT
 
 function checkName(name: string): void {
@@ -66,7 +69,13 @@ export function registerExtensionRoutes(router: ApiRouter, deps: ExtensionRouteD
       required: true,
       schema: Type.Object({ file: Type.String({ format: 'binary' }), name: Type.Optional(Type.String()) }),
     },
-    responses: { 201: { description: 'The stored extension', schema: ExtensionSchema } },
+    responses: {
+      201: { description: 'The stored extension', schema: ExtensionSchema },
+      409: ErrorDoc('the name is taken in the project (conflict, with X-Should-Retry: false)'),
+      413: ErrorDoc('file is larger than the upload limit (payload_too_large)'),
+      429: ErrorDoc('too many uploads in progress (too_many_requests, with Retry-After)'),
+      507: ErrorDoc('the data disk cannot hold the archive (insufficient_storage)'),
+    },
     handler: async ctx => {
       const project = projectOf(ctx)
       await withSpooledUpload(

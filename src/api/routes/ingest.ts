@@ -8,8 +8,10 @@
 // - The monitor category and api_call are emitted only by the daemon itself (monitor state machine,
 //   API middleware); a producer cannot inject them. `source.kind` may not be `kernel_api` or `cdp` (kinds the
 //   daemon owns); `source.metadata.published_by` records the publishing token's name.
-// - captcha_solve_result: `error_code` is required when status is `failure` (documented: "an error_code
-//   accompanies it") and rejected when status is `success`; `website_path` is a path only (no `?`/`#`).
+// - captcha_solve_result: `captcha_type` `press_and_hold` (the solver's kind beyond the document's
+//   list) is stored as `other`, with `source.metadata.captcha_type` `press_and_hold`; `error_code` is
+//   required when status is `failure` (documented: "an error_code accompanies it") and rejected when
+//   status is `success`. Every captcha event's `website_path` is a path only (no `?`/`#`).
 // - Optional string fields may not be "": absent means absent.
 // - No api_call for this route: it is telemetry plumbing like the reads and the stream, and a
 //   producer publishing every live-view blip would otherwise double the log with control events.
@@ -81,7 +83,7 @@ export function registerIngestRoutes(router: ApiRouter, deps: IngestRouteDeps): 
       'Validates one event against the event model and passes it through the pipeline. 200 with the committed envelope; ' +
       '204 when the category is disabled (nothing stored). The envelope ts is stamped by the daemon (non-decreasing); a producer ts is kept ' +
       "as source.metadata.producer_ts. monitor_* and control events (api_call, capture_config_changed) cannot be published; source.kind may not be kernel_api or cdp (daemon-owned); source.metadata.published_by is set to the publishing token's name. captcha_solve_result: " +
-      'error_code required on failure, rejected on success; website_path without query string.',
+      'error_code required on failure, rejected on success; captcha_type press_and_hold stored as other with source.metadata.captcha_type; every captcha event: website_path without query string.',
     scope: 'publish',
     skipApiCall: true,
     requestBody: { contentType: 'application/json', schema: IngestBodySchema, required: true },
@@ -163,7 +165,14 @@ export function parseIngestBody(body: unknown, publishedBy?: string): EventInput
   }
   if (b.data === undefined) throw invalidInput('data', 'required: the data object of the event type')
   checkData(type, b.data)
-  return { type, data: b.data, source } as EventInput
+  let data = b.data as Record<string, unknown>
+  // The service document lists captcha_solve_result's kinds, `other` covering anything unmatched: a
+  // kind of the solver's beyond them is stored as `other`, and the solver's own name kept in the source.
+  if (type === 'captcha_solve_result' && data.captcha_type === 'press_and_hold') {
+    data = { ...data, captcha_type: 'other' }
+    source = { ...source, metadata: { ...source.metadata, captcha_type: 'press_and_hold' } }
+  }
+  return { type, data, source } as EventInput
 }
 
 function checkData(type: EventType, data: unknown): void {
@@ -171,17 +180,21 @@ function checkData(type: EventType, data: unknown): void {
     for (const [k, v] of Object.entries(data)) {
       if (v === '') throw invalidInput(`data.${k}`, 'must not be empty (omit the field instead)')
     }
+    if (categoryOf(type) === 'captcha') checkCaptchaPath(data as { website_path?: unknown })
     if (type === 'captcha_solve_result') checkCaptcha(data as Partial<EventData<'captcha_solve_result'>>)
   }
 }
 
-function checkCaptcha(d: Partial<EventData<'captcha_solve_result'>>): void {
+function checkCaptchaPath(d: { website_path?: unknown }): void {
   if (typeof d.website_path === 'string' && /[?#]/.test(d.website_path)) {
     throw invalidInput(
       'data.website_path',
       'must be a path without a query string or fragment (drop everything from "?" or "#")',
     )
   }
+}
+
+function checkCaptcha(d: Partial<EventData<'captcha_solve_result'>>): void {
   if (d.status === 'success' && d.error_code !== undefined) {
     throw invalidInput('data.error_code', 'not allowed when status is "success"')
   }

@@ -130,5 +130,8 @@ const stepBody = jsonBody({
   requireJsonType: 'send the step as JSON with Content-Type: application/json',
 })
 /** Ending a step may carry no body at all (outcome ok). */
-const optionalStepBody: typeof stepBody = async (ctx, next) =>
-  (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '' ? stepBody(ctx, next) : next()
+const optionalStepBody = jsonBody({
+  limit: '64kb',
+  requireJsonType: 'send the step as JSON with Content-Type: application/json',
+  optional: true,
+})

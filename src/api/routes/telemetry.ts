@@ -120,10 +120,16 @@ export function registerTelemetryReadRoutes(router: ApiRouter, deps: TelemetryRe
     description:
       'Frames are `id: <seq>` + `data: <envelope JSON>`, no event field; `: keepalive` comments while idle. ' +
       'Last-Event-ID resumes after that seq (and wins over replay); replay=all starts at the oldest retained event; ' +
-      'otherwise only new events are sent. A client that cannot keep up is disconnected and resumes with Last-Event-ID.',
+      'any other replay value, or none, sends only new events. A client that cannot keep up is disconnected and resumes with Last-Event-ID.',
     scope: 'read',
     skipApiCall: true,
-    query: { replay: { schema: Type.Literal('all'), description: 'all: start from the oldest retained event' } },
+    // As the client documents it: `all` replays, any other value means from now (not a 400).
+    query: {
+      replay: {
+        schema: Type.String(),
+        description: 'all: start from the oldest retained event; any other value: only new events',
+      },
+    },
     headers: { 'Last-Event-ID': { schema: Type.String({ pattern: '^\\d+$' }), description: 'Resume after this seq' } },
     responses: {
       200: { description: 'An SSE stream of envelopes', contentType: 'text/event-stream', schema: EnvelopeSchema },
@@ -259,7 +265,7 @@ async function changeConfig(
   if (maskChanged) maskTypedKeys.set(nextMask)
 }
 
-/** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; default: new events only. */
+/** Last-Event-ID wins over replay; replay=all starts at the oldest retained event; anything else: new events only. */
 export function streamStart(lastEventId: string, replay: QueryValues[string]): StreamStart {
   if (lastEventId !== '') {
     if (!/^\d{1,16}$/.test(lastEventId.trim()) || !Number.isSafeInteger(Number(lastEventId))) {

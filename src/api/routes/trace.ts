@@ -274,10 +274,9 @@ function linkBody(body: unknown): { since?: string; until?: string; target_id?: 
   return b as { since?: string; until?: string; target_id?: string; ttl_seconds?: number }
 }
 
-const linkJson = jsonBody({
+/** The body may be left out (the last 5 minutes, 900 s). */
+const optionalLinkBody = jsonBody({
   limit: '16kb',
   requireJsonType: 'send the link request as JSON (Content-Type: application/json)',
+  optional: true,
 })
-/** The body may be left out (the last 5 minutes, 900 s). */
-const optionalLinkBody: typeof linkJson = async (ctx, next) =>
-  (ctx.request.length ?? 0) > 0 || ctx.get('transfer-encoding') !== '' ? linkJson(ctx, next) : next()

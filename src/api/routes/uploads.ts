@@ -10,8 +10,10 @@ import type { ZipLimits } from '../../uploads/zip-entries.js'
 import type { UploadSlots } from '../../uploads/upload-slots.js'
 
 export interface UploadRouteDeps {
-  /** Directories upload_zip may write under (absolute; main passes `<dataDir>/uploads` when none is configured). */
+  /** Directories upload_zip may write under (absolute; prepareUploadRoots gives the defaults). */
   uploadRoots: readonly string[]
+  /** Never written, even under a root (the data dir, token files); a root inside one stays writable. */
+  protectedPaths?: readonly string[]
   /** Where uploads are spooled while they stream in (e.g. `<dataDir>/tmp`; sweep it at startup with sweepSpool). */
   spoolDir: string
   /** Largest accepted zip_file (413 above). */
@@ -44,7 +46,7 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
     operationId: 'uploadZip',
     summary: 'Upload a zip archive and extract it at dest_path',
     description:
-      'multipart/form-data with a file part `zip_file` and a text part `dest_path` (absolute, inside an upload root), in any order. ' +
+      'multipart/form-data with a file part `zip_file` and a text part `dest_path` (absolute, inside an upload root; 403 naming the roots otherwise), in any order. ' +
       'Hostile or corrupt archives are refused with 400 invalid_zip / unsafe_entry before anything is written; extraction is all-or-nothing. ' +
       'Existing files are replaced, directories merged, permission bits kept without setuid/setgid/sticky. Success is 201 with an empty body.',
     scope: 'write',
@@ -81,7 +83,7 @@ export function registerUploadRoutes(router: ApiRouter, deps: UploadRouteDeps): 
           if (!upload.file) throw badRequest('zip_file', 'missing (a file part with the zip archive is required)')
           const archive = upload.file.path
           await serial(async () => {
-            const dest = await resolveUploadDestination(destPath, deps.uploadRoots)
+            const dest = await resolveUploadDestination(destPath, deps.uploadRoots, deps.protectedPaths)
             await extractZip(archive, dest.path, deps.zipLimits, { markerDir: deps.spoolDir })
           })
         },
