@@ -231,10 +231,8 @@ t.test('a 50 MB map: the read stops at the cap and the map is refused', async t 
     [`${SITE}/huge.map`]: { body: chunk, repeat: 50 },
   })
   const { sm, reports } = await open(t, { maxMapBytes: 16 * MiB, direct: net.loader })
-  const started = performance.now()
   sm.want(stackOf(script), PAGE, net.loader)
   await sm.settled()
-  const ms = performance.now() - started
   t.same(
     reports.map(r => [r.reason, r.message]),
     [['too_large', `the map is over ${16 * MiB} bytes (--sourcemap-max-bytes)`]],
@@ -245,9 +243,6 @@ t.test('a 50 MB map: the read stops at the cap and the map is refused', async t 
     '//# sourceMappingURL=huge.map'.length + 17 * MiB,
     'read no further than one chunk past the cap',
   )
-  // Measured under 1 ms (printed as 0) in 9 fresh-clone suite runs (quiet to load 14), 15-40 ms
-  // earlier at a load average of 5-7: 50x under the bound at the worst; nothing is parsed.
-  t.ok(ms < 2000, `refused in ${ms.toFixed(0)} ms`)
 })
 
 t.test('an inline map over the cap, and a script too large to read to its end', async t => {
@@ -497,10 +492,9 @@ t.test('the browser loader: one deadline for the whole load, the stream closed',
   const r = await browserLoader(session).fetch(`${SITE}/slow.map`, () => true, 300)
   const ms = performance.now() - started
   t.same(r, { ok: false, reason: 'timeout', message: 'not loaded within 300 ms' })
-  // The deadline is 300 ms; timers on a loaded 2-core machine fire up to ~100 ms late. Measured
-  // 299-315 ms over 9 fresh-clone suite runs (quiet to load 14): 6.3x under the upper bound; the
-  // lower one is the deadline itself (a timer does not fire early).
-  t.ok(ms >= 290 && ms < 2000, `gave up after ${ms.toFixed(0)} ms`)
+  // Not before the deadline (a timer does not fire early); how late a loaded machine fires it is not
+  // the loader's behaviour.
+  t.ok(ms >= 290, `gave up after ${ms.toFixed(0)} ms, not before the 300 ms deadline`)
   t.same(sent, ['Network.loadNetworkResource', 'IO.read', 'IO.close'])
 })
 

@@ -104,35 +104,27 @@ t.test('invalid VLQ in mappings is refused at its offset, never decoded into gar
   t.same(originalAt(ok, 2, 0), { source: 'a.ts', line: 2, column: 1, name: 'x' })
 })
 
-t.test('100,000 sources: refused before trace-mapping resolves them, in bounded time', async t => {
+t.test('100,000 sources: refused before trace-mapping resolves them', async t => {
   const text = JSON.stringify({
     version: 3,
     sources: Array.from({ length: 100_000 }, (_, i) => `webpack://app/./src/module-${i}/index.ts`),
     mappings: 'AAAA',
   })
-  const started = performance.now()
+  // The reason shows the sources were not resolved; how long the refusal takes is bench/sourcemap-refusals.ts.
   t.same(await refusal(text), { reason: 'too_many_sources', message: '100000 sources (at most 10000)' })
-  const ms = performance.now() - started
-  // Measured 9-147 ms (JSON.parse of 4.6 MB), median 31, over 9 fresh-clone suite runs (quiet to
-  // load 14): 6.8x under the bound. Resolving all 100,000 took 150-180 ms unloaded, under this
-  // bound: the refusal's reason above is what shows they were not resolved; this bound catches a
-  // refusal that became slow (parsing or checking the whole map more than once).
-  t.ok(ms < 1000, `refused in ${ms.toFixed(0)} ms`)
 })
 
-t.test('10 million mapping segments: refused at the segment bound, in bounded time and memory', async t => {
+t.test('10 million mapping segments: refused at the segment bound, in bounded memory', async t => {
   // The smallest segments there are ("A," : 2 characters each): 20 MB of mappings.
   const text = `{"version":3,"sources":["a.ts"],"names":[],"mappings":"${'A,'.repeat(10_000_000 - 1)}A"}`
-  t.ok(text.length > 20_000_000)
+  t.equal(text.length, 20_000_056, 'the smallest segments: 2 characters each')
   global.gc?.()
   const heapBefore = process.memoryUsage().heapUsed
   let peak = heapBefore
   const sample = async () => {
     peak = Math.max(peak, process.memoryUsage().heapUsed)
   }
-  const started = performance.now()
   const r = await refusal(text, LIMITS, sample).finally(sample)
-  const ms = performance.now() - started
   t.same(r, {
     reason: 'too_many_segments',
     message:
@@ -140,13 +132,9 @@ t.test('10 million mapping segments: refused at the segment bound, in bounded ti
   })
   // Nothing was parsed or decoded: the scan of the text stops at the bound (671,078 segments beside
   // one line and the map itself) in its first slices.
-  // Measured 49-120 ms (JSON.parse of the 20 MB text is most of it), median 56, over 9 fresh-clone
-  // suite runs (quiet to load 14): 25x under the bound. Decoding all 10 million would take seconds
-  // and about 1 GB of heap.
-  t.ok(ms < 3000, `refused in ${ms.toFixed(0)} ms`)
+  // Decoding all 10 million would take seconds and about 1 GB of heap; the time is bench/sourcemap-refusals.ts.
   // The parsed JSON holds a second 20 MB copy of the mappings while it is checked; 96 MB is a tenth
-  // of what decoding them would take. Measured 23-40 MB, median 26, over 9 fresh-clone suite runs
-  // (quiet to load 14): 2.4x under the bound.
+  // of what decoding them would take.
   const grew = (peak - heapBefore) / 1048576
   t.ok(grew < 96, `heap grew ${grew.toFixed(0)} MB at most while refusing it`)
 })
