@@ -37,9 +37,9 @@ export interface EventLogOptions {
   /** How often retention runs in the background (default 60 s; 0 disables the timer). */
   retentionIntervalMs?: number
   /**
-   * Group commit: flush after this long (default 25 ms) ... Each LevelDB write costs ~0.2-0.4 ms of
-   * CPU whatever its size (a worker-thread handoff and a wakeup each way): a heavy page load makes
-   * ~24 writes at 10 ms, ~13 at 25 ms.
+   * Group commit: flush after this long (default 25 ms) ... Each LevelDB write costs CPU whatever its
+   * size (a worker-thread handoff and a wakeup each way), so fewer, larger writes cost less (figures:
+   * bench/README.md, store ingest).
    */
   commitDelayMs?: number
   /** ... or once this many events are buffered (default 256). */

@@ -70,8 +70,8 @@ function newBatch(): Batch {
 /**
  * Queued batches merged into one LevelDB write, at most this many events (< MAX_WRITE_EVENTS): a
  * backlog (a flood outran the disk, or a synced write stalled it) is caught up in a few writes, and
- * filling one write (a put per event on the main thread, ~1.5 us each) stays a few ms long. At
- * 16,384 it took 8-29 ms in one turn of the event loop, which a flood kept doing back to back.
+ * filling one write (a put per event on the main thread) stays a few ms long; four times as many
+ * held the event loop for tens of ms per turn, back to back under a flood (bench/README.md).
  */
 export const WRITE_MERGE_EVENTS = 4096
 /** Seq span of one write (skipped seqs included): a category block's uint16 offsets must reach its last seq. */

@@ -1,7 +1,7 @@
 // The agent's steps over HTTP: start one (optionally in the agent's trace, nested, or bound to one
 // CDP proxy connection), end it. The registry (src/agent/) holds the rules; these routes only read
 // the body and answer. Like publishing events, this is telemetry plumbing: no api_call per step.
-// The answer does not wait for the group commit (up to its delay, 10 ms by default): an agent marks
+// The answer does not wait for the group commit (up to its delay, 25 ms by default): an agent marks
 // steps on its own critical path, and the seq it gets is the one the event is stored under.
 import { Type } from '@sinclair/typebox'
 import type { StepRegistry } from '../../agent/step-registry.js'
