@@ -4,6 +4,7 @@
 import t from 'tap'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { existsSync } from 'node:fs'
 import { execFile } from 'node:child_process'
 import { clientCommands, type CliIO } from '../src/cli/index.js'
 import { serveRedirectOnce } from '../src/cli/redirect-once.js'
@@ -13,6 +14,7 @@ import { startDaemon } from '../src/main.js'
 import { silentLogger } from '../src/log.js'
 import { BROWSER_ID, TOKEN, startApi } from './helpers/api.js'
 import { tempDir } from './helpers/store.js'
+import { waitFor } from './helpers/http.js'
 
 function capture(env: NodeJS.ProcessEnv) {
   let out = ''
@@ -66,9 +68,12 @@ t.test('open prints, checks and launches the viewer URL', async t => {
   // The stand-in records its argv, follows the link like a browser would (headers kept) and exits.
   const record = join(dir, 'argv')
   const headers = join(dir, 'headers')
+  // Written once curl is done: open returns when the link was followed, which can be before curl
+  // wrote the answer's headers.
+  const done = join(dir, 'done')
   await writeFile(
     join(dir, 'xdg-open'),
-    `#!/bin/sh\nprintf '%s\\n' "$@" > '${record}'\ncurl -s -o /dev/null -D '${headers}' "$1"\n`,
+    `#!/bin/sh\nprintf '%s\\n' "$@" > '${record}'\ncurl -s -o /dev/null -D '${headers}' "$1"\ntouch '${done}'\n`,
   )
   await chmod(join(dir, 'xdg-open'), 0o755)
   // A real daemon, so that following the link reaches its viewer.
@@ -85,6 +90,7 @@ t.test('open prints, checks and launches the viewer URL', async t => {
   const argv = await readFile(record, 'utf8')
   t.notOk(argv.includes(token), "the token is not on xdg-open's command line")
   t.match(argv, /^http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{43}\n$/, 'one argument: the single-use link')
+  await waitFor(() => existsSync(done), 10_000, 'the stand-in finished following the link')
   const answer = await readFile(headers, 'utf8')
   t.match(answer, /^HTTP\/1\.1 303 See Other\r\n/)
   t.equal(

@@ -93,11 +93,15 @@ function gen(schema: TSchema, r: () => number, shape: GenShape, root: TSchema, d
       return v
     }
     case 'Integer': {
-      const min = (schema as { minimum?: number }).minimum ?? -1000
-      return min + Math.floor(r() * 100000)
+      const { minimum, maximum } = schema as { minimum?: number; maximum?: number }
+      const min = minimum ?? -1000
+      return min + Math.floor(r() * (maximum !== undefined ? maximum - min + 1 : 100000))
     }
-    case 'Number':
-      return ((schema as { minimum?: number }).minimum ?? -1000) + r() * 100000
+    case 'Number': {
+      const { minimum, maximum } = schema as { minimum?: number; maximum?: number }
+      const min = minimum ?? -1000
+      return min + r() * (maximum !== undefined ? maximum - min : 100000)
+    }
     case 'Boolean':
       return r() < 0.5
     case 'Literal':
