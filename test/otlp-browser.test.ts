@@ -173,7 +173,14 @@ setTimeout(function otlpBlock() { const end = performance.now() + 120; while (pe
     const vitals = stored
       .map(r => ({ seq: r.seq, env: JSON.parse(r.json) as { event: { type: string; data: Record<string, unknown> } } }))
       .filter(x => x.env.event.type === 'page_web_vital')
-    t.same(vitals.map(v => v.env.event.data.name).sort(), ['FCP', 'TTFB'], 'the vitals final so far')
+    // FCP and TTFB are final by now; CLS is final once the page is hidden, which a loaded machine can
+    // reach before the read. Each one stored is exported below.
+    const names = vitals.map(v => String(v.env.event.data.name)).sort()
+    t.same(
+      names.filter(n => n !== 'CLS'),
+      ['FCP', 'TTFB'],
+      'the vitals final so far',
+    )
     for (const v of vitals) {
       const l = bySeq.get(v.seq)!
       const data = v.env.event.data
