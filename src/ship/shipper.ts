@@ -12,7 +12,6 @@ import { watermarkName } from '../sink/watermark.js'
 import type { ShipHealth } from '../sink/sink-health.js'
 
 export { PUBLISH_ERROR_KINDS, type PublishErrorKind } from './nats-link.js'
-export { redactUrl } from '../nats/connect.js'
 export { watermarkName } from '../sink/watermark.js'
 export { SHIP_STATES, type ShipHealth, type ShipState, type ShipStats } from '../sink/sink-health.js'
 
