@@ -33,7 +33,7 @@ const monitor = new Monitor({
   cdpUrl: wsUrl,
   emit: pipeline.emit,
   collectors: [createConsoleCollector()],
-  shedAtIntake: (type, target) => pipeline.shedAtIntake(type, target),
+  emitUnbuilt: pipeline.emit,
 })
 await monitor.start()
 let peak = process.memoryUsage().rss

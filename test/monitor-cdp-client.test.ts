@@ -355,9 +355,9 @@ t.test('consoleShedder: reads the session and console type from the raw bytes; o
       ['S1', listening],
       ['S2', deaf],
     ]),
-    (type, target) => {
-      asked.push([type, target])
-      return true
+    input => {
+      asked.push([input.type, input.target_id])
+      return { dropped: 'shed', seq: asked.length }
     },
   )
   const frame = (type: string, sessionId?: string) =>

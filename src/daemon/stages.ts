@@ -227,7 +227,7 @@ export async function startMonitor(d: Base & Store & Core & Symbols): Promise<St
     },
     maxTargets: config.maxTargets,
     bounds,
-    shedAtIntake: (type, targetId) => pipeline.shedAtIntake(type, targetId),
+    emitUnbuilt: pipeline.emit,
   })
   const stop = () => monitor.stop()
   try {

@@ -3,7 +3,7 @@
 // One idea, kept whole on purpose: the lifetime of a connection and of the targets it attaches, whose
 // setup, routing and teardown share one map of sessions and must change together.
 import type { TargetType } from '../events/index.js'
-import type { Emit } from '../pipeline/pipeline.js'
+import type { Emit, EmitUnbuilt } from '../pipeline/pipeline.js'
 import type { Logger } from '../log.js'
 import type { Bounds } from '../pipeline/bounds.js'
 import { withTimeout } from '../util/with-timeout.js'
@@ -12,7 +12,7 @@ import { planAttaches, type CapturePlan } from './capture-plan.js'
 import { CdpClient, type CdpMessage } from './cdp-client.js'
 import { CdpSessionCore, UNREAD_EVENTS, type RawSend } from './cdp-session.js'
 import { ListenedEvents } from './handlers.js'
-import { consoleShedder, type ShedAtIntake } from './intake-shed.js'
+import { consoleShedder } from './intake-shed.js'
 import type { ProtocolErrorLog } from './protocol-error.js'
 import type { MonitorEvents } from './status.js'
 import { AttachedTarget } from './target-session.js'
@@ -102,8 +102,8 @@ export interface ConnectionOptions {
   /** Byte bounds (URLs in target context, the console cut in raw frames) and their eviction counters. */
   bounds: Bounds
   onTargetRefused?: (info: EventParams<'Target.attachedToTarget'>['targetInfo']) => void
-  /** Sheds one console event of a target before it is built (Pipeline.shedAtIntake); absent: never shed at intake. */
-  shedAtIntake?: ShedAtIntake
+  /** emit() of a console event before it is built, while the CDP backlog is over its bound; absent: never shed at intake. */
+  emitUnbuilt?: EmitUnbuilt
 }
 
 export class BrowserConnection {
@@ -157,7 +157,7 @@ export class BrowserConnection {
     // A new target waits paused for its setup: never behind a flood's backlog of other targets'
     // events. Its own events come after its attach anyway; nothing else queued is needed first.
     client.handleAtOnce(method => method === 'Target.attachedToTarget')
-    if (opts.shedAtIntake) client.shedConsoleWhenBacklogged(consoleShedder(this.sessions, opts.shedAtIntake))
+    if (opts.emitUnbuilt) client.shedConsoleWhenBacklogged(consoleShedder(this.sessions, opts.emitUnbuilt))
     client.on('disconnect', () => {
       if (this.closed) return
       this.dispose()

@@ -2,14 +2,13 @@
 // CDP connection (BrowserConnection) and runs the reconnect state machine (collecting ->
 // disconnected -> collecting | failed).
 import { EventEmitter } from 'node:events'
-import type { Emit, EventInput } from '../pipeline/pipeline.js'
+import type { Emit, EmitUnbuilt, EventInput } from '../pipeline/pipeline.js'
 import { silentLogger, type Logger } from '../log.js'
 import { Bounds } from '../pipeline/bounds.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'
 import { withTimeout } from '../util/with-timeout.js'
 import { BrowserConnection } from './connection.js'
-import type { ShedAtIntake } from './intake-shed.js'
 import { backoffDelay, resolveBrowserWsUrl } from './discover.js'
 import { ChromiumExitedError, launchChromium, type LaunchedBrowser } from './launch.js'
 import { isolationWarnings } from './isolation.js'
@@ -66,8 +65,8 @@ export interface MonitorOptions {
   pausedMaxMs?: number
   /** Byte bounds and their eviction counters, shared with the collectors (default: this monitor's own, at the default bounds). */
   bounds?: Bounds
-  /** Console events shed before they are built while the CDP backlog is over its bound (Pipeline.shedAtIntake); absent: never. */
-  shedAtIntake?: ShedAtIntake
+  /** emit() of console events not built yet, while the CDP backlog is over its bound (the pipeline's emit); absent: never shed at intake. */
+  emitUnbuilt?: EmitUnbuilt
 }
 
 export const DEFAULT_RECONNECT: ReconnectOptions = {
@@ -321,7 +320,7 @@ export class Monitor implements MonitorView {
       },
       pausedMaxMs: this.opts.pausedMaxMs,
       bounds: this.bounds,
-      shedAtIntake: this.opts.shedAtIntake,
+      emitUnbuilt: this.opts.emitUnbuilt,
       events: this.events,
       errors: this.errors,
       onLost: c => this.onConnectionLost(c),

@@ -1,4 +1,5 @@
 // emit(): the one way into the log. gate -> shed -> validate -> ts -> redact -> truncate -> seq/append.
+// An unbuilt event (the CDP intake under backlog) takes the gate and the shedding only.
 // It says what happened (EmitResult): accepted with its seq, or dropped with a reason, so no caller
 // re-validates an event. Subscribers (SSE, metrics) hear about envelopes only after they are
 // committed (EventLog.onCommit).
@@ -59,6 +60,25 @@ export type EmitResult = EmitAccepted | EmitDropped
 
 /** The function every producer gets. Producers that do not care may ignore the result. */
 export type Emit = (input: EventInput) => EmitResult
+
+/**
+ * An event not built yet, known only by its type and page: the CDP client's intake hands a raw
+ * console message over before parsing it while its backlog is over its bound, so a flood is shed
+ * without being parsed and the socket is read on.
+ */
+export interface UnbuiltInput {
+  type: 'console_log' | 'console_error'
+  target_id: string
+  unbuilt: true
+}
+/** An unbuilt event that was not shed: build it and emit it as usual. */
+export interface EmitPending {
+  pending: true
+  accepted?: undefined
+  dropped?: undefined
+}
+/** emit() of an unbuilt event: dropped (its category off, or shed with its seq consumed) or pending. */
+export type EmitUnbuilt = (input: UnbuiltInput) => EmitDropped | EmitPending
 
 export const DEFAULT_CATEGORIES: ConfigurableCategory[] = CONFIGURABLE_CATEGORIES.filter(c => c !== 'screenshot')
 export const DEFAULT_MAX_ENVELOPE_BYTES = DEFAULT_SETTINGS.maxEnvelopeBytes
@@ -194,7 +214,10 @@ export class Pipeline {
     this.monitorOn = CDP_CATEGORIES.some(c => this.enabled.has(c as ConfigurableCategory))
   }
 
-  emit(input: EventInput): EmitResult {
+  emit(input: UnbuiltInput): EmitDropped | EmitPending
+  emit(input: EventInput): EmitResult
+  emit(input: EventInput | UnbuiltInput): EmitResult | EmitPending {
+    if ('unbuilt' in input) return this.unbuilt(input)
     if (!isEventType(input.type)) {
       const issues = [{ path: '/type', message: `unknown event type ${JSON.stringify(input.type)}` }]
       this.reject(input, issues)
@@ -237,17 +260,18 @@ export class Pipeline {
   }
 
   /**
-   * An event refused before it was built: the CDP client sheds a loud page's console messages
-   * while its backlog of unhandled messages is over its bound, so it never stops reading the
-   * socket (a new tab's attach would wait behind the backlog). Returns true when the event was
-   * shed: its seq is consumed and it is counted like any shed event. False (build and emit it as
-   * usual) for a quiet source, a category switched off, or shedding disabled.
+   * The intake's pressure is its own backlog, already over its bound: only the source's loudness
+   * decides, and a source at or below QUIET_EVENTS_PER_SEC is never shed.
    */
-  shedAtIntake(type: EventType, target: string): boolean {
-    const category = categoryOf(type)
-    if (!this.shedder || !this.isEnabled(category) || !this.shedder.loud(target, category)) return false
-    this.drop(type, category, target, 'shed')
-    return true
+  private unbuilt(input: UnbuiltInput): EmitDropped | EmitPending {
+    const category = categoryOf(input.type)
+    if (!this.isEnabled(category)) {
+      this.stats.gated++
+      if (this.emitObservers.size > 0) this.observe({ type: input.type, category, outcome: 'category_disabled' })
+      return { dropped: 'category_disabled' }
+    }
+    if (!this.shedder || !this.shedder.loud(input.target_id, category)) return { pending: true }
+    return this.drop(input.type, category, input.target_id, 'shed')
   }
 
   /** Not stored, but its seq is consumed so readers see the gap. */
