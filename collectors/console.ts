@@ -36,8 +36,8 @@ import { browserLoader } from './sourcemap-loader.js'
 export interface ConsoleCollectorOptions {
   /** The envelope cap arguments are cut to (default: the default bounds). */
   bounds?: Bounds
-  /** The daemon's source maps (absent: stacks are stored as Chromium sent them). */
-  sourceMaps?: Pick<SourceMaps, 'mapNow' | 'want'>
+  /** The daemon's source maps, told which scripts to learn (readers map stacks; they are stored as Chromium sent them). */
+  sourceMaps?: Pick<SourceMaps, 'want'>
 }
 
 /** Events of one session waiting behind an unfinished cause read at most; past it, no more reads. */
@@ -64,10 +64,8 @@ export function createConsoleCollector(opts: ConsoleCollectorOptions = {}): Coll
       const deliver = (e: Console) => {
         const data = e.data as { level?: unknown; stack_trace?: StackTrace }
         const stack = data.stack_trace
-        if (!maps || !stack || !isMappable(e.type, data)) return void emit(e)
-        const mapped = maps.mapNow(stack)
-        if (mapped) data.stack_trace = mapped
         emit(e)
+        if (!maps || !stack || !isMappable(e.type, data)) return
         const ctx = session.context()
         maps.want(stack, { url: ctx.url, context: ctx }, loader)
       }

@@ -184,35 +184,42 @@ t.test('events without a target (api, system, ingest) are never shed; shedding: 
   t.equal(off.stats.shed + off.stats.overBudget, 0)
 })
 
-t.test('an unbuilt event: a loud source is shed before it is built (seq consumed, counted), a quiet one never', async t => {
-  const { log: store, pipeline } = await openStore(t, {}, { backlog: () => 0, sheddingClock: () => 0 })
-  const metrics = createMetrics({ processMetrics: false })
-  t.teardown(metrics.attach({ pipeline, log: store }))
-  const unbuilt = (type: 'console_log' | 'console_error', target_id: string) =>
-    pipeline.emit({ type, target_id, unbuilt: true })
-  // The store keeps up (backlog 0): intake shedding reads only the source's loudness.
-  for (let i = 0; i < QUIET_EVENTS_PER_SEC; i++)
-    t.same(unbuilt('console_log', 'QUIET'), { pending: true }, `quiet event ${i + 1}: pending, to be built`)
-  t.equal(pipeline.stats.shed, 0)
-  t.same(unbuilt('console_error', 'QUIET'), { dropped: 'shed', seq: 1 }, 'past 100 events in its second: loud, shed')
-  t.same(unbuilt('console_log', 'OTHER'), { pending: true }, 'another page is a source of its own')
-  t.equal(pipeline.stats.shed, 1)
-  t.equal(store.skipSeq(), 2, 'the shed event consumed seq 1')
-  // Built and emitted events of the source count towards its loudness too.
-  pipeline.emit(log('OTHER'))
-  t.equal(pipeline.stats.accepted, 1)
-  const text = (await metrics.render()).body
-  t.match(text, /browser_telemetry_events_dropped_total\{category="console",reason="shed"\} 1/)
-  const seen: string[] = []
-  t.teardown(pipeline.onEmit(o => seen.push(`${o.type}:${o.outcome}`)))
-  pipeline.setCategories(['network'])
-  t.same(unbuilt('console_log', 'QUIET'), { dropped: 'category_disabled' }, 'console off: the category gate, unparsed')
-  t.equal(pipeline.stats.gated, 1)
-  t.same(seen, ['console_log:category_disabled'], 'observers hear an unbuilt drop like any other')
-  const { pipeline: off } = await openStore(t, {}, { shedding: false })
-  for (let i = 0; i < 1000; i++) off.emit({ type: 'console_log', target_id: 'T', unbuilt: true })
-  t.equal(off.stats.shed, 0, 'shedding disabled: never')
-})
+t.test(
+  'an unbuilt event: a loud source is shed before it is built (seq consumed, counted), a quiet one never',
+  async t => {
+    const { log: store, pipeline } = await openStore(t, {}, { backlog: () => 0, sheddingClock: () => 0 })
+    const metrics = createMetrics({ processMetrics: false })
+    t.teardown(metrics.attach({ pipeline, log: store }))
+    const unbuilt = (type: 'console_log' | 'console_error', target_id: string) =>
+      pipeline.emit({ type, target_id, unbuilt: true })
+    // The store keeps up (backlog 0): intake shedding reads only the source's loudness.
+    for (let i = 0; i < QUIET_EVENTS_PER_SEC; i++)
+      t.same(unbuilt('console_log', 'QUIET'), { pending: true }, `quiet event ${i + 1}: pending, to be built`)
+    t.equal(pipeline.stats.shed, 0)
+    t.same(unbuilt('console_error', 'QUIET'), { dropped: 'shed', seq: 1 }, 'past 100 events in its second: loud, shed')
+    t.same(unbuilt('console_log', 'OTHER'), { pending: true }, 'another page is a source of its own')
+    t.equal(pipeline.stats.shed, 1)
+    t.equal(store.skipSeq(), 2, 'the shed event consumed seq 1')
+    // Built and emitted events of the source count towards its loudness too.
+    pipeline.emit(log('OTHER'))
+    t.equal(pipeline.stats.accepted, 1)
+    const text = (await metrics.render()).body
+    t.match(text, /browser_telemetry_events_dropped_total\{category="console",reason="shed"\} 1/)
+    const seen: string[] = []
+    t.teardown(pipeline.onEmit(o => seen.push(`${o.type}:${o.outcome}`)))
+    pipeline.setCategories(['network'])
+    t.same(
+      unbuilt('console_log', 'QUIET'),
+      { dropped: 'category_disabled' },
+      'console off: the category gate, unparsed',
+    )
+    t.equal(pipeline.stats.gated, 1)
+    t.same(seen, ['console_log:category_disabled'], 'observers hear an unbuilt drop like any other')
+    const { pipeline: off } = await openStore(t, {}, { shedding: false })
+    for (let i = 0; i < 1000; i++) off.emit({ type: 'console_log', target_id: 'T', unbuilt: true })
+    t.equal(off.stats.shed, 0, 'shedding disabled: never')
+  },
+)
 
 t.test('page cap: a page of huge events is cut off by bytes, not by count', async t => {
   const { log: store, pipeline } = await openStore(

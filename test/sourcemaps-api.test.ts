@@ -28,11 +28,10 @@ async function setup(t: Test, maxBytes = 4096) {
   const api = await startApi(t, {
     tokens: { 'read-only': ['read'] },
     deps: {
-      mapRecords: records => sm.mapRecords(records),
+      mapping: sm,
       routes: [r => registerSourceMapRoutes(r, { sourceMaps: sm, maxBytes })],
     },
   })
-  sm.onLearned(() => api.app.streams.forgetFrames())
   const put = (body: string, query = `?url=${encodeURIComponent(SCRIPT)}`, token = TOKEN) =>
     api.get(`${PATH}${query}`, {
       method: 'PUT',

@@ -277,8 +277,15 @@ t.test('frames mapped by every reader: events API, SSE replay, bundle, OTLP', as
     'console.txt places the error where it was written',
   )
 
-  // 4. OTLP: a second load, once every map is known, is mapped before it is exported.
+  // 4. OTLP and a live SSE stream: a second load, once every map is known, is mapped as it is
+  // sent; the log keeps it as Chromium sent it.
   const before = d.log.lastSeq
+  const liveCtl = new AbortController()
+  const live = await fetch(`${d.url}${base}/telemetry/stream`, {
+    headers: { authorization: `Bearer ${TOKEN}` },
+    signal: liveCtl.signal,
+  })
+  t.equal(live.status, 200)
   const secondTab = await d.monitor!.openPage(`${site.url}page.html`)
   void secondTab
   const second = await waitForConsole(d, before)
@@ -300,7 +307,24 @@ t.test('frames mapped by every reader: events API, SSE replay, bundle, OTLP', as
   ])
   t.match(lines[7], /^ {4}at \S+ \(\.\.\/src\/external\.ts:4:3\)$/)
   t.equal(record?.attributes['exception.message'], 'Uncaught Error: checkout failed')
-  checkStacks(t, second, 'capture (second load, maps known)', site.url)
+  const liveFrames = await readSseUntil(live, liveCtl, Math.max(...[...second.values()].map(e => e.seq)))
+  const secondTarget = stored.event.data.target_id as string
+  checkStacks(
+    t,
+    byText(
+      liveFrames.map(f => JSON.parse(f.json) as Env),
+      stored.event.data.nav_seq as number,
+      secondTarget,
+    ),
+    'SSE live (second load)',
+    site.url,
+  )
+  for (const [text, e] of second)
+    t.same(
+      (e.event.data.stack_trace as StackTrace).callFrames.filter(f => 'original' in f),
+      [],
+      `stored as Chromium sent it: ${text}`,
+    )
 })
 
 /** Console events committed after `afterSeq` until all five failures of one load are in. */

@@ -80,14 +80,15 @@ async function open(t: Test, opts: Partial<SourceMapsOptions> = {}, dir?: string
   return { sm, reports }
 }
 
-t.test('a map named by the script’s comment: learned once, later stacks mapped from memory', async t => {
+t.test('a map named by the script’s comment: learned once, stacks then mapped from memory', async t => {
   const script = `${SITE}/app.min.js`
   const net = scripted({
     [script]: { body: 'x()\n//# sourceMappingURL=app.min.js.map\n' },
     [`${SITE}/app.min.js.map`]: { body: mapFor('src/app.ts', 3) },
   })
   const { sm, reports } = await open(t, { direct: net.loader })
-  t.equal(sm.mapNow(stackOf(script)), undefined, 'nothing known yet: the event is stored as it is')
+  t.equal(sm.mapNow(stackOf(script)), undefined, 'nothing known yet: served as stored')
+  t.equal(sm.generation, 0)
   for (let i = 0; i < 100; i++) sm.want(stackOf(script), PAGE, net.loader)
   await sm.settled()
   t.same(
@@ -98,6 +99,7 @@ t.test('a map named by the script’s comment: learned once, later stacks mapped
   t.same(sm.mapNow(stackOf(script))?.callFrames[0]?.original, { source: 'src/app.ts', line: 3, column: 1 })
   t.same(reports, [])
   t.equal(sm.stats.learned, 1)
+  t.equal(sm.generation, 1, 'a map became known: readers holding older derivations know to re-read')
 })
 
 t.test('where a map comes from, in order: Debug ID upload, URL upload, header, comment, data: URL', async t => {
@@ -295,6 +297,7 @@ t.test('stored records mapped on read, after a restart too; unmappable ones unto
 
   const { sm } = await open(t, {}, dir)
   t.equal(sm.cache.size, 0, 'nothing parsed yet after the restart')
+  t.equal(sm.generation, 0, 'no map became known in this life yet')
   const env = (seq: number, type: string, data: object) =>
     ({
       seq,
@@ -307,8 +310,15 @@ t.test('stored records mapped on read, after a restart too; unmappable ones unto
     env(2, 'console_log', { level: 'log', text: 'hi', args: [], stack_trace: stackOf(script) }),
     env(3, 'page_load', { cdp_timestamp: 1 }),
   ]
+  t.equal(sm.mapRecordsNow(records), records, 'from memory, before any read loaded the map: as stored, the same array')
   const used = new Set<string>()
   const out = await sm.mapRecords(records, used)
+  const now = sm.mapRecordsNow(records)
+  t.same(
+    now.map(r => r.json),
+    out.map(r => r.json),
+    'once loaded, the live path serves the same derivation as the read path',
+  )
   t.same(
     (JSON.parse(out[0]!.json) as { event: { data: { stack_trace: StackTrace } } }).event.data.stack_trace.callFrames[0]!
       .original,

@@ -13,7 +13,8 @@ import type { ApiState } from './operation.js'
 import { ApiError } from './errors.js'
 import { ApiRouter } from './route-table.js'
 import { registerSystemRoutes, type SystemRouteDeps } from './routes/system.js'
-import { registerTelemetryRoutes, type MapRecords } from './routes/telemetry.js'
+import { registerTelemetryRoutes } from './routes/telemetry.js'
+import type { ReadMapping } from '../store/read-mapping.js'
 import type { RecordingSwitch } from '../recording/switch.js'
 import type { Toggle } from '../util/toggle.js'
 import { TelemetryStreams, type StreamTuning } from '../sse/telemetry-streams.js'
@@ -22,8 +23,8 @@ export interface ApiDeps {
   /** The browser session id served under /browsers/{id}. */
   browserId: string
   log: EventLog
-  /** Records as the events route and SSE replays serve them (source-mapped stack frames). */
-  mapRecords?: MapRecords
+  /** Records as the events route and the SSE streams serve them (source-mapped stack frames). */
+  mapping?: ReadMapping
   pipeline: Pipeline
   tokens: TokenSet
   logger?: Logger
@@ -73,7 +74,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   const logger = deps.logger ?? silentLogger
   const streams = new TelemetryStreams(deps.log, {
     ...deps.streams,
-    mapRecords: deps.mapRecords,
+    mapping: deps.mapping,
     logger,
   })
   const diskState = deps.diskState
@@ -103,7 +104,7 @@ export function createApiApp(deps: ApiDeps): ApiApp {
   })
   registerTelemetryRoutes(router, {
     log: deps.log,
-    mapRecords: deps.mapRecords,
+    mapping: deps.mapping,
     pipeline: deps.pipeline,
     streams,
     defaultCategories: deps.defaultCategories ?? CONFIGURABLE_CATEGORIES.filter(c => deps.pipeline.isEnabled(c)),

@@ -139,7 +139,7 @@ export async function startApi(
   const api = createApiApp({
     browserId: d.browserId,
     log: d.log,
-    mapRecords: records => sourceMaps.mapRecords(records),
+    mapping: sourceMaps,
     pipeline,
     tokens: d.tokens.tokens,
     logger: d.logger.child({ module: 'api' }),
@@ -206,13 +206,10 @@ export async function startApi(
       ...(d.opts.routes ?? []),
     ],
   })
-  // Frames kept for SSE resumes predate a map just learned: resumes read the log (mapped) instead.
-  const offLearned = sourceMaps.onLearned(() => api.streams.forgetFrames())
   const server = await startApiServer(api, config.listen)
   return {
     part: { api, server },
     stop: async () => {
-      offLearned()
       await server.close()
     },
   }

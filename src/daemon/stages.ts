@@ -153,7 +153,7 @@ export async function startSinkList(d: Base & Identity & Store & Core & Symbols)
       version: d.version,
       metrics: d.metrics.registry,
       logger: d.logger,
-      mapEnvelope: env => d.sourceMaps.mapEnvelope(env),
+      mapping: d.sourceMaps,
     },
   )
   return { part: { sinks }, stop: () => sinks.stop() }

@@ -15,6 +15,7 @@ import type { ReadableLogRecord } from '@opentelemetry/sdk-logs'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import type { Logger } from '../log.js'
 import type { EventLog, StoredRecord } from '../store/event-log.js'
+import type { ReadMapping } from '../store/read-mapping.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { Sink } from '../sink/sink.js'
 import type { SinkHealth } from '../sink/sink-health.js'
@@ -44,8 +45,8 @@ export interface OtlpDeps {
   logger: Logger
   /** Tests shorten these. */
   tuning?: { batchEvents?: number; batchDelayMs?: number; retryInitialMs?: number; retryMaxMs?: number }
-  /** An envelope as exported: console stacks mapped through the source maps known at export time. */
-  mapEnvelope?: (env: Envelope) => Envelope
+  /** Records as exported: console stacks mapped through the source maps known at export time. */
+  mapping?: ReadMapping
 }
 
 export interface OtlpExport {
@@ -166,11 +167,8 @@ export async function startOtlp(config: OtlpConfig | undefined, deps: OtlpDeps):
   const shown = redactEndpoint(config.endpoint)
   const sinks: Sink[] = []
   const links = new Map<string, OtlpLink<unknown>>()
-  const mapEnvelope = deps.mapEnvelope
-  // Only console events can carry a stack to map: the rest skip the call.
-  const parse: ParseRecord = mapEnvelope
-    ? rec => (rec.category === 'console' ? mapEnvelope(parseEnvelope(rec)) : parseEnvelope(rec))
-    : parseEnvelope
+  // Records come to the encoders as the sink core sends them: console stacks already mapped.
+  const parse: ParseRecord = parseEnvelope
   for (const signal of ['logs', 'traces'] as const) {
     if (!config.signals.includes(signal)) continue
     const name = `otlp_${signal}`
@@ -213,6 +211,7 @@ export async function startOtlp(config: OtlpConfig | undefined, deps: OtlpDeps):
         resumed: `OTLP ${signal} export resumed`,
       },
       logger: deps.logger.child({ sink: name }),
+      mapping: deps.mapping,
     })
     sinks.push(sink)
   }

@@ -2,6 +2,7 @@
 // startShipping once.
 import type { Logger } from '../log.js'
 import type { EventLog } from '../store/event-log.js'
+import type { ReadMapping } from '../store/read-mapping.js'
 import { Shipper } from './shipper.js'
 
 export { Shipper, type ShipHealth, type ShipState } from './shipper.js'
@@ -25,7 +26,7 @@ export interface NatsConfig {
 /** Starts the shipper when --nats-url is set (undefined otherwise). Never waits for NATS to be reachable. */
 export async function startShipping(
   config: NatsConfig | undefined,
-  deps: { log: EventLog; browserId: string; logger: Logger },
+  deps: { log: EventLog; browserId: string; logger: Logger; mapping?: ReadMapping },
 ): Promise<Shipper | undefined> {
   if (!config) return undefined
   const shipper = new Shipper({
@@ -42,6 +43,7 @@ export async function startShipping(
     },
     maxInFlight: config.maxInFlight,
     logger: deps.logger,
+    mapping: deps.mapping,
   })
   await shipper.start()
   return shipper

@@ -3,6 +3,7 @@
 // new transport in this folder plus one row of DESTINATIONS.
 import type { Logger } from '../log.js'
 import type { EventLog } from '../store/event-log.js'
+import type { ReadMapping } from '../store/read-mapping.js'
 import { startShipping, type NatsConfig } from './index.js'
 import { startOtlp, type OtlpDeps } from '../otlp/otlp-sink.js'
 import type { OtlpConfig } from '../otlp/config.js'
@@ -24,8 +25,8 @@ export interface SinksDeps {
   logger: Logger
   /** Tests shorten the OTLP batching and retries. */
   otlpTuning?: OtlpDeps['tuning']
-  /** OTLP: envelopes as exported (source-mapped console stacks). */
-  mapEnvelope?: OtlpDeps['mapEnvelope']
+  /** Records as every sink sends them (source-mapped console stacks). */
+  mapping?: ReadMapping
 }
 
 /** One destination family once started: its sinks, every record it reports, and its stop. */
@@ -49,6 +50,7 @@ const DESTINATIONS: readonly Destination[] = [
       log: deps.log,
       browserId: deps.browserId,
       logger: deps.logger.child({ module: 'ship' }),
+      mapping: deps.mapping,
     })
     return shipper && { sinks: [shipper], health: () => ({ nats: shipper.health() }), stop: () => shipper.stop() }
   },
@@ -60,7 +62,7 @@ const DESTINATIONS: readonly Destination[] = [
       metrics: deps.metrics,
       logger: deps.logger.child({ module: 'otlp' }),
       tuning: deps.otlpTuning,
-      mapEnvelope: deps.mapEnvelope,
+      mapping: deps.mapping,
     }),
 ]
 

@@ -5,6 +5,7 @@ import type { Logger } from '../log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import type { Backoff } from '../util/backoff.js'
 import type { LinkEvents, ShipLink } from './link.js'
+import type { ReadMapping } from '../store/read-mapping.js'
 
 /**
  * The shipper's life, one value, changed only by `enter()`:
@@ -66,4 +67,6 @@ export interface SinkOptions extends Partial<SinkTuning> {
   /** Log lines that name the destination. */
   messages?: { started: string; stopped: string; resumed: string }
   logger?: Logger
+  /** Records as they are sent: console stacks mapped by the source maps known then (absent: as stored). */
+  mapping?: ReadMapping
 }

@@ -26,6 +26,7 @@ export { SINK_DEFAULTS, type SinkOptions } from './sink-options.js'
 import { PublishWindow } from './publish-window.js'
 import { StoredWatermark } from './watermark.js'
 import type { SinkHealth, ShipState, SinkStats } from './sink-health.js'
+import { servedNow } from '../store/read-mapping.js'
 
 const READ_PAGE = 512
 /** Pages kept queued ahead of the window. */
@@ -420,7 +421,7 @@ export class Sink {
 
   private publish(rec: StoredRecord): void {
     try {
-      this.link.publish(rec)
+      this.link.publish(servedNow(this.opts.mapping, rec))
     } catch (err) {
       this.failAndRetry('publish', `publish failed: ${(err as Error).message}`)
       return

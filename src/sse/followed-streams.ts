@@ -69,6 +69,7 @@ export class FollowedStreams implements StreamOpener {
         opts: this.opts,
         log: { lastSeq: following.lastSeq, read: q => source.read(q) },
         ring: NO_RING,
+        messages: sseMessages,
         stats: this.stats,
         logger: this.logger,
       }

@@ -37,6 +37,8 @@ export interface StreamHub {
   readonly log: EventReader & { readonly lastSeq: number }
   readonly ring: MessageRing
   readonly stats: StreamStats
+  /** SSE messages of committed records as live writes serve them (held commits go out the same way). */
+  messages(records: readonly StoredRecord[]): MessageBatch
   readonly logger: Logger
 }
 
@@ -144,7 +146,7 @@ export class StreamClient {
     const rest = this.held.filter(r => r.seq > this.lastSent)
     this.held = []
     this.heldBytes = 0
-    if (rest.length > 0) this.write(sseMessages(rest).buf, rest.length, rest[rest.length - 1]!.seq)
+    if (rest.length > 0) this.write(this.hub.messages(rest).buf, rest.length, rest[rest.length - 1]!.seq)
     this.mode = 'live'
   }
 

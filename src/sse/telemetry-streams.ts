@@ -25,7 +25,8 @@ import type { EventReader } from './telemetry-source.js'
 import { silentLogger, type Logger } from '../log.js'
 import { DEFAULT_SETTINGS } from '../defaults.js'
 import { withDefaults } from '../util/defaults.js'
-import { MessageRing } from './message-ring.js'
+import type { ReadMapping } from '../store/read-mapping.js'
+import { MessageRing, type MessageBatch } from './message-ring.js'
 import { sseMessages } from './messages.js'
 import { StreamClient, type StreamStart, type StreamStats } from './stream-client.js'
 
@@ -73,8 +74,8 @@ export type StreamSettings = Pick<
 
 export interface TelemetryStreamsOptions extends Partial<StreamTuning> {
   logger?: Logger
-  /** Backlog pages as replays serve them (source-mapped stack frames); live frames are sent as committed. */
-  mapRecords?: (records: readonly StoredRecord[]) => Promise<StoredRecord[]>
+  /** Console stacks as readers serve them (source maps): replays, live writes and the ring alike. */
+  mapping?: ReadMapping
 }
 
 /** Every open stream of the daemon; one commit listener fans each batch out to all of them. */
@@ -86,26 +87,30 @@ export class TelemetryStreams {
   private pending: StoredRecord[] = []
   private flushTimer: NodeJS.Timeout | undefined
   private lastFlush = -Infinity
-  /** Recent write batches (complete after ring.coveredAfter while a stream is open). */
-  readonly ring: MessageRing
+  /** Recent write batches (complete after ring.coveredAfter while a stream is open), mapped at `ringGeneration`. */
+  private readonly ring_: MessageRing
+  private ringGeneration: number
   readonly stats: StreamStats = { open: 0, slowDisconnects: 0, refused: 0, ringResumes: 0, storeResumes: 0 }
 
   /** The options in force, every default applied. */
   readonly opts: StreamTuning
   readonly logger: Logger
-  /** What replays read: the log, its pages mapped when mapRecords is given. */
+  /** What replays read: the log, its pages mapped when a mapping is given. */
   readonly log: EventReader & { readonly lastSeq: number }
+  private readonly mapping: ReadMapping | undefined
 
   constructor(log: EventLog, opts: TelemetryStreamsOptions) {
-    const { logger, mapRecords, ...tuning } = opts
+    const { logger, mapping, ...tuning } = opts
     this.opts = withDefaults(STREAM_DEFAULTS, tuning)
     this.logger = logger ?? silentLogger
-    this.ring = new MessageRing(this.opts.ringBytes)
-    this.log = mapRecords
+    this.ring_ = new MessageRing(this.opts.ringBytes)
+    this.mapping = mapping
+    this.ringGeneration = mapping?.generation ?? 0
+    this.log = mapping
       ? {
           read: async q => {
             const page = await log.read(q)
-            return { ...page, records: await mapRecords(page.records) }
+            return { ...page, records: await mapping.mapRecords(page.records) }
           },
           get lastSeq() {
             return log.lastSeq
@@ -116,11 +121,21 @@ export class TelemetryStreams {
   }
 
   /**
-   * Forgets the frames kept for resumes: a resume then reads the log again (e.g. once a source map
-   * is known, so replays show the mapped frames). Streams reading from the ring fall back to the log.
+   * The messages kept for resumes. Once a map became known after they were written they may now
+   * map further: they are forgotten, and a resume reads the log again.
    */
-  forgetFrames(): void {
-    this.ring.clear()
+  get ring(): MessageRing {
+    const generation = this.mapping?.generation ?? 0
+    if (generation !== this.ringGeneration) {
+      this.ringGeneration = generation
+      this.ring_.clear()
+    }
+    return this.ring_
+  }
+
+  /** SSE messages of committed records as this daemon serves them (stacks mapped from memory). */
+  messages(records: readonly StoredRecord[]): MessageBatch {
+    return sseMessages(this.mapping ? this.mapping.mapRecordsNow(records) : records)
   }
 
   get size(): number {
@@ -196,7 +211,7 @@ export class TelemetryStreams {
     const records = this.pending
     if (records.length === 0) return
     this.pending = []
-    const batch = sseMessages(records)
+    const batch = this.messages(records)
     this.ring.append(batch)
     for (const s of this.clients) {
       if (s.mode === 'live') s.deliver(batch)

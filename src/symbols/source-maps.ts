@@ -1,5 +1,5 @@
 // One idea: the daemon's source maps: which map covers a script, learning that in the background, and mapping
-// stack traces with it on every path (capture, events API, SSE replay, bundle, OTLP). One instance
+// stack traces with it on every read path (events API, SSE, bundle, trace, OTLP, NATS). One instance
 // per daemon.
 //
 // A script's map is, in this order: an upload for the Debug ID its text carries, an upload for its
@@ -7,17 +7,20 @@
 // URLs decoded inline) fetched through the page that ran it or by the daemon itself, as the fetch
 // rule says (fetch-rule.ts), else found among the responses the daemon captured (learn.ts).
 // Learning runs one script at a time off the capture path: the console collector stores its event
-// at once and asks for the scripts of its frames (`want`); once a script's map is known, later
-// events are mapped before they are stored (`mapNow`, from memory), and events stored before are
-// mapped whenever they are read (`mapRecords`). Nothing stored is rewritten. A script whose map
+// at once, as Chromium sent it, and asks for the scripts of its frames (`want`). Mapping is one
+// read-side derivation (`ReadMapping`, src/store): every reader maps what it serves with the maps known then,
+// from disk (`mapRecords`) or, on live paths, from memory (`mapRecordsNow`); `generation` says
+// when what was mapped before may map further. Nothing stored is rewritten. A script whose map
 // cannot be had is reported once (sourcemap_failed) and never tried again.
-import type { Envelope, EventData, SourceMapFailure, StackTrace } from '../events/index.js'
+import type { EventData, SourceMapFailure, StackTrace } from '../events/index.js'
 import { ServiceError } from '../errors.js'
 import { silentLogger, type Logger } from '../log.js'
 import type { StoredRecord } from '../store/event-log.js'
+import type { ReadMapping } from '../store/read-mapping.js'
 import type { CapturedLookup } from './captured.js'
 import { directLoader, type DirectFetchOptions } from './direct-fetch.js'
-import { isMappable, mapEventData, mapStack, stackUrls, type MapOf } from './frames.js'
+import { mapEventData, mapStack, stackUrls, type MapOf } from './frames.js'
+import { appliedRecords, mappableRecords, type FoundEnvelope } from './mapped-records.js'
 import { learnScript, type LearnContext, type LearnOutcome, type PageInfo, type ResourceLoader } from './learn.js'
 import { MapCache } from './map-cache.js'
 import { PageBudgets, type Clock, type PageRate } from './page-budget.js'
@@ -89,15 +92,10 @@ export const MAX_SCRIPT_URL_CHARS = 2048
 const DEFAULT_FETCH_TIMEOUT_MS = 10_000
 const RELOAD_EVERY_MS = 60_000
 const DEFAULT_MAX_SOURCES = 10_000
-/**
- * A stored console record that may be mappable (isMappable decides after parsing): a console_error,
- * or a level a stack is mapped for. Quotes inside strings are escaped in JSON, so these only match keys.
- */
-const MAPPABLE_JSON = /"type":"console_error"|"level":"(?:error|warning|warn|trace|assert)"/
 
 const pause = () => new Promise<void>(resolve => setImmediate(resolve))
 
-export class SourceMaps {
+export class SourceMaps implements ReadMapping {
   readonly cache: MapCache
   readonly limits: MapLimits
   private readonly scripts = new Map<string, ScriptState>()
@@ -118,6 +116,7 @@ export class SourceMaps {
   /** When the capture path last asked for each map to be loaded back (reload). */
   private readonly reloadedAt = new Map<string, number>()
   private readonly learned = new Set<() => void>()
+  private generation_ = 0
   private readonly logger: Logger
   readonly stats = { learned: 0, failed: 0, none: 0, fetches: 0 }
 
@@ -158,7 +157,11 @@ export class SourceMaps {
     return new SourceMaps(await MapStore.open(opts.dir, opts.storeBytes), opts)
   }
 
-  /** Called whenever a map becomes known (learned or uploaded): readers holding older frames re-read. */
+  get generation(): number {
+    return this.generation_
+  }
+
+  /** Called whenever a map becomes known (learned or uploaded). */
   onLearned(listener: () => void): () => void {
     this.learned.add(listener)
     return () => this.learned.delete(listener)
@@ -249,33 +252,25 @@ export class SourceMaps {
    * known now (re-serialised; the rest as stored). `used` collects the scripts that have a map.
    */
   async mapRecords(records: readonly StoredRecord[], used?: Set<string>): Promise<StoredRecord[]> {
-    // No map known at all (the common case for most sessions): the records as stored, unparsed.
-    if (this.store.size === 0 && this.inMemory.size === 0) return records as StoredRecord[]
-    const found: { i: number; env: Envelope }[] = []
-    const urls = new Set<string>()
-    for (let i = 0; i < records.length; i++) {
-      const r = records[i]!
-      // Only what could be mappable is parsed: console.log lines (most console records) are not.
-      if (r.category !== 'console' || !r.json.includes('"callFrames"') || !MAPPABLE_JSON.test(r.json)) continue
-      const env = JSON.parse(r.json) as Envelope
-      const data = env.event.data as { level?: unknown; stack_trace?: StackTrace }
-      if (!isMappable(env.event.type, data)) continue
-      stackUrls(data.stack_trace!, urls)
-      found.push({ i, env })
-    }
-    if (found.length === 0) return records as StoredRecord[]
-    await this.prepare(urls)
-    if (used) for (const url of urls) if (this.metaOf(url)) used.add(url)
-    const out = records.slice()
-    const cap = this.opts.maxEnvelopeBytes ?? Infinity
-    for (const { i, env } of found) {
-      const mapped = this.mapEnvelope(env)
-      if (mapped === env) continue
-      const r = records[i]!
-      const json = JSON.stringify(mapped)
-      if (json.length <= cap) out[i] = { seq: r.seq, ts: r.ts, category: r.category, json }
-    }
-    return out
+    const found = mappableRecords(records, this.anyKnown())
+    if (found === undefined) return records as StoredRecord[]
+    await this.prepare(found.urls)
+    if (used) for (const url of found.urls) if (this.metaOf(url)) used.add(url)
+    return this.applied(records, found.envs)
+  }
+
+  mapRecordsNow(records: readonly StoredRecord[]): readonly StoredRecord[] {
+    const found = mappableRecords(records, this.anyKnown())
+    return found === undefined ? records : this.applied(records, found.envs)
+  }
+
+  /** False while no map is known at all (the common case for most sessions): records are served unparsed. */
+  private anyKnown(): boolean {
+    return this.store.size > 0 || this.inMemory.size > 0
+  }
+
+  private applied(records: readonly StoredRecord[], envs: readonly FoundEnvelope[]): StoredRecord[] {
+    return appliedRecords(records, envs, env => this.mapEnvelope(env), this.opts.maxEnvelopeBytes ?? Infinity)
   }
 
   /** The maps covering these scripts, for a bundle's `sourcemaps/`: one entry per stored file. */
@@ -363,6 +358,7 @@ export class SourceMaps {
   }
 
   private notify(): void {
+    this.generation_++
     for (const l of this.learned) l()
   }
 

@@ -3,7 +3,8 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { CONFIGURABLE_CATEGORIES, EnvelopeSchema, type EventData } from '../../events/index.js'
 import type { ConfigurableCategory, Pipeline } from '../../pipeline/pipeline.js'
-import type { EventLog, StoredRecord } from '../../store/event-log.js'
+import type { EventLog } from '../../store/event-log.js'
+import type { ReadMapping } from '../../store/read-mapping.js'
 import { ApiError, invalidInput } from '../errors.js'
 import { jsonBody } from '../json-body.js'
 import type { ApiMiddleware, ApiRouter } from '../route-table.js'
@@ -19,7 +20,7 @@ import type { Toggle } from '../../util/toggle.js'
 export interface TelemetryRouteDeps {
   log: EventLog
   /** Records as readers see them (stack frames mapped through the source maps known now). */
-  mapRecords?: MapRecords
+  mapping?: ReadMapping
   pipeline: Pipeline
   streams: TelemetryStreams
   /** What PUT layers its body onto (the daemon's --categories). */
@@ -36,13 +37,11 @@ export interface TelemetryRouteDeps {
   now?: () => number
 }
 
-/** Records as they are served: the same list, or copies with some events re-serialised. */
-export type MapRecords = (records: readonly StoredRecord[]) => Promise<StoredRecord[]>
-
 export interface TelemetryReadRouteDeps {
   /** The events of the browser named in the path (already checked by the route table). */
   readerOf: (browserId: string) => EventReader
-  mapRecords?: MapRecords
+  /** Records as they are served: the same list, or copies with some events re-serialised (source maps). */
+  mapping?: ReadMapping
   streams: StreamOpener
   /** Unix microseconds (tests pin it). */
   now?: () => number
@@ -54,7 +53,7 @@ const MAX_EMPTY_PAGE_RETRIES = 16
 export function registerTelemetryRoutes(router: ApiRouter, deps: TelemetryRouteDeps): void {
   registerTelemetryReadRoutes(router, {
     readerOf: () => deps.log,
-    mapRecords: deps.mapRecords,
+    mapping: deps.mapping,
     streams: deps.streams,
     now: deps.now,
   })
@@ -105,7 +104,7 @@ export function registerTelemetryReadRoutes(router: ApiRouter, deps: TelemetryRe
       ctx.type = 'application/json'
       // The stored JSON is served as is (no parse, no re-serialisation), but for console events
       // whose stack a source map now covers.
-      const records = deps.mapRecords ? await deps.mapRecords(page.records) : page.records
+      const records = deps.mapping ? await deps.mapping.mapRecords(page.records) : page.records
       let body = '['
       for (let i = 0; i < records.length; i++) body += (i === 0 ? '' : ',') + records[i]!.json
       ctx.body = body + ']'
