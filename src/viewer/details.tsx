@@ -1,6 +1,5 @@
 // The detail pane: everything about the selected row (headers, post data, body, console args and
 // stack, click position, raw JSON). Redacted values are shown as redactions, never as data.
-import { useState } from 'preact/hooks'
 import type { StackTrace } from '../events/index.js'
 import { exceptionLocation } from '../events/location.js'
 import {
@@ -9,11 +8,7 @@ import {
   fmtBytes,
   fmtTime,
   gapLabel,
-  hasOriginalFrames,
-  hasRedaction,
-  isRedacted,
   netSummary,
-  stackLines,
   MARKER_LABEL,
   MARKERS,
   type CommandSummary,
@@ -25,134 +20,8 @@ import {
   type SocketRow,
 } from './model.js'
 import { AgentDetails } from './agent-panel.js'
+import { Block, Headers, Raw, Stack, Value } from './detail-parts.js'
 import { NavVitals } from './nav-vitals.js'
-
-const MASK = /\[redacted(?::\d+)?\]/gi
-
-/** A value with every masked part drawn as a "redacted" badge (whole values, URL params, form fields). */
-function Value({ v }: { v: unknown }) {
-  if (typeof v !== 'string') return <>{JSON.stringify(v)}</>
-  if (!hasRedaction(v)) return <>{v}</>
-  const parts = v.split(MASK)
-  const masks = v.match(MASK) ?? []
-  return (
-    <>
-      {parts.map((p, i) => (
-        <span key={i}>
-          {p}
-          {i < masks.length ? (
-            <span class="redacted" title={`masked by the daemon before it was stored ${masks[i]}`}>
-              redacted
-            </span>
-          ) : null}
-        </span>
-      ))}
-    </>
-  )
-}
-
-function Headers({ title, headers }: { title: string; headers: unknown }) {
-  const entries = Object.entries((headers ?? {}) as Record<string, string>)
-  return (
-    <section>
-      <h3>
-        {title} ({entries.length})
-      </h3>
-      {entries.length === 0 ? (
-        <p class="muted">none captured</p>
-      ) : (
-        <table class="kv">
-          <tbody>
-            {entries.map(([k, v]) => (
-              <tr key={k}>
-                <th scope="row">{k}</th>
-                <td>
-                  <Value v={v} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
-    </section>
-  )
-}
-
-function Block({ title, text, truncated }: { title: string; text: unknown; truncated?: boolean }) {
-  if (text === undefined) return null
-  return (
-    <section>
-      <h3>
-        {title}
-        {truncated ? ' (truncated)' : ''}
-      </h3>
-      {isRedacted(text) ? (
-        <p>
-          <Value v={text} />
-        </p>
-      ) : (
-        <pre class="body" tabIndex={0}>
-          <Value v={String(text)} />
-        </pre>
-      )}
-    </section>
-  )
-}
-
-/** The stack: original frames first when a source map placed them, the raw ones a click away. */
-export function Stack({ stack }: { stack: StackTrace | undefined }) {
-  const [raw, setRaw] = useState(false)
-  if (!stack) return null
-  const mapped = hasOriginalFrames(stack)
-  const lines = stackLines(stack, raw || !mapped)
-  return (
-    <section>
-      <h3>
-        Stack trace{' '}
-        {mapped ? (
-          <button type="button" class="small" onClick={() => setRaw(!raw)}>
-            {raw ? 'Show original frames' : 'Show raw frames'}
-          </button>
-        ) : null}
-      </h3>
-      <ol class="stack">
-        {lines.map(l =>
-          l.kind === 'separator' ? (
-            <li class="async" key={l.key}>
-              — {l.text} —
-            </li>
-          ) : (
-            <li key={l.key} class={l.mapped ? 'mapped' : undefined}>
-              <code>{l.name}</code>{' '}
-              {l.href ? (
-                <a href={l.href} target="_blank" rel="noopener noreferrer">
-                  {l.location}
-                </a>
-              ) : (
-                <span>{l.location}</span>
-              )}
-            </li>
-          ),
-        )}
-      </ol>
-    </section>
-  )
-}
-
-function Raw({ envs }: { envs: Envelope[] }) {
-  return (
-    <details>
-      <summary>Raw event{envs.length > 1 ? 's' : ''} (JSON)</summary>
-      <pre class="body" tabIndex={0}>
-        {envs
-          .map(e =>
-            JSON.stringify(e, (k, v) => (k === 'png' && typeof v === 'string' ? `<${v.length} base64 chars>` : v), 2),
-          )
-          .join('\n')}
-      </pre>
-    </details>
-  )
-}
 
 export function Details({
   row,
