@@ -1,6 +1,7 @@
-// The viewer of one session (a daemon's or a bundle's): the feed, the view state (kept in the URL
-// fragment for sharing: panel, filters, navigation, position), following/paging/jumping, and the
-// layout of toolbar, tabs, list, player and detail pane.
+// The viewer of one session (a daemon's or a bundle's): the view state (kept in the URL fragment
+// for sharing: panel, filters, navigation, position) and the layout of toolbar, tabs, list, player
+// and detail pane. The feed, rows and list position come from session-state.ts; what the user does
+// goes through session-actions.ts.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { Details } from './details.js'
 import { AuthError } from './event-feed.js'
