@@ -7,17 +7,14 @@
 // event lists there; a row picked in a list seeks the player (`seek`, with the event's seq: the
 // frame shown is the page before that event).
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
-import { clicksOnFrame, frameIndexOf, type Moment } from './model/player.js'
+import { clicksOnFrame, frameIndexOf, type FrameClick, type Moment } from './model/player.js'
 import { frameGaps, type RecordingFrame, type RecordingSource } from './model/recording.js'
 import { fmtTime, type Envelope } from './model.js'
 import { ImageCache } from './image-cache.js'
-import { oneTrack } from '../util/one-track.js'
+import { useRecordingFrames } from './player-frames.js'
 import { AuthError } from './event-feed.js'
 
-/** Frame metadata held at most (the oldest are let go beyond). */
-export const MAX_FRAMES = 50_000
-/** How often a live source is asked for new frames. */
-const POLL_MS = 1000
+export { MAX_FRAMES } from './player-frames.js'
 /** Playback step. */
 const TICK_MS = 100
 /** Frames fetched ahead while playing. */
@@ -51,21 +48,18 @@ export function Player({
   onAuthError,
   onFrameCount,
 }: PlayerProps) {
-  const [all, setAll] = useState<RecordingFrame[]>([])
   const [at, setAt] = useState<Moment | undefined>(undefined)
   const [playing, setPlaying] = useState(false)
   const [live, setLive] = useState(startLive)
-  const [shown, setShown] = useState<{ id: number; url: string } | undefined>(undefined)
   const cache = useRef(new ImageCache())
-  // The latest callbacks, for timers started by an earlier render.
   const [problem, setProblem] = useState('')
   const onError = (err: unknown) => {
     if (err instanceof AuthError) onAuthError(err)
     else setProblem(`Recording: ${(err as Error).message} (retrying)`)
   }
+  // The latest callbacks, for timers started by an earlier render.
   const report = useRef({ onMoment, onError })
   report.current = { onMoment, onError }
-  const loadedFrom = useRef<number | undefined>(undefined)
   // One tab's frames (two visible tabs' alternate): the target filter's, else the tab of the row
   // last picked, else the tab with the most frames.
   const seekTarget = useMemo(() => {
@@ -73,81 +67,15 @@ export function Player({
     const picked = events.find(e => e.seq === seek.seq)?.event.data as { target_id?: string } | undefined
     return picked?.target_id
   }, [seek?.nonce, events])
-  const frames = useMemo(() => oneTrack(all, targetId ?? seekTarget), [all, targetId, seekTarget])
-  useEffect(() => onFrameCount?.(frames.length), [frames.length])
+  const frames = useRecordingFrames({
+    source,
+    firstEventTs: events[0]?.event.ts,
+    track: targetId ?? seekTarget,
+    onFrameCount,
+    report,
+    onPolled: () => setProblem(''),
+  })
   const clicks = useMemo(() => events.filter(e => e.event.type === 'interaction_click'), [events])
-  const firstEventTs = events[0]?.event.ts
-
-  // History: frames from the first loaded event on (again further back when older events load;
-  // retried after a failure).
-  const [retry, setRetry] = useState(0)
-  useEffect(() => {
-    const from = firstEventTs ?? Date.now() * 1000 - 5 * 60_000_000
-    const until = loadedFrom.current
-    if (until !== undefined && from >= until) return
-    loadedFrom.current = from
-    const ctl = new AbortController()
-    let again: ReturnType<typeof setTimeout> | undefined
-    let done = false
-    void (async () => {
-      const got: RecordingFrame[] = []
-      let page = await source.frames({ sinceUs: from, untilUs: until, limit: 1000 }, ctl.signal)
-      got.push(...page.items)
-      while (page.hasMore && got.length < MAX_FRAMES) {
-        page = await source.frames({ offset: page.nextOffset, untilUs: until, limit: 1000 }, ctl.signal)
-        got.push(...page.items)
-      }
-      done = true
-      setAll(prev => merge(got, prev))
-    })().catch(err => {
-      if (ctl.signal.aborted) return
-      loadedFrom.current = until
-      report.current.onError(err)
-      again = setTimeout(() => setRetry(n => n + 1), 2000)
-    })
-    return () => {
-      // Interrupted (the window moved): the next run loads this span too.
-      if (!done && loadedFrom.current === from) loadedFrom.current = until
-      ctl.abort()
-      clearTimeout(again)
-    }
-  }, [source, firstEventTs, retry])
-
-  // Live: new frames after the last one held.
-  useEffect(() => {
-    if (!source.live) return
-    const ctl = new AbortController()
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const poll = async () => {
-      try {
-        const last = lastId.current
-        if (last !== undefined || loadedFrom.current !== undefined) {
-          let page = await source.frames(
-            last !== undefined ? { offset: last + 1, limit: 1000 } : { sinceUs: loadedFrom.current, limit: 1000 },
-            ctl.signal,
-          )
-          const got = [...page.items]
-          while (page.hasMore && got.length < MAX_FRAMES) {
-            page = await source.frames({ offset: page.nextOffset, limit: 1000 }, ctl.signal)
-            got.push(...page.items)
-          }
-          if (got.length > 0) setAll(prev => merge(prev, got))
-        }
-        setProblem('')
-      } catch (err) {
-        if (ctl.signal.aborted) return
-        report.current.onError(err)
-      }
-      if (!ctl.signal.aborted) timer = setTimeout(() => void poll(), POLL_MS)
-    }
-    timer = setTimeout(() => void poll(), POLL_MS)
-    return () => {
-      ctl.abort()
-      clearTimeout(timer)
-    }
-  }, [source])
-  const lastId = useRef<number | undefined>(undefined)
-  lastId.current = all.at(-1)?.frame_id
 
   useEffect(() => () => cache.current.clear(), [])
 
@@ -164,53 +92,10 @@ export function Player({
   const index = moment ? frameIndexOf(frames, moment) : frames.length - 1
   const frame = index >= 0 ? frames[index] : undefined
 
-  // Playback: the moment advances at real speed; the lists follow.
-  const playFrom = useRef<{ wall: number; tUs: number } | undefined>(undefined)
-  useEffect(() => {
-    if (!playing) return
-    const t = setInterval(() => {
-      const p = playFrom.current
-      const end = frames.at(-1)
-      if (!p || !end) return
-      const tUs = p.tUs + (performance.now() - p.wall) * 1000
-      if (tUs >= end.ts) {
-        setPlaying(false)
-        setAt({ tUs: end.ts })
-        report.current.onMoment({ tUs: end.ts })
-        if (source.live) setLive(true)
-        return
-      }
-      setAt({ tUs })
-      report.current.onMoment({ tUs })
-    }, TICK_MS)
-    return () => clearInterval(t)
-  }, [playing, frames])
-
-  // The image of the frame on screen (and, while playing, the next few), through the blob cache.
-  useEffect(() => {
-    if (!frame) return
-    const ctl = new AbortController()
-    const want = [frame, ...(playing ? frames.slice(index + 1, index + 1 + PREFETCH) : [])]
-    void (async () => {
-      for (const [i, f] of want.entries()) {
-        let url = cache.current.get(f.frame_id)
-        if (!url) {
-          const blob = await source.image(f.frame_id, ctl.signal)
-          if (ctl.signal.aborted) return
-          if (!blob) continue
-          url = cache.current.put(f.frame_id, blob)
-        }
-        if (i === 0) setShown({ id: f.frame_id, url })
-      }
-    })().catch(err => {
-      if (!ctl.signal.aborted) report.current.onError(err)
-    })
-    return () => ctl.abort()
-  }, [frame?.frame_id, playing])
+  const playFrom = usePlayback(playing, frames, source.live, report, { setPlaying, setAt, setLive })
+  const shown = useFrameImage(source, cache.current, frames, index, playing, report)
 
   const first = frames[0]
-  const spanMs = first && newest ? Math.max(0, Math.round((newest.ts - first.ts) / 1000)) : 0
-  const posMs = first && frame ? Math.round(((moment?.tUs ?? frame.ts) - first.ts) / 1000) : 0
   const marks = useMemo(() => (frame ? clicksOnFrame(frames, index, clicks) : []), [frames, index, clicks])
   const gapBefore = useMemo(() => {
     if (!frame || index <= 0) return 0
@@ -243,75 +128,21 @@ export function Player({
       data-frames={frames.length}
       data-blobs={cache.current.size}
     >
-      <div class="player-screen">
-        {shown && frame ? (
-          <>
-            <img
-              id="player-image"
-              src={shown.url}
-              alt={`Screen at ${fmtTime(frame.ts)} (frame ${frame.frame_id})`}
-              data-frame-id={shown.id}
-            />
-            {shown.id === frame.frame_id
-              ? marks.map(m => (
-                  <span
-                    key={m.seq}
-                    class="click-marker player-click"
-                    data-seq={m.seq}
-                    data-x={m.x}
-                    data-y={m.y}
-                    title={`click at (${m.x}, ${m.y}) ${m.selector}`}
-                    style={{ left: `${m.left * 100}%`, top: `${m.top * 100}%` }}
-                  />
-                ))
-              : null}
-          </>
-        ) : (
-          <p class="player-empty">
-            {frames.length === 0
-              ? 'No screen recording in this window (start the daemon with --recording, or switch it on in the capture config).'
-              : 'The recording starts later.'}
-          </p>
-        )}
-      </div>
+      <PlayerScreen shown={shown} frame={frame} marks={marks} hasFrames={frames.length > 0} />
       {frames.length > 0 ? (
-        <div class="player-controls">
-          <button
-            type="button"
-            id="player-play"
-            onClick={() => (playing ? setPlaying(false) : play())}
-            aria-pressed={playing}
-          >
-            {playing ? 'Pause' : 'Play'}
-          </button>
-          <input
-            type="range"
-            id="player-scrub"
-            min={0}
-            max={spanMs}
-            step={1}
-            value={Math.max(0, Math.min(spanMs, posMs))}
-            aria-label="Recording position"
-            aria-valuetext={frame ? fmtTime(moment?.tUs ?? frame.ts) : ''}
-            onInput={e => scrub(Number((e.currentTarget as HTMLInputElement).value))}
-          />
-          <span class="player-time mono" id="player-time">
-            {frame ? fmtTime(moment?.tUs ?? frame.ts) : ''}
-          </span>
-          {source.live ? (
-            <button
-              type="button"
-              id="player-live"
-              aria-pressed={live}
-              onClick={() => {
-                setPlaying(false)
-                setLive(true)
-              }}
-            >
-              Live
-            </button>
-          ) : null}
-        </div>
+        <PlayerControls
+          playing={playing}
+          live={source.live ? live : undefined}
+          spanMs={first && newest ? Math.max(0, Math.round((newest.ts - first.ts) / 1000)) : 0}
+          posMs={first && frame ? Math.round(((moment?.tUs ?? frame.ts) - first.ts) / 1000) : 0}
+          time={frame ? fmtTime(moment?.tUs ?? frame.ts) : ''}
+          onPlay={() => (playing ? setPlaying(false) : play())}
+          onScrub={scrub}
+          onLive={() => {
+            setPlaying(false)
+            setLive(true)
+          }}
+        />
       ) : null}
       {problem ? <p class="err player-problem">{problem}</p> : null}
       {gapBefore > 0 ? (
@@ -323,11 +154,156 @@ export function Player({
   )
 }
 
-/** Frames of two lists, by frame id, without repeats, the newest MAX_FRAMES. */
-function merge(a: readonly RecordingFrame[], b: readonly RecordingFrame[]): RecordingFrame[] {
-  const byId = new Map<number, RecordingFrame>()
-  for (const f of a) byId.set(f.frame_id, f)
-  for (const f of b) byId.set(f.frame_id, f)
-  const out = [...byId.values()].sort((x, y) => x.frame_id - y.frame_id)
-  return out.length > MAX_FRAMES ? out.slice(-MAX_FRAMES) : out
+/**
+ * Playback: while playing, the moment advances at real speed from `playFrom` and the lists follow;
+ * at the end it stops there (and goes live again on a live source). Returns the start to restart from.
+ */
+function usePlayback(
+  playing: boolean,
+  frames: readonly RecordingFrame[],
+  sourceLive: boolean,
+  report: { readonly current: { onMoment(at: Moment): void } },
+  set: { setPlaying(p: boolean): void; setAt(m: Moment): void; setLive(l: boolean): void },
+) {
+  const playFrom = useRef<{ wall: number; tUs: number } | undefined>(undefined)
+  useEffect(() => {
+    if (!playing) return
+    const t = setInterval(() => {
+      const p = playFrom.current
+      const end = frames.at(-1)
+      if (!p || !end) return
+      const tUs = p.tUs + (performance.now() - p.wall) * 1000
+      if (tUs >= end.ts) {
+        set.setPlaying(false)
+        set.setAt({ tUs: end.ts })
+        report.current.onMoment({ tUs: end.ts })
+        if (sourceLive) set.setLive(true)
+        return
+      }
+      set.setAt({ tUs })
+      report.current.onMoment({ tUs })
+    }, TICK_MS)
+    return () => clearInterval(t)
+  }, [playing, frames])
+  return playFrom
+}
+
+/** The image of the frame on screen (and, while playing, the next few), through the blob cache. */
+function useFrameImage(
+  source: RecordingSource,
+  cache: ImageCache,
+  frames: readonly RecordingFrame[],
+  index: number,
+  playing: boolean,
+  report: { readonly current: { onError(err: unknown): void } },
+): { id: number; url: string } | undefined {
+  const [shown, setShown] = useState<{ id: number; url: string } | undefined>(undefined)
+  const frame = index >= 0 ? frames[index] : undefined
+  useEffect(() => {
+    if (!frame) return
+    const ctl = new AbortController()
+    const want = [frame, ...(playing ? frames.slice(index + 1, index + 1 + PREFETCH) : [])]
+    void (async () => {
+      for (const [i, f] of want.entries()) {
+        let url = cache.get(f.frame_id)
+        if (!url) {
+          const blob = await source.image(f.frame_id, ctl.signal)
+          if (ctl.signal.aborted) return
+          if (!blob) continue
+          url = cache.put(f.frame_id, blob)
+        }
+        if (i === 0) setShown({ id: f.frame_id, url })
+      }
+    })().catch(err => {
+      if (!ctl.signal.aborted) report.current.onError(err)
+    })
+    return () => ctl.abort()
+  }, [frame?.frame_id, playing])
+  return shown
+}
+
+/** The frame's image with the clicks drawn on it, or why there is none. */
+function PlayerScreen({
+  shown,
+  frame,
+  marks,
+  hasFrames,
+}: {
+  shown: { id: number; url: string } | undefined
+  frame: RecordingFrame | undefined
+  marks: FrameClick[]
+  hasFrames: boolean
+}) {
+  return (
+    <div class="player-screen">
+      {shown && frame ? (
+        <>
+          <img
+            id="player-image"
+            src={shown.url}
+            alt={`Screen at ${fmtTime(frame.ts)} (frame ${frame.frame_id})`}
+            data-frame-id={shown.id}
+          />
+          {shown.id === frame.frame_id
+            ? marks.map(m => (
+                <span
+                  key={m.seq}
+                  class="click-marker player-click"
+                  data-seq={m.seq}
+                  data-x={m.x}
+                  data-y={m.y}
+                  title={`click at (${m.x}, ${m.y}) ${m.selector}`}
+                  style={{ left: `${m.left * 100}%`, top: `${m.top * 100}%` }}
+                />
+              ))
+            : null}
+        </>
+      ) : (
+        <p class="player-empty">
+          {!hasFrames
+            ? 'No screen recording in this window (start the daemon with --recording, or switch it on in the capture config).'
+            : 'The recording starts later.'}
+        </p>
+      )}
+    </div>
+  )
+}
+
+/** Play/pause, the scrubber, the time shown, and Live (`live` undefined: a source that is not live). */
+function PlayerControls(p: {
+  playing: boolean
+  live: boolean | undefined
+  spanMs: number
+  posMs: number
+  time: string
+  onPlay(): void
+  onScrub(ms: number): void
+  onLive(): void
+}) {
+  return (
+    <div class="player-controls">
+      <button type="button" id="player-play" onClick={p.onPlay} aria-pressed={p.playing}>
+        {p.playing ? 'Pause' : 'Play'}
+      </button>
+      <input
+        type="range"
+        id="player-scrub"
+        min={0}
+        max={p.spanMs}
+        step={1}
+        value={Math.max(0, Math.min(p.spanMs, p.posMs))}
+        aria-label="Recording position"
+        aria-valuetext={p.time}
+        onInput={e => p.onScrub(Number((e.currentTarget as HTMLInputElement).value))}
+      />
+      <span class="player-time mono" id="player-time">
+        {p.time}
+      </span>
+      {p.live !== undefined ? (
+        <button type="button" id="player-live" aria-pressed={p.live} onClick={p.onLive}>
+          Live
+        </button>
+      ) : null}
+    </div>
+  )
 }

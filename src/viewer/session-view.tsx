@@ -1,48 +1,45 @@
-// The viewer of one session (a daemon's or a bundle's): the feed, the view state (kept in the URL
-// fragment for sharing: panel, filters, navigation, position), following/paging/jumping, and the
-// layout of toolbar, tabs, list, player and detail pane.
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks'
+// The viewer of one session (a daemon's or a bundle's): the view state (kept in the URL fragment
+// for sharing: panel, filters, navigation, position) and the layout of toolbar, tabs, list, player
+// and detail pane. The feed, rows and list position come from session-state.ts; what the user does
+// goes through session-actions.ts.
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { Details } from './details.js'
-import { AuthError, EventFeed } from './event-feed.js'
+import { AuthError } from './event-feed.js'
 import { BundleFeed } from './bundle-feed.js'
-import { exportHar, exportJsonl, isoMicros, saveBlob } from './exports.js'
+import { exportHar, exportJsonl } from './exports.js'
 import type { Feed } from './feed.js'
 import { Player } from './player.js'
-import { ApiRecordingSource } from './recording-source.js'
+import type { Moment } from './model/player.js'
 import type { RecordingSource } from './model/recording.js'
-import { rowIndexAtTime, rowTime, type Moment } from './model/player.js'
-import {
-  PANEL_TITLES,
-  decodeView,
-  deriveAgent,
-  derive,
-  spanOf,
-  encodeView,
-  panelRows,
-  rowIndexAtSeq,
-  typeOptions,
-  waterfall,
-  type Envelope,
-  type Navigation,
-  type AgentRow,
-  type Row,
-  type ViewState,
-} from './model.js'
+import { PANEL_TITLES, decodeView, encodeView, type AgentData, type NetRow, type ViewState } from './model.js'
 import { ROW_HEIGHT, RowView } from './rows.js'
+import {
+  downloadBundle,
+  downloadPerfTrace,
+  followMoment,
+  jump,
+  loadOlder,
+  pageNear,
+  selectRow,
+  toggleFollow,
+  toggleOpen,
+  type BundleRoute,
+  type ViewerCtx,
+} from './session-actions.js'
+import {
+  isAgentRow,
+  useListPosition,
+  useRecording,
+  useSessionFeed,
+  useViewRows,
+  type Anchor,
+  type ScrollTarget,
+  type Source,
+} from './session-state.js'
 import { Filters, PanelTabs, Toolbar } from './toolbar.js'
 import { VirtualList } from './virtual-list.js'
 
-/** Where the viewer's events come from: the daemon (with a token) or a debug bundle file. */
-export type Source =
-  { kind: 'live'; token: string; browserHint?: string } | { kind: 'bundle'; file: Blob; name: string }
-
-async function resolveBrowserId(hint: string | undefined): Promise<string> {
-  if (hint) return hint
-  const res = await fetch('/healthz', { cache: 'no-store' })
-  const body = (await res.json()) as { browser_id?: string }
-  if (!body.browser_id) throw new Error('the daemon did not report its browser id')
-  return body.browser_id
-}
+export type { Source } from './session-state.js'
 
 export function Viewer({
   source,
@@ -53,25 +50,17 @@ export function Viewer({
   onOpenBundle(file: Blob, name: string): void
   onAuthError(msg: string): void
 }) {
-  const [feed, setFeed] = useState<Feed>()
   const [fatal, setFatal] = useState('')
   const [view, setView] = useState<ViewState>(() => decodeView(location.hash))
-  const [version, setVersion] = useState(0)
   const [follow, setFollow] = useState(view.seq === 0 && source.kind === 'live')
-  const [bundleBusy, setBundleBusy] = useState<'' | 'bundle' | 'trace.zip'>('')
+  const [bundleBusy, setBundleBusy] = useState<'' | BundleRoute>('')
   const [bundleError, setBundleError] = useState('')
-  const [scrollTo, setScrollTo] = useState<{
-    index: number
-    align: 'start' | 'center' | 'end' | 'auto'
-    nonce: number
-  }>()
+  const [scrollTo, setScrollTo] = useState<ScrollTarget>()
   const [jumpError, setJumpError] = useState('')
   /** A row picked in a list: the player shows that moment. */
   const [seek, setSeek] = useState<Moment & { nonce: number }>()
-  /** A jump's seq, scrolled to once the rows of the (possibly reloaded) window exist. */
   const pendingJump = useRef(0)
-  /** The row on top before older rows were prepended: its seq and index then. */
-  const anchor = useRef<{ seq: number; index: number } | undefined>(undefined)
+  const anchor = useRef<Anchor>(undefined)
   /** The Agent panel's rows the user opened (steps, actions, the Setup group). */
   const [open, setOpen] = useState<ReadonlySet<string>>(() => new Set())
 
@@ -79,104 +68,151 @@ export function Viewer({
     if (e instanceof AuthError) onAuthError(`The daemon refused the token (${e.message}).`)
     else setFatal((e as Error).message)
   }
-
-  useEffect(() => {
-    if (source.kind === 'bundle') {
-      const b = new BundleFeed(source.name)
-      b.subscribe(() => setVersion(b.version))
-      setFeed(b)
-      void b.open(source.file).then(() => {
-        if (view.seq > 0) pendingJump.current = view.seq
-        else setScrollTo({ index: 0, align: 'start', nonce: Date.now() })
-      })
-      return
-    }
-    const token = source.token
-    let s: EventFeed | undefined
-    resolveBrowserId(source.browserHint)
-      .then(id => {
-        s = new EventFeed('', id, token)
-        s.subscribe(() => setVersion(s!.version))
-        setFeed(s)
-        const start = view.seq > 0 ? s.loadAroundSeq(view.seq) : s.loadLatest()
-        return start.then(() => {
-          if (view.seq === 0) s!.startLive(authFail)
-          setScrollTo({ index: -1, align: 'start', nonce: Date.now() })
-        })
-      })
-      .catch(authFail)
-    return () => s?.stopLive()
-  }, [])
+  const { feed, version } = useSessionFeed(source, view.seq, pendingJump, setScrollTo, authFail)
 
   // Deep link: the fragment always says what is on screen.
   useEffect(() => {
     history.replaceState(null, '', `${location.pathname}${location.search}#${encodeView(view)}`)
   }, [view])
 
-  // The recording: the daemon's (fetched with the token) or the bundle's frames/ (once it is read;
-  // no player for a bundle without frames).
-  const bundleLoaded = feed instanceof BundleFeed && !feed.loading
-  const recording: RecordingSource | undefined = useMemo(() => {
-    if (!feed) return undefined
-    if (feed instanceof BundleFeed) return feed.recording && feed.recording.list.length > 0 ? feed.recording : undefined
-    return source.kind === 'live' ? new ApiRecordingSource('', feed.browserId, source.token) : undefined
-  }, [feed, bundleLoaded])
+  const recording = useRecording(feed, source)
   // Recording frames the player holds: the Filmstrip names them beside its screenshots.
   const [recordingFrames, setRecordingFrames] = useState(0)
-  const events: readonly Envelope[] = feed?.events ?? []
-  const derived = useMemo(() => derive(events), [events])
-  const nav: Navigation | undefined = useMemo(() => derived.navs.find(n => n.key === view.nav), [derived, view.nav])
-  // Steps and actions are derived only while the Agent panel is open (the other panels read the span).
-  const onAgent = view.panel === 'agent'
-  const agent = useMemo(() => (onAgent ? deriveAgent(events) : undefined), [events, onAgent])
-  const span = view.from > 0 ? { from: view.from, to: view.to } : undefined
-  const rows: Row[] = useMemo(
-    () =>
-      panelRows(
-        view.panel,
-        events,
-        { q: view.q, type: view.type, target: view.target, nav, span, open, sel: view.sel },
-        derived,
-        agent,
-      ),
-    [view.panel, view.q, view.type, view.target, nav, view.from, view.to, open, view.sel, events, derived, agent],
+  const events = feed?.events ?? []
+  const { derived, nav, onAgent, agent, rows, types, scale, selected, dataRows } = useViewRows(events, view, open)
+  const eventCount = events.length
+  useListPosition({
+    feed,
+    version,
+    view,
+    rows,
+    eventCount,
+    follow,
+    onAgent,
+    selected,
+    pendingJump,
+    anchor,
+    setScrollTo,
+  })
+
+  if (fatal || !feed) return <NotOpen fatal={fatal} />
+
+  const update = (patch: Partial<ViewState>) => setView(v => ({ ...v, ...patch }))
+  // The actions read this render's state, as closures made here would.
+  const c: ViewerCtx = {
+    feed,
+    rows,
+    view,
+    open,
+    follow,
+    onAgent,
+    update,
+    setOpen,
+    setFollow,
+    setScrollTo,
+    setSeek,
+    setJumpError,
+    setBundleBusy,
+    setBundleError,
+    pendingJump,
+    anchor,
+    authFail,
+  }
+
+  return (
+    <div class="app">
+      <Toolbar
+        feed={feed}
+        follow={follow}
+        onToggleFollow={() => toggleFollow(c)}
+        onJump={text => void jump(c, text)}
+        onExportHar={() => exportHar(feed, events, nav)}
+        onExportJsonl={() => exportJsonl(feed, events, nav)}
+        bundleBusy={bundleBusy}
+        onDownloadBundle={() => void downloadBundle(c, 'bundle')}
+        onDownloadTrace={() => void downloadBundle(c, 'trace.zip')}
+        onOpenBundle={onOpenBundle}
+      />
+      <Filters view={view} types={types} derived={derived} feed={feed} onChange={update} />
+
+      <main class="content">
+        <PanelTabs panel={view.panel} onPick={p => update({ panel: p, type: '' })} />
+        <Banners feed={feed} message={jumpError || bundleError || feed.error} />
+
+        <div class="main" id="panel" role="tabpanel" aria-labelledby={`tab-${view.panel}`}>
+          <ListPane
+            c={c}
+            scale={scale}
+            selected={selected}
+            scrollTo={scrollTo}
+            dataRows={dataRows}
+            count={rowCount(view.panel, onAgent ? agent : undefined, dataRows, recording ? recordingFrames : 0)}
+          />
+          <DetailPane c={c} recording={recording} seek={seek} selected={selected} onFrameCount={setRecordingFrames} />
+        </div>
+      </main>
+    </div>
   )
-  const types = useMemo(() => typeOptions(view.panel, events, agent), [view.panel, events, agent])
-  const scale = useMemo(() => waterfall(rows), [rows])
-  const selected = onAgent
-    ? rows.findIndex(r => isAgentRow(r) && r.key === view.sel)
-    : view.seq > 0
-      ? rows.findIndex(r => r.seq === view.seq && r.kind !== 'gap')
-      : -1
-  const dataRows = rows.filter(r => r.kind !== 'gap').length
+}
 
-  // Follow: keep the newest row in view as live events arrive.
-  useEffect(() => {
-    if (follow && rows.length > 0) setScrollTo({ index: rows.length - 1, align: 'end', nonce: version })
-  }, [version, follow, rows.length])
-  // Position: a panel switch or a jump brings the selected seq into view.
-  useEffect(() => {
-    if (onAgent && selected >= 0) setScrollTo({ index: selected, align: 'center', nonce: Date.now() })
-    else if (!onAgent && view.seq > 0 && rows.length > 0 && !follow)
-      setScrollTo({ index: rowIndexAtSeq(rows, view.seq), align: 'center', nonce: Date.now() })
-  }, [view.panel, view.nav])
-  useEffect(() => {
-    const seq = pendingJump.current
-    if (seq > 0 && rows.length > 0 && !feed?.loading) {
-      pendingJump.current = 0
-      setScrollTo({ index: rowIndexAtSeq(rows, seq), align: 'center', nonce: Date.now() })
-    }
-  }, [rows, feed?.loading])
-  // After older rows were prepended, shift the scroll offset by their height: what is on screen stays put, mid-scroll too.
-  useLayoutEffect(() => {
-    const a = anchor.current
-    const el = document.getElementById(`list-${view.panel}`)
-    if (!a || !el) return
-    anchor.current = undefined
-    const moved = rowIndexAtSeq(rows, a.seq) - a.index
-    if (moved > 0) el.scrollTop += moved * ROW_HEIGHT[view.panel]
-  }, [events.length])
+/** The list of the panel on screen, under its head (the count, and paging older history in). */
+function ListPane({
+  c,
+  scale,
+  selected,
+  scrollTo,
+  dataRows,
+  count,
+}: {
+  c: ViewerCtx
+  scale(r: NetRow): { left: number; width: number }
+  selected: number
+  scrollTo: ScrollTarget | undefined
+  dataRows: number
+  count: string
+}) {
+  const { feed, rows, view, onAgent } = c
+  const toggle = (key: string) => toggleOpen(c, key)
+  return (
+    <section class="list">
+      <div class="list-head">
+        <span id="row-count" data-count={dataRows}>
+          {count}
+        </span>
+        {feed.hasOlder ? (
+          <button type="button" id="load-older" onClick={() => loadOlder(c)}>
+            Load 5 minutes older
+          </button>
+        ) : null}
+      </div>
+      <VirtualList
+        key={view.panel}
+        id={`list-${view.panel}`}
+        label={`${PANEL_TITLES[view.panel]} rows`}
+        count={rows.length}
+        rowHeight={ROW_HEIGHT[view.panel]}
+        selected={selected}
+        onSelect={i => selectRow(c, i)}
+        scrollTo={scrollTo}
+        onRange={(first, last) => pageNear(c, first, last)}
+        rowId={i => `row-${view.panel}-${i}`}
+        rowClass={i => `kind-${rows[i]!.kind}`}
+        renderRow={i => <RowView row={rows[i]!} scale={scale} activeNav={view.nav} onToggle={toggle} />}
+        onExpand={
+          onAgent
+            ? (i, want) => {
+                const r = rows[i]
+                if (r && isAgentRow(r) && r.parent && r.open !== want) toggle(r.key)
+              }
+            : undefined
+        }
+      />
+    </section>
+  )
+}
 
+/** Before the viewer: the failure that stopped it, or the wait for the feed. */
+function NotOpen({ fatal }: { fatal: string }) {
   if (fatal)
     return (
       <main class="login">
@@ -186,259 +222,87 @@ export function Viewer({
         </p>
       </main>
     )
-  if (!feed)
-    return (
-      <main class="login">
-        <p>Connecting…</p>
-      </main>
-    )
-
-  const update = (patch: Partial<ViewState>) => setView(v => ({ ...v, ...patch }))
-  const toggle = (key: string) => {
-    const at = rows.findIndex(r => isAgentRow(r) && r.key === key)
-    const row = rows[at] as AgentRow | undefined
-    if (!row) return
-    const next = new Set(open)
-    if (row.open) {
-      next.delete(key)
-      // Closing a row that holds the selection moves the selection to it (a selected row keeps its
-      // ancestors open).
-      for (let i = at + 1; i < rows.length && (rows[i] as AgentRow).depth > row.depth; i++)
-        if ((rows[i] as AgentRow).key === view.sel) update({ sel: key, seq: row.seq })
-    } else next.add(key)
-    setOpen(next)
-  }
-  const onRange = (first: number, last: number) => {
-    // Page older history in well before the top is reached (a page is 100 rows), so scrolling never waits at the edge.
-    if (first <= 150 && feed.hasOlder && !feed.loading && !follow) {
-      anchor.current = rows[first] ? { seq: rows[first]!.seq, index: first } : undefined
-      feed.loadOlder().catch(authFail)
-    }
-    if (last >= rows.length - 150 && feed.hasNewer && !feed.loading) feed.loadNewer().catch(authFail)
-  }
-  const toggleFollow = () => {
-    if (follow) {
-      setFollow(false)
-      feed.stopLive()
-      return
-    }
-    setFollow(true)
-    update({ seq: 0 })
-    if (feed.hasNewer) feed.loadLatest().then(() => feed.startLive(authFail), authFail)
-    else feed.startLive(authFail)
-  }
-  /** The debug bundle or the Playwright trace of the window the viewer holds. */
-  const downloadBundle = async (route: 'bundle' | 'trace.zip') => {
-    if (!(feed instanceof EventFeed)) return
-    setBundleBusy(route)
-    setBundleError('')
-    try {
-      const first = feed.events[0]
-      const { blob, name } = await feed.bundle(first ? isoMicros(first.event.ts) : undefined, route)
-      saveBlob(name, blob)
-    } catch (err) {
-      if (err instanceof AuthError) authFail(err)
-      else
-        setBundleError(
-          `The ${route === 'bundle' ? 'bundle' : 'trace'} could not be downloaded: ${(err as Error).message}`,
-        )
-    } finally {
-      setBundleBusy('')
-    }
-  }
-  const downloadPerfTrace = async (traceId: string) => {
-    setBundleError('')
-    try {
-      const blob = await feed.perfTrace(traceId)
-      if (blob) saveBlob(`perf-trace-${traceId}.json.gz`, blob)
-      else setBundleError(`Performance trace ${traceId} is no longer kept (the oldest traces are removed first).`)
-    } catch (err) {
-      if (err instanceof AuthError) authFail(err)
-      else setBundleError(`The performance trace could not be downloaded: ${(err as Error).message}`)
-    }
-  }
-  const doJump = async (typed: string) => {
-    const text = typed.trim()
-    if (!text) return
-    setJumpError('')
-    setFollow(false)
-    feed.stopLive()
-    if (/^\d+$/.test(text)) {
-      const seq = Number(text)
-      if (!(seq >= feed.firstSeq && seq <= feed.lastSeq)) await feed.loadAroundSeq(seq).catch(authFail)
-      pendingJump.current = seq
-      update({ seq })
-      setScrollTo({ index: rowIndexAtSeq(rows, seq), align: 'center', nonce: Date.now() })
-    } else {
-      const ms = Date.parse(/^\d{2}:\d{2}/.test(text) ? `${new Date().toISOString().slice(0, 10)}T${text}Z` : text)
-      if (Number.isNaN(ms)) {
-        setJumpError(`Cannot read ${JSON.stringify(text)}: give a seq, an RFC-3339 time or HH:MM:SS (UTC).`)
-        return
-      }
-      const seq = await feed.loadAroundTime(new Date(ms).toISOString()).catch((err: unknown) => {
-        authFail(err)
-        return 0
-      })
-      pendingJump.current = seq
-      update({ seq })
-    }
-  }
-  const selectRow = (i: number) => {
-    const r = rows[i]
-    if (!r) return
-    if (follow) {
-      setFollow(false)
-      feed.stopLive()
-    }
-    if (isAgentRow(r)) {
-      // A step or an action: the player goes to its start, the other panels to its time span.
-      const s = spanOf(r)
-      update({ sel: r.key, seq: r.seq, ...(s ? { from: s.from, to: s.to } : {}) })
-      setSeek(r.kind === 'cmd' ? { tUs: r.ts, seq: r.seq, nonce: Date.now() } : { tUs: r.ts, nonce: Date.now() })
-      return
-    }
-    update({ seq: r.seq })
-    // The player shows the screen just before this event.
-    const tUs = rowTime(r)
-    if (tUs !== undefined) setSeek({ tUs, seq: r.seq, nonce: Date.now() })
-  }
-  /** Playing or scrubbing the recording: the list moves to the last row at or before that moment. */
-  const onMoment = (at: Moment) => {
-    if (onAgent) {
-      // The tree is not in time order: bring the latest row started by then into view, select nothing.
-      let best = -1
-      rows.forEach((r, i) => {
-        if (isAgentRow(r) && r.kind !== 'setup' && r.ts <= at.tUs && (best < 0 || r.ts >= (rows[best] as AgentRow).ts))
-          best = i
-      })
-      if (best >= 0) setScrollTo({ index: best, align: 'center', nonce: Date.now() })
-      return
-    }
-    const i = rowIndexAtTime(rows, at.tUs)
-    if (follow) {
-      setFollow(false)
-      feed.stopLive()
-    }
-    if (i < 0 || rows[i]!.seq === view.seq) return
-    update({ seq: rows[i]!.seq })
-    setScrollTo({ index: i, align: 'center', nonce: Date.now() })
-  }
-
   return (
-    <div class="app">
-      <Toolbar
-        feed={feed}
-        follow={follow}
-        onToggleFollow={toggleFollow}
-        onJump={text => void doJump(text)}
-        onExportHar={() => exportHar(feed, events, nav)}
-        onExportJsonl={() => exportJsonl(feed, events, nav)}
-        bundleBusy={bundleBusy}
-        onDownloadBundle={() => void downloadBundle('bundle')}
-        onDownloadTrace={() => void downloadBundle('trace.zip')}
-        onOpenBundle={onOpenBundle}
-      />
-      <Filters view={view} types={types} derived={derived} feed={feed} onChange={update} />
-
-      <main class="content">
-        <PanelTabs panel={view.panel} onPick={p => update({ panel: p, type: '' })} />
-
-        {feed.error || jumpError || bundleError ? (
-          <p role="alert" class="err banner" id="error-banner">
-            {jumpError || bundleError || feed.error}
-          </p>
-        ) : null}
-        {feed instanceof BundleFeed && feed.warnings.length > 0 ? (
-          <ul class="warnings" id="bundle-warnings" aria-label="About this bundle">
-            {feed.warnings.map(w => (
-              <li key={w}>{w}</li>
-            ))}
-          </ul>
-        ) : null}
-
-        <div class="main" id="panel" role="tabpanel" aria-labelledby={`tab-${view.panel}`}>
-          <section class="list">
-            <div class="list-head">
-              <span id="row-count" data-count={dataRows}>
-                {onAgent && agent
-                  ? `${agent.steps.length} step${agent.steps.length === 1 ? '' : 's'} · ${agent.actions.length} action${agent.actions.length === 1 ? '' : 's'}`
-                  : `${dataRows} ${
-                      (view.panel === 'timeline'
-                        ? 'navigation'
-                        : view.panel === 'filmstrip'
-                          ? 'screenshot'
-                          : view.panel === 'network'
-                            ? 'request'
-                            : 'event') + (dataRows === 1 ? '' : 's')
-                    }${
-                      view.panel === 'filmstrip' && recording && recordingFrames > 0
-                        ? ` · ${recordingFrames} recording frame${recordingFrames === 1 ? '' : 's'} in the player`
-                        : ''
-                    }`}
-              </span>
-              {feed.hasOlder ? (
-                <button
-                  type="button"
-                  id="load-older"
-                  onClick={() => {
-                    anchor.current = rows[0] ? { seq: rows[0].seq, index: 0 } : undefined
-                    feed.loadOlder().catch(authFail)
-                  }}
-                >
-                  Load 5 minutes older
-                </button>
-              ) : null}
-            </div>
-            <VirtualList
-              key={view.panel}
-              id={`list-${view.panel}`}
-              label={`${PANEL_TITLES[view.panel]} rows`}
-              count={rows.length}
-              rowHeight={ROW_HEIGHT[view.panel]}
-              selected={selected}
-              onSelect={selectRow}
-              scrollTo={scrollTo}
-              onRange={onRange}
-              rowId={i => `row-${view.panel}-${i}`}
-              rowClass={i => `kind-${rows[i]!.kind}`}
-              renderRow={i => <RowView row={rows[i]!} scale={scale} activeNav={view.nav} onToggle={toggle} />}
-              onExpand={
-                onAgent
-                  ? (i, want) => {
-                      const r = rows[i]
-                      if (r && isAgentRow(r) && r.parent && r.open !== want) toggle(r.key)
-                    }
-                  : undefined
-              }
-            />
-          </section>
-          <aside class="detail" aria-label="Details">
-            {recording ? (
-              <Player
-                source={recording}
-                events={events}
-                live={follow}
-                targetId={view.target || undefined}
-                seek={seek}
-                onMoment={onMoment}
-                onAuthError={authFail}
-                onFrameCount={setRecordingFrames}
-              />
-            ) : null}
-            <Details
-              row={selected >= 0 ? rows[selected] : undefined}
-              activeNav={view.nav}
-              onNav={key => update({ nav: key })}
-              onPerfTrace={id => void downloadPerfTrace(id)}
-            />
-          </aside>
-        </div>
-      </main>
-    </div>
+    <main class="login">
+      <p>Connecting…</p>
+    </main>
   )
 }
 
-const AGENT_KINDS = new Set(['step', 'action', 'setup', 'cmd'])
-function isAgentRow(r: Row): r is AgentRow {
-  return AGENT_KINDS.has(r.kind)
+/** The player (when there is a recording) over the selected row's details. */
+function DetailPane({
+  c,
+  recording,
+  seek,
+  selected,
+  onFrameCount,
+}: {
+  c: ViewerCtx
+  recording: RecordingSource | undefined
+  seek: (Moment & { nonce: number }) | undefined
+  selected: number
+  onFrameCount(n: number): void
+}) {
+  const { feed, rows, view, update, authFail } = c
+  return (
+    <aside class="detail" aria-label="Details">
+      {recording ? (
+        <Player
+          source={recording}
+          events={feed.events}
+          live={c.follow}
+          targetId={view.target || undefined}
+          seek={seek}
+          onMoment={at => followMoment(c, at)}
+          onAuthError={authFail}
+          onFrameCount={onFrameCount}
+        />
+      ) : null}
+      <Details
+        row={selected >= 0 ? rows[selected] : undefined}
+        activeNav={view.nav}
+        onNav={key => update({ nav: key })}
+        onPerfTrace={id => void downloadPerfTrace(c, id)}
+      />
+    </aside>
+  )
+}
+
+/** The error banner (a jump's, a download's, else the feed's) and a bundle's warnings. */
+function Banners({ feed, message }: { feed: Feed; message: string }) {
+  return (
+    <>
+      {message ? (
+        <p role="alert" class="err banner" id="error-banner">
+          {message}
+        </p>
+      ) : null}
+      {feed instanceof BundleFeed && feed.warnings.length > 0 ? (
+        <ul class="warnings" id="bundle-warnings" aria-label="About this bundle">
+          {feed.warnings.map(w => (
+            <li key={w}>{w}</li>
+          ))}
+        </ul>
+      ) : null}
+    </>
+  )
+}
+
+/** The list head's count: steps and actions on the Agent panel, else rows (and the player's frames by the Filmstrip). */
+function rowCount(panel: ViewState['panel'], agent: AgentData | undefined, rows: number, recordingFrames: number) {
+  if (agent)
+    return `${agent.steps.length} step${agent.steps.length === 1 ? '' : 's'} · ${agent.actions.length} action${agent.actions.length === 1 ? '' : 's'}`
+  const noun =
+    panel === 'timeline'
+      ? 'navigation'
+      : panel === 'filmstrip'
+        ? 'screenshot'
+        : panel === 'network'
+          ? 'request'
+          : 'event'
+  const frames =
+    panel === 'filmstrip' && recordingFrames > 0
+      ? ` · ${recordingFrames} recording frame${recordingFrames === 1 ? '' : 's'} in the player`
+      : ''
+  return `${rows} ${noun + (rows === 1 ? '' : 's')}${frames}`
 }

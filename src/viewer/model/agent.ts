@@ -114,22 +114,24 @@ interface Node {
 const isNode = (x: Node | Action): x is Node => (x as Node).step !== undefined
 const startOf = (x: Node | Action) => (isNode(x) ? x.step.start_ts : x.start_ts)
 
-/**
- * The rows of the panel: top-level steps and step-less actions by start, each open one followed by
- * what is under it, then the Setup group. `open` holds the keys the user expanded; the ancestors
- * of `selected` are shown open too, so a deep link lands on a visible row.
- */
-export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFilter, selected = ''): AgentRow[] {
+/** Whether an action (and so the step holding it) passes the panel's filters. */
+function actionMatcher(data: AgentData, f: AgentFilter): (a: Action) => boolean {
   const q = f.q.toLowerCase()
   const cmdMatches = (seq: number) => {
     const e = data.commands.get(seq)
     return e !== undefined && e.event.type === 'cdp_command' && e.event.data.method.toLowerCase().includes(q)
   }
-  const actionMatches = (a: Action) =>
+  return (a: Action) =>
     (!f.kind || a.kind === f.kind) &&
     (!f.target || a.target_id === f.target) &&
     (!q || a.title.toLowerCase().includes(q) || a.command_seqs.some(cmdMatches))
+}
 
+/** The unpruned tree: a node per step, matching actions under their steps, setup actions apart. */
+function buildTree(
+  data: AgentData,
+  matches: (a: Action) => boolean,
+): { nodes: Map<string, Node>; roots: (Node | Action)[]; setup: Action[] } {
   const nodes = new Map<string, Node>()
   for (const s of data.steps)
     nodes.set(s.step_id, { step: s, children: [], effects: emptyEffects(), actions: 0, failed: false, seq: Infinity })
@@ -137,10 +139,10 @@ export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFi
   const setup: Action[] = []
   for (const a of data.actions) {
     if (a.kind === 'setup') {
-      if (actionMatches(a)) setup.push(a)
+      if (matches(a)) setup.push(a)
       continue
     }
-    if (!actionMatches(a)) continue
+    if (!matches(a)) continue
     const node = a.step_id !== undefined ? nodes.get(a.step_id) : undefined
     if (node) node.children.push(a)
     else roots.push(a)
@@ -150,61 +152,74 @@ export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFi
     if (parent && parent !== n) parent.children.push(n)
     else roots.push(n)
   }
-  // Totals bottom-up; a step is kept when it or anything under it matches.
-  const keep = (n: Node, seen: Set<Node>): boolean => {
-    if (seen.has(n)) return false
-    seen.add(n)
-    n.children = n.children.filter(c => !isNode(c) || keep(c, seen))
-    for (const c of n.children) {
-      if (isNode(c)) {
-        addEffects(n.effects, c.effects)
-        n.actions += c.actions
-        n.failed ||= c.failed
-        n.seq = Math.min(n.seq, c.seq)
-      } else {
-        addEffects(n.effects, c.effects)
-        n.actions++
-        n.failed ||= c.outcome === 'error'
-        n.seq = Math.min(n.seq, c.command_seqs[0] ?? Infinity)
-      }
-    }
-    n.failed ||= n.step.outcome === 'error'
-    const self = !q || n.step.name.toLowerCase().includes(q)
-    return (self && !f.kind && !f.target) || n.children.length > 0
-  }
-  const seen = new Set<Node>()
-  const top = roots.filter(r => !isNode(r) || keep(r, seen))
-  const byStart = (a: Node | Action, b: Node | Action) => startOf(a) - startOf(b)
+  return { nodes, roots, setup }
+}
 
-  // Keys to show open: the user's, and every ancestor of the selected row.
-  const shown = new Set(open)
-  const ancestors = (key: string): string[] => {
-    if (key.startsWith('cmd:')) {
-      const seq = Number(key.slice(4))
-      const a = data.actions.find(x => x.command_seqs.includes(seq))
-      return a ? [`action:${a.action_id}`, ...ancestors(`action:${a.action_id}`)] : []
+/**
+ * Totals bottom-up (pruning children in place); a step is kept when it or anything under it
+ * matches. `seen` stops a cycle of parent ids from recursing forever.
+ */
+function keepStep(n: Node, seen: Set<Node>, q: string, f: AgentFilter): boolean {
+  if (seen.has(n)) return false
+  seen.add(n)
+  n.children = n.children.filter(c => !isNode(c) || keepStep(c, seen, q, f))
+  for (const c of n.children) {
+    if (isNode(c)) {
+      addEffects(n.effects, c.effects)
+      n.actions += c.actions
+      n.failed ||= c.failed
+      n.seq = Math.min(n.seq, c.seq)
+    } else {
+      addEffects(n.effects, c.effects)
+      n.actions++
+      n.failed ||= c.outcome === 'error'
+      n.seq = Math.min(n.seq, c.command_seqs[0] ?? Infinity)
     }
-    if (key.startsWith('action:')) {
-      const a = data.actions.find(x => `action:${x.action_id}` === key)
-      if (!a) return []
-      if (a.kind === 'setup') return ['setup']
-      return a.step_id !== undefined && nodes.has(a.step_id)
-        ? [`step:${a.step_id}`, ...ancestors(`step:${a.step_id}`)]
-        : []
-    }
-    if (key.startsWith('step:')) {
-      const parent = nodes.get(key.slice(5))?.step.parent_step_id
-      return parent !== undefined && nodes.has(parent) ? [`step:${parent}`, ...ancestors(`step:${parent}`)] : []
-    }
-    return []
   }
-  if (selected) for (const k of ancestors(selected)) shown.add(k)
+  n.failed ||= n.step.outcome === 'error'
+  const self = !q || n.step.name.toLowerCase().includes(q)
+  return (self && !f.kind && !f.target) || n.children.length > 0
+}
 
-  const rows: AgentRow[] = []
-  const pushAction = (a: Action, depth: number) => {
+/** The keys of the rows holding `key`, nearest first (what must be open for it to be seen). */
+function ancestorsOf(key: string, data: AgentData, nodes: ReadonlyMap<string, Node>): string[] {
+  if (key.startsWith('cmd:')) {
+    const seq = Number(key.slice(4))
+    const a = data.actions.find(x => x.command_seqs.includes(seq))
+    return a ? [`action:${a.action_id}`, ...ancestorsOf(`action:${a.action_id}`, data, nodes)] : []
+  }
+  if (key.startsWith('action:')) {
+    const a = data.actions.find(x => `action:${x.action_id}` === key)
+    if (!a) return []
+    if (a.kind === 'setup') return ['setup']
+    return a.step_id !== undefined && nodes.has(a.step_id)
+      ? [`step:${a.step_id}`, ...ancestorsOf(`step:${a.step_id}`, data, nodes)]
+      : []
+  }
+  if (key.startsWith('step:')) {
+    const parent = nodes.get(key.slice(5))?.step.parent_step_id
+    return parent !== undefined && nodes.has(parent)
+      ? [`step:${parent}`, ...ancestorsOf(`step:${parent}`, data, nodes)]
+      : []
+  }
+  return []
+}
+
+const byStart = (a: Node | Action, b: Node | Action) => startOf(a) - startOf(b)
+
+/** Writes the pruned tree out as rows, depth first, descending only into the rows shown open. */
+class RowWriter {
+  readonly rows: AgentRow[] = []
+  private readonly guard = new Set<Node>()
+  constructor(
+    private readonly data: AgentData,
+    private readonly shown: ReadonlySet<string>,
+  ) {}
+
+  action(a: Action, depth: number): void {
     const key = `action:${a.action_id}`
-    const isOpen = shown.has(key)
-    rows.push({
+    const isOpen = this.shown.has(key)
+    this.rows.push({
       kind: 'action',
       key,
       depth,
@@ -216,9 +231,9 @@ export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFi
     })
     if (!isOpen) return
     for (const seq of a.command_seqs) {
-      const env = data.commands.get(seq)
+      const env = this.data.commands.get(seq)
       if (env)
-        rows.push({
+        this.rows.push({
           kind: 'cmd',
           key: `cmd:${seq}`,
           depth: depth + 1,
@@ -230,12 +245,13 @@ export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFi
         })
     }
   }
-  const pushNode = (n: Node, depth: number, guard: Set<Node>) => {
-    if (guard.has(n)) return
-    guard.add(n)
+
+  node(n: Node, depth: number): void {
+    if (this.guard.has(n)) return
+    this.guard.add(n)
     const key = `step:${n.step.step_id}`
-    const isOpen = shown.has(key)
-    rows.push({
+    const isOpen = this.shown.has(key)
+    this.rows.push({
       kind: 'step',
       key,
       depth,
@@ -249,19 +265,18 @@ export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFi
       failed: n.failed,
     })
     if (!isOpen) return
-    for (const c of [...n.children].sort(byStart)) {
-      if (isNode(c)) pushNode(c, depth + 1, guard)
-      else pushAction(c, depth + 1)
-    }
+    for (const c of [...n.children].sort(byStart)) this.either(c, depth + 1)
   }
-  const guard = new Set<Node>()
-  for (const r of top.sort(byStart)) {
-    if (isNode(r)) pushNode(r, 0, guard)
-    else pushAction(r, 0)
+
+  either(x: Node | Action, depth: number): void {
+    if (isNode(x)) this.node(x, depth)
+    else this.action(x, depth)
   }
-  if (setup.length > 0) {
-    const isOpen = shown.has('setup')
-    rows.push({
+
+  setup(setup: Action[]): void {
+    if (setup.length === 0) return
+    const isOpen = this.shown.has('setup')
+    this.rows.push({
       kind: 'setup',
       key: 'setup',
       depth: 0,
@@ -273,7 +288,27 @@ export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFi
       commands: setup.reduce((n, a) => n + a.command_seqs.length, 0),
       failed: setup.some(a => a.outcome === 'error'),
     })
-    if (isOpen) for (const a of setup) pushAction(a, 1)
+    if (isOpen) for (const a of setup) this.action(a, 1)
   }
-  return rows
+}
+
+/**
+ * The rows of the panel: top-level steps and step-less actions by start, each open one followed by
+ * what is under it, then the Setup group. `open` holds the keys the user expanded; the ancestors
+ * of `selected` are shown open too, so a deep link lands on a visible row.
+ */
+export function agentRows(data: AgentData, open: ReadonlySet<string>, f: AgentFilter, selected = ''): AgentRow[] {
+  const q = f.q.toLowerCase()
+  const { nodes, roots, setup } = buildTree(data, actionMatcher(data, f))
+  const seen = new Set<Node>()
+  const top = roots.filter(r => !isNode(r) || keepStep(r, seen, q, f))
+
+  // Keys to show open: the user's, and every ancestor of the selected row.
+  const shown = new Set(open)
+  if (selected) for (const k of ancestorsOf(selected, data, nodes)) shown.add(k)
+
+  const out = new RowWriter(data, shown)
+  for (const r of top.sort(byStart)) out.either(r, 0)
+  out.setup(setup)
+  return out.rows
 }
