@@ -1,4 +1,4 @@
-// Spans from the committed envelopes, in seq order: one trace per page navigation (target + nav_seq)
+// One idea: spans from the committed envelopes, in seq order: one trace per page navigation (target + nav_seq)
 // with a root span from page_navigation to page_navigation_settled (or the next navigation), a child
 // span per request hop (network_request -> network_response / network_loading_failed), page
 // milestones, console errors, layout shifts and LCP as span events on the root, each long animation
