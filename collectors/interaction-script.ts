@@ -103,12 +103,33 @@ export interface AgentHelpers {
   clickText: (el: Element, max: number, isSensitive: (el: Element) => boolean) => string
 }
 
+/** What the listener groups share once the agent is installed (the helpers and the binding's send). */
+export interface AgentKit extends AgentHelpers {
+  send: (payload: PagePayload) => void
+  options: AgentOptions
+  isElement: (v: unknown) => v is Element
+  /** The innermost element an event came from (open shadow roots included). */
+  innermost: (e: Event) => Element | undefined
+}
+
+/** The groups of listeners, in the order they are added (listeners of one event run in that order). */
+export interface AgentListeners {
+  listenClicksAndKeys: (kit: AgentKit) => void
+  listenTypedInput: (kit: AgentKit) => void
+  listenScrolls: (kit: AgentKit) => void
+}
+
 /**
  * Installs the listeners once per world (idempotent: later runs in the same world return early).
  * Only trusted events count, so page script calling el.click() or dispatching fake key events
  * cannot forge interactions.
  */
-export function installInteractionAgent(bindingName: string, options: AgentOptions, helpers: AgentHelpers): void {
+export function installInteractionAgent(
+  bindingName: string,
+  options: AgentOptions,
+  helpers: AgentHelpers,
+  listeners: AgentListeners,
+): void {
   // Page-world globals by name (Reflect: no cast of window to a record type).
   const guard = '__browserTelemetryInteraction'
   if (Reflect.get(window, guard)) return
@@ -123,8 +144,6 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
       /* binding gone with the session */
     }
   }
-  const { cssSelectorFor, isSensitiveField, isOpaqueKeyTarget, clickText } = helpers
-
   const isElement = (v: unknown): v is Element => typeof v === 'object' && v !== null && (v as Node).nodeType === 1
   // The innermost element the event came from (inside open shadow roots; a closed root ends at its
   // host): what the privacy rules must look at.
@@ -132,7 +151,15 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
     const first = e.composedPath()[0]
     return isElement(first) ? first : undefined
   }
+  const kit: AgentKit = { ...helpers, send, options, isElement, innermost }
+  listeners.listenClicksAndKeys(kit)
+  listeners.listenTypedInput(kit)
+  listeners.listenScrolls(kit)
+}
 
+/** Clicks (with their position in top-level viewport pixels) and keys, as the privacy rules allow. */
+export function listenClicksAndKeys(kit: AgentKit): void {
+  const { send, options, isElement, innermost, cssSelectorFor, isSensitiveField, isOpaqueKeyTarget, clickText } = kit
   // Offset of this frame's viewport inside the top-level viewport, so click coordinates of a
   // same-process iframe are top-level viewport pixels like the page's own. Stops at a
   // cross-origin boundary (an out-of-process frame reports from its own session instead).
@@ -195,7 +222,11 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
     },
     { capture: true },
   )
+}
 
+/** Text put in without a key (insertText, paste, drop, autofill): where it went, never what. */
+export function listenTypedInput(kit: AgentKit): void {
+  const { send, isElement, cssSelectorFor } = kit
   // Text that arrives without a key (an automation client's Input.insertText, as Playwright's fill
   // sends it, a paste from the menu, a drop, autofill) has no key report to say where it went: its
   // input event does. Input while a key that types is down is that key's (already reported). Not
@@ -234,7 +265,11 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
     },
     { capture: true, passive: true },
   )
+}
 
+/** Scrolls, one report per burst once it settles, from where it started to where it ended. */
+export function listenScrolls(kit: AgentKit): void {
+  const { send, options, isElement, cssSelectorFor } = kit
   // Scroll: `from` must be where a burst started, but the first scroll event of a burst already
   // sees the moved position. So positions are remembered: the document's at install time and at
   // every settle; an element's when the pointer enters it, on pointerdown (scrollbar drags), on
@@ -290,7 +325,7 @@ export function installInteractionAgent(bindingName: string, options: AgentOptio
 }
 
 /**
- * The complete injected source: the helpers and the agent, called with this collector's binding.
+ * The complete injected source: the helpers, the listener groups and the agent, called with this collector's binding.
  * `__name` is defined because TS loaders that keep function names (tsx/esbuild keepNames) wrap
  * nested functions in calls to it, and those calls travel with toString() into the page.
  */
@@ -303,6 +338,11 @@ const helpers = {
   isOpaqueKeyTarget: (${isOpaqueKeyTarget.toString()}),
   clickText: (${clickText.toString()}),
 };
-(${installInteractionAgent.toString()})(${JSON.stringify(bindingName)}, ${JSON.stringify(options)}, helpers);
+const listeners = {
+  listenClicksAndKeys: (${listenClicksAndKeys.toString()}),
+  listenTypedInput: (${listenTypedInput.toString()}),
+  listenScrolls: (${listenScrolls.toString()}),
+};
+(${installInteractionAgent.toString()})(${JSON.stringify(bindingName)}, ${JSON.stringify(options)}, helpers, listeners);
 })()`
 }

@@ -3,8 +3,9 @@
 // package as shipped, plus an agent that keeps the latest value of each metric and the long
 // animation frames seen, and hands them to the daemon in one binding call per flush.
 //
-// installVitalsAgent runs in the page and is serialised with Function.prototype.toString, so its
-// body may only use its parameters, its own locals and browser globals.
+// installVitalsAgent and its parts run in the page and are serialised with
+// Function.prototype.toString, so a body may only use its parameters, its own locals and browser
+// globals; the parts reach the agent as parameters (see buildVitalsScript).
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -68,6 +69,12 @@ interface FrameTiming extends PerformanceEntry {
   scripts?: ScriptTiming[]
 }
 
+/** The agent's self-contained parts, serialised apart and passed in (each uses only its parameters). */
+export interface VitalsAgentParts {
+  attributionOf: typeof attributionOf
+  installIdleShim: typeof installIdleShim
+}
+
 /**
  * Runs once per top-level document (a subframe or a second run returns at once). Reports are
  * coalesced (at most one binding call per flushMs) and also sent when the page is hidden or left,
@@ -79,6 +86,7 @@ export function installVitalsAgent(
   options: VitalsAgentOptions,
   loadWebVitals: () => WebVitals,
   selectorFor: (el: Element) => string,
+  parts: VitalsAgentParts,
 ): void {
   if (window !== window.top) return
   const guard = '__browserTelemetryVitals'
@@ -154,82 +162,21 @@ export function installVitalsAgent(
     return hit ? target(hit.el) : undefined
   }
 
-  const attribution = (m: Metric): Record<string, unknown> => {
-    const a = m.attribution ?? {}
-    switch (m.name) {
-      case 'INP': {
-        const out: Record<string, unknown> = {
-          interaction_target: cut(a.interactionTarget) ?? inputTarget(a.interactionTime),
-          interaction_type: cut(a.interactionType),
-          input_delay: a.inputDelay,
-          processing_duration: a.processingDuration,
-          presentation_delay: a.presentationDelay,
-        }
-        const longest = a.longestScript as { entry?: ScriptTiming; subpart?: string } | undefined
-        if (longest?.entry) {
-          out.longest_script = script(longest.entry)
-          out.longest_script_subpart = cut(longest.subpart)
-        }
-        return out
-      }
-      case 'LCP':
-        return {
-          element: cut(a.target),
-          url: cut(a.url),
-          time_to_first_byte: a.timeToFirstByte,
-          resource_load_delay: a.resourceLoadDelay,
-          resource_load_duration: a.resourceLoadDuration,
-          element_render_delay: a.elementRenderDelay,
-        }
-      case 'CLS':
-        return {
-          largest_shift_target: cut(a.largestShiftTarget),
-          largest_shift_value: a.largestShiftValue,
-          largest_shift_time: a.largestShiftTime,
-        }
-      case 'FCP':
-        return { time_to_first_byte: a.timeToFirstByte, first_byte_to_fcp: a.firstByteToFCP }
-      default:
-        return {
-          waiting_duration: a.waitingDuration,
-          cache_duration: a.cacheDuration,
-          dns_duration: a.dnsDuration,
-          connection_duration: a.connectionDuration,
-          request_duration: a.requestDuration,
-        }
-    }
-  }
   const report = (m: Metric): void => {
-    vitals[m.name] = { n: m.name, v: m.value, i: m.id, t: m.navigationType, a: attribution(m) }
+    vitals[m.name] = {
+      n: m.name,
+      v: m.value,
+      i: m.id,
+      t: m.navigationType,
+      a: parts.attributionOf(m, cut, inputTarget, script),
+    }
     // An interaction is often followed at once by a navigation (the agent's next step): no coalescing.
     if (m.name === 'INP') flush(false)
     else schedule()
   }
 
-  // web-vitals computes INP in an idle callback, up to 1 s after the interaction, or when the page
-  // is hidden, whose report is lost when the tab navigates away: an agent that clicks and then
-  // navigates would never get one. This world's globals are the agent's own (the page's are not):
-  // here an idle callback runs once the long animation frames of the interaction (which its
-  // attribution names) are delivered, else 150 ms after the next frame, at the latest after 1 s.
-  const idle: (() => void)[] = []
-  let loafAt = -Infinity
-  const releaseIdle = (): void => {
-    for (const run of idle.splice(0)) setTimeout(run, 0)
-  }
-  Reflect.set(globalThis, 'requestIdleCallback', (cb: () => void) => {
-    let done = false
-    const run = (): void => {
-      if (done) return
-      done = true
-      cb()
-    }
-    if (performance.now() - loafAt < 100) setTimeout(run, 0)
-    else idle.push(run)
-    requestAnimationFrame(() => setTimeout(run, 150))
-    setTimeout(run, 1000)
-    return 0
-  })
-  Reflect.set(globalThis, 'cancelIdleCallback', () => undefined)
+  // web-vitals computes INP in an idle callback, which would come too late: see installIdleShim.
+  const idle = parts.installIdleShim()
   const wv = loadWebVitals()
   const opts = { reportAllChanges: true, generateTarget: target }
   wv.onTTFB(report, opts)
@@ -240,8 +187,7 @@ export function installVitalsAgent(
 
   try {
     new PerformanceObserver(list => {
-      loafAt = performance.now()
-      releaseIdle()
+      idle.framesDelivered()
       for (const entry of list.getEntries()) {
         if (frames.length >= options.maxFrames) {
           dropped++
@@ -270,6 +216,94 @@ export function installVitalsAgent(
   addEventListener('pagehide', () => flush(true), true)
 }
 
+/** A metric's attribution as the event's fields (strings cut in the page). */
+export function attributionOf(
+  m: Metric,
+  cut: (s: unknown) => string | undefined,
+  inputTarget: (time: unknown) => string | undefined,
+  script: (s: ScriptTiming) => Record<string, unknown>,
+): Record<string, unknown> {
+  const a = m.attribution ?? {}
+  switch (m.name) {
+    case 'INP': {
+      const out: Record<string, unknown> = {
+        interaction_target: cut(a.interactionTarget) ?? inputTarget(a.interactionTime),
+        interaction_type: cut(a.interactionType),
+        input_delay: a.inputDelay,
+        processing_duration: a.processingDuration,
+        presentation_delay: a.presentationDelay,
+      }
+      const longest = a.longestScript as { entry?: ScriptTiming; subpart?: string } | undefined
+      if (longest?.entry) {
+        out.longest_script = script(longest.entry)
+        out.longest_script_subpart = cut(longest.subpart)
+      }
+      return out
+    }
+    case 'LCP':
+      return {
+        element: cut(a.target),
+        url: cut(a.url),
+        time_to_first_byte: a.timeToFirstByte,
+        resource_load_delay: a.resourceLoadDelay,
+        resource_load_duration: a.resourceLoadDuration,
+        element_render_delay: a.elementRenderDelay,
+      }
+    case 'CLS':
+      return {
+        largest_shift_target: cut(a.largestShiftTarget),
+        largest_shift_value: a.largestShiftValue,
+        largest_shift_time: a.largestShiftTime,
+      }
+    case 'FCP':
+      return { time_to_first_byte: a.timeToFirstByte, first_byte_to_fcp: a.firstByteToFCP }
+    default:
+      return {
+        waiting_duration: a.waitingDuration,
+        cache_duration: a.cacheDuration,
+        dns_duration: a.dnsDuration,
+        connection_duration: a.connectionDuration,
+        request_duration: a.requestDuration,
+      }
+  }
+}
+
+/**
+ * web-vitals computes INP in an idle callback, up to 1 s after the interaction, or when the page
+ * is hidden, whose report is lost when the tab navigates away: an agent that clicks and then
+ * navigates would never get one. This world's globals are the agent's own (the page's are not):
+ * here an idle callback runs once the long animation frames of the interaction (which its
+ * attribution names) are delivered, else 150 ms after the next frame, at the latest after 1 s.
+ * Returns what the long animation frame observer calls as frames are delivered.
+ */
+export function installIdleShim(): { framesDelivered: () => void } {
+  const idle: (() => void)[] = []
+  let loafAt = -Infinity
+  const releaseIdle = (): void => {
+    for (const run of idle.splice(0)) setTimeout(run, 0)
+  }
+  Reflect.set(globalThis, 'requestIdleCallback', (cb: () => void) => {
+    let done = false
+    const run = (): void => {
+      if (done) return
+      done = true
+      cb()
+    }
+    if (performance.now() - loafAt < 100) setTimeout(run, 0)
+    else idle.push(run)
+    requestAnimationFrame(() => setTimeout(run, 150))
+    setTimeout(run, 1000)
+    return 0
+  })
+  Reflect.set(globalThis, 'cancelIdleCallback', () => undefined)
+  return {
+    framesDelivered: () => {
+      loafAt = performance.now()
+      releaseIdle()
+    },
+  }
+}
+
 let webVitalsSource: string | undefined
 /** The web-vitals attribution build as its package ships it (an IIFE defining `webVitals`). */
 function webVitalsIife(): string {
@@ -295,6 +329,10 @@ const loadWebVitals = () => {
 ${webVitalsIife()}
 return webVitals;
 };
-(${installVitalsAgent.toString()})(${JSON.stringify(bindingName)}, ${JSON.stringify(options)}, loadWebVitals, (${cssSelectorFor.toString()}));
+const parts = {
+  attributionOf: (${attributionOf.toString()}),
+  installIdleShim: (${installIdleShim.toString()}),
+};
+(${installVitalsAgent.toString()})(${JSON.stringify(bindingName)}, ${JSON.stringify(options)}, loadWebVitals, (${cssSelectorFor.toString()}), parts);
 })()`
 }

@@ -22,6 +22,22 @@ export interface ZipWindow {
   untilUs?: number
 }
 
+/**
+ * One part of a streamed zip: an entry, or a group of entries written together (`frames/`). A
+ * build is a list of these walked in order, sharing one context `C` (what the later ones need of
+ * the earlier ones lives there).
+ */
+export interface EntryWriter<C> {
+  /** The entry's name, or the folder of its entries, for reading the list. */
+  readonly name: string
+  write(ctx: C): Promise<void>
+}
+
+/** Runs the writers one after another: the next starts only once the zip consumed the one before. */
+export async function writeEntries<C>(writers: readonly EntryWriter<C>[], ctx: C): Promise<void> {
+  for (const w of writers) await w.write(ctx)
+}
+
 export class ZipStream {
   private readonly zip = new yazl.ZipFile()
   private readonly zipOut = this.zip.outputStream as unknown as Readable // a PassThrough (the typings say ReadableStream)

@@ -1,4 +1,4 @@
-// Spans from the committed envelopes, in seq order: one trace per page navigation (target + nav_seq)
+// One idea: spans from the committed envelopes, in seq order: one trace per page navigation (target + nav_seq)
 // with a root span from page_navigation to page_navigation_settled (or the next navigation), a child
 // span per request hop (network_request -> network_response / network_loading_failed), page
 // milestones, console errors, layout shifts and LCP as span events on the root, each long animation
@@ -86,200 +86,238 @@ export class SpanBuilder {
     return { traceId: navTraceId(b, target, navSeq), spanId: navRootSpanId(b, target, navSeq), traceFlags: 1 }
   }
 
+  /** What each event type adds; a Map, so a type named like an Object.prototype key finds nothing. */
+  private readonly feeders = new Map<string, (env: Envelope, out: ReadableSpan[]) => void>([
+    ['page_navigation', (e, o) => this.onNavigation(e, o)],
+    ['page_navigation_settled', (e, o) => this.onNavigationSettled(e, o)],
+    ['page_dom_content_loaded', e => this.onMilestone(e)],
+    ['page_load', e => this.onMilestone(e)],
+    ['console_error', e => this.onConsoleError(e)],
+    ['page_layout_shift', e => this.onLayoutShift(e)],
+    ['page_lcp', e => this.onLcp(e)],
+    ['page_long_animation_frame', (e, o) => this.onLongAnimationFrame(e, o)],
+    ['network_request', (e, o) => this.onRequest(e, o)],
+    ['network_response', (e, o) => this.onRequestEnd(e, o)],
+    ['network_loading_failed', (e, o) => this.onRequestEnd(e, o)],
+    ['cdp_command', (e, o) => this.onCdpCommand(e, o)],
+    ['agent_step_finished', (e, o) => this.onStepFinished(e, o)],
+    ['cdp_disconnect', (e, o) => this.onCdpDisconnect(e, o)],
+  ])
+
   /** Feeds one envelope (in seq order); returns the spans it ended. */
   feed(env: Envelope): ReadableSpan[] {
     const out: ReadableSpan[] = []
-    const { type, ts, data: d } = env.event
+    const d = env.event.data
     const target = str(d.target_id)
-    const b = this.shared.browserId
     const named = num(d.nav_seq)
     if (target && named !== undefined && named > (this.lastNavSeq.get(target) ?? -1)) {
       if (this.lastNavSeq.size >= MAX_OPEN_NAVS * 4 && !this.lastNavSeq.has(target)) this.lastNavSeq.clear()
       this.lastNavSeq.set(target, named)
     }
-    switch (type) {
-      case 'page_navigation': {
-        if (!target || d.parent_frame_id !== undefined) break
-        const prev = this.navs.get(target)
-        // page_navigation carries no nav_seq: it starts the epoch after the last one this target's events named.
-        const navSeq = num(d.nav_seq) ?? (this.lastNavSeq.get(target) ?? 0) + 1
-        this.lastNavSeq.set(target, navSeq)
-        if (prev) {
-          if (prev.navSeq === navSeq) break
-          out.push(this.endNav(target, prev, ts, 'next_navigation'))
-        }
-        this.openNav(target, navSeq, ts, env)
-        break
-      }
-      case 'page_navigation_settled': {
-        const nav = target ? this.navs.get(target) : undefined
-        if (target && nav && (num(d.nav_seq) ?? nav.navSeq) === nav.navSeq)
-          out.push(this.endNav(target, nav, ts, 'settled'))
-        break
-      }
-      case 'page_dom_content_loaded':
-      case 'page_load':
-        this.navEvent(env, type === 'page_load' ? 'load' : 'DOMContentLoaded', {
-          'browser.telemetry.seq': env.seq,
-        })
-        break
-      case 'console_error':
-        this.navEvent(env, 'exception', {
-          'exception.message': str(d.text) ?? '',
-          ...(formatStack(d.stack_trace) ? { 'exception.stacktrace': formatStack(d.stack_trace)! } : {}),
-          'browser.telemetry.seq': env.seq,
-        })
-        break
-      case 'page_layout_shift':
-        this.navEvent(env, 'layout_shift', {
-          ...(num(d.time) !== undefined ? { 'browser.layout_shift.time': num(d.time)! } : {}),
-          ...(num(d.duration) !== undefined ? { 'browser.layout_shift.duration': num(d.duration)! } : {}),
-          ...(d.layout_shift_details !== undefined
-            ? { 'browser.layout_shift.details': JSON.stringify(d.layout_shift_details) }
-            : {}),
-          'browser.telemetry.seq': env.seq,
-        })
-        break
-      case 'page_lcp':
-        this.navEvent(env, 'largest_contentful_paint', {
-          ...(num(d.time) !== undefined ? { 'browser.lcp.time': num(d.time)! } : {}),
-          ...(d.lcp_details !== undefined ? { 'browser.lcp.details': JSON.stringify(d.lcp_details) } : {}),
-          'browser.telemetry.seq': env.seq,
-        })
-        break
-      case 'page_long_animation_frame': {
-        const navSeq = num(d.nav_seq)
-        const start = num(d.start_time)
-        const duration = num(d.duration)
-        if (!target || navSeq === undefined || start === undefined || duration === undefined) break
-        out.push(this.longFrameSpan(env, target, navSeq, start, duration))
-        break
-      }
-      case 'network_request': {
-        const rid = str(d.request_id)
-        if (!target || !rid) break
-        const key = `${target}\u0000${rid}`
-        const prev = this.requests.get(key)
-        // A redirect re-uses the request id: the previous hop ends where the next one starts.
-        if (prev) out.push(this.endRequest(key, prev, ts, { 'browser.request.redirected': true }, undefined))
-        const navSeq = num(d.nav_seq) ?? this.navs.get(target)?.navSeq ?? 0
-        const links: Link[] = []
-        const parent = parseTraceparent(headerOf(d.headers, 'traceparent'))
-        if (parent) links.push({ context: parent, attributes: { 'browser.link.source': 'traceparent' } })
-        const method = str(d.method) ?? 'GET'
-        if (this.requests.size >= MAX_OPEN_REQUESTS) {
-          const [oldKey, old] = this.requests.entries().next().value as [string, OpenRequest]
-          this.evicted++
-          out.push(this.endRequest(oldKey, old, ts, { 'browser.telemetry.incomplete': true }, undefined))
-        }
-        this.requests.set(key, {
-          traceId: navTraceId(b, target, navSeq),
-          spanId: requestSpanId(b, env.seq),
-          parentSpanId: navRootSpanId(b, target, navSeq),
-          startTs: ts,
-          attributes: attributesOf(env),
-          links,
-          name: method,
-        })
-        break
-      }
-      case 'network_response':
-      case 'network_loading_failed': {
-        const rid = str(d.request_id)
-        const key = `${target}\u0000${rid}`
-        const req = target && rid ? this.requests.get(key) : undefined
-        if (!req) break
-        const extra: Attributes = {}
-        const status = num(d.status)
-        if (type === 'network_response' && status !== undefined) extra['http.response.status_code'] = status
-        if (type === 'network_response' && typeof d.body === 'string')
-          extra['http.response.body.size'] = Buffer.byteLength(d.body)
-        if (typeof d.mime_type === 'string') extra['browser.response.mime_type'] = d.mime_type
-        if (type === 'network_loading_failed') {
-          extra['error.type'] = str(d.error_text) ?? 'failed'
-          if (d.canceled === true) extra['browser.request.canceled'] = true
-        }
-        const failed = type === 'network_loading_failed' || (status !== undefined && status >= 500)
-        out.push(this.endRequest(key, req, ts, extra, failed ? (str(d.error_text) ?? `HTTP ${status}`) : undefined))
-        break
-      }
-      case 'cdp_command': {
-        const conn = str(d.connection_id)
-        if (!conn) break
-        const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
-        const attrs = attributesOf(env)
-        for (const k of ['outcome', 'error_code', 'error_message', 'count', 'request_bytes', 'response_bytes'])
-          if (typeof d[k] === 'string' || typeof d[k] === 'number') attrs[`browser.cdp.${k}`] = d[k]
-        if (typeof d.step_id === 'string') attrs['browser.step.id'] = d.step_id
-        // In the agent's trace (under its innermost step, or the agent's span) when the proxy knew one.
-        const traced = typeof d.trace_id === 'string' && typeof d.parent_span_id === 'string'
-        out.push(
-          this.span({
-            name: str(d.method) ?? 'cdp_command',
-            kind: SpanKind.CLIENT,
-            traceId: traced ? (d.trace_id as string) : connectionTraceId(b, conn),
-            spanId: commandSpanId(b, env.seq),
-            parentSpanId: traced ? (d.parent_span_id as string) : connectionSpanId(b, conn),
-            start: ts - duration,
-            end: ts,
-            attributes: attrs,
-            error: d.outcome === 'ok' ? undefined : (str(d.error_message) ?? str(d.outcome)),
-          }),
-        )
-        break
-      }
-      case 'agent_step_finished': {
-        const traceId = str(d.trace_id)
-        const spanId = str(d.span_id)
-        if (!traceId || !spanId) break
-        const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
-        const attrs = attributesOf(env)
-        for (const k of ['step_id', 'parent_step_id', 'connection_id', 'via', 'outcome', 'abandoned_reason'])
-          if (typeof d[k] === 'string') attrs[`browser.step.${k === 'step_id' ? 'id' : k}`] = d[k]
-        const own = d.attributes as Record<string, string | number | boolean> | undefined
-        if (own) for (const [k, v] of Object.entries(own)) attrs[`browser.step.attributes.${k}`] = v
-        out.push(
-          this.span({
-            name: str(d.name) ?? 'agent_step',
-            kind: SpanKind.INTERNAL,
-            traceId,
-            spanId,
-            parentSpanId: str(d.parent_span_id),
-            start: ts - duration,
-            end: ts,
-            attributes: attrs,
-            error:
-              d.outcome === 'error'
-                ? (str(d.error_message) ?? 'error')
-                : d.outcome === 'abandoned'
-                  ? `abandoned (${str(d.abandoned_reason) ?? 'unknown'})`
-                  : undefined,
-          }),
-        )
-        break
-      }
-      case 'cdp_disconnect': {
-        const conn = str(d.connection_id)
-        if (!conn) break
-        const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
-        const attrs = attributesOf(env)
-        if (typeof d.message_count === 'number') attrs['browser.cdp.message_count'] = d.message_count
-        if (typeof d.reason === 'string') attrs['browser.cdp.reason'] = d.reason
-        out.push(
-          this.span({
-            name: 'cdp_connection',
-            kind: SpanKind.SERVER,
-            traceId: connectionTraceId(b, conn),
-            spanId: connectionSpanId(b, conn),
-            start: ts - duration,
-            end: ts,
-            attributes: attrs,
-          }),
-        )
-        break
-      }
-    }
+    this.feeders.get(env.event.type)?.(env, out)
     return out
+  }
+
+  private onNavigation(env: Envelope, out: ReadableSpan[]): void {
+    const { ts, data: d } = env.event
+    const target = str(d.target_id)
+    if (!target || d.parent_frame_id !== undefined) return
+    const prev = this.navs.get(target)
+    // page_navigation carries no nav_seq: it starts the epoch after the last one this target's events named.
+    const navSeq = num(d.nav_seq) ?? (this.lastNavSeq.get(target) ?? 0) + 1
+    this.lastNavSeq.set(target, navSeq)
+    if (prev) {
+      if (prev.navSeq === navSeq) return
+      out.push(this.endNav(target, prev, ts, 'next_navigation'))
+    }
+    this.openNav(target, navSeq, ts, env)
+  }
+
+  private onNavigationSettled(env: Envelope, out: ReadableSpan[]): void {
+    const { ts, data: d } = env.event
+    const target = str(d.target_id)
+    const nav = target ? this.navs.get(target) : undefined
+    if (target && nav && (num(d.nav_seq) ?? nav.navSeq) === nav.navSeq)
+      out.push(this.endNav(target, nav, ts, 'settled'))
+  }
+
+  private onMilestone(env: Envelope): void {
+    this.navEvent(env, env.event.type === 'page_load' ? 'load' : 'DOMContentLoaded', {
+      'browser.telemetry.seq': env.seq,
+    })
+  }
+
+  private onConsoleError(env: Envelope): void {
+    const d = env.event.data
+    this.navEvent(env, 'exception', {
+      'exception.message': str(d.text) ?? '',
+      ...(formatStack(d.stack_trace) ? { 'exception.stacktrace': formatStack(d.stack_trace)! } : {}),
+      'browser.telemetry.seq': env.seq,
+    })
+  }
+
+  private onLayoutShift(env: Envelope): void {
+    const d = env.event.data
+    this.navEvent(env, 'layout_shift', {
+      ...(num(d.time) !== undefined ? { 'browser.layout_shift.time': num(d.time)! } : {}),
+      ...(num(d.duration) !== undefined ? { 'browser.layout_shift.duration': num(d.duration)! } : {}),
+      ...(d.layout_shift_details !== undefined
+        ? { 'browser.layout_shift.details': JSON.stringify(d.layout_shift_details) }
+        : {}),
+      'browser.telemetry.seq': env.seq,
+    })
+  }
+
+  private onLcp(env: Envelope): void {
+    const d = env.event.data
+    this.navEvent(env, 'largest_contentful_paint', {
+      ...(num(d.time) !== undefined ? { 'browser.lcp.time': num(d.time)! } : {}),
+      ...(d.lcp_details !== undefined ? { 'browser.lcp.details': JSON.stringify(d.lcp_details) } : {}),
+      'browser.telemetry.seq': env.seq,
+    })
+  }
+
+  private onLongAnimationFrame(env: Envelope, out: ReadableSpan[]): void {
+    const d = env.event.data
+    const target = str(d.target_id)
+    const navSeq = num(d.nav_seq)
+    const start = num(d.start_time)
+    const duration = num(d.duration)
+    if (!target || navSeq === undefined || start === undefined || duration === undefined) return
+    out.push(this.longFrameSpan(env, target, navSeq, start, duration))
+  }
+
+  private onRequest(env: Envelope, out: ReadableSpan[]): void {
+    const { ts, data: d } = env.event
+    const target = str(d.target_id)
+    const b = this.shared.browserId
+    const rid = str(d.request_id)
+    if (!target || !rid) return
+    const key = `${target}\u0000${rid}`
+    const prev = this.requests.get(key)
+    // A redirect re-uses the request id: the previous hop ends where the next one starts.
+    if (prev) out.push(this.endRequest(key, prev, ts, { 'browser.request.redirected': true }, undefined))
+    const navSeq = num(d.nav_seq) ?? this.navs.get(target)?.navSeq ?? 0
+    const links: Link[] = []
+    const parent = parseTraceparent(headerOf(d.headers, 'traceparent'))
+    if (parent) links.push({ context: parent, attributes: { 'browser.link.source': 'traceparent' } })
+    const method = str(d.method) ?? 'GET'
+    if (this.requests.size >= MAX_OPEN_REQUESTS) {
+      const [oldKey, old] = this.requests.entries().next().value as [string, OpenRequest]
+      this.evicted++
+      out.push(this.endRequest(oldKey, old, ts, { 'browser.telemetry.incomplete': true }, undefined))
+    }
+    this.requests.set(key, {
+      traceId: navTraceId(b, target, navSeq),
+      spanId: requestSpanId(b, env.seq),
+      parentSpanId: navRootSpanId(b, target, navSeq),
+      startTs: ts,
+      attributes: attributesOf(env),
+      links,
+      name: method,
+    })
+  }
+
+  /** network_response and network_loading_failed end the hop. */
+  private onRequestEnd(env: Envelope, out: ReadableSpan[]): void {
+    const { type, ts, data: d } = env.event
+    const target = str(d.target_id)
+    const rid = str(d.request_id)
+    const key = `${target}\u0000${rid}`
+    const req = target && rid ? this.requests.get(key) : undefined
+    if (!req) return
+    const extra: Attributes = {}
+    const status = num(d.status)
+    if (type === 'network_response' && status !== undefined) extra['http.response.status_code'] = status
+    if (type === 'network_response' && typeof d.body === 'string')
+      extra['http.response.body.size'] = Buffer.byteLength(d.body)
+    if (typeof d.mime_type === 'string') extra['browser.response.mime_type'] = d.mime_type
+    if (type === 'network_loading_failed') {
+      extra['error.type'] = str(d.error_text) ?? 'failed'
+      if (d.canceled === true) extra['browser.request.canceled'] = true
+    }
+    const failed = type === 'network_loading_failed' || (status !== undefined && status >= 500)
+    out.push(this.endRequest(key, req, ts, extra, failed ? (str(d.error_text) ?? `HTTP ${status}`) : undefined))
+  }
+
+  private onCdpCommand(env: Envelope, out: ReadableSpan[]): void {
+    const { ts, data: d } = env.event
+    const b = this.shared.browserId
+    const conn = str(d.connection_id)
+    if (!conn) return
+    const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
+    const attrs = attributesOf(env)
+    for (const k of ['outcome', 'error_code', 'error_message', 'count', 'request_bytes', 'response_bytes'])
+      if (typeof d[k] === 'string' || typeof d[k] === 'number') attrs[`browser.cdp.${k}`] = d[k]
+    if (typeof d.step_id === 'string') attrs['browser.step.id'] = d.step_id
+    // In the agent's trace (under its innermost step, or the agent's span) when the proxy knew one.
+    const traced = typeof d.trace_id === 'string' && typeof d.parent_span_id === 'string'
+    out.push(
+      this.span({
+        name: str(d.method) ?? 'cdp_command',
+        kind: SpanKind.CLIENT,
+        traceId: traced ? (d.trace_id as string) : connectionTraceId(b, conn),
+        spanId: commandSpanId(b, env.seq),
+        parentSpanId: traced ? (d.parent_span_id as string) : connectionSpanId(b, conn),
+        start: ts - duration,
+        end: ts,
+        attributes: attrs,
+        error: d.outcome === 'ok' ? undefined : (str(d.error_message) ?? str(d.outcome)),
+      }),
+    )
+  }
+
+  private onStepFinished(env: Envelope, out: ReadableSpan[]): void {
+    const { ts, data: d } = env.event
+    const traceId = str(d.trace_id)
+    const spanId = str(d.span_id)
+    if (!traceId || !spanId) return
+    const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
+    const attrs = attributesOf(env)
+    for (const k of ['step_id', 'parent_step_id', 'connection_id', 'via', 'outcome', 'abandoned_reason'])
+      if (typeof d[k] === 'string') attrs[`browser.step.${k === 'step_id' ? 'id' : k}`] = d[k]
+    const own = d.attributes as Record<string, string | number | boolean> | undefined
+    if (own) for (const [k, v] of Object.entries(own)) attrs[`browser.step.attributes.${k}`] = v
+    out.push(
+      this.span({
+        name: str(d.name) ?? 'agent_step',
+        kind: SpanKind.INTERNAL,
+        traceId,
+        spanId,
+        parentSpanId: str(d.parent_span_id),
+        start: ts - duration,
+        end: ts,
+        attributes: attrs,
+        error:
+          d.outcome === 'error'
+            ? (str(d.error_message) ?? 'error')
+            : d.outcome === 'abandoned'
+              ? `abandoned (${str(d.abandoned_reason) ?? 'unknown'})`
+              : undefined,
+      }),
+    )
+  }
+
+  private onCdpDisconnect(env: Envelope, out: ReadableSpan[]): void {
+    const { ts, data: d } = env.event
+    const conn = str(d.connection_id)
+    if (!conn) return
+    const b = this.shared.browserId
+    const duration = Math.max(0, Math.round((num(d.duration_ms) ?? 0) * 1000))
+    const attrs = attributesOf(env)
+    if (typeof d.message_count === 'number') attrs['browser.cdp.message_count'] = d.message_count
+    if (typeof d.reason === 'string') attrs['browser.cdp.reason'] = d.reason
+    out.push(
+      this.span({
+        name: 'cdp_connection',
+        kind: SpanKind.SERVER,
+        traceId: connectionTraceId(b, conn),
+        spanId: connectionSpanId(b, conn),
+        start: ts - duration,
+        end: ts,
+        attributes: attrs,
+      }),
+    )
   }
 
   /** A long animation frame: a child of its navigation's root, timed by the frame (epoch ms in the event). */

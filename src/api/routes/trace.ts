@@ -75,39 +75,23 @@ const LinkSchema = Type.Object(
 )
 const LINK_FIELDS = ['since', 'until', 'target_id', 'ttl_seconds']
 
-export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): void {
-  const logger = deps.logger ?? silentLogger
-  const now = deps.now ?? (() => Date.now() * 1000)
-  const revocations = deps.revocations ?? TraceLinkRevocations.inMemory()
-  const slots = deps.slots ?? new ExportSlots(DEFAULT_SETTINGS.exportMaxConcurrent)
+/** The deps with their defaults filled in, which every handler shares. */
+interface TraceRoutes {
+  deps: TraceRouteDeps
+  logger: Logger
+  now: () => number
+  revocations: TraceLinkRevocations
+  slots: ExportSlots
+}
 
-  /** A signed link authenticates this route only, for reading the one window it names. */
-  const linkOrBearer =
-    (bearer: ApiMiddleware): ApiMiddleware =>
-    async (ctx, next) => {
-      const link = ctx.query[LINK_PARAM]
-      if (link === undefined) return bearer(ctx, next)
-      const origin = ctx.get('origin')
-      if (origin && deps.corsOrigins.includes(origin)) {
-        ctx.set('Access-Control-Allow-Origin', origin)
-        ctx.set('Access-Control-Expose-Headers', 'Content-Disposition')
-      }
-      ctx.set('Vary', 'Origin')
-      ctx.state.authRejected = true
-      if (typeof link !== 'string') throw invalidInput(LINK_PARAM, 'give one link')
-      const grant = deps.signer.verify(link, ctx.params.id!, now(), revocations)
-      for (const p of ['since', 'until', 'target_id'])
-        if (ctx.query[p] !== undefined) throw invalidInput(p, 'a link fixes the window; leave this out')
-      ctx.state.scopes = new Set(['read'])
-      ctx.state.tokenName = 'trace-link'
-      ctx.state.authRejected = false
-      ;(ctx.state as { traceWindow?: TraceWindow }).traceWindow = {
-        sinceUs: grant.sinceUs,
-        untilUs: grant.untilUs,
-        ...(grant.targetId !== undefined ? { targetId: grant.targetId } : {}),
-      }
-      await next()
-    }
+export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): void {
+  const r: TraceRoutes = {
+    deps,
+    logger: deps.logger ?? silentLogger,
+    now: deps.now ?? (() => Date.now() * 1000),
+    revocations: deps.revocations ?? TraceLinkRevocations.inMemory(),
+    slots: deps.slots ?? new ExportSlots(DEFAULT_SETTINGS.exportMaxConcurrent),
+  }
 
   router.add({
     method: 'GET',
@@ -122,7 +106,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
       `target. Authenticated by the bearer token, or by a signed link (?${LINK_PARAM}=, from createBrowserTelemetryTraceLink), ` +
       'which fixes the window and answers CORS for the configured viewer origins.',
     scope: 'read',
-    authenticate: linkOrBearer,
+    authenticate: linkOrBearer(r),
     query: {
       since: EVENTS_QUERY.since,
       until: EVENTS_QUERY.until,
@@ -141,36 +125,12 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
         schema: ErrorBodySchema,
       },
     },
-    handler: async ctx => {
-      const nowUs = now()
-      const window = (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
-      const start = () =>
-        buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
-      void sendZipInSlot(
-        ctx,
-        slots,
-        start,
-        traceFileName(deps.source.browserId, new Date(nowUs / 1000)),
-        logger,
-        'trace',
-      )
-    },
+    handler: downloadTrace(r),
   })
 
   // A preflight carries no credential: it only says which origins may read (and, for a page on the
   // internet reaching a daemon on a private address, that Chromium may let it: Private Network Access).
-  router.koa.options('/browsers/:id/telemetry/trace.zip', ctx => {
-    const origin = ctx.get('origin')
-    if (origin && deps.corsOrigins.includes(origin)) {
-      ctx.set('Access-Control-Allow-Origin', origin)
-      ctx.set('Access-Control-Allow-Methods', 'GET')
-      ctx.set('Access-Control-Max-Age', '600')
-      if (ctx.get('access-control-request-private-network') === 'true')
-        ctx.set('Access-Control-Allow-Private-Network', 'true')
-    }
-    ctx.set('Vary', 'Origin')
-    ctx.status = 204
-  })
+  router.koa.options('/browsers/:id/telemetry/trace.zip', preflight(r))
 
   router.add({
     method: 'POST',
@@ -188,30 +148,7 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
     requestBody: { contentType: 'application/json', schema: LinkBodySchema, required: false },
     responses: { 201: { description: 'The link', schema: LinkSchema } },
     middleware: [optionalLinkBody],
-    handler: ctx => {
-      const nowUs = now()
-      const b = linkBody(ctx.request.body)
-      const read = readQueryOf({ order: 'asc', limit: 1, since: b.since, until: b.until }, nowUs)
-      const ttl = b.ttl_seconds ?? LINK_TTL_DEFAULT_S
-      const expUs = nowUs + ttl * 1_000_000
-      const linkId = newLinkId()
-      const credential = deps.signer.sign({
-        linkId,
-        browserId: ctx.params.id!,
-        sinceUs: read.sinceUs!,
-        untilUs: read.untilUs ?? nowUs,
-        expUs,
-        ...(b.target_id !== undefined ? { targetId: b.target_id } : {}),
-      })
-      const url = `${ctx.protocol}://${ctx.host}/browsers/${encodeURIComponent(ctx.params.id!)}/telemetry/trace.zip?${LINK_PARAM}=${credential}`
-      ctx.status = 201
-      ctx.body = {
-        url,
-        viewer_url: `${PLAYWRIGHT_VIEWER}/?trace=${encodeURIComponent(url)}`,
-        expires_at: new Date(expUs / 1000).toISOString(),
-        link_id: linkId,
-      }
-    },
+    handler: createLink(r),
   })
 
   router.add({
@@ -232,17 +169,110 @@ export function registerTraceRoutes(router: ApiRouter, deps: TraceRouteDeps): vo
         schema: ErrorBodySchema,
       },
     },
-    handler: async ctx => {
-      const id = String(ctx.params.link_id)
-      if (!LINK_ID_PATTERN.test(id))
-        throw invalidInput(
-          'link_id',
-          `expected the link_id of a link (22 base64url characters), got ${JSON.stringify(id.slice(0, 64))}`,
-        )
-      await revocations.revoke(id, now())
-      ctx.status = 204
-    },
+    handler: revokeLink(r),
   })
+}
+
+/** A signed link authenticates this route only, for reading the one window it names. */
+function linkOrBearer(r: TraceRoutes): (bearer: ApiMiddleware) => ApiMiddleware {
+  const { deps, now, revocations } = r
+  return bearer => async (ctx, next) => {
+    const link = ctx.query[LINK_PARAM]
+    if (link === undefined) return bearer(ctx, next)
+    const origin = ctx.get('origin')
+    if (origin && deps.corsOrigins.includes(origin)) {
+      ctx.set('Access-Control-Allow-Origin', origin)
+      ctx.set('Access-Control-Expose-Headers', 'Content-Disposition')
+    }
+    ctx.set('Vary', 'Origin')
+    ctx.state.authRejected = true
+    if (typeof link !== 'string') throw invalidInput(LINK_PARAM, 'give one link')
+    const grant = deps.signer.verify(link, ctx.params.id!, now(), revocations)
+    for (const p of ['since', 'until', 'target_id'])
+      if (ctx.query[p] !== undefined) throw invalidInput(p, 'a link fixes the window; leave this out')
+    ctx.state.scopes = new Set(['read'])
+    ctx.state.tokenName = 'trace-link'
+    ctx.state.authRejected = false
+    ;(ctx.state as { traceWindow?: TraceWindow }).traceWindow = {
+      sinceUs: grant.sinceUs,
+      untilUs: grant.untilUs,
+      ...(grant.targetId !== undefined ? { targetId: grant.targetId } : {}),
+    }
+    await next()
+  }
+}
+
+/** GET …/trace.zip: the window of the link, else of the query, streamed in an export slot. */
+function downloadTrace(r: TraceRoutes): ApiMiddleware {
+  const { deps, now, slots, logger } = r
+  return async ctx => {
+    const nowUs = now()
+    const window = (ctx.state as { traceWindow?: TraceWindow }).traceWindow ?? windowOfQuery(ctx.state.query!, nowUs)
+    const start = () =>
+      buildTrace(deps.source, window, deps.limits ?? DEFAULT_TRACE_LIMITS, () => new Date(nowUs / 1000))
+    void sendZipInSlot(ctx, slots, start, traceFileName(deps.source.browserId, new Date(nowUs / 1000)), logger, 'trace')
+  }
+}
+
+/** OPTIONS …/trace.zip: the CORS preflight of a viewer fetching through a link. */
+function preflight(r: TraceRoutes): (ctx: ApiContext) => void {
+  const { deps } = r
+  return (ctx: ApiContext) => {
+    const origin = ctx.get('origin')
+    if (origin && deps.corsOrigins.includes(origin)) {
+      ctx.set('Access-Control-Allow-Origin', origin)
+      ctx.set('Access-Control-Allow-Methods', 'GET')
+      ctx.set('Access-Control-Max-Age', '600')
+      if (ctx.get('access-control-request-private-network') === 'true')
+        ctx.set('Access-Control-Allow-Private-Network', 'true')
+    }
+    ctx.set('Vary', 'Origin')
+    ctx.status = 204
+  }
+}
+
+/** POST …/trace-links: a signed link to the window (until defaults to now). */
+function createLink(r: TraceRoutes): ApiMiddleware {
+  const { deps, now } = r
+  return ctx => {
+    const nowUs = now()
+    const b = linkBody(ctx.request.body)
+    const read = readQueryOf({ order: 'asc', limit: 1, since: b.since, until: b.until }, nowUs)
+    const ttl = b.ttl_seconds ?? LINK_TTL_DEFAULT_S
+    const expUs = nowUs + ttl * 1_000_000
+    const linkId = newLinkId()
+    const credential = deps.signer.sign({
+      linkId,
+      browserId: ctx.params.id!,
+      sinceUs: read.sinceUs!,
+      untilUs: read.untilUs ?? nowUs,
+      expUs,
+      ...(b.target_id !== undefined ? { targetId: b.target_id } : {}),
+    })
+    const url = `${ctx.protocol}://${ctx.host}/browsers/${encodeURIComponent(ctx.params.id!)}/telemetry/trace.zip?${LINK_PARAM}=${credential}`
+    ctx.status = 201
+    ctx.body = {
+      url,
+      viewer_url: `${PLAYWRIGHT_VIEWER}/?trace=${encodeURIComponent(url)}`,
+      expires_at: new Date(expUs / 1000).toISOString(),
+      link_id: linkId,
+    }
+  }
+}
+
+/** DELETE …/trace-links/:link_id: the id is refused from now on. */
+function revokeLink(r: TraceRoutes): ApiMiddleware {
+  const { revocations, now } = r
+  return async ctx => {
+    const id = String(ctx.params.link_id)
+    if (!LINK_ID_PATTERN.test(id))
+      throw invalidInput(
+        'link_id',
+        `expected the link_id of a link (22 base64url characters), got ${JSON.stringify(id.slice(0, 64))}`,
+      )
+    await revocations.revoke(id, now())
+    ctx.status = 204
+  }
 }
 
 function windowOfQuery(q: NonNullable<ApiContext['state']['query']>, nowUs: number): TraceWindow {
