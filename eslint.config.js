@@ -69,6 +69,14 @@ export default tseslint.config(
     },
   },
   {
+    // Units a reader can hold at once: a function within a screen or three, a file of one idea.
+    files: ['src/**/*.ts', 'src/**/*.tsx', 'collectors/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 150 }],
+      'max-lines': ['error', { max: 500 }],
+    },
+  },
+  {
     // Tests and benchmarks read untyped JSON off the wire and from child processes.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
