@@ -19,6 +19,7 @@ export const MAY_IMPORT = {
   perf: ['events', 'log', 'errors', 'util'],
   har: ['events', 'util'],
   actions: ['events', 'util'],
+  digest: ['actions', 'events', 'util'],
   monitor: ['pipeline', 'events', 'log', 'defaults', 'util'],
   symbols: ['store', 'events', 'log', 'errors', 'util'],
   identity: ['util'],
@@ -36,6 +37,7 @@ export const MAY_IMPORT = {
   'collector-kit.ts': ['monitor', 'pipeline', 'symbols', 'events', 'log', 'defaults', 'util'],
   api: [
     'actions',
+    'digest',
     'agent',
     'bundle',
     'trace',

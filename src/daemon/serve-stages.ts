@@ -186,6 +186,7 @@ export async function startApi(
           slots: exportSlots,
         },
         actions: { reader: d.log },
+        digest: { reader: d.log, flush: () => d.log.flush(), mapping: sourceMaps },
         trace: {
           source: {
             browserId: d.browserId,

@@ -2,6 +2,7 @@
 // registers itself), each with what it needs. A new group is a file in this folder and a row here.
 import type { ApiRouter } from '../route-table.js'
 import { registerActionRoutes, type ActionRouteDeps } from './actions.js'
+import { registerDigestRoutes, type DigestRouteDeps } from './digest.js'
 import { registerBundleRoutes, type BundleRouteDeps } from './bundle.js'
 import { registerExtensionRoutes, type ExtensionRouteDeps } from './extensions.js'
 import { registerIngestRoutes, type IngestRouteDeps } from './ingest.js'
@@ -22,6 +23,7 @@ export interface DaemonRouteDeps {
   recording: RecordingRouteDeps
   bundle: BundleRouteDeps
   actions: ActionRouteDeps
+  digest: DigestRouteDeps
   steps: StepRouteDeps
   sourceMaps: SourceMapRouteDeps
   trace: TraceRouteDeps
@@ -40,6 +42,7 @@ export function daemonRoutes(d: DaemonRouteDeps): RouteGroup[] {
     r => registerRecordingRoutes(r, d.recording),
     r => registerBundleRoutes(r, d.bundle),
     r => registerActionRoutes(r, d.actions),
+    r => registerDigestRoutes(r, d.digest),
     r => registerStepRoutes(r, d.steps),
     r => registerSourceMapRoutes(r, d.sourceMaps),
     r => registerTraceRoutes(r, d.trace),
