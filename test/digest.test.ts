@@ -5,7 +5,8 @@
 import t from 'tap'
 import { DigestCollector, renderDigest, type Digest, type DigestRecord } from '../src/digest/index.js'
 import { registerDigestRoutes } from '../src/api/routes/digest.js'
-import { BROWSER_ID, startApi } from './helpers/api.js'
+import { BROWSER_ID, TOKEN, startApi } from './helpers/api.js'
+import { clientCommands, type CliIO } from '../src/cli/index.js'
 import type { EventLog } from '../src/store/event-log.js'
 
 const T0 = Date.UTC(2026, 0, 2, 3, 4, 5) * 1000
@@ -153,8 +154,12 @@ t.test(
         ],
       ],
     )
-    t.match(step.actions[0]!.effects[0]!.text, /^POST \/api\/cart\?key=\[redacted:\d+\] 500$/, 'effect URLs: path and query, secrets masked again')
-  t.match(step.actions[0]!.title, /^click/)
+    t.match(
+      step.actions[0]!.effects[0]!.text,
+      /^POST \/api\/cart\?key=\[redacted:\d+\] 500$/,
+      'effect URLs: path and query, secrets masked again',
+    )
+    t.match(step.actions[0]!.title, /^click/)
     t.equal(digestOf(session(), 'nope'), undefined, 'an unknown step: nothing (the route answers 404)')
   },
 )
@@ -225,4 +230,47 @@ t.test('route: bad query values, an unknown step, a window over the bound', asyn
   const ok = await api.get(`${path}?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)
   t.equal(ok.status, 200, 'an empty window is a digest too')
   t.match(await ok.text(), /^# Session digest .*\n0 events; 0 steps, 0 failed requests, 0 console errors\.\n$/)
+})
+
+t.test('the digest command prints what the route answers; bad --max-chars is a usage error', async t => {
+  const holder: { log?: EventLog } = {}
+  const api = await startApi(t, {
+    deps: { routes: [r => registerDigestRoutes(r, { reader: { read: q => holder.log!.read(q) } })] },
+  })
+  holder.log = api.log
+  const started = api.pipeline.emit({
+    type: 'agent_step_started',
+    data: { step_id: 'st9', name: 'check out', via: 'http' },
+  })
+  t.equal(started.dropped, undefined)
+  await api.log.flush()
+  const run = async (args: string[]) => {
+    let out = ''
+    let err = ''
+    const io: CliIO = {
+      stdout: { write: c => ((out += String(c)), true) },
+      stderr: { write: c => ((err += String(c)), true) },
+      env: { BROWSER_TELEMETRY_URL: api.url, BROWSER_TELEMETRY_TOKEN: TOKEN },
+    }
+    const code = await clientCommands.digest!.run(args, io)
+    return { code, out, err }
+  }
+  const md = await run(['--since', '5m'])
+  t.equal(md.code, 0)
+  t.match(
+    md.out,
+    /^# Session digest .*\n1 event; 1 step, 0 failed requests, 0 console errors\.\n\n## Steps\n### \d\d:\d\d:\d\d\.\d{3} step "check out": open\n$/,
+  )
+  const json = await run(['--json', '--step', 'st9', '--max-chars', '600'])
+  t.equal(json.code, 0)
+  t.same(
+    (JSON.parse(json.out) as Digest).steps.map(s => [s.step_id, s.name]),
+    [['st9', 'check out']],
+  )
+  const bad = await run(['--max-chars', 'lots'])
+  t.not(bad.code, 0)
+  t.match(bad.err, /--max-chars: expected a whole number, got "lots"/)
+  const unknown = await run(['--step', 'nope'])
+  t.not(unknown.code, 0)
+  t.match(unknown.err, /no agent step "nope" in the window/)
 })

@@ -5,6 +5,7 @@ import { bundleCommand } from './bundle.js'
 import { viewCommand } from './view.js'
 import { extensionCommand } from './extension.js'
 import { fleetCommand } from './fleet.js'
+import { digestCommand } from './digest.js'
 import { harCommand } from './har.js'
 import { openCommand } from './open.js'
 import { perfTraceCommand } from './perf-trace.js'
@@ -22,6 +23,7 @@ export type { CliIO } from './io.js'
 export const clientCommands: Record<string, ClientCommand> = {
   tail: tailCommand,
   read: readCommand,
+  digest: digestCommand,
   har: harCommand,
   bundle: bundleCommand,
   trace: traceCommand,
