@@ -195,9 +195,16 @@ t.test('budget: the most important lines stay, each section counts what it left 
   )
   const left = small.digest.omitted!.navigations!
   t.ok(left > 150, `${left} navigations left out`)
-  t.match(small.markdown, new RegExp(`- … ${left} more left out \\(raise max_chars or narrow the window\\)`))
+  t.match(
+    small.markdown,
+    new RegExp(`\\n\\nLeft out: ${left} navigations \\(raise max_chars or narrow the window\\)\\.\\n$`),
+  )
   t.equal(small.digest.navigations.length, 201 - left, 'the JSON form keeps the same navigations')
   t.same(renderDigest(digestOf(many)!, 1200).markdown, small.markdown, 'deterministic')
+  for (const max of [500, 501, 777, 2000, 5000, 20_000]) {
+    const r = renderDigest(digestOf(many)!, max)
+    t.ok(r.markdown.length <= max, `max_chars ${max}: ${r.markdown.length} characters`)
+  }
 })
 
 t.test('route: bad query values, an unknown step, a window over the bound', async t => {

@@ -102,6 +102,17 @@ export class DigestCollector {
     const type = typeOf(r.json)
     const forActions = ACTION_INPUT.has(r.category)
     if (!forActions && (type === undefined || !TOLD.has(type))) return
+    // Most of a busy window: console lines that are not errors, and answers that did not fail
+    // (with their bodies); neither the actions nor the digest read them, so they are not parsed.
+    if (type === 'console_log' && !r.json.includes('"level":"error"')) return
+    if (type === 'network_response') {
+      const status = /"status":(\d+)/.exec(r.json)?.[1]
+      if (status !== undefined && Number(status) < 400) {
+        const id = /"request_id":"((?:[^"\\]|\\.)*)"/.exec(r.json)?.[1]
+        if (id !== undefined) this.open.delete(id)
+        return
+      }
+    }
     const e = JSON.parse(r.json) as Envelope
     if (forActions) this.actions.add(e)
     if (TOLD.has(e.event.type)) this.tell(e)

@@ -121,39 +121,55 @@ function header(d: Digest): string {
   return parts.join('\n')
 }
 
+const SECTION_WORDS: Record<Section, string> = {
+  steps: 'step lines',
+  actions: 'actions outside steps',
+  navigations: 'navigations',
+  failed_requests: 'failed requests',
+  console_errors: 'console errors',
+  incidents: 'crashes, dialogs or downloads',
+}
+
+/** The last line when the budget left something out: what, by section. */
+function leftOutLine(omitted: Partial<Record<Section, number>>): string {
+  const parts = SECTIONS.filter(s => omitted[s] !== undefined).map(s => `${omitted[s]} ${SECTION_WORDS[s]}`)
+  return `Left out: ${parts.join(', ')} (raise max_chars or narrow the window).`
+}
+/** Room the left-out line may need at most. */
+const LEFT_OUT_ROOM = leftOutLine(Object.fromEntries(SECTIONS.map(s => [s, 9_999_999]))).length + 2
+
 /** The digest cut to `maxChars`: the markdown, and the digest keeping the same items with what was left out. */
 export function renderDigest(d: Digest, maxChars = DEFAULT_DIGEST_CHARS): { markdown: string; digest: Digest } {
   const head = header(d)
   const lines = linesOf(d)
-  // Each section may need a heading and an "N left out" line: their room is taken first.
-  const reserve = (s: Section) => HEADINGS[s].length + 2 + 40
-  let used = head.length + 1
-  const present = new Set(lines.map(l => l.section))
-  for (const s of present) used += reserve(s)
+  // Every element costs its length and a newline; a section's heading (and the blank line before
+  // it) is paid when its first line is kept; the left-out line's room is kept aside.
+  let used = head.length + 1 + LEFT_OUT_ROOM
+  const opened = new Set<Section>()
   const order = lines.map((l, i) => ({ l, i })).sort((a, b) => a.l.rank - b.l.rank || a.i - b.i)
   const kept = new Set<number>()
   for (const { l, i } of order) {
-    if (used + l.text.length + 1 > maxChars) continue
+    const cost = l.text.length + 1 + (opened.has(l.section) ? 0 : HEADINGS[l.section].length + 2)
+    if (used + cost > maxChars) continue
     kept.add(i)
-    used += l.text.length + 1
+    opened.add(l.section)
+    used += cost
   }
   const out: string[] = [head]
-  const omitted: Record<string, number> = {}
+  const omitted: Partial<Record<Section, number>> = {}
   for (const s of SECTIONS) {
     const mine = lines.map((l, i) => ({ l, i })).filter(x => x.l.section === s)
-    if (mine.length === 0) continue
     const shown = mine.filter(x => kept.has(x.i))
-    const left = mine.length - shown.length
-    if (left > 0) omitted[s] = left
-    out.push('', HEADINGS[s], ...shown.map(x => x.l.text))
-    if (left > 0) out.push(`- … ${left} more left out (raise max_chars or narrow the window)`)
+    if (mine.length > shown.length) omitted[s] = mine.length - shown.length
+    if (shown.length > 0) out.push('', HEADINGS[s], ...shown.map(x => x.l.text))
   }
+  if (Object.keys(omitted).length > 0) out.push('', leftOutLine(omitted))
   return { markdown: out.join('\n') + '\n', digest: keptDigest(d, lines, kept, omitted) }
 }
 
 const refKey = (list: ListName, index: number, step?: number) => `${list}:${step ?? ''}:${index}`
 
-function keptDigest(d: Digest, lines: Line[], kept: Set<number>, omitted: Record<string, number>): Digest {
+function keptDigest(d: Digest, lines: Line[], kept: Set<number>, omitted: Partial<Record<Section, number>>): Digest {
   const keys = new Set<string>()
   for (const i of kept) keys.add(refKey(lines[i]!.ref.list, lines[i]!.ref.index, lines[i]!.ref.step))
   const keep = (list: ListName, index: number, step?: number) => keys.has(refKey(list, index, step))
