@@ -1,6 +1,7 @@
 import t from 'tap'
 import { parseServeConfig, ConfigError, envName, SERVE_OPTIONS } from '../src/config/config.js'
 import { parseDuration } from '../src/util/duration.js'
+import { COMPONENTS } from '../src/config/options.js'
 import { parseSize } from '../src/util/size.js'
 
 t.test('durations', async t => {
@@ -33,6 +34,20 @@ t.test('the documented defaults (docs/configuration.md, docs/architecture.md)', 
   t.notOk(c.capture.categories.includes('screenshot'))
   t.equal(c.capture.maxEnvelopeBytes, 1024 * 1024)
   t.same(c.store.retention, { maxBytes: 512 * 1024 * 1024, maxAgeMs: 7 * 86_400_000 })
+})
+
+t.test('each component of the option table but daemon is the ServeConfig group of its name', async t => {
+  const c = parseServeConfig([], {})
+  // The daemon component: ServeConfig's top-level fields (warnings come from no option).
+  const topLevel = ['listen', 'dataDir', 'browserId', 'logLevel', 'exportMaxConcurrent', 'warnings']
+  t.same(
+    Object.keys(c)
+      .filter(k => !topLevel.includes(k))
+      .sort(),
+    Object.keys(COMPONENTS)
+      .filter(k => k !== 'daemon')
+      .sort(),
+  )
 })
 
 t.test('flags beat env; env twins work', async t => {
