@@ -40,8 +40,8 @@ export interface ServeConfig {
   logLevel: string
   /** The browser the monitor launches or attaches to (src/monitor). */
   browser: BrowserSettings
-  /** API bearer tokens (src/identity/tokens.ts). */
-  auth: AuthSettings
+  /** API bearer tokens (src/identity/tokens.ts, loadTokens). */
+  auth: { token?: string; tokenFile?: string }
   /** Signed trace links: the key file (absent: a key per start) and the origins allowed by CORS. */
   traceLinks: { keyFile?: string; origins: string[] }
   /** What the pipeline and the collectors capture, and how large an event may be. */
@@ -69,7 +69,7 @@ export interface ServeConfig {
   /** Draining a refused request body (src/api/body-drain.ts, DrainLimits). */
   drain: DrainSettings
   /** The system collectors: kernel log and watched units (collectors/system.ts). */
-  system: SystemSettings
+  system: { watchUnits: string[]; kmsgPath: string }
   /** Values adjusted rather than refused (e.g. the backoff clamp); startDaemon logs each as a warning. */
   warnings: string[]
   /** Fleet shipping to NATS JetStream; undefined when --nats-url is not set (shipping off). */
@@ -92,11 +92,6 @@ export interface BrowserSettings {
   maxTargets: number
   /** The monitor's ReconnectOptions (src/monitor/monitor.ts), as they are. */
   reconnect: { attempts: number; initialBackoffMs: number; maxBackoffMs: number }
-}
-
-export interface AuthSettings {
-  token?: string
-  tokenFile?: string
 }
 
 export interface CaptureSettings {
@@ -145,11 +140,6 @@ export interface UploadSettings {
 export interface DrainSettings {
   maxBytes: number
   maxMs: number
-}
-
-export interface SystemSettings {
-  watchUnits: string[]
-  kmsgPath: string
 }
 
 export interface RecordingConfig {
