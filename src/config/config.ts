@@ -1,6 +1,6 @@
 // The configuration of `browser-telemetry serve`: the flags of config/options.ts (each with a
-// BROWSER_TELEMETRY_<NAME> env twin) parsed and validated once into a ServeConfig. Pure:
-// parseServeConfig(argv, env) throws ConfigError.
+// BROWSER_TELEMETRY_<NAME> env twin) parsed and validated once into a ServeConfig, one settings
+// object per component of the table. Pure: parseServeConfig(argv, env) throws ConfigError.
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import type { ConfigurableCategory } from '../pipeline/pipeline.js'
 import { defaultShedding, type ShedOptions } from '../pipeline/shedding.js'
