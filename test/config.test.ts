@@ -1,6 +1,7 @@
 import t from 'tap'
 import { parseServeConfig, ConfigError, envName, SERVE_OPTIONS } from '../src/config/config.js'
 import { parseDuration } from '../src/util/duration.js'
+import { COMPONENTS } from '../src/config/options.js'
 import { parseSize } from '../src/util/size.js'
 
 t.test('durations', async t => {
@@ -26,13 +27,27 @@ t.test('the documented defaults (docs/configuration.md, docs/architecture.md)', 
   const c = parseServeConfig([], {})
   t.same(c.listen, { host: '127.0.0.1', port: 10222 })
   t.equal(c.dataDir, './data')
-  t.equal(c.launch, true, 'launch is the default without --cdp-url')
-  t.same(c.proxyListen, { host: '127.0.0.1', port: 9222 })
-  t.same([c.reconnectAttempts, c.reconnectInitialBackoffMs, c.reconnectMaxBackoffMs], [10, 250, 2000])
+  t.equal(c.browser.launch, true, 'launch is the default without --cdp-url')
+  t.same(c.proxy.listen, { host: '127.0.0.1', port: 9222 })
+  t.same(c.browser.reconnect, { attempts: 10, initialBackoffMs: 250, maxBackoffMs: 2000 })
   t.equal(c.streams.keepaliveMs, 15000)
-  t.notOk(c.categories.includes('screenshot'))
-  t.equal(c.maxEnvelopeBytes, 1024 * 1024)
-  t.same([c.retentionBytes, c.retentionAgeMs], [512 * 1024 * 1024, 7 * 86_400_000])
+  t.notOk(c.capture.categories.includes('screenshot'))
+  t.equal(c.capture.maxEnvelopeBytes, 1024 * 1024)
+  t.same(c.store.retention, { maxBytes: 512 * 1024 * 1024, maxAgeMs: 7 * 86_400_000 })
+})
+
+t.test('each component of the option table but daemon is the ServeConfig group of its name', async t => {
+  const c = parseServeConfig([], {})
+  // The daemon component: ServeConfig's top-level fields (warnings come from no option).
+  const topLevel = ['listen', 'dataDir', 'browserId', 'logLevel', 'exportMaxConcurrent', 'warnings']
+  t.same(
+    Object.keys(c)
+      .filter(k => !topLevel.includes(k))
+      .sort(),
+    Object.keys(COMPONENTS)
+      .filter(k => k !== 'daemon')
+      .sort(),
+  )
 })
 
 t.test('flags beat env; env twins work', async t => {
@@ -43,12 +58,12 @@ t.test('flags beat env; env twins work', async t => {
   }
   const c = parseServeConfig(['--listen', '127.0.0.1:9000'], env)
   t.same(c.listen, { host: '127.0.0.1', port: 9000 })
-  t.equal(c.cdpUrl, 'http://127.0.0.1:9333')
-  t.equal(c.launch, false)
-  t.same(c.uploadRoots, ['/a', '/b'])
-  t.same(parseServeConfig(['--upload-root', '/x', '--upload-root', '/y'], env).uploadRoots, ['/x', '/y'])
+  t.equal(c.browser.cdpUrl, 'http://127.0.0.1:9333')
+  t.equal(c.browser.launch, false)
+  t.same(c.uploads.roots, ['/a', '/b'])
+  t.same(parseServeConfig(['--upload-root', '/x', '--upload-root', '/y'], env).uploads.roots, ['/x', '/y'])
   t.equal(envName('reconnect-max-backoff'), 'BROWSER_TELEMETRY_RECONNECT_MAX_BACKOFF')
-  t.equal(parseServeConfig(['--proxy-listen', 'off'], {}).proxyListen, undefined)
+  t.equal(parseServeConfig(['--proxy-listen', 'off'], {}).proxy.listen, undefined)
 })
 
 t.test(
@@ -60,30 +75,33 @@ t.test(
       ['--reconnect-max-backoff', '1s', '--reconnect-initial-backoff', '5s'],
     ]) {
       const c = parseServeConfig(argv, {})
-      t.same([c.reconnectInitialBackoffMs, c.reconnectMaxBackoffMs], [1000, 1000], argv.join(' '))
+      t.same([c.browser.reconnect.initialBackoffMs, c.browser.reconnect.maxBackoffMs], [1000, 1000], argv.join(' '))
       t.same(c.warnings, [warning], argv.join(' '))
     }
     // Only the max given (the issue's case): below the default initial 250ms.
     const onlyMax = parseServeConfig(['--reconnect-max-backoff', '100ms'], {})
-    t.same([onlyMax.reconnectInitialBackoffMs, onlyMax.reconnectMaxBackoffMs], [100, 100])
+    t.same([onlyMax.browser.reconnect.initialBackoffMs, onlyMax.browser.reconnect.maxBackoffMs], [100, 100])
     t.same(onlyMax.warnings, [
       '--reconnect-initial-backoff 250ms is above --reconnect-max-backoff 100ms; using 100ms for both',
     ])
     const fromEnv = parseServeConfig([], { BROWSER_TELEMETRY_RECONNECT_MAX_BACKOFF: '100ms' })
-    t.same([fromEnv.reconnectInitialBackoffMs, fromEnv.reconnectMaxBackoffMs], [100, 100])
+    t.same([fromEnv.browser.reconnect.initialBackoffMs, fromEnv.browser.reconnect.maxBackoffMs], [100, 100])
     t.equal(fromEnv.warnings.length, 1)
     // Equal and ordinary values: kept as given, no warning.
     const equal = parseServeConfig(['--reconnect-initial-backoff', '1s', '--reconnect-max-backoff', '1s'], {})
-    t.same([equal.reconnectInitialBackoffMs, equal.reconnectMaxBackoffMs, equal.warnings], [1000, 1000, []])
+    t.same(
+      [equal.browser.reconnect.initialBackoffMs, equal.browser.reconnect.maxBackoffMs, equal.warnings],
+      [1000, 1000, []],
+    )
     t.same(parseServeConfig([], {}).warnings, [])
   },
 )
 
 t.test('--network-body-max-bytes: a size, 0 = no bodies; anything else below 1 byte is an error', async t => {
-  t.equal(parseServeConfig([], {}).networkBodyMaxBytes, 65536)
-  t.equal(parseServeConfig(['--network-body-max-bytes', '0'], {}).networkBodyMaxBytes, 0)
-  t.equal(parseServeConfig([], { BROWSER_TELEMETRY_NETWORK_BODY_MAX_BYTES: '0' }).networkBodyMaxBytes, 0)
-  t.equal(parseServeConfig(['--network-body-max-bytes', '1KiB'], {}).networkBodyMaxBytes, 1024)
+  t.equal(parseServeConfig([], {}).capture.networkBodyMaxBytes, 65536)
+  t.equal(parseServeConfig(['--network-body-max-bytes', '0'], {}).capture.networkBodyMaxBytes, 0)
+  t.equal(parseServeConfig([], { BROWSER_TELEMETRY_NETWORK_BODY_MAX_BYTES: '0' }).capture.networkBodyMaxBytes, 0)
+  t.equal(parseServeConfig(['--network-body-max-bytes', '1KiB'], {}).capture.networkBodyMaxBytes, 1024)
   for (const bad of ['-1', '-0', 'none', ''])
     t.throws(
       () => parseServeConfig([`--network-body-max-bytes=${bad}`], {}),

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { dirname, join, relative, resolve } from 'node:path'
 import { FLEET_SERVE_OPTIONS, SERVE_OPTIONS, envName } from '../src/config/config.js'
-import { CONNECTION_OPTIONS, FLEET_READ_OPTIONS } from '../src/config/options.js'
+import { COMPONENTS, CONNECTION_OPTIONS, FLEET_READ_OPTIONS } from '../src/config/options.js'
 import { EVENT_DEFS, EVENT_TYPES } from '../src/events/index.js'
 import type { OptionSpec } from '../src/util/options.js'
 
@@ -58,6 +58,32 @@ function checkFlagTable(t: Test, lines: string[], options: Record<string, Option
 t.test('docs/configuration.md documents every serve flag with its env twin and default', async t => {
   const doc = await read('docs/configuration.md')
   checkFlagTable(t, section(doc, '## `serve` flags'), SERVE_OPTIONS)
+})
+
+t.test('docs/configuration.md lists the serve flags under their components, in the order of COMPONENTS', async t => {
+  const lines = section(await read('docs/configuration.md'), '## `serve` flags')
+  const headings = lines.filter(l => l.startsWith('### '))
+  t.same(
+    headings,
+    Object.values(COMPONENTS).map(title => `### ${title}`),
+    'one heading per component',
+  )
+  for (const [component, title] of Object.entries(COMPONENTS)) {
+    const rows = section(lines.join('\n'), `### ${title}`).filter(l => l.startsWith('| `--'))
+    const flags = rows.map(l => /^`--([a-z0-9-]+)`/.exec(cells(l)[0]!)?.[1])
+    const expected = Object.entries(SERVE_OPTIONS)
+      .filter(([, o]) => o.component === component)
+      .map(([f]) => f)
+    t.same(flags, expected, `${title}: the ${component} flags, in table order`)
+  }
+  t.same(
+    Object.keys(SERVE_OPTIONS).filter(
+      f =>
+        !(Object.keys(COMPONENTS) as string[]).includes(SERVE_OPTIONS[f as keyof typeof SERVE_OPTIONS].component ?? ''),
+    ),
+    [],
+    'every serve flag has a component',
+  )
 })
 
 t.test(

@@ -27,9 +27,9 @@ const PAGE = `<!doctype html><html><head><title>body editor</title><link rel="ic
 const TYPED = ['h', 'u', 'n', 't', 'e', 'r', '2']
 
 t.test('--mask-typed-keys and its env twin: off by default', async t => {
-  t.equal(parseServeConfig([], {}).maskTypedKeys, false)
-  t.equal(parseServeConfig(['--mask-typed-keys'], {}).maskTypedKeys, true)
-  t.equal(parseServeConfig([], { BROWSER_TELEMETRY_MASK_TYPED_KEYS: '1' }).maskTypedKeys, true)
+  t.equal(parseServeConfig([], {}).capture.maskTypedKeys, false)
+  t.equal(parseServeConfig(['--mask-typed-keys'], {}).capture.maskTypedKeys, true)
+  t.equal(parseServeConfig([], { BROWSER_TELEMETRY_MASK_TYPED_KEYS: '1' }).capture.maskTypedKeys, true)
 })
 
 t.test('typed keys in a code editor: as typed by default, masked live, as typed again', async t => {

@@ -303,8 +303,12 @@ t.test('--chromium-user naming a user that does not exist: the daemon refuses to
     message:
       '--chromium-user: no user "bt-no-such-user" in /etc/passwd (create it, e.g. useradd --system --no-create-home bt-no-such-user, or pass an existing user)',
   })
-  t.equal(parseServeConfig([], { BROWSER_TELEMETRY_CHROMIUM_USER: 'browser' }).chromiumUser, 'browser', 'env twin')
-  t.equal(parseServeConfig([], {}).chromiumUser, 'nobody', 'default')
+  t.equal(
+    parseServeConfig([], { BROWSER_TELEMETRY_CHROMIUM_USER: 'browser' }).browser.chromiumUser,
+    'browser',
+    'env twin',
+  )
+  t.equal(parseServeConfig([], {}).browser.chromiumUser, 'nobody', 'default')
 })
 
 t.test(

@@ -113,8 +113,10 @@ t.test('every default named in the READMEs and docs equals the code default', as
 
 t.test('every default in the option table of docs/configuration.md is the option default', async t => {
   const text = await readFile(join(ROOT, 'docs', 'configuration.md'), 'utf8')
-  // The first table is `serve`'s; the fleet commands' tables override some defaults (their own --listen).
-  const serve = text.slice(text.indexOf('\n|')).split(/\n\n/)[0]!
+  // The `serve` section's tables (one per component); the fleet commands' tables override some
+  // defaults (their own --listen).
+  const start = text.indexOf('\n## `serve` flags\n')
+  const serve = text.slice(start, text.indexOf('\n## ', start + 1))
   const rows = [...serve.matchAll(/^\|\s*`(--[a-z0-9-]+)[^`]*`\s*\|.*$/gm)]
   t.ok(rows.length > 40, `${rows.length} option rows`)
   for (const [row, flag] of rows) {

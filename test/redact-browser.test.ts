@@ -109,11 +109,7 @@ t.test('every secret case through a real page: nothing in events, SSE, HAR or lo
     ],
     {},
   )
-  const logger = createLogger(
-    'trace',
-    new Redactor({ headers: config.redactHeaders, params: config.redactParams }),
-    sink,
-  )
+  const logger = createLogger('trace', new Redactor(config.redaction), sink)
   const d = await startDaemon(config, { logger, announce: () => {}, showNewToken: false })
   t.teardown(() => d.close())
   const token = d.generatedToken!.token

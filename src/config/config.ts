@@ -1,6 +1,6 @@
 // The configuration of `browser-telemetry serve`: the flags of config/options.ts (each with a
-// BROWSER_TELEMETRY_<NAME> env twin) parsed and validated once into a ServeConfig. Pure:
-// parseServeConfig(argv, env) throws ConfigError.
+// BROWSER_TELEMETRY_<NAME> env twin) parsed and validated once into a ServeConfig, one settings
+// object per component of the table. Pure: parseServeConfig(argv, env) throws ConfigError.
 import { CONFIGURABLE_CATEGORIES } from '../events/index.js'
 import type { ConfigurableCategory } from '../pipeline/pipeline.js'
 import { defaultShedding, type ShedOptions } from '../pipeline/shedding.js'
@@ -32,73 +32,114 @@ export class ConfigError extends Error {
   }
 }
 
+/** The daemon's settings, one object per component, each handed whole to the part that uses it. */
 export interface ServeConfig {
   listen: HostPort
   dataDir: string
   browserId?: string
-  cdpUrl?: string
-  launch: boolean
-  chromiumPath: string
-  /** Extra Chromium flags for launch mode. */
-  chromiumArgs: string[]
-  /** User (name or uid) a root daemon runs the launched Chromium as. */
-  chromiumUser: string
-  open?: string
-  token?: string
-  tokenFile?: string
+  logLevel: string
+  /** The browser the monitor launches or attaches to (src/monitor). */
+  browser: BrowserSettings
+  /** API bearer tokens (src/identity/tokens.ts, loadTokens). */
+  auth: { token?: string; tokenFile?: string }
   /** Signed trace links: the key file (absent: a key per start) and the origins allowed by CORS. */
   traceLinks: { keyFile?: string; origins: string[] }
-  categories: ConfigurableCategory[]
-  proxyListen?: HostPort
-  proxyAuth: boolean
-  uploadRoots: string[]
-  reconnectAttempts: number
-  reconnectInitialBackoffMs: number
-  reconnectMaxBackoffMs: number
+  /** What the pipeline and the collectors capture, and how large an event may be. */
+  capture: CaptureSettings
+  /** The CDP WebSocket proxy (src/proxy). */
+  proxy: ProxySettings
   /** The SSE streams: keepalive, per-client queue bounds, the resume ring, the client cap. */
   streams: StreamSettings
-  proxyMaxConnections: number
-  /** Store CDP proxy commands' parameters and results (redacted, cut to 4 KiB each) in cdp_command events. */
-  captureCommandParams: boolean
-  /** Printable keys stored without their value in interaction_key, from the start (the capture config toggles it). */
-  maskTypedKeys: boolean
-  maxTargets: number
-  /** maxEnvelopeBytes joins them at startup (src/daemon/stages.ts, buildPipeline), from --max-envelope-bytes. */
+  /** maxEnvelopeBytes joins them at startup (src/daemon/stages.ts, buildPipeline), from capture.maxEnvelopeBytes. */
   bounds: Omit<StateBounds, 'maxEnvelopeBytes'>
-  logLevel: string
-  maxEnvelopeBytes: number
   shedding: ShedOptions
-  /** Extra header names to mask (the built-in list is always on). */
-  redactHeaders: string[]
-  /** Extra secret-looking parameter / body field names (the built-in list is always on). */
-  redactParams: string[]
-  diskReserveBytes: number
-  retentionBytes: number
-  retentionAgeMs: number
-  networkBodyMaxBytes: number
+  /** Extra names to mask; the built-in lists are always on (src/events/redact.ts). */
+  redaction: RedactionSettings
+  /** The event log's retention and the disk reserve (src/store, src/daemon/disk-guard.ts). */
+  store: StoreSettings
   /** Source maps for console stacks (src/symbols). */
   sourcemaps: SourceMapsConfig
-  screenshotIntervalMs: number
   recording: RecordingConfig
   /** Performance traces on demand (src/perf). */
   perfTraces: PerfTracesConfig
-  uploadMaxBytes: number
-  zipMaxEntries: number
-  zipMaxTotalBytes: number
-  zipMaxRatio: number
-  uploadMaxConcurrent: number
+  /** upload_zip and extension uploads (src/uploads, src/api/routes/uploads.ts). */
+  uploads: UploadSettings
   /** trace.zip and bundle builds at once (shared). */
   exportMaxConcurrent: number
-  drainMaxBytes: number
-  drainTimeoutMs: number
-  watchUnits: string[]
-  kmsgPath: string
+  /** Draining a refused request body (src/api/body-drain.ts, DrainLimits). */
+  drain: DrainSettings
+  /** The system collectors: kernel log and watched units (collectors/system.ts). */
+  system: { watchUnits: string[]; kmsgPath: string }
   /** Values adjusted rather than refused (e.g. the backoff clamp); startDaemon logs each as a warning. */
   warnings: string[]
   /** Fleet shipping to NATS JetStream; undefined when --nats-url is not set (shipping off). */
   nats?: NatsConfig
   /** OTLP/HTTP export; undefined when neither --otlp-endpoint nor OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   otlp?: OtlpConfig
+}
+
+export interface BrowserSettings {
+  cdpUrl?: string
+  /** Launch a local Chromium: --launch, or no --cdp-url (and no --no-browser). */
+  launch: boolean
+  chromiumPath: string
+  /** Extra Chromium flags for launch mode. */
+  chromiumArgs: string[]
+  /** User (name or uid) a root daemon runs the launched Chromium as. */
+  chromiumUser: string
+  /** Demo: a page opened once attached. */
+  open?: string
+  maxTargets: number
+  /** The monitor's ReconnectOptions (src/monitor/monitor.ts), as they are. */
+  reconnect: { attempts: number; initialBackoffMs: number; maxBackoffMs: number }
+}
+
+export interface CaptureSettings {
+  categories: ConfigurableCategory[]
+  /** Printable keys stored without their value in interaction_key, from the start (the capture config toggles it). */
+  maskTypedKeys: boolean
+  networkBodyMaxBytes: number
+  screenshotIntervalMs: number
+  maxEnvelopeBytes: number
+}
+
+export interface ProxySettings {
+  /** Undefined: --proxy-listen off (no proxy). */
+  listen?: HostPort
+  /** Require a token with scope cdp (always required beyond loopback). */
+  auth: boolean
+  maxConnections: number
+  /** Store CDP proxy commands' parameters and results (redacted, cut to 4 KiB each) in cdp_command events. */
+  captureCommandParams: boolean
+}
+
+export interface RedactionSettings {
+  /** Extra header names to mask. */
+  headers: string[]
+  /** Extra secret-looking parameter / body field names. */
+  params: string[]
+}
+
+export interface StoreSettings {
+  /** The event log's retention (EventLogOptions' maxBytes and maxAgeMs). */
+  retention: { maxBytes: number; maxAgeMs: number }
+  /** Space held in <data-dir>/.disk-reserve (0: none). */
+  reserveBytes: number
+}
+
+export interface UploadSettings {
+  /** As given; the daemon adds its defaults when empty (src/uploads/upload-roots.ts). */
+  roots: string[]
+  maxBytes: number
+  maxConcurrent: number
+  /** The ZipLimits of src/uploads/zip-entries.ts, as they are. */
+  zip: { maxEntries: number; maxTotalBytes: number; maxRatio: number }
+}
+
+/** The DrainLimits of src/api/body-drain.ts, as they are. */
+export interface DrainSettings {
+  maxBytes: number
+  maxMs: number
 }
 
 export interface RecordingConfig {
@@ -163,9 +204,71 @@ export function parseServeConfig(argv: string[], env: NodeJS.ProcessEnv = proces
 }
 
 function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
-  const cdpUrl = o.get('cdp-url')
-  const proxyListenText = o.value('proxy-listen')
   const warnings: string[] = []
+  return {
+    listen: o.value('listen'),
+    dataDir: o.value('data-dir'),
+    browserId: o.get('browser-id'),
+    logLevel: o.value('log-level'),
+    browser: browserSettings(o, warnings),
+    auth: { token: o.get('token'), tokenFile: o.get('token-file') },
+    traceLinks: { keyFile: o.get('trace-link-key-file'), origins: parseOrigins(o.value('trace-link-origins')) },
+    capture: {
+      categories: parseCategories(o.value('categories')),
+      maskTypedKeys: o.value('mask-typed-keys'),
+      networkBodyMaxBytes: o.value('network-body-max-bytes'),
+      screenshotIntervalMs: o.value('screenshot-interval'),
+      maxEnvelopeBytes: o.value('max-envelope-bytes'),
+    },
+    proxy: proxySettings(o),
+    streams: {
+      keepaliveMs: o.value('stream-keepalive'),
+      bufferEvents: o.value('stream-buffer-events'),
+      bufferBytes: o.value('stream-buffer-bytes'),
+      ringBytes: o.value('stream-ring-bytes'),
+      maxClients: o.value('max-stream-clients'),
+    },
+    bounds: {
+      maxUrlBytes: o.value('max-url-bytes'),
+      maxHeaderBytes: o.value('max-header-bytes'),
+      maxRequestTableBytes: o.value('request-table-bytes'),
+    },
+    // The page cap follows the retention: a share of it (src/pipeline/shedding.ts).
+    shedding: { ...defaultShedding(o.value('retention-bytes')), backlogBytes: o.value('shed-backlog-bytes') },
+    redaction: { headers: o.get('redact-headers') ?? [], params: o.get('redact-params') ?? [] },
+    store: {
+      retention: { maxBytes: o.value('retention-bytes'), maxAgeMs: o.value('retention-age') },
+      reserveBytes: o.value('disk-reserve'),
+    },
+    sourcemaps: {
+      maxBytes: o.value('sourcemap-max-bytes'),
+      storeBytes: o.value('sourcemap-store-bytes'),
+      cacheBytes: o.value('sourcemap-cache-bytes'),
+      fetch: !o.value('no-sourcemap-fetch'),
+    },
+    recording: recordingConfig(o),
+    perfTraces: perfTracesConfig(o),
+    uploads: {
+      roots: o.value('upload-root'),
+      maxBytes: o.value('upload-max-bytes'),
+      maxConcurrent: o.value('upload-max-concurrent'),
+      zip: {
+        maxEntries: o.value('zip-max-entries'),
+        maxTotalBytes: o.value('zip-max-total-bytes'),
+        maxRatio: o.value('zip-max-ratio'),
+      },
+    },
+    exportMaxConcurrent: o.value('export-max-concurrent'),
+    drain: { maxBytes: o.value('drain-max-bytes'), maxMs: o.value('drain-timeout') },
+    system: { watchUnits: o.value('watch-unit'), kmsgPath: o.value('kmsg-path') },
+    warnings,
+    nats: natsConfig(o),
+    otlp: otlpConfig(o, env),
+  }
+}
+
+function browserSettings(o: ServeOptions, warnings: string[]): BrowserSettings {
+  const cdpUrl = o.get('cdp-url')
   let initial = o.value('reconnect-initial-backoff')
   const max = o.value('reconnect-max-backoff')
   // A cap below the first delay means "never wait longer than this": use it for both.
@@ -176,73 +279,24 @@ function serveConfig(o: ServeOptions, env: NodeJS.ProcessEnv): ServeConfig {
     initial = max
   }
   return {
-    listen: o.value('listen'),
-    dataDir: o.value('data-dir'),
-    browserId: o.get('browser-id'),
     cdpUrl,
     launch: !o.value('no-browser') && (o.value('launch') || !cdpUrl),
     chromiumPath: o.value('chromium-path'),
     chromiumArgs: o.value('chromium-arg'),
     chromiumUser: o.value('chromium-user'),
     open: o.get('open'),
-    token: o.get('token'),
-    tokenFile: o.get('token-file'),
-    traceLinks: { keyFile: o.get('trace-link-key-file'), origins: parseOrigins(o.value('trace-link-origins')) },
-    categories: parseCategories(o.value('categories')),
-    proxyListen: proxyListenText === 'off' ? undefined : parseHostPort(proxyListenText, 'proxy-listen'),
-    proxyAuth: o.value('proxy-auth'),
-    captureCommandParams: o.value('capture-command-params'),
-    maskTypedKeys: o.value('mask-typed-keys'),
-    uploadRoots: o.value('upload-root'),
-    reconnectAttempts: o.value('reconnect-attempts'),
-    reconnectInitialBackoffMs: initial,
-    reconnectMaxBackoffMs: max,
-    streams: {
-      keepaliveMs: o.value('stream-keepalive'),
-      bufferEvents: o.value('stream-buffer-events'),
-      bufferBytes: o.value('stream-buffer-bytes'),
-      ringBytes: o.value('stream-ring-bytes'),
-      maxClients: o.value('max-stream-clients'),
-    },
-    proxyMaxConnections: o.value('proxy-max-connections'),
     maxTargets: o.value('max-targets'),
-    bounds: {
-      maxUrlBytes: o.value('max-url-bytes'),
-      maxHeaderBytes: o.value('max-header-bytes'),
-      maxRequestTableBytes: o.value('request-table-bytes'),
-    },
-    logLevel: o.value('log-level'),
-    maxEnvelopeBytes: o.value('max-envelope-bytes'),
-    // The page cap follows the retention: a share of it (src/pipeline/shedding.ts).
-    shedding: { ...defaultShedding(o.value('retention-bytes')), backlogBytes: o.value('shed-backlog-bytes') },
-    redactHeaders: o.get('redact-headers') ?? [],
-    redactParams: o.get('redact-params') ?? [],
-    diskReserveBytes: o.value('disk-reserve'),
-    retentionBytes: o.value('retention-bytes'),
-    retentionAgeMs: o.value('retention-age'),
-    networkBodyMaxBytes: o.value('network-body-max-bytes'),
-    sourcemaps: {
-      maxBytes: o.value('sourcemap-max-bytes'),
-      storeBytes: o.value('sourcemap-store-bytes'),
-      cacheBytes: o.value('sourcemap-cache-bytes'),
-      fetch: !o.value('no-sourcemap-fetch'),
-    },
-    screenshotIntervalMs: o.value('screenshot-interval'),
-    recording: recordingConfig(o),
-    perfTraces: perfTracesConfig(o),
-    uploadMaxBytes: o.value('upload-max-bytes'),
-    zipMaxEntries: o.value('zip-max-entries'),
-    zipMaxTotalBytes: o.value('zip-max-total-bytes'),
-    zipMaxRatio: o.value('zip-max-ratio'),
-    uploadMaxConcurrent: o.value('upload-max-concurrent'),
-    exportMaxConcurrent: o.value('export-max-concurrent'),
-    drainMaxBytes: o.value('drain-max-bytes'),
-    drainTimeoutMs: o.value('drain-timeout'),
-    watchUnits: o.value('watch-unit'),
-    kmsgPath: o.value('kmsg-path'),
-    warnings,
-    nats: natsConfig(o),
-    otlp: otlpConfig(o, env),
+    reconnect: { attempts: o.value('reconnect-attempts'), initialBackoffMs: initial, maxBackoffMs: max },
+  }
+}
+
+function proxySettings(o: ServeOptions): ProxySettings {
+  const listenText = o.value('proxy-listen')
+  return {
+    listen: listenText === 'off' ? undefined : parseHostPort(listenText, 'proxy-listen'),
+    auth: o.value('proxy-auth'),
+    maxConnections: o.value('proxy-max-connections'),
+    captureCommandParams: o.value('capture-command-params'),
   }
 }
 

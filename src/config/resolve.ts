@@ -10,6 +10,8 @@ export { OptionsError }
 /** A flag with its value's parser: `parse(text, flag)` throws OptionsError naming the flag. */
 export interface Option<T = unknown> extends OptionSpec {
   parse(text: string, flag: string): T
+  /** The part it configures (options.ts, COMPONENTS); the docs list the serve flags under it. */
+  component?: string
 }
 
 export type OptionTable = Record<string, Option>

@@ -57,19 +57,15 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
       )
   })
   const uploadRoots = await prepareUploadRoots(
-    config.uploadRoots,
+    config.uploads.roots,
     config.dataDir,
-    await chromiumUserHome(config.chromiumUser),
+    await chromiumUserHome(config.browser.chromiumUser),
   )
   // A root such as /tmp or a home may hold the daemon's own files: those are never written.
-  const protectedPaths = [config.dataDir, config.tokenFile, config.traceLinks.keyFile].filter(
+  const protectedPaths = [config.dataDir, config.auth.tokenFile, config.traceLinks.keyFile].filter(
     (p): p is string => p !== undefined,
   )
-  const zipLimits: ZipLimits = {
-    maxEntries: config.zipMaxEntries,
-    maxTotalBytes: config.zipMaxTotalBytes,
-    maxRatio: config.zipMaxRatio,
-  }
+  const zipLimits: ZipLimits = config.uploads.zip
   // Extension metadata has its own database, so nothing done to the telemetry log can touch it.
   const meta = await ExtensionMetaStore.open(join(config.dataDir, 'extensions-meta'))
   let extensions: ExtensionStore
@@ -79,11 +75,11 @@ export async function prepareUploads(d: Base): Promise<Started<Uploads>> {
     await meta.close()
     throw err
   }
-  const slots = new UploadSlots(config.uploadMaxConcurrent)
+  const slots = new UploadSlots(config.uploads.maxConcurrent)
   return {
     part: {
-      uploads: { uploadRoots, protectedPaths, spoolDir, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
-      extensions: { store: extensions, uploadMaxBytes: config.uploadMaxBytes, zipLimits, slots },
+      uploads: { uploadRoots, protectedPaths, spoolDir, uploadMaxBytes: config.uploads.maxBytes, zipLimits, slots },
+      extensions: { store: extensions, uploadMaxBytes: config.uploads.maxBytes, zipLimits, slots },
     },
     stop: () => meta.close(),
   }
@@ -144,18 +140,18 @@ export async function startApi(
     tokens: d.tokens.tokens,
     logger: d.logger.child({ module: 'api' }),
     streams: config.streams,
-    defaultCategories: config.categories,
+    defaultCategories: config.capture.categories,
     monitorState,
     warnings: () => [...listenWarning, ...(monitor?.warnings() ?? [])],
     sinksState: () => sinks.health(),
     version: d.version,
     outerMiddleware: [httpMetrics(metrics)],
-    drainLimits: { maxBytes: config.drainMaxBytes, maxMs: config.drainTimeoutMs },
+    drainLimits: config.drain,
     diskState: () => disk.status,
     recording: d.recording,
     defaultRecording: config.recording.enabled,
     maskTypedKeys: d.maskTypedKeys,
-    defaultMaskTypedKeys: config.maskTypedKeys,
+    defaultMaskTypedKeys: config.capture.maskTypedKeys,
     routes: [
       ...daemonRoutes({
         uploads: d.uploads,
@@ -221,9 +217,10 @@ export async function startProxy(
   d: Base & Identity & Core & Browser & AgentSteps & Uploads,
 ): Promise<Started<CdpProxyPart>> {
   const { config, monitor, tokens } = d
-  if (!config.proxyListen || !monitor) return { part: { proxy: undefined } }
+  const { listen } = config.proxy
+  if (!listen || !monitor) return { part: { proxy: undefined } }
   const proxy = new CdpProxy({
-    listen: config.proxyListen,
+    listen,
     upstream: () => monitor.browserWsUrl,
     onUpstreamChanged: l => {
       monitor.events.on('upstream', l)
@@ -233,12 +230,10 @@ export async function startProxy(
     },
     emit: d.pipeline.emit,
     steps: d.steps,
-    auth: proxyAuthRequired(config.proxyListen.host, config.proxyAuth)
-      ? { verify: t => tokens.tokens.lookup(t) }
-      : undefined,
+    auth: proxyAuthRequired(listen.host, config.proxy.auth) ? { verify: t => tokens.tokens.lookup(t) } : undefined,
     logger: d.logger.child({ module: 'proxy' }),
-    maxConnections: config.proxyMaxConnections,
-    captureCommandParams: config.captureCommandParams ? { maxBytes: COMMAND_PARAMS_MAX_BYTES } : undefined,
+    maxConnections: config.proxy.maxConnections,
+    captureCommandParams: config.proxy.captureCommandParams ? { maxBytes: COMMAND_PARAMS_MAX_BYTES } : undefined,
     // A browser of another user cannot read the data dir anyway; one of the daemon's own user could.
     fileGuard: monitor.sharesDaemonUser
       ? new FileGuard({
@@ -285,7 +280,7 @@ export function attachMetrics(d: Store & Core & Symbols & Shipping & Browser & A
 export function announceReady(d: Base & Identity & Api): void {
   const { config, server, browserId } = d
   d.logger.info(
-    { url: server.url, browserId, dataDir: config.dataDir, categories: config.categories },
+    { url: server.url, browserId, dataDir: config.dataDir, categories: config.capture.categories },
     'browser-telemetry listening',
   )
   const generated = d.tokens.generated

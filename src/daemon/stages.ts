@@ -47,12 +47,12 @@ export async function resolveIdentity(d: Base): Promise<Started<Identity>> {
   await prepareDataDir(config.dataDir)
   const disk = await DiskGuard.start({
     dir: config.dataDir,
-    reserveBytes: config.diskReserveBytes,
+    reserveBytes: config.store.reserveBytes,
     checkIntervalMs: d.opts.diskCheckIntervalMs,
     logger: d.logger.child({ module: 'disk' }),
   })
   const browserId = await resolveBrowserId(config.dataDir, config.browserId)
-  const tokens = await loadTokens({ token: config.token, tokenFile: config.tokenFile, dataDir: config.dataDir })
+  const tokens = await loadTokens({ ...config.auth, dataDir: config.dataDir })
   return { part: { browserId, tokens, disk }, stop: () => disk.close() }
 }
 
@@ -63,8 +63,7 @@ export async function openStore(d: Base): Promise<Started<Store>> {
   const log = await EventLog.open({
     path,
     logger: d.logger.child({ module: 'store' }),
-    maxBytes: d.config.retentionBytes,
-    maxAgeMs: d.config.retentionAgeMs,
+    ...d.config.store.retention,
   })
   if (log.previousStopWasUnclean)
     d.logger.warn('previous run did not stop cleanly; a seq gap marks possibly lost events')
@@ -88,23 +87,23 @@ export async function openStore(d: Base): Promise<Started<Store>> {
 
 /** One masking policy for events and logs (built-in lists plus --redact-headers / --redact-params). */
 export function redactorOf(config: ServeConfig): Redactor {
-  return new Redactor({ headers: config.redactHeaders, params: config.redactParams })
+  return new Redactor(config.redaction)
 }
 
 export function buildPipeline(d: Base & Store): Started<Core> {
   const pipeline = new Pipeline({
     log: d.log,
     logger: d.logger.child({ module: 'pipeline' }),
-    categories: d.config.categories,
-    maxEnvelopeBytes: d.config.maxEnvelopeBytes,
+    categories: d.config.capture.categories,
+    maxEnvelopeBytes: d.config.capture.maxEnvelopeBytes,
     shedding: d.config.shedding,
     redactor: d.redactor,
   })
   // Per-target byte bounds (URLs, header sets, request tables) for the monitor and collectors.
-  const bounds = new Bounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.maxEnvelopeBytes })
+  const bounds = new Bounds({ ...d.config.bounds, maxEnvelopeBytes: d.config.capture.maxEnvelopeBytes })
   const recording = new RecordingSwitch(d.config.recording.enabled)
   recording.onChange(on => d.logger.info({ enabled: on }, on ? 'screen recording on' : 'screen recording off'))
-  const maskTypedKeys = new Toggle(d.config.maskTypedKeys)
+  const maskTypedKeys = new Toggle(d.config.capture.maskTypedKeys)
   maskTypedKeys.onChange(on =>
     d.logger.info({ enabled: on }, on ? 'typed keys stored without their value' : 'typed keys stored as typed'),
   )
@@ -133,7 +132,7 @@ export async function openSourceMaps(d: Base & Store & Core): Promise<Started<Sy
     captured: capturedLookup(d.log),
     maskSource: source => redactor.url(source),
     maskUrl: url => redactor.url(url),
-    maxEnvelopeBytes: config.maxEnvelopeBytes,
+    maxEnvelopeBytes: config.capture.maxEnvelopeBytes,
     logger: d.logger.child({ module: 'sourcemaps' }),
     ...d.opts.sourceMapNet,
   })
@@ -166,7 +165,7 @@ export async function startSinkList(d: Base & Identity & Store & Core & Symbols)
 function captureSource(d: Base & Core): CaptureSource {
   const switchesOf = (categories: Iterable<string>) => ({
     enabled: d.recording.enabled ? [...categories, RECORDING] : [...categories],
-    bodyMaxBytes: d.config.networkBodyMaxBytes,
+    bodyMaxBytes: d.config.capture.networkBodyMaxBytes,
   })
   return {
     current: () => switchesOf(d.pipeline.enabledCategories()),
@@ -184,16 +183,17 @@ function captureSource(d: Base & Core): CaptureSource {
 /** Browser: launch or attach, with every CDP collector. Collectors are created once and survive reconnects. */
 export async function startMonitor(d: Base & Store & Core & Symbols): Promise<Started<Browser>> {
   const { config, pipeline, logger, bounds } = d
-  if (!config.launch && !config.cdpUrl)
+  const { browser, capture } = config
+  if (!browser.launch && !browser.cdpUrl)
     return { part: { monitor: undefined, interaction: undefined, screencast: undefined, perfTrace: undefined } }
   const rec = config.recording
   const { list, interaction, screencast, perfTrace } = createCollectors({
     bounds,
     isEnabled: c => pipeline.isEnabled(c),
     onCategoriesChanged: l => pipeline.onCategoriesChanged(l),
-    networkBodyMaxBytes: config.networkBodyMaxBytes,
-    screenshotIntervalMs: config.screenshotIntervalMs,
-    maxEnvelopeBytes: config.maxEnvelopeBytes,
+    networkBodyMaxBytes: capture.networkBodyMaxBytes,
+    screenshotIntervalMs: capture.screenshotIntervalMs,
+    maxEnvelopeBytes: capture.maxEnvelopeBytes,
     recording: {
       sink: d.frames,
       lastSeq: () => d.log.lastAssignedSeq,
@@ -207,25 +207,21 @@ export async function startMonitor(d: Base & Store & Core & Symbols): Promise<St
     maskTypedKeys: () => d.maskTypedKeys.enabled,
   })
   const monitor = new Monitor({
-    cdpUrl: config.launch ? undefined : config.cdpUrl,
+    cdpUrl: browser.launch ? undefined : browser.cdpUrl,
     // A root daemon never runs the browser as root: pages and CDP clients must not reach the data dir.
-    launch: config.launch
+    launch: browser.launch
       ? {
-          chromiumPath: config.chromiumPath,
-          extraArgs: config.chromiumArgs,
-          user: await chromiumUserFor(config.chromiumUser),
+          chromiumPath: browser.chromiumPath,
+          extraArgs: browser.chromiumArgs,
+          user: await chromiumUserFor(browser.chromiumUser),
         }
       : undefined,
     emit: pipeline.emit,
     capture: captureSource(d),
     collectors: list,
     logger: logger.child({ module: 'monitor' }),
-    reconnect: {
-      attempts: config.reconnectAttempts,
-      initialBackoffMs: config.reconnectInitialBackoffMs,
-      maxBackoffMs: config.reconnectMaxBackoffMs,
-    },
-    maxTargets: config.maxTargets,
+    reconnect: browser.reconnect,
+    maxTargets: browser.maxTargets,
     bounds,
     emitUnbuilt: pipeline.emit,
   })
@@ -237,10 +233,11 @@ export async function startMonitor(d: Base & Store & Core & Symbols): Promise<St
     throw err
   }
   // Demo: a new tab with the page, navigated once attached so the collectors see all of it.
-  if (config.open) {
-    await monitor.openPage(config.open).then(
-      () => logger.info({ url: config.open }, 'opened demo page'),
-      (err: Error) => logger.warn({ url: config.open, err }, 'could not open the demo page'),
+  const { open } = browser
+  if (open) {
+    await monitor.openPage(open).then(
+      () => logger.info({ url: open }, 'opened demo page'),
+      (err: Error) => logger.warn({ url: open, err }, 'could not open the demo page'),
     )
   }
   return { part: { monitor, interaction, screencast, perfTrace }, stop }
@@ -251,8 +248,7 @@ export async function startSystem(d: Base & Store & Core & Browser): Promise<Sta
   const system = await startSystemCollectors({
     emit: d.pipeline.emit,
     logger: d.logger.child({ module: 'system' }),
-    kmsgPath: d.config.kmsgPath,
-    watchUnits: d.config.watchUnits,
+    ...d.config.system,
     log: d.log,
     monitor: d.monitor,
   })
