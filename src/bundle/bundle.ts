@@ -5,73 +5,17 @@
 // pass starts only when the one before ended). Everything comes from the stored envelopes, which the
 // pipeline masked before storing them.
 import type { Readable } from 'node:stream'
-import type { HarStreamBounds } from '../har/index.js'
-import type { RedactionPolicy } from '../events/redact.js'
-import type { EventLog } from '../store/event-log.js'
 import { writeEntries, type EntryWriter, type ZipStreamStats } from './zip-stream.js'
-import type { BundleSourceMaps } from './sourcemaps.js'
-import type { BundleFrames } from './frames.js'
 import type { BundleManifest } from './manifest.js'
-import type { BundlePerfTraces } from './perf-traces.js'
 import { bundleContext, type BundleContext } from './context.js'
 import { actionsFile, consoleFile, eventsFile, harFile, screenshots } from './log-entries.js'
 import { frameFiles, perfTraceFiles, sourceMapFiles, videoFile } from './stored-entries.js'
+import { DEFAULT_BUNDLE_LIMITS, type BundleLimits, type BundleSource, type BundleWindow } from './types.js'
 
 export type { BundleSourceMaps } from './sourcemaps.js'
 export type { BundlePerfTraces } from './perf-traces.js'
 
-/** Where a bundle's contents come from (the daemon's parts, or a test's). */
-export interface BundleSource {
-  browserId: string
-  daemonVersion: string
-  log: EventLog
-  /** The recording's frame store; absent when the daemon has none (the bundle says recording was off). */
-  frames?: BundleFrames
-  /** Whether the screen recording is on now. */
-  recordingEnabled?: () => boolean
-  /** ffmpeg for recording.webm: a path, undefined to look on PATH, null never to encode. */
-  ffmpeg?: string | null
-  /** Event categories captured now. */
-  categories: () => readonly string[]
-  redaction: RedactionPolicy
-  /** Source maps: console stacks mapped as the events API maps them, and the maps used, in sourcemaps/. */
-  sourceMaps?: BundleSourceMaps
-  /** Performance traces started in the window go in perf-traces/. */
-  perfTraces?: BundlePerfTraces
-}
-
-export interface BundleWindow {
-  /** Unix microseconds, inclusive. */
-  sinceUs: number
-  /** Unix microseconds, exclusive; undefined: up to the last event committed when the bundle began. */
-  untilUs?: number
-  /** The parameters as the caller wrote them, for the manifest. */
-  requested?: { since?: string; until?: string }
-}
-
-export interface BundleLimits {
-  /** Stored bytes one log read materialises at most. */
-  readPageBytes: number
-  /** Events per log read at most. */
-  readPageEvents: number
-  /** HAR: bytes of unfinished exchanges held, pages kept, how long a finished exchange waits for its page. */
-  har: HarStreamBounds
-  /** Dropped-seq gaps listed in the manifest (all are counted). */
-  maxListedGaps: number
-  /** Recording frames included at most (their index is written after them). */
-  maxFrames: number
-  /** Records the actions derivation holds at most (one per command and page report, ~250 bytes each). */
-  maxActionRecords: number
-}
-
-export const DEFAULT_BUNDLE_LIMITS: BundleLimits = {
-  readPageBytes: 1024 * 1024,
-  readPageEvents: 500,
-  har: { maxHeldBytes: 32 * 1024 * 1024, maxPages: 10_000, settleUs: 10_000_000 },
-  maxListedGaps: 1000,
-  maxFrames: 100_000,
-  maxActionRecords: 200_000,
-}
+export { DEFAULT_BUNDLE_LIMITS, type BundleLimits, type BundleSource, type BundleWindow } from './types.js'
 
 /** What a bundle build reports while and after it runs (tests and the bench read it). */
 export type BundleStats = ZipStreamStats

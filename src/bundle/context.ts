@@ -3,7 +3,7 @@
 // writers fill in as they go (it is written last, so it counts what the files hold).
 import type { Readable } from 'node:stream'
 import type { StoredRecord } from '../store/event-log.js'
-import type { BundleLimits, BundleSource, BundleWindow } from './bundle.js'
+import type { BundleLimits, BundleSource, BundleWindow } from './types.js'
 import { isoMicros } from './console-text.js'
 import type { FrameMeta } from './frames.js'
 import { BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, type BundleManifest } from './manifest.js'

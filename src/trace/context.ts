@@ -4,7 +4,7 @@
 import type { Envelope } from '../events/index.js'
 import type { FrameMeta } from '../recording/frame-store.js'
 import type { ZipStream } from '../bundle/zip-stream.js'
-import type { TraceLimits, TraceSource, TraceSummary, TraceWindow } from './trace.js'
+import type { TraceLimits, TraceSource, TraceSummary, TraceWindow } from './types.js'
 import type { ScreencastFrameLine, TraceClock } from './format.js'
 
 export interface TraceContext {
