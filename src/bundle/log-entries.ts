@@ -2,7 +2,7 @@
 // console.txt, actions.json and screenshots/. Each text file is a generator the zip pulls, so the
 // log is read a page at a time only as the reader takes bytes.
 import { ACTION_CATEGORIES, ActionBuilder, stepsOf } from '../actions/index.js'
-import type { Envelope } from '../events/index.js'
+import { storedEventType, type Envelope } from '../events/index.js'
 import { HarBuilder, HAR_CATEGORIES } from '../har/index.js'
 import { served, type BundleContext } from './context.js'
 import { consoleLine } from './console-text.js'
@@ -21,7 +21,7 @@ export async function* eventsFile(ctx: BundleContext): AsyncGenerator<string> {
       manifest.seq.last = r.seq
       manifest.seq.events++
       chunk += r.json + '\n'
-      const type = typeOfJson(r.json)
+      const type = storedEventType(r.json)
       manifest.types[type] = (manifest.types[type] ?? 0) + 1
     }
     yield chunk
@@ -126,13 +126,3 @@ function imageExt(b: Buffer): 'png' | 'jpeg' | 'bin' {
   return 'bin'
 }
 
-/** The event type of a stored envelope; the pipeline writes ts then type first, so parsing is rarely needed. */
-function typeOfJson(json: string): string {
-  const m = /^\{"seq":\d+,"event":\{"ts":-?\d+,"type":"([a-z0-9_]{1,64})"/.exec(json)
-  if (m) return m[1]!
-  try {
-    return String((JSON.parse(json) as Envelope).event.type)
-  } catch {
-    return 'unknown'
-  }
-}

@@ -4,7 +4,7 @@
 // its target holds it. Bounded: a few small records per event kept, request heads forgotten once
 // answered and capped in number.
 import { ActionBuilder, pathOf, stepsOf, type Action } from '../actions/index.js'
-import type { Envelope, StackTrace } from '../events/index.js'
+import { storedEventType, type Envelope, type StackTrace } from '../events/index.js'
 import type {
   Digest,
   DigestAction,
@@ -41,13 +41,31 @@ const TOLD = new Set([
   'agent_step_started',
   'agent_step_finished',
 ])
+/** How each incident type is told. */
+const INCIDENTS: Record<string, { kind: DigestIncident['kind']; text: (d: Record<string, unknown>) => string }> = {
+  page_crashed: {
+    kind: 'crash',
+    text: d =>
+      `page crashed${d.status !== undefined ? ` (${String(d.status)})` : ''} at ${pathOf(String(d.url ?? ''))}`,
+  },
+  page_dialog_opened: {
+    kind: 'dialog',
+    text: d => `${String(d.dialog_type)} dialog: ${oneLine(String(d.message ?? ''), 120)}`,
+  },
+  page_download_started: {
+    kind: 'download',
+    text: d => `download ${oneLine(String(d.suggested_filename ?? ''), 120)}`,
+  },
+  monitor_disconnected: { kind: 'disconnect', text: () => 'the browser went away (browser_restarted)' },
+  system_oom_kill: { kind: 'crash', text: () => 'a process of the VM was killed out of memory' },
+  service_crashed: { kind: 'crash', text: () => 'a service of the VM crashed' },
+}
+
 /** Request heads waiting for their answer at most (a page that never answers cannot grow this). */
 const MAX_OPEN_REQUESTS = 20_000
 const TEXT_MAX = 300
 const BODY_MAX = 160
 const FRAMES_MAX = 3
-
-const typeOf = (json: string): string | undefined => /"type":"([a-z_]+)"/.exec(json.slice(0, 200))?.[1]
 
 /** `s` on one line, cut to `max` characters ("…" when cut). */
 export function oneLine(s: string, max: number): string {
@@ -99,9 +117,9 @@ export class DigestCollector {
     }
     this.lastSeq = r.seq
     if (!ACTION_INPUT.has(r.category) && r.category !== 'monitor' && r.category !== 'system') return
-    const type = typeOf(r.json)
+    const type = storedEventType(r.json)
     const forActions = ACTION_INPUT.has(r.category)
-    if (!forActions && (type === undefined || !TOLD.has(type))) return
+    if (!forActions && !TOLD.has(type)) return
     // Most of a busy window: console lines that are not errors, and answers that did not fail
     // (with their bodies); neither the actions nor the digest read them, so they are not parsed.
     if (type === 'console_log' && !r.json.includes('"level":"error"')) return
@@ -197,29 +215,8 @@ export class DigestCollector {
   }
 
   private incident(type: string, ts: number, d: Record<string, unknown>, target: string | undefined): void {
-    const text =
-      type === 'page_crashed'
-        ? `page crashed${d.status !== undefined ? ` (${String(d.status)})` : ''} at ${pathOf(String(d.url ?? ''))}`
-        : type === 'page_dialog_opened'
-          ? `${String(d.dialog_type)} dialog: ${oneLine(String(d.message ?? ''), 120)}`
-          : type === 'page_download_started'
-            ? `download ${oneLine(String(d.suggested_filename ?? ''), 120)}`
-            : type === 'monitor_disconnected'
-              ? 'the browser went away (browser_restarted)'
-              : type === 'system_oom_kill'
-                ? 'a process of the VM was killed out of memory'
-                : 'a service of the VM crashed'
-    const kind =
-      type === 'page_crashed'
-        ? 'crash'
-        : type === 'page_dialog_opened'
-          ? 'dialog'
-          : type === 'page_download_started'
-            ? 'download'
-            : type === 'monitor_disconnected'
-              ? 'disconnect'
-              : 'crash'
-    this.incidents.push({ ts, kind, text, target })
+    const told = INCIDENTS[type]
+    if (told) this.incidents.push({ ts, kind: told.kind, text: told.text(d), target })
   }
 
   /** The digest of what was added; `stepId` keeps that step only (undefined when it is not in the window). */

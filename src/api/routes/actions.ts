@@ -12,6 +12,7 @@ import { ActionSchema } from '../schemas.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import type { EventReader } from '../../sse/telemetry-source.js'
 import { lowerBound } from '../../util/lower-bound.js'
+import { forEachWindowPage } from '../window-pages.js'
 
 export interface ActionRouteDeps {
   /** The browser's events (the daemon's log). */
@@ -90,26 +91,21 @@ export function registerActionRoutes(router: ApiRouter, deps: ActionRouteDeps): 
 /** Reads [sinceUs, untilUs) of the reader's categories actions look at and derives the actions. */
 export async function windowActions(reader: EventReader, window: ReadQuery, maxRecords: number): Promise<Action[]> {
   const builder = new ActionBuilder()
-  const base: ReadQuery = {
-    order: 'asc',
-    ...READ_PAGE,
-    categories: new Set<Category>(ACTION_CATEGORIES),
-    ...(window.untilUs !== undefined ? { untilUs: window.untilUs } : {}),
-  }
-  let cursor: number | undefined
-  for (;;) {
-    const page = await reader.read(cursor === undefined ? { ...base, sinceUs: window.sinceUs } : { ...base, cursor })
-    for (const r of page.records) builder.add(JSON.parse(r.json) as Envelope)
-    if (builder.size > maxRecords)
-      throw new ApiError(
-        400,
-        'bad_request',
-        `the window holds more than ${maxRecords} events to derive actions from; narrow since/until`,
-        [{ code: 'window_too_large', message: `since..until: more than ${maxRecords} events` }],
-      )
-    if (!page.hasMore || page.records.length === 0) break
-    cursor = page.nextCursor
-  }
+  await forEachWindowPage(
+    reader,
+    window,
+    { ...READ_PAGE, categories: new Set<Category>(ACTION_CATEGORIES) },
+    records => {
+      for (const r of records) builder.add(JSON.parse(r.json) as Envelope)
+      if (builder.size > maxRecords)
+        throw new ApiError(
+          400,
+          'bad_request',
+          `the window holds more than ${maxRecords} events to derive actions from; narrow since/until`,
+          [{ code: 'window_too_large', message: `since..until: more than ${maxRecords} events` }],
+        )
+    },
+  )
   return builder.finish()
 }
 

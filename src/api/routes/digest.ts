@@ -17,6 +17,7 @@ import { ApiError, notFound } from '../errors.js'
 import type { ApiRouter } from '../route-table.js'
 import { EVENTS_QUERY, readQueryOf } from '../telemetry-query.js'
 import { DEFAULT_MAX_ACTION_RECORDS } from './actions.js'
+import { forEachWindowPage } from '../window-pages.js'
 
 export interface DigestRouteDeps {
   reader: EventReader
@@ -98,17 +99,8 @@ async function collect(deps: DigestRouteDeps, window: ReadQuery): Promise<Digest
   const maxRecords = deps.maxRecords ?? DEFAULT_MAX_ACTION_RECORDS
   const maxEvents = deps.maxEvents ?? DEFAULT_DIGEST_MAX_EVENTS
   const collector = new DigestCollector()
-  const base: ReadQuery = {
-    order: 'asc',
-    ...READ_PAGE,
-    ...(window.untilUs !== undefined ? { untilUs: window.untilUs } : {}),
-  }
-  let cursor: number | undefined
-  for (;;) {
-    const page = await deps.reader.read(
-      cursor === undefined ? { ...base, sinceUs: window.sinceUs } : { ...base, cursor },
-    )
-    const records = deps.mapping ? await deps.mapping.mapRecords(page.records) : page.records
+  await forEachWindowPage(deps.reader, window, READ_PAGE, async page => {
+    const records = deps.mapping ? await deps.mapping.mapRecords(page) : page
     for (const r of records) collector.add(r)
     if (collector.size > maxRecords || collector.events > maxEvents)
       throw new ApiError(
@@ -117,8 +109,6 @@ async function collect(deps: DigestRouteDeps, window: ReadQuery): Promise<Digest
         `the window holds more than ${collector.size > maxRecords ? `${maxRecords} events to derive actions from` : `${maxEvents} events`}; narrow since/until`,
         [{ code: 'window_too_large', message: 'since..until: narrow the window' }],
       )
-    if (!page.hasMore || page.records.length === 0) break
-    cursor = page.nextCursor
-  }
+  })
   return collector
 }
