@@ -125,4 +125,3 @@ function imageExt(b: Buffer): 'png' | 'jpeg' | 'bin' {
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg'
   return 'bin'
 }
-
